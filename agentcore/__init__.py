@@ -1,0 +1,62 @@
+"""agentcore: the ReAct agent loop, typed, steppable and measurable."""
+
+from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
+from .loop import Agent, Event, ForkOrigin, Run, RunConfig, StepRecord, ToolDecision, ToolRun, resolve_schema
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    Violation,
+    pending_tool_calls,
+    validate_messages,
+)
+from .providers import create_provider, default_provider
+from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
+from .providers.scripted import SCENARIOS, ScriptedProvider
+from .tools import Tool, ToolOutcome, ToolSpec, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SCENARIOS",
+    "Agent",
+    "AgentcoreError",
+    "AssistantMessage",
+    "Event",
+    "ForkOrigin",
+    "Message",
+    "MessageListError",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderError",
+    "Run",
+    "RunConfig",
+    "ScriptedProvider",
+    "Settings",
+    "StepRecord",
+    "SystemMessage",
+    "Tool",
+    "ToolCall",
+    "ToolDecision",
+    "ToolMessage",
+    "ToolOutcome",
+    "ToolRun",
+    "ToolSpec",
+    "TranscriptError",
+    "Usage",
+    "UsageError",
+    "UserMessage",
+    "Violation",
+    "WireExchange",
+    "create_provider",
+    "default_provider",
+    "pending_tool_calls",
+    "resolve_schema",
+    "tool",
+    "validate_messages",
+]

@@ -1,0 +1,199 @@
+"""Typed messages of the agent loop, tool calls, usage, and the message-list validator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Frozen):
+    """Token counts of one model call; `input_tokens` includes cached tokens."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class ToolCall(_Frozen):
+    """A tool call requested by the model.
+
+    `raw_arguments` holds the model's text when it was not a JSON object, so the
+    loop can return the parse error to the model as data.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+    @property
+    def arguments_invalid(self) -> bool:
+        return self.raw_arguments is not None
+
+
+class SystemMessage(_Frozen):
+    """The system prompt."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(_Frozen):
+    """A message from the person driving the agent."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(_Frozen):
+    """A model reply: text, tool calls, or both."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolMessage(_Frozen):
+    """The result of one tool call; `is_error` marks a failure the model should see."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage,
+    Field(discriminator="role"),
+]
+MESSAGE_LIST = TypeAdapter(list[Message])
+
+
+def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
+    """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not an object."""
+    import json
+
+    if text is None or text.strip() == "":
+        return ToolCall(id=call_id, name=name, arguments={})
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ToolCall(id=call_id, name=name, raw_arguments=text)
+    if not isinstance(value, dict):
+        return ToolCall(id=call_id, name=name, raw_arguments=text)
+    return ToolCall(id=call_id, name=name, arguments=value)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One rule a message list breaks: the message's index and why."""
+
+    index: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.reason}"
+
+
+def validate_messages(messages: list[Message], *, final: bool = False) -> list[Violation]:
+    """Check the rules every provider enforces; return the violations, first to last.
+
+    - a system message only at the start;
+    - every tool call answered by exactly one tool message, after it and before the next
+      assistant or user message;
+    - no tool message without its call;
+    - the conversation starts with a user message (after the system prompt).
+    With `final=True`, calls still unanswered at the end are violations too; otherwise
+    they are the pending calls of the tools phase.
+    """
+    found: list[Violation] = []
+    pending: dict[str, ToolCall] = {}
+    pending_from = -1
+    answered: set[str] = set()
+    seen_ids: set[str] = set()
+    first_turn = None
+
+    def close_pending(at: int) -> None:
+        nonlocal pending
+        for call_id in pending:
+            found.append(
+                Violation(pending_from, f"tool call {call_id} was never answered by a tool message before message {at}")
+            )
+        pending = {}
+
+    for i, m in enumerate(messages):
+        if isinstance(m, SystemMessage):
+            if i != 0:
+                found.append(Violation(i, "a system message may only be the first message"))
+            continue
+        if first_turn is None:
+            first_turn = i
+            if not isinstance(m, UserMessage):
+                found.append(Violation(i, f"the conversation must start with a user message, not {m.role}"))
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id in pending:
+                call = pending.pop(m.tool_call_id)
+                answered.add(m.tool_call_id)
+                if call.name != m.name:
+                    found.append(
+                        Violation(i, f"tool result is named {m.name!r} but call {m.tool_call_id} is {call.name!r}")
+                    )
+            elif m.tool_call_id in answered:
+                found.append(Violation(i, f"tool call {m.tool_call_id} already has a result"))
+            else:
+                found.append(Violation(i, f"tool result for {m.tool_call_id!r} has no matching tool call before it"))
+            continue
+        close_pending(i)
+        if isinstance(m, AssistantMessage):
+            if not m.content and not m.tool_calls:
+                found.append(Violation(i, "an assistant message needs text or tool calls"))
+            for call in m.tool_calls:
+                if not call.id:
+                    found.append(Violation(i, f"tool call {call.name!r} has no id"))
+                elif call.id in seen_ids:
+                    found.append(Violation(i, f"tool call id {call.id} is used twice"))
+                if not call.name:
+                    found.append(Violation(i, f"tool call {call.id} has no name"))
+                seen_ids.add(call.id)
+                pending[call.id] = call
+            pending_from = i
+        elif isinstance(m, UserMessage) and not m.content.strip():
+            found.append(Violation(i, "a user message needs content"))
+    if first_turn is None:
+        found.append(Violation(len(messages), "there is no user message"))
+    if final:
+        close_pending(len(messages))
+    return found
+
+
+def pending_tool_calls(messages: list[Message]) -> list[ToolCall]:
+    """The tool calls of the last assistant message that have no result yet, in call order."""
+    answered = set()
+    for m in reversed(messages):
+        if isinstance(m, ToolMessage):
+            answered.add(m.tool_call_id)
+        elif isinstance(m, AssistantMessage):
+            return [c for c in m.tool_calls if c.id not in answered]
+        else:
+            return []
+    return []

@@ -1,0 +1,145 @@
+"""The provider registry: name → factory, default model and known models.
+
+Provider modules are imported only when used, so `import agentcore` stays fast and
+the local model's llama-cpp-python is optional.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from .base import BaseProvider, ModelRequest, ModelResponse, Provider, Settings, WireExchange
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """What the CLI and the app need to offer a provider."""
+
+    name: str
+    target: str  # "module:Class"
+    default_model: str
+    known_models: tuple[str, ...]
+    description: str
+    key_env: str | None = None  # environment variable holding its API key
+    base_url_env: str | None = None
+    default_base_url: str | None = None
+
+    def load(self) -> type:
+        module, cls = self.target.split(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+REGISTRY: dict[str, ProviderInfo] = {
+    p.name: p
+    for p in (
+        ProviderInfo(
+            "local",
+            "agentcore.providers.local:LocalProvider",
+            "smollm2-135m",
+            ("smollm2-135m",),
+            "SmolLM2-135M-Instruct in-process through llama.cpp; no key, no network (or any GGUF file by path)",
+        ),
+        ProviderInfo(
+            "scripted",
+            "agentcore.providers.scripted:ScriptedProvider",
+            "weather",
+            ("weather", "recovery", "research", "runaway", "structured"),
+            "a deterministic scripted model with bundled scenarios; the model name is the scenario",
+        ),
+        ProviderInfo(
+            "openai",
+            "agentcore.providers.openai:OpenAIProvider",
+            "gpt-4o-mini",
+            ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "o4-mini"),
+            "OpenAI Chat Completions, or any OpenAI-compatible server with a base URL",
+            key_env="OPENAI_API_KEY",
+            base_url_env="OPENAI_BASE_URL",
+            default_base_url="https://api.openai.com/v1",
+        ),
+        ProviderInfo(
+            "anthropic",
+            "agentcore.providers.anthropic:AnthropicProvider",
+            "claude-3-5-haiku-latest",
+            ("claude-3-5-haiku-latest", "claude-sonnet-4-0", "claude-opus-4-0", "claude-3-7-sonnet-latest"),
+            "Anthropic Messages API",
+            key_env="ANTHROPIC_API_KEY",
+            base_url_env="ANTHROPIC_BASE_URL",
+            default_base_url="https://api.anthropic.com",
+        ),
+        ProviderInfo(
+            "ollama",
+            "agentcore.providers.ollama:OllamaProvider",
+            "llama3.2",
+            ("llama3.2", "qwen2.5", "mistral"),
+            "Ollama's native /api/chat",
+            base_url_env="OLLAMA_HOST",
+            default_base_url="http://127.0.0.1:11434",
+        ),
+    )
+}
+
+
+def local_available() -> tuple[bool, str]:
+    """Whether the embedded model can run here, and why not if it cannot."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False, "llama-cpp-python is not installed (the `local` extra)"
+    try:
+        from .local import find_default_gguf
+    except ImportError as exc:
+        return False, f"the local provider cannot load: {exc}"
+    try:
+        find_default_gguf()
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available", with the reason
+        return False, str(exc)
+    return True, "llama-cpp-python and the SmolLM2 GGUF file are installed"
+
+
+def default_provider() -> tuple[str, str]:
+    """`local` when the embedded model is installed, else `scripted`; with the reason."""
+    ok, why = local_available()
+    if ok:
+        return "local", f"local: {why}"
+    return "scripted", f"scripted: {why}"
+
+
+def get_info(name: str) -> ProviderInfo:
+    if name not in REGISTRY:
+        raise UsageError(f"unknown provider {name!r}; available: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def create_provider(
+    name: str,
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    **options: Any,
+) -> Provider:
+    """Build a provider by registry name. Keys come from the caller or the environment, never from a file."""
+    info = get_info(name)
+    try:
+        cls = info.load()
+    except ImportError as exc:
+        raise UsageError(f"provider {name!r} cannot be loaded: {exc}") from None
+    return cls(model or info.default_model, base_url=base_url, api_key=api_key, **options)
+
+
+__all__ = [
+    "REGISTRY",
+    "BaseProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderInfo",
+    "Settings",
+    "WireExchange",
+    "create_provider",
+    "default_provider",
+    "get_info",
+    "local_available",
+]

@@ -1,0 +1,131 @@
+"""The one interface between the loop and any model, and what crosses it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import AssistantMessage, Message, Usage
+from ..tools import ToolSpec
+
+# Header names whose values are credentials; matched case-insensitively.
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key"}
+)
+REDACTED = "[redacted]"
+
+TextSink = Callable[[str], None]
+
+
+class Settings(BaseModel):
+    """Generation settings every provider understands; `None` means the provider's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    parallel_tool_calls: bool | None = None
+    stream: bool = False
+
+
+class ModelRequest(BaseModel):
+    """Everything a provider is asked: the messages, the tools on offer, the settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    settings: Settings = Settings()
+
+
+class WireExchange(BaseModel):
+    """The request and response as they went over the wire, credentials removed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    request_headers: dict[str, str] = {}
+    request: Any = None
+    status: int | None = None
+    response_headers: dict[str, str] = {}
+    response: Any = None
+
+
+class ModelResponse(BaseModel):
+    """A provider's answer: the assistant message, usage, and the wire exchange."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: AssistantMessage
+    usage: Usage = Usage()
+    estimated: bool = False
+    finish_reason: str | None = None
+    wire: WireExchange | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model the loop can call. Implement `complete`; stream text through `on_text` if you can."""
+
+    name: str
+    model: str
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse: ...
+
+
+class BaseProvider:
+    """Convenience base: declares capabilities as class attributes."""
+
+    name: ClassVar[str] = "base"
+    supports_streaming: ClassVar[bool] = False
+    exact_usage: ClassVar[bool] = True
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def __repr__(self) -> str:  # never shows a key
+        return f"{type(self).__name__}(model={self.model!r})"
+
+
+def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
+    """Copy headers with every credential replaced by `[redacted]`."""
+    out: dict[str, str] = {}
+    for key, value in dict(headers).items():
+        lowered = key.lower()
+        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered or "secret" in lowered
+        out[key] = REDACTED if secret else str(value)
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral estimate: about four characters a token, as the vendors' own rule of thumb."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def estimate_request_tokens(request: ModelRequest) -> int:
+    """Estimate the input tokens of a request from what would be sent: messages and tool specs."""
+    total = 0
+    for m in request.messages:
+        total += 4 + estimate_tokens(message_text(m))
+    for spec in request.tools:
+        total += estimate_tokens(spec.name + spec.description + json.dumps(spec.parameters, separators=(",", ":")))
+    return total
+
+
+def message_text(m: Message) -> str:
+    """The text of a message as the model reads it, tool calls included."""
+    from ..messages import AssistantMessage
+
+    if isinstance(m, AssistantMessage):
+        calls = "".join(
+            c.name
+            + (c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments, separators=(",", ":")))
+            for c in m.tool_calls
+        )
+        return (m.content or "") + calls
+    return m.content

@@ -1,0 +1,353 @@
+"""A deterministic scripted model: bundled scenarios for demos and tests, and transcript replay.
+
+A scenario decides its next turn from the request it actually receives (the tool
+results so far), so editing the message list changes what it does, and its usage
+is estimated from that request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import ProviderError, UsageError
+from ..messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from .base import (
+    BaseProvider,
+    ModelRequest,
+    ModelResponse,
+    TextSink,
+    WireExchange,
+    estimate_request_tokens,
+    estimate_tokens,
+)
+
+
+@dataclass
+class Turn:
+    """What a scenario sees: the request, and the turns since the last user message."""
+
+    request: ModelRequest
+    prompt: str
+    number: int  # assistant turns since the last user message
+    results: list[ToolMessage]  # tool results since the last user message
+    call_prefix: str
+
+    def call(self, k: int, name: str, arguments: dict[str, Any] | None = None, raw: str | None = None) -> ToolCall:
+        return ToolCall(id=f"{self.call_prefix}_{k}", name=name, arguments=arguments or {}, raw_arguments=raw)
+
+    @property
+    def last(self) -> ToolMessage | None:
+        return self.results[-1] if self.results else None
+
+    def offers(self, tool: str) -> bool:
+        return any(t.name == tool for t in self.request.tools)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named script: a description, the tools it uses, and the function that plays it."""
+
+    name: str
+    description: str
+    tools: tuple[str, ...]
+    play: Callable[[Turn], AssistantMessage]
+    prompt: str
+    final_answer_schema: dict[str, Any] | None = None
+    max_steps: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _say(text: str) -> AssistantMessage:
+    return AssistantMessage(content=text)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+# -- parallel calls: the weather in several cities ------------------------------------
+
+_NOT_CITIES = {
+    "what",
+    "weather",
+    "how",
+    "is",
+    "the",
+    "in",
+    "and",
+    "tell",
+    "me",
+    "today",
+    "whats",
+    "please",
+    "compare",
+}
+
+
+def _cities(prompt: str) -> list[str]:
+    found = []
+    for word in re.findall(r"\b[A-Z][a-zA-Z]+(?:\s[A-Z][a-zA-Z]+)?\b", prompt):
+        if word.lower() not in _NOT_CITIES and word not in found:
+            found.append(word)
+    return found or ["Paris", "Rome"]
+
+
+def _play_weather(turn: Turn) -> AssistantMessage:
+    if turn.number == 0:
+        calls = tuple(turn.call(k, "get_weather", {"city": c}) for k, c in enumerate(_cities(turn.prompt)))
+        return AssistantMessage(content="I'll look up each city at once.", tool_calls=calls)
+    lines = []
+    for r in turn.results:
+        data = _json(r.content)
+        if r.is_error or not isinstance(data, dict):
+            lines.append(f"- {r.name} failed: {r.content}")
+        else:
+            lines.append(
+                f"- {data.get('city')}: {data.get('temperature')}° {data.get('unit', '')}, {data.get('condition')}"
+            )
+    return _say("Here is the weather (simulated data):\n" + "\n".join(lines))
+
+
+# -- a tool error and the recovery ----------------------------------------------------
+
+
+def _play_recovery(turn: Turn) -> AssistantMessage:
+    if turn.number == 0:
+        bad = '{"expression": "17 * 23 + 4"'  # the closing brace is missing: not JSON
+        return AssistantMessage(content="Let me compute that.", tool_calls=(turn.call(0, "calculator", raw=bad),))
+    if turn.number == 1:
+        return AssistantMessage(
+            content="My arguments were malformed; trying again.",
+            tool_calls=(turn.call(0, "calculater", {"expression": "17 * 23 + 4"}),),
+        )
+    if turn.number == 2:
+        return AssistantMessage(
+            content="That tool name was wrong; the tool is called calculator.",
+            tool_calls=(turn.call(0, "calculator", {"expression": "17 * 23 + 4"}),),
+        )
+    last = turn.last
+    if last is not None and last.is_error:
+        return _say(f"I could not compute it: {last.content}")
+    result = last.content.split("=")[-1].strip() if last else "unknown"
+    return _say(f"After two failed attempts the calculator worked: 17 * 23 + 4 = {result}.")
+
+
+# -- long research with a growing context ---------------------------------------------
+
+_RESEARCH_QUERIES = ("agent loop tool calls cost", "tokens caching context", "errors retries debugging")
+
+
+def _play_research(turn: Turn) -> AssistantMessage:
+    # search, read every hit, search again: each read adds a whole note to the context
+    read = {r.content.splitlines()[0] for r in turn.results if r.name == "read_note" and not r.is_error}
+    searches = [r for r in turn.results if r.name == "search_notes"]
+    if searches:
+        hits = _json(searches[-1].content) or []
+        for hit in hits if isinstance(hits, list) else []:
+            note_id = hit.get("id") if isinstance(hit, dict) else None
+            reads = [r for r in turn.results if r.name == "read_note"]
+            if note_id and not any(note_id == _read_id(turn, r) for r in reads):
+                return AssistantMessage(
+                    content=f"Reading note {note_id}.",
+                    tool_calls=(turn.call(0, "read_note", {"note_id": note_id}),),
+                )
+    if len(searches) < len(_RESEARCH_QUERIES):
+        query = _RESEARCH_QUERIES[len(searches)]
+        return AssistantMessage(
+            content=f"Searching the notes for: {query}.",
+            tool_calls=(turn.call(0, "search_notes", {"query": query, "limit": 2}),),
+        )
+    titles = "; ".join(sorted(t.lstrip("# ") for t in read))
+    return _say(
+        f"I read {len(read)} notes ({titles}). In short: an agent calls the model, runs the tools it asks for "
+        "and appends every result, so each step resends a longer conversation and cost grows quadratically; "
+        "caching and trimming old tool results are the main remedies."
+    )
+
+
+def _read_id(turn: Turn, result: ToolMessage) -> str | None:
+    for m in turn.request.messages:
+        if isinstance(m, AssistantMessage):
+            for c in m.tool_calls:
+                if c.id == result.tool_call_id:
+                    return c.arguments.get("note_id")
+    return None
+
+
+# -- a runaway loop that hits the step budget -----------------------------------------
+
+
+def _play_runaway(turn: Turn) -> AssistantMessage:
+    return AssistantMessage(
+        content="I should check the notes again to be sure.",
+        tool_calls=(turn.call(0, "search_notes", {"query": "step budget"}),),
+    )
+
+
+# -- a structured final answer ---------------------------------------------------------
+
+STRUCTURED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "topic": {"type": "string"},
+        "summary": {"type": "string"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["topic", "summary", "confidence"],
+    "additionalProperties": False,
+}
+
+
+def _play_structured(turn: Turn) -> AssistantMessage:
+    if turn.number == 0:
+        return AssistantMessage(
+            content="First I look the topic up.",
+            tool_calls=(turn.call(0, "search_notes", {"query": "prompt caching"}),),
+        )
+    if not turn.offers("final_answer"):
+        return _say(
+            '{"topic": "prompt caching", "summary": "Cached prefixes are billed at a discount.", "confidence": 0.8}'
+        )
+    if turn.number == 1:
+        return AssistantMessage(
+            content="Now the final answer.",
+            tool_calls=(turn.call(0, "final_answer", {"topic": "prompt caching", "confidence": 1.7}),),
+        )
+    return AssistantMessage(
+        content="Fixing the answer to fit the schema.",
+        tool_calls=(
+            turn.call(
+                0,
+                "final_answer",
+                {
+                    "topic": "prompt caching",
+                    "summary": "Providers bill a repeated prompt prefix at a fraction of the input price.",
+                    "confidence": 0.8,
+                },
+            ),
+        ),
+    )
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "weather",
+            "Parallel calls: the weather in every city named in the prompt, in one turn.",
+            ("get_weather",),
+            _play_weather,
+            "What is the weather in Paris, Rome and Tokyo?",
+        ),
+        Scenario(
+            "recovery",
+            "Tool errors and the recovery: malformed JSON arguments, an unknown tool, then the right call.",
+            ("calculator",),
+            _play_recovery,
+            "What is 17 * 23 + 4?",
+        ),
+        Scenario(
+            "research",
+            "A long research task: search and read notes, step after step, so the context grows.",
+            ("search_notes", "read_note"),
+            _play_research,
+            "Research why agents get expensive and what helps.",
+        ),
+        Scenario(
+            "runaway",
+            "A runaway loop: the model calls the same tool again and again until the step budget stops it.",
+            ("search_notes",),
+            _play_runaway,
+            "Find out what a step budget is.",
+        ),
+        Scenario(
+            "structured",
+            "A structured final answer: the schema is offered as a final_answer tool; a bad answer is corrected.",
+            ("search_notes",),
+            _play_structured,
+            "Summarise prompt caching as a structured answer.",
+            final_answer_schema=STRUCTURED_SCHEMA,
+        ),
+    )
+}
+DEFAULT_SCENARIO = "weather"
+
+
+def get_scenario(name: str | None) -> Scenario:
+    """Look up a bundled scenario; an unknown name is a UsageError that lists the others."""
+    name = name or DEFAULT_SCENARIO
+    if name not in SCENARIOS:
+        raise UsageError(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}")
+    return SCENARIOS[name]
+
+
+class ScriptedProvider(BaseProvider):
+    """Plays a bundled scenario, or replays the assistant turns of a saved transcript."""
+
+    name: ClassVar[str] = "scripted"
+    supports_streaming: ClassVar[bool] = True
+    exact_usage: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        scenario: str | None = None,
+        replay: list[AssistantMessage] | None = None,
+        **_: Any,
+    ) -> None:
+        self.replay = list(replay) if replay is not None else None
+        self.scenario = None if self.replay is not None else get_scenario(scenario or model)
+        super().__init__(model or ("replay" if self.replay is not None else self.scenario.name))
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        message = self._next(request)
+        if on_text is not None and message.content:
+            for piece in re.findall(r"\S+\s*", message.content):
+                on_text(piece)
+        body = {
+            "scenario": self.model,
+            "messages": [m.model_dump(mode="json", exclude_none=True) for m in request.messages],
+            "tools": [t.model_dump(mode="json") for t in request.tools],
+        }
+        usage_in = estimate_request_tokens(request)
+        from ..messages import Usage
+        from .base import message_text
+
+        return ModelResponse(
+            message=message,
+            usage=Usage(input_tokens=usage_in, output_tokens=estimate_tokens(message_text(message))),
+            estimated=True,
+            finish_reason="tool_calls" if message.tool_calls else "stop",
+            wire=WireExchange(
+                url=f"scripted://{self.model}", request=body, status=200, response=message.model_dump(mode="json")
+            ),
+        )
+
+    def _next(self, request: ModelRequest) -> AssistantMessage:
+        assistant_turns = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        if self.replay is not None:
+            if assistant_turns >= len(self.replay):
+                raise ProviderError(
+                    f"the replayed transcript has only {len(self.replay)} assistant turns", provider=self.name
+                )
+            return self.replay[assistant_turns]
+        last_user = max((i for i, m in enumerate(request.messages) if isinstance(m, UserMessage)), default=-1)
+        if last_user < 0:
+            raise ProviderError("the request has no user message", provider=self.name, status=400)
+        since = request.messages[last_user + 1 :]
+        turn = Turn(
+            request=request,
+            prompt=request.messages[last_user].content,
+            number=sum(isinstance(m, AssistantMessage) for m in since),
+            results=[m for m in since if isinstance(m, ToolMessage)],
+            call_prefix=f"call_{assistant_turns + 1}",
+        )
+        return self.scenario.play(turn)

@@ -1,0 +1,190 @@
+"""Tools from plain Python functions, and the rules for running a tool call.
+
+A tool's name comes from the function, its description from the docstring and
+its JSON Schema from the type hints. Every failure (unknown tool, arguments that
+are not JSON or fail the schema, an exception, a timeout) becomes a result with
+`is_error` set, worded so the model can recover.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from .messages import ToolCall
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_OUTPUT_CHARS = 8000
+
+
+class ToolSpec(BaseModel):
+    """What the model is told about a tool: name, description, JSON Schema of its arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What running one tool call produced."""
+
+    content: str
+    is_error: bool
+    duration_ms: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable the model may ask for, with its schema and execution rules."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    sequential: bool = False
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self._schema
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def execute(self, call: ToolCall) -> ToolOutcome:
+        """Validate the call's arguments, run the function with a timeout, cap the output."""
+        started = time.perf_counter()
+
+        def done(content: str, error: str | None = None) -> ToolOutcome:
+            ms = (time.perf_counter() - started) * 1000
+            return ToolOutcome(content=content, is_error=error is not None, duration_ms=ms, error=error)
+
+        if call.arguments_invalid:
+            msg = (
+                f"Error: the arguments for {self.name} are not a JSON object: {call.raw_arguments!r}. "
+                f"Call {self.name} again with arguments that match its schema."
+            )
+            return done(msg, "invalid_json")
+        try:
+            args = self.args_model.model_validate(call.arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            return done(
+                f"Error: invalid arguments for {self.name}: {problems}. Fix them and call it again.",
+                "invalid_arguments",
+            )
+        kwargs = {name: getattr(args, name) for name in args.model_fields}
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = self.fn(**kwargs)
+            except BaseException as exc:  # noqa: BLE001 - a tool's failure is data for the model
+                box["error"] = exc
+
+        # A daemon thread, because Python cannot kill a thread: a hung tool is abandoned, not joined.
+        worker = threading.Thread(target=target, name=f"tool-{self.name}", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        if worker.is_alive():
+            return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was abandoned.", "timeout")
+        if "error" in box:
+            exc = box["error"]
+            return done(f"Error: {self.name} raised {type(exc).__name__}: {exc}", "exception")
+        return done(cap_output(render_output(box.get("value")), self.max_output_chars))
+
+
+def render_output(value: Any) -> str:
+    """Turn a tool's return value into the text the model reads."""
+    import json
+
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def cap_output(text: str, limit: int) -> str:
+    """Cut text longer than `limit` characters and say so where the model will see it."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[truncated: showing {limit} of {len(text)} characters]"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    sequential: bool = False,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+) -> Any:
+    """Make a Tool of a plain function: `@tool` or `@tool(sequential=True, timeout_s=5)`."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        tool_name = name or f.__name__
+        doc = inspect.getdoc(f) or ""
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(f).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"tool {tool_name}: *args and **kwargs cannot be described to a model")
+            hint = param.annotation if param.annotation is not inspect.Parameter.empty else Any
+            default = param.default if param.default is not inspect.Parameter.empty else ...
+            fields[pname] = (hint, default)
+        model = create_model(
+            f"{tool_name}_arguments",
+            __config__=ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        schema.setdefault("properties", {})
+        return Tool(
+            name=tool_name,
+            description=description or doc,
+            fn=f,
+            args_model=model,
+            timeout_s=timeout_s,
+            sequential=sequential,
+            max_output_chars=max_output_chars,
+            _schema=schema,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def unknown_tool_outcome(call: ToolCall, known: list[str]) -> ToolOutcome:
+    """The error result for a call to a tool that does not exist."""
+    names = ", ".join(sorted(known)) or "none"
+    return ToolOutcome(
+        content=f"Error: there is no tool named {call.name!r}. Available tools: {names}.",
+        is_error=True,
+        duration_ms=0.0,
+        error="unknown_tool",
+    )

@@ -1,0 +1,104 @@
+"""Transcript JSON, version 1: export and import of a run, exact round trip, no secrets.
+
+Top level: format "agentcore.transcript", version 1, id, title, created_at, config,
+messages, steps, stop_reason, error, final_output, parent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import TranscriptError
+from .loop import Run
+from .messages import validate_messages
+from .providers.base import redact_headers
+
+FORMAT = "agentcore.transcript"
+VERSION = 1
+
+
+def to_dict(run: Run) -> dict[str, Any]:
+    """The transcript of a run as plain JSON data; wire headers are redacted once more on the way out."""
+    body = run.model_dump(mode="json")
+    for step in body["steps"]:
+        wire = step.get("wire")
+        if wire:
+            wire["request_headers"] = redact_headers(wire.get("request_headers") or {})
+            wire["response_headers"] = redact_headers(wire.get("response_headers") or {})
+    return {"format": FORMAT, "version": VERSION, **body}
+
+
+def dumps(run: Run, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(run), indent=indent, ensure_ascii=False)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("system", "user", "assistant", "tool"):
+            continue  # the discriminator tag pydantic adds to the path
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def from_dict(data: Any, *, check_messages: bool = True) -> Run:
+    """Validate transcript data and build the Run; a TranscriptError names the field and the reason."""
+    if not isinstance(data, dict):
+        raise TranscriptError(f"a transcript is a JSON object, not {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise TranscriptError(f"format: expected {FORMAT!r}, found {data.get('format')!r}")
+    if data.get("version") != VERSION:
+        raise TranscriptError(f"version: this agentcore reads version {VERSION}, found {data.get('version')!r}")
+    body = {k: v for k, v in data.items() if k not in ("format", "version")}
+    try:
+        run = Run.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        raise TranscriptError(f"{_where(first['loc'])}: {first['msg']}{more}") from None
+    if check_messages:
+        violations = validate_messages(run.messages)
+        if violations:
+            raise TranscriptError(f"messages[{violations[0].index}]: {violations[0].reason}")
+    for step in run.steps:
+        if step.message_count > len(run.messages):
+            raise TranscriptError(
+                f"steps[{step.index - 1}].message_count: {step.message_count} is past the end of messages"
+            )
+    return run
+
+
+def loads(text: str | bytes) -> Run:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise TranscriptError(f"not JSON: {exc}") from None
+    return from_dict(data)
+
+
+def load(path: str | Path) -> Run:
+    """Read a transcript file; every failure is a TranscriptError with the file's name."""
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return loads(text)
+    except TranscriptError as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
+
+
+def save(run: Run, path: str | Path) -> None:
+    """Write the transcript atomically (a temporary file, then a rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(dumps(run), encoding="utf-8")
+    tmp.replace(path)
