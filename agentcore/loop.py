@@ -267,15 +267,20 @@ class Agent:
             raise UsageError(f"the step budget of {run.config.max_steps} is used up; raise max_steps to go on")
         self._check(run)
         index = len(run.steps) + 1
-        run.stop_reason, run.error = None, None
-        self._emit(Event("step_started", run.id, index))
-        self._emit(Event("phase_started", run.id, index, "model"))
         settings = self.settings
         if run.config.temperature is not None and settings.temperature is None:
             settings = settings.model_copy(update={"temperature": run.config.temperature})
         request = ModelRequest.model_construct(
             messages=tuple(run.messages), tools=tuple(self.specs(run)), settings=settings
         )
+        preflight = getattr(self.provider, "preflight", None)
+        if preflight is not None:
+            violations = preflight(request)
+            if violations:
+                raise MessageListError(violations)
+        run.stop_reason, run.error = None, None
+        self._emit(Event("step_started", run.id, index))
+        self._emit(Event("phase_started", run.id, index, "model"))
         started = time.perf_counter()
 
         def on_text(delta: str) -> None:

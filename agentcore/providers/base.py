@@ -75,7 +75,12 @@ class Provider(Protocol):
     name: str
     model: str
 
-    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse: ...
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """Answer one request. Stream text deltas through `on_text` when it is given and you can."""
+        ...
+
+    # Optional: `def preflight(self, request) -> list[Violation]` checks the provider's own message rules
+    # before sending; the loop raises MessageListError on any violation, and nothing is sent.
 
 
 class BaseProvider:
