@@ -62,6 +62,8 @@ def _build_run(args: argparse.Namespace):
     from .providers import create_provider, default_provider, get_info
     from .providers.scripted import get_scenario
 
+    if args.replay:
+        return _build_replay(args)
     provider_name = args.provider
     if provider_name is None:
         provider_name, why = default_provider()
@@ -106,6 +108,24 @@ def _build_run(args: argparse.Namespace):
     run = Run.start(prompt, config)
     agent = Agent(provider, tools, observers=[Printer()])
     return agent, run
+
+
+def _build_replay(args: argparse.Namespace):
+    """Replay the assistant turns of a saved transcript; the tools run for real."""
+    from . import toolbox
+    from .loop import Agent, Run
+    from .messages import AssistantMessage
+    from .providers.scripted import ScriptedProvider
+    from .transcript import load
+
+    source = load(args.replay)
+    turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
+    names = args.tools.split(",") if args.tools else [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
+    tools = toolbox.get_tools(names)
+    config = source.config.model_copy(update={"provider": "scripted", "model": "replay", "max_steps": args.max_steps})
+    first_user = next((m.content for m in source.messages if m.role == "user"), None)
+    run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
+    return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()]), run
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -229,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequential-tools", action="store_true", help="run the tool calls of a turn one at a time")
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
+    p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("scenarios", help="list the scripted provider's scenarios")

@@ -113,7 +113,12 @@ class Run(BaseModel):
     error: str | None = None
     final_output: Any = None
     parent: ForkOrigin | None = None
-    _trusted: list[int] = PrivateAttr(default_factory=list)
+    _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Run) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # mutable
 
     @classmethod
     def start(cls, prompt: str, config: RunConfig | None = None, **kwargs: Any) -> Run:

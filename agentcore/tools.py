@@ -90,7 +90,7 @@ class Tool:
                 f"Error: invalid arguments for {self.name}: {problems}. Fix them and call it again.",
                 "invalid_arguments",
             )
-        kwargs = {name: getattr(args, name) for name in args.model_fields}
+        kwargs = {name: getattr(args, name) for name in type(args).model_fields}
         box: dict[str, Any] = {}
 
         def target() -> None:

@@ -1,0 +1,107 @@
+"""The command line, end to end: exit codes, transcripts, clear one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agentcore import transcript as tr
+from agentcore.cli import main
+
+
+def agentcore(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def test_the_parallel_weather_run_exits_0_and_writes_the_documented_transcript(tmp_path):
+    out = tmp_path / "t.json"
+    done = agentcore(
+        "run", "Weather in Paris and Rome?", "--provider", "scripted", "--scenario", "weather", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "get_weather" in done.stdout and "stop: answer after 2 steps" in done.stdout
+    data = json.loads(out.read_text())
+    assert data["format"] == "agentcore.transcript" and data["version"] == 1
+    calls = data["messages"][1]["tool_calls"]
+    assert [c["arguments"]["city"] for c in calls] == ["Paris", "Rome"]
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert data["stop_reason"] == "answer"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["run", "--provider", "scripted", "--scenario", "runaway", "--max-steps", "3"], 3, "stop: max_steps"),
+        (["run", "--provider", "scripted", "--scenario", "structured"], 0, "stop: structured"),
+        (["run", "--provider", "scripted", "--scenario", "recovery", "--sequential-tools"], 0, "= 395"),
+        (["run", "x", "--provider", "scripted", "--scenario", "nope"], 2, "unknown scenario 'nope'"),
+        (["run", "x", "--provider", "scripted", "--tools", "nope"], 2, "unknown tool 'nope'"),
+        (["run", "x", "--provider", "nope"], 2, "unknown provider 'nope'"),
+        (["run", "x", "--provider", "scripted", "--max-steps", "0"], 2, "--max-steps must be at least 1"),
+        (["frobnicate"], 2, "invalid choice"),
+    ],
+)
+def test_exit_codes_and_messages(args, code, words, capsys):
+    assert main(args) == code
+    captured = capsys.readouterr()
+    assert words in captured.out + captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_a_provider_error_exits_4_and_keeps_the_transcript(tmp_path, capsys):
+    source = tmp_path / "short.json"
+    assert main(["run", "--provider", "scripted", "--scenario", "weather", "--out", str(source)]) == 0
+    data = json.loads(source.read_text())
+    data["messages"] = data["messages"][:2]  # one assistant turn left to replay
+    data["steps"] = data["steps"][:1]
+    source.write_text(json.dumps(data))
+    out = tmp_path / "replayed.json"
+    code = main(["run", "--replay", str(source), "--out", str(out)])
+    assert code == 4
+    assert "only 1 assistant turns" in capsys.readouterr().err
+    run = tr.load(out)
+    assert run.stop_reason == "error" and len(run.steps) == 1 and run.messages[-1].role == "tool"
+
+
+def test_replay_runs_the_tools_for_real(tmp_path, capsys):
+    source = tmp_path / "t.json"
+    main(["run", "--provider", "scripted", "--scenario", "recovery", "--out", str(source)])
+    out = tmp_path / "r.json"
+    assert main(["run", "--replay", str(source), "--out", str(out)]) == 0
+    original, again = tr.load(source), tr.load(out)
+    assert [m.content for m in again.messages] == [m.content for m in original.messages]
+
+
+def test_show_and_validate_read_a_transcript(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    main(["run", "--provider", "scripted", "--scenario", "recovery", "--out", str(path)])
+    capsys.readouterr()
+    assert main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "step 1" in shown and "calculater" in shown and "tool calculator error" in shown
+    assert main(["validate", str(path)]) == 0
+    assert "valid transcript" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", ["{oops", '{"format": "agentcore.transcript", "version": 1, "messages": 5}', ""])
+def test_a_malformed_transcript_is_one_line_and_exit_2(tmp_path, content):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    done = agentcore("validate", str(path))
+    assert done.returncode == 2
+    assert done.stderr.startswith("agentcore: error: ") and done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_scenarios_and_tools_are_listed(capsys):
+    assert main(["scenarios"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("weather", "recovery", "research", "runaway", "structured"):
+        assert name in listed
+    assert main(["tools", "--schema"]) == 0
+    assert '"expression"' in capsys.readouterr().out

@@ -1,0 +1,154 @@
+"""Transcript JSON v1: the documented names, exact round trip, clear refusals, no secrets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentcore import Agent, Run, RunConfig, ScriptedProvider, WireExchange
+from agentcore import transcript as tr
+from agentcore.errors import TranscriptError
+from agentcore.toolbox import TOOLBOX, get_tools
+
+
+def finished_run(scenario: str = "recovery") -> Run:
+    tools = get_tools(list(ScriptedProvider(scenario=scenario).scenario.tools))
+    config = RunConfig(provider="scripted", model=scenario, tools=[t.spec() for t in tools], system_prompt="Be brief.")
+    agent = Agent(ScriptedProvider(scenario=scenario), tools)
+    return agent.run(Run.start("What is 17 * 23 + 4?", config))
+
+
+def test_the_transcript_has_the_documented_names():
+    data = tr.to_dict(finished_run())
+    assert data["format"] == "agentcore.transcript" and data["version"] == 1
+    for key in ("id", "config", "messages", "steps", "stop_reason", "parent"):
+        assert key in data
+    for key in ("provider", "model", "system_prompt", "tools", "max_steps", "concurrency"):
+        assert key in data["config"]
+    assert data["config"]["tools"][0]["parameters"]["type"] == "object"
+    roles = [m["role"] for m in data["messages"]]
+    assert roles[:3] == ["system", "user", "assistant"]
+    call = data["messages"][2]["tool_calls"][0]
+    assert set(call) >= {"id", "name", "arguments"}
+    tool = next(m for m in data["messages"] if m["role"] == "tool")
+    assert set(tool) >= {"tool_call_id", "name", "content", "is_error"}
+    step = data["steps"][0]
+    assert set(step["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    assert step["estimated"] is True and step["index"] == 1 and "latency_ms" in step
+    assert step["tool_runs"][0]["error"] == "invalid_json" and "duration_ms" in step["tool_runs"][0]
+    assert data["stop_reason"] == "answer" and data["parent"] is None
+
+
+@pytest.mark.parametrize("scenario", ["weather", "recovery", "research", "runaway", "structured"])
+def test_round_trip_is_exact(scenario, tmp_path):
+    run = finished_run(scenario)
+    path = tmp_path / "t.json"
+    tr.save(run, path)
+    again = tr.load(path)
+    assert again == run
+    assert tr.to_dict(again) == tr.to_dict(run)
+    fork = run.fork(1)
+    assert tr.loads(tr.dumps(fork)).parent == fork.parent
+
+
+def test_no_secret_reaches_the_transcript():
+    run = finished_run("weather")
+    run.steps[0].wire = WireExchange(
+        url="https://api.example.test/v1",
+        request_headers={"Authorization": "Bearer sk-planted-secret-123", "x-api-key": "sk-planted-secret-123"},
+        request={"model": "m"},
+        response_headers={"set-cookie": "sk-planted-secret-123"},
+    )
+    assert "sk-planted-secret-123" not in tr.dumps(run)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda d: d.update(format="other"), "format: expected 'agentcore.transcript'"),
+        (lambda d: d.update(version=2), "version: this agentcore reads version 1"),
+        (lambda d: d["messages"][1].update(role="robot"), "messages[1]"),
+        (lambda d: d["messages"][2].update(content=None, tool_calls=[]), "messages[2]: an assistant message needs"),
+        (lambda d: d["steps"][0]["usage"].update(input_tokens="many"), "steps[0].usage.input_tokens"),
+        (lambda d: d["config"].update(max_steps=0), "config.max_steps"),
+        (
+            lambda d: d["messages"].insert(2, {"role": "tool", "tool_call_id": "x", "name": "f", "content": ""}),
+            "no matching",
+        ),
+        (lambda d: d.update(stop_reason="exploded"), "stop_reason"),
+    ],
+)
+def test_malformed_transcripts_are_refused_naming_the_field(mutate, words):
+    data = tr.to_dict(finished_run())
+    mutate(data)
+    with pytest.raises(TranscriptError) as err:
+        tr.from_dict(data)
+    assert words in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unreadable_files_are_clear_errors(tmp_path):
+    with pytest.raises(TranscriptError, match="cannot read"):
+        tr.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(TranscriptError, match="bad.json: not JSON"):
+        tr.load(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(TranscriptError, match="a transcript is a JSON object"):
+        tr.load(bad)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(json_values)
+def test_arbitrary_json_is_refused_with_a_transcript_error(value):
+    with pytest.raises(TranscriptError):
+        tr.from_dict(value)
+
+
+_BASE = tr.to_dict(finished_run("weather"))
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    path=st.lists(
+        st.sampled_from(["messages", "steps", "config", 0, 1, 2, "usage", "tool_calls", "content", "role"]),
+        min_size=1,
+        max_size=4,
+    ),
+    value=json_values,
+)
+def test_hostile_edits_either_load_cleanly_or_fail_with_a_transcript_error(path, value):
+    data = json.loads(json.dumps(_BASE))
+    target = data
+    for key in path[:-1]:
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            return
+    try:
+        target[path[-1]] = value
+    except (IndexError, TypeError):
+        return
+    try:
+        run = tr.from_dict(data)
+    except TranscriptError as exc:
+        assert str(exc)
+    else:
+        assert tr.from_dict(tr.to_dict(run)) == run
+
+
+def test_tools_of_a_transcript_resolve_against_the_toolbox():
+    data = tr.to_dict(finished_run("weather"))
+    assert [t["name"] for t in data["config"]["tools"]] == ["get_weather"]
+    assert TOOLBOX["get_weather"].spec().model_dump() == data["config"]["tools"][0]
