@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral estimate: about four characters a token, the vendors' own rule of thumb."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _MessageBase(_Frozen):
+    # Messages are immutable, so their text, size and plain form are computed once.
+
+    @cached_property
+    def text(self) -> str:
+        """The text of the message as the model reads it, tool calls included."""
+        return getattr(self, "content", None) or ""
+
+    @cached_property
+    def tokens(self) -> int:
+        """Estimated tokens of this message, with a small per-message overhead."""
+        return 4 + estimate_tokens(self.text)
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The message as plain JSON data (None fields left out). Shared: do not mutate."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Usage(_Frozen):
@@ -50,29 +77,38 @@ class ToolCall(_Frozen):
         return self.raw_arguments is not None
 
 
-class SystemMessage(_Frozen):
+class SystemMessage(_MessageBase):
     """The system prompt."""
 
     role: Literal["system"] = "system"
     content: str
 
 
-class UserMessage(_Frozen):
+class UserMessage(_MessageBase):
     """A message from the person driving the agent."""
 
     role: Literal["user"] = "user"
     content: str
 
 
-class AssistantMessage(_Frozen):
+class AssistantMessage(_MessageBase):
     """A model reply: text, tool calls, or both."""
 
     role: Literal["assistant"] = "assistant"
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
 
+    @cached_property
+    def text(self) -> str:
+        calls = "".join(
+            c.name
+            + (c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments, separators=(",", ":")))
+            for c in self.tool_calls
+        )
+        return (self.content or "") + calls
 
-class ToolMessage(_Frozen):
+
+class ToolMessage(_MessageBase):
     """The result of one tool call; `is_error` marks a failure the model should see."""
 
     role: Literal["tool"] = "tool"
@@ -91,8 +127,6 @@ MESSAGE_LIST = TypeAdapter(list[Message])
 
 def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
     """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not an object."""
-    import json
-
     if text is None or text.strip() == "":
         return ToolCall(id=call_id, name=name, arguments={})
     try:

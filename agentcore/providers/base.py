@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import AssistantMessage, Message, Usage
+from ..messages import AssistantMessage, Message, Usage, estimate_tokens
 from ..tools import ToolSpec
 
 # Header names whose values are credentials; matched case-insensitively.
@@ -107,16 +106,9 @@ def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
     return out
 
 
-def estimate_tokens(text: str) -> int:
-    """A provider-neutral estimate: about four characters a token, as the vendors' own rule of thumb."""
-    return math.ceil(len(text) / 4) if text else 0
-
-
 def estimate_request_tokens(request: ModelRequest) -> int:
     """Estimate the input tokens of a request from what would be sent: messages and tool specs."""
-    total = 0
-    for m in request.messages:
-        total += 4 + estimate_tokens(message_text(m))
+    total = sum(m.tokens for m in request.messages)
     for spec in request.tools:
         total += estimate_tokens(spec.name + spec.description + json.dumps(spec.parameters, separators=(",", ":")))
     return total
@@ -124,13 +116,4 @@ def estimate_request_tokens(request: ModelRequest) -> int:
 
 def message_text(m: Message) -> str:
     """The text of a message as the model reads it, tool calls included."""
-    from ..messages import AssistantMessage
-
-    if isinstance(m, AssistantMessage):
-        calls = "".join(
-            c.name
-            + (c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments, separators=(",", ":")))
-            for c in m.tool_calls
-        )
-        return (m.content or "") + calls
-    return m.content
+    return m.text

@@ -314,7 +314,7 @@ class ScriptedProvider(BaseProvider):
                 on_text(piece)
         body = {
             "scenario": self.model,
-            "messages": [m.model_dump(mode="json", exclude_none=True) for m in request.messages],
+            "messages": [m.data for m in request.messages],
             "tools": [t.model_dump(mode="json") for t in request.tools],
         }
         usage_in = estimate_request_tokens(request)
