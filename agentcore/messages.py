@@ -20,8 +20,17 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+_CACHED = ("text", "tokens", "data")
+
+
 class _MessageBase(_Frozen):
     # Messages are immutable, so their text, size and plain form are computed once.
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        copy = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:  # a copy with changes must not keep the original's cached values
+            copy.__dict__.pop(name, None)
+        return copy
 
     @cached_property
     def text(self) -> str:

@@ -122,3 +122,13 @@ def test_unanswered_calls_at_the_end_are_pending_not_wrong_unless_final():
     assert "never answered" in validate_messages(messages, final=True)[0].reason
     messages.append(ToolMessage(tool_call_id="a", name="get_weather", content="1"))
     assert [c.id for c in pending_tool_calls(messages)] == ["b"]
+
+
+def test_an_edited_copy_does_not_keep_the_originals_cached_text_and_size():
+    original = AssistantMessage(tool_calls=(ToolCall(id="a", name="f", arguments={"x": 1}),))
+    assert original.text == 'f{"x":1}' and original.data["tool_calls"][0]["arguments"] == {"x": 1}
+    edited = original.model_copy(update={"tool_calls": (ToolCall(id="a", name="f", arguments={"x": 12345}),)})
+    assert edited.text == 'f{"x":12345}'
+    assert edited.tokens > original.tokens
+    assert edited.data["tool_calls"][0]["arguments"] == {"x": 12345}
+    assert original.model_dump() == edited.model_dump() | {"tool_calls": original.model_dump()["tool_calls"]}

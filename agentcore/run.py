@@ -1,0 +1,161 @@
+"""A run as plain data: its config, messages, step records, status and lineage.
+
+Everything the app and the CLI show is derived from a Run; the transcript is its JSON.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from .errors import UsageError
+from .messages import AssistantMessage, Message, SystemMessage, Usage, UserMessage, pending_tool_calls
+from .providers.base import WireExchange
+from .tools import ToolSpec
+
+StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
+Phase = Literal["model", "tools", "done"]
+FINAL_ANSWER_TOOL = "final_answer"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class RunConfig(BaseModel):
+    """How a run is set up. Holds no credential: keys live only in the provider object."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str = "scripted"
+    model: str = ""
+    base_url: str | None = None
+    scenario: str | None = None
+    system_prompt: str | None = None
+    tools: list[ToolSpec] = []
+    max_steps: int = Field(default=10, ge=1)
+    concurrency: bool = True
+    temperature: float | None = None
+    final_answer_schema: dict[str, Any] | None = None
+
+
+class ToolRun(BaseModel):
+    """One tool call's execution in a tools phase: timing, error, and how it was resolved."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str
+    name: str
+    duration_ms: float
+    is_error: bool
+    error: str | None = None
+    source: Literal["ran", "denied", "manual"] = "ran"
+    started_ms: float = 0.0
+
+
+class StepRecord(BaseModel):
+    """What one model call cost and carried, and the tool runs that followed it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    usage: Usage = Usage()
+    estimated: bool = False
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    message_count: int = 0  # messages in the list when this step's model call was made
+    tool_runs: list[ToolRun] = []
+    wire: WireExchange | None = None
+    started_at: str = Field(default_factory=_now)
+
+
+class ForkOrigin(BaseModel):
+    """The run and step a fork was taken from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    step: int
+
+
+class Run(BaseModel):
+    """A whole run as data: config, messages, step records, status and lineage."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    title: str | None = None
+    created_at: str = Field(default_factory=_now)
+    config: RunConfig = RunConfig()
+    messages: list[Message] = []
+    steps: list[StepRecord] = []
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    final_output: Any = None
+    parent: ForkOrigin | None = None
+    _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Run) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # mutable
+
+    @classmethod
+    def start(cls, prompt: str, config: RunConfig | None = None, **kwargs: Any) -> Run:
+        """A new run: the system prompt (if any) and the user's prompt."""
+        config = config or RunConfig()
+        messages: list[Message] = []
+        if config.system_prompt:
+            messages.append(SystemMessage(content=config.system_prompt))
+        messages.append(UserMessage(content=prompt))
+        return cls(config=config, messages=messages, title=kwargs.pop("title", None) or prompt[:80], **kwargs)
+
+    @property
+    def next_phase(self) -> Phase:
+        """Which phase runs next, derived from the messages alone."""
+        if not self.messages:
+            return "done"
+        last = self.messages[-1]
+        if isinstance(last, AssistantMessage):
+            return "tools" if pending_tool_calls(self.messages) else "done"
+        return "model"
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason in ("answer", "max_steps", "structured") or self.next_phase == "done"
+
+    @property
+    def usage(self) -> Usage:
+        return sum((s.usage for s in self.steps), Usage())
+
+    def final_answer(self) -> str | None:
+        """The text of the last assistant message when the run ended on an answer."""
+        for m in reversed(self.messages):
+            if isinstance(m, AssistantMessage):
+                return m.content
+        return None
+
+    def fork(self, at_step: int) -> Run:
+        """A new run that starts again just before step `at_step`'s model call; this run is kept."""
+        if not 1 <= at_step <= len(self.steps):
+            raise UsageError(f"cannot fork at step {at_step}: the run has {len(self.steps)} steps")
+        cut = self.steps[at_step - 1].message_count
+        return self._branch(list(self.messages[:cut]), at_step - 1, ForkOrigin(run_id=self.id, step=at_step))
+
+    def fork_with_messages(self, messages: list[Message]) -> Run:
+        """A new run over an edited message list; keeps the steps made before the first change."""
+        first_change = next(
+            (i for i, (a, b) in enumerate(zip(self.messages, messages, strict=False)) if a != b),
+            min(len(self.messages), len(messages)),
+        )
+        kept = sum(1 for s in self.steps if s.message_count < first_change)
+        # the step whose reply was edited is where the branch leaves this run
+        return self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=max(kept, 1)))
+
+    def _branch(self, messages: list[Message], keep_steps: int, origin: ForkOrigin) -> Run:
+        steps = [s.model_copy(deep=True) for s in self.steps[:keep_steps]]
+        title = f"{self.title or 'run'} (fork @ step {origin.step})"
+        return Run(config=self.config.model_copy(deep=True), messages=messages, steps=steps, parent=origin, title=title)
