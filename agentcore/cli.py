@@ -59,7 +59,7 @@ class Printer:
 def _build_run(args: argparse.Namespace):
     from . import toolbox
     from .loop import Agent, Run, RunConfig
-    from .providers import create_provider, default_provider, get_info
+    from .providers import Settings, create_provider, default_provider, get_info
     from .providers.scripted import get_scenario
 
     if args.replay:
@@ -89,6 +89,12 @@ def _build_run(args: argparse.Namespace):
     options: dict[str, Any] = {}
     if scenario:
         options["scenario"] = scenario.name
+    if provider_name == "local":  # loading a large GGUF takes seconds: say so as it happens
+        options["on_progress"] = lambda line: print(line, file=sys.stderr, flush=True)
+    if getattr(args, "no_stream", False):
+        if provider_name not in ("openai", "anthropic", "ollama"):
+            raise UsageError("--no-stream applies to the openai, anthropic and ollama providers")
+        options["stream"] = False
     provider = create_provider(provider_name, model, base_url=args.base_url, **options)
     config = RunConfig(
         provider=provider_name,
@@ -106,7 +112,8 @@ def _build_run(args: argparse.Namespace):
     if not prompt:
         raise UsageError("a prompt is required (or a scripted --scenario, which has its own)")
     run = Run.start(prompt, config)
-    agent = Agent(provider, tools, observers=[Printer()])
+    settings = Settings(max_tokens=args.max_tokens) if getattr(args, "max_tokens", None) else None
+    agent = Agent(provider, tools, observers=[Printer()], settings=settings)
     return agent, run
 
 
@@ -141,6 +148,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 transcript.save(run, out)
 
         agent.observers.append(saver)
+    if getattr(args, "db", None):
+        from .store import Store
+
+        store = Store(args.db)
+        store.save_run(run)
+        agent.observers.append(store.saver(run))
     print(f"user: {run.messages[-1].content}")
     cancel = threading.Event()
     try:
@@ -184,10 +197,15 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .messages import AssistantMessage, ToolMessage
     from .transcript import load
 
-    run = load(args.file)
+    _print_run(load(args.file))
+    return 0
+
+
+def _print_run(run) -> None:
+    from .messages import AssistantMessage, ToolMessage
+
     c = run.config
     print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.stop_reason}")
     if run.parent:
@@ -216,7 +234,90 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"\nfinal output: {json.dumps(run.final_output)}")
     if run.error:
         print(f"\nerror: {run.error}")
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """`agentcore runs list|show|export|import|delete`, over the runs database."""
+    from . import importers
+    from .store import Store
+
+    store = Store(getattr(args, "db", None))
+    action = args.runs_command
+    if action == "list":
+        for r in store.list_runs(args.search, args.provider, args.limit):
+            cost = "?" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            print(
+                f"{r.id}  {r.updated_at[:19]}  {r.provider}/{r.model}  {r.steps} steps  {r.stop_reason or 'open'}  "
+                f"{r.total_tokens} tokens  {cost}  {_short(r.title, 60)}"
+            )
+    elif action == "show":
+        _print_run(store.load_run(args.id))
+    elif action == "export":
+        runs = [store.load_run(i) for i in args.ids]
+        if len(runs) > 1 or (args.out or "").endswith(".zip"):
+            if not args.out:
+                raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
+            Path(args.out).write_bytes(importers.export_zip(runs, (args.format,)))
+        else:
+            text = (
+                importers.export_json(runs[0]) if args.format == "json" else importers.export_body(runs[0], args.format)
+            )
+            if args.out:
+                Path(args.out).write_text(text + "\n", encoding="utf-8")
+            else:
+                print(text)
+    elif action == "import":
+        path = Path(args.file)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        run = store.import_run(importers.parse_import(raw, str(path)))
+        print(f"imported {path} as run {run.id} ({len(run.messages)} messages, {len(run.steps)} steps)")
+    elif action == "delete":
+        store.delete_run(args.id)
+        print(f"deleted run {args.id}")
     return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run 2 to 4 configurations on one prompt concurrently; print the summary table, write the bundle."""
+    from dataclasses import replace
+
+    from . import toolbox
+    from .compare import Comparison, format_table, parse_spec
+    from .providers.scripted import SCENARIOS
+
+    specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
+    names = args.tools
+    if names is None:  # a scripted scenario needs its own tools to play; other providers get none unless asked
+        scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
+        names = ",".join(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
+    comparison = Comparison(
+        args.prompt, specs, system_prompt=args.system, tools=toolbox.get_tools(names), max_steps=args.max_steps
+    )
+    print(f"comparing {len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}")
+    comparison.start("run")
+    try:
+        comparison.wait()
+    except KeyboardInterrupt:
+        comparison.cancel()
+        comparison.wait()
+    if args.out:
+        out = Path(args.out)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(json.dumps(comparison.bundle(), indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(out)
+    print(format_table(comparison.summary()))
+    slowest = max(c.wall_s for c in comparison.columns)
+    total = sum(c.wall_s for c in comparison.columns)
+    print(f"\nwall time {comparison.wall_s:.2f} s · slowest configuration {slowest:.2f} s · sum {total:.2f} s")
+    failed = [c for c in comparison.columns if c.state == "error"]
+    for column in failed:
+        print(f"error: {column.label}: {column.error}", file=sys.stderr)
+    if args.out:
+        print(f"bundle: {args.out}")
+    return EXIT_PROVIDER if failed else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -224,6 +325,59 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     run = load(args.file)
     print(f"ok: {args.file} is a valid transcript ({len(run.messages)} messages, {len(run.steps)} steps)")
+    return 0
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from .accounting import account, parse_price_as, price_choices
+    from .transcript import load
+    from .whatif import what_ifs
+
+    if args.list_models:
+        print("\n".join(price_choices()))
+        return 0
+    if not args.file:
+        raise UsageError("cost needs a transcript FILE.json (or --list-models)")
+    run = load(args.file)
+    report = account(run, parse_price_as(args.price_as) if args.price_as else None)
+    whatifs = what_ifs(run, report)
+    if args.json:
+        print(json.dumps({**report.to_dict(), "what_if": [w.to_dict() for w in whatifs]}, indent=2))
+        return 0
+
+    def usd(x: float | None) -> str:
+        return "-" if x is None else f"{x:.6f}"
+
+    priced = f"priced as {report.price.label}" if report.price else f"not priced: {report.price_note}"
+    print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
+    print(f"{'step':>4} {'input':>8} {'output':>7} {'cache r':>8} {'cache w':>8} {'cum input':>10} {'cost $':>10}")
+    for s in report.steps:
+        mark = " *" if s.estimated else ""
+        print(
+            f"{s.index:>4} {s.input_tokens:>8} {s.output_tokens:>7} {s.cache_read_tokens:>8} "
+            f"{s.cache_write_tokens:>8} {s.cumulative_input_tokens:>10} {usd(s.cost_usd):>10}{mark}"
+        )
+    if any(s.estimated for s in report.steps):
+        print("* estimated usage")
+    f = report.fit
+    if f is not None:
+        print(f"fit: cumulative input = a + b·n + c·n², a={f.a:.2f} b={f.b:.2f} c={f.c:.2f} R²={f.r2:.5f}")
+    print(report.explanation())
+    cost = f" · ${report.total_cost_usd:.6f}" if report.total_cost_usd is not None else ""
+    print(f"total: {report.total_input_tokens} input + {report.total_output_tokens} output tokens{cost}")
+    print("what-if (recomputed from the recorded messages, no model calls):")
+    for w in whatifs:
+        cost_part = f", {w.cost_saving_pct:.1f}% lower cost" if w.cost_saving_pct is not None else ""
+        print(f"  {w.label}: {w.token_saving_pct:.1f}% fewer input tokens{cost_part}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .transcript import load
+    from .wireformat import export_request
+
+    body = export_request(load(args.file), args.format, model=args.model)
+    print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -246,9 +400,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", help="the system prompt")
     p.add_argument("--max-steps", type=int, default=10, help="the step budget (default 10)")
     p.add_argument("--temperature", type=float, help="sampling temperature")
+    p.add_argument("--max-tokens", type=int, help="the most tokens the model may write per step")
+    p.add_argument(
+        "--no-stream", action="store_true", help="ask for whole responses (some servers give usage only then)"
+    )
     p.add_argument("--sequential-tools", action="store_true", help="run the tool calls of a turn one at a time")
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
+    p.add_argument("--db", help="save the run in this runs database as it goes (default: none)")
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
     p.set_defaults(func=cmd_run)
 
@@ -263,9 +422,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.set_defaults(func=cmd_show)
 
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument(
+        "--db", default=argparse.SUPPRESS, help="the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+    )
+    p = sub.add_parser("runs", parents=[db], help="the runs library: list, show, export, import, delete")
+    runs = p.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
+    q = runs.add_parser("list", parents=[db], help="list the stored runs, newest first")
+    q.add_argument("--search", help="words to find in the id, title, model or first prompt")
+    q.add_argument("--provider", help="only runs of this provider")
+    q.add_argument("--limit", type=int, default=50)
+    q = runs.add_parser("show", parents=[db], help="print a stored run")
+    q.add_argument("id")
+    q = runs.add_parser("export", parents=[db], help="write a run as JSON or as a provider's request body")
+    q.add_argument("ids", nargs="+", metavar="ID")
+    q.add_argument("--format", default="json", choices=["json", "openai", "anthropic", "ollama"])
+    q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
+    q = runs.add_parser("import", parents=[db], help="store a transcript, or an OpenAI/Anthropic message list")
+    q.add_argument("file")
+    q = runs.add_parser("delete", parents=[db], help="delete a stored run")
+    q.add_argument("id")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("compare", help="run one prompt on 2 to 4 configurations side by side, concurrently")
+    p.add_argument("prompt", help="the user prompt, the same for every configuration")
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="PROVIDER[:MODEL][@BASE_URL]",
+        help="a configuration (2 to 4 of them); for scripted the model is the scenario, e.g. scripted:weather",
+    )
+    p.add_argument("--tools", help="comma-separated toolbox tools for all (default: the scripted scenarios' tools)")
+    p.add_argument("--system", help="the system prompt, the same for every configuration")
+    p.add_argument("--max-steps", type=int, default=10, help="the step budget of each configuration (default 10)")
+    p.add_argument("--temperature", type=float, help="sampling temperature for every configuration")
+    p.add_argument("--out", help="write the comparison bundle JSON here")
+    p.set_defaults(func=cmd_compare)
+
     p = sub.add_parser("validate", help="check a transcript file")
     p.add_argument("file")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("cost", help="tokens, cost, the quadratic fit and what-if savings of a transcript")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--price-as", help="price the same tokens as PROVIDER:MODEL, e.g. openai:gpt-4o-mini")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--list-models", action="store_true", help="list the models --price-as accepts")
+    p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser("export", help="print a transcript's conversation as a provider's request body")
+    p.add_argument("file")
+    p.add_argument("--format", required=True, choices=("openai", "anthropic", "ollama"), help="the wire format")
+    p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
+    p.set_defaults(func=cmd_export)
     return parser
 
 

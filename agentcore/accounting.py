@@ -1,0 +1,346 @@
+"""Tokens, cost, the quadratic fit and what-if curves of a run, derived from its messages and step records.
+
+Every request resends the whole message list, so per-step input grows about linearly
+with the step number and the cumulative input quadratically. Prices come from
+genai-prices, the maintained price database; nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from typing import Any
+
+from .errors import UsageError
+from .loop import Agent, Run
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .providers.base import estimate_tokens, message_text
+
+PARTS = ("system", "user", "assistant_text", "tool_calls", "tool_results", "tool_specs")
+PART_LABELS = {
+    "system": "system prompt",
+    "user": "user",
+    "assistant_text": "assistant text",
+    "tool_calls": "tool calls",
+    "tool_results": "tool results",
+    "tool_specs": "tool definitions",
+}
+CLEARED = "[cleared]"  # what a dropped tool result is replaced with, so each call keeps its answer
+_PRICED_PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}  # agentcore name -> genai-prices id
+
+
+# -- prices ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PriceRef:
+    """A model to price tokens as: a genai-prices provider id and model name (or the provider's API URL)."""
+
+    provider: str
+    model: str
+    api_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def parse_price_as(text: str) -> PriceRef:
+    """Parse `PROVIDER:MODEL` (e.g. `openai:gpt-4o-mini`) and check that genai-prices knows it."""
+    provider, sep, model = text.partition(":")
+    if not sep or not provider.strip() or not model.strip():
+        raise UsageError(f"price as {text!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o-mini")
+    ref = PriceRef(provider.strip(), model.strip())
+    if Pricer.find(ref) is None:
+        raise UsageError(f"genai-prices does not know {ref.label}; see `agentcore cost --list-models`")
+    return ref
+
+
+def run_price_ref(run: Run) -> PriceRef:
+    """The run's own provider and model, as genai-prices would name them."""
+    c = run.config
+    return PriceRef(_PRICED_PROVIDERS.get(c.provider, c.provider), c.model or "", c.base_url)
+
+
+@dataclass(frozen=True)
+class Pricer:
+    """Prices token counts for one genai-prices model, cache reads and writes at their own rates."""
+
+    ref: PriceRef
+    _model: Any = field(repr=False)
+    _provider: Any = field(repr=False)
+
+    @classmethod
+    def find(cls, ref: PriceRef) -> Pricer | None:
+        """The pricer for `ref`, or None when genai-prices knows no such provider or model."""
+        from genai_prices.data_snapshot import get_snapshot
+
+        snapshot = get_snapshot()
+        attempts = [(None, ref.api_url)] if ref.api_url else []
+        attempts.append((ref.provider, None))
+        for provider_id, api_url in attempts:
+            try:
+                provider, model = snapshot.find_provider_model(ref.model, None, provider_id, api_url)
+            except LookupError:
+                continue
+            return cls(PriceRef(provider.id, model.id), model, provider)
+        return None
+
+    def price(self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
+        """USD for one request; `input_tokens` includes the cached ones, as genai-prices and Usage count them."""
+        from genai_prices import Usage as PriceUsage
+
+        usage = PriceUsage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+        return float(self._model.calc_price(usage, self._provider).total_price)
+
+
+@cache
+def price_choices(providers: tuple[str, ...] = ("openai", "anthropic", "google")) -> list[str]:
+    """Chat models of the given providers that genai-prices prices per token, as `provider:model`."""
+    from genai_prices.data_snapshot import get_snapshot
+
+    skip = ("embedding", "tts", "transcribe", "whisper", "image", "audio", "realtime", "moderation", "live", "ft:")
+    out = []
+    for p in get_snapshot().providers:
+        if p.id not in providers:
+            continue
+        for m in p.models:
+            prices = m.prices if not isinstance(m.prices, list) else m.prices[-1].prices
+            if m.deprecated or any(s in m.id for s in skip) or p.id == "google" and not m.id.startswith("gemini"):
+                continue
+            if getattr(prices, "input_mtok", None) is not None and getattr(prices, "output_mtok", None) is not None:
+                out.append(f"{p.id}:{m.id}")
+    return out
+
+
+# -- tokens per request ---------------------------------------------------------------
+
+
+def message_parts(m: Message) -> dict[str, int]:
+    """Estimated tokens of one message, split by kind; the parts add up to what estimate_request_tokens counts."""
+    total = m.tokens
+    if isinstance(m, SystemMessage):
+        return {"system": total}
+    if isinstance(m, UserMessage):
+        return {"user": total}
+    if isinstance(m, ToolMessage):
+        return {"tool_results": total}
+    if isinstance(m, AssistantMessage):
+        if not m.tool_calls:
+            return {"assistant_text": total}
+        text = estimate_tokens(m.content or "")
+        return {"assistant_text": text, "tool_calls": total - text}
+    raise TypeError(f"not a message: {m!r}")
+
+
+def _spec_tokens(run: Run) -> int:
+    # the loop offers the run's tool specs plus a final_answer tool when a schema is set
+    specs = Agent(None).specs(run)  # type: ignore[arg-type]
+    return sum(estimate_tokens(s.name + s.description + json.dumps(s.parameters, separators=(",", ":"))) for s in specs)
+
+
+def _raw_parts(messages: list[Message], spec_tokens: int) -> dict[str, int]:
+    parts = dict.fromkeys(PARTS, 0)
+    parts["tool_specs"] = spec_tokens
+    for m in messages:
+        for k, v in message_parts(m).items():
+            parts[k] += v
+    return parts
+
+
+def _scale_parts(parts: dict[str, int], total: int) -> dict[str, int]:
+    """Scale integer parts to sum to `total`, by largest remainder, so the stacked bars match the input."""
+    raw = sum(parts.values())
+    if raw == total or raw == 0:
+        return dict(parts)
+    exact = {k: v * total / raw for k, v in parts.items()}
+    out = {k: int(x) for k, x in exact.items()}
+    for k in sorted(exact, key=lambda k: exact[k] - out[k], reverse=True)[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+# -- per-step accounting --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepAccount:
+    """One step's tokens (reported or estimated), request composition and cost, with running totals."""
+
+    index: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    estimated: bool
+    composition: dict[str, int]
+    cumulative_input_tokens: int
+    cumulative_output_tokens: int
+    cost_usd: float | None
+    cumulative_cost_usd: float | None
+
+    def row(self) -> dict[str, Any]:
+        """The step as one flat table row: the same columns on the page, in the CSV and in `agentcore cost`."""
+        fields = {k: v for k, v in asdict(self).items() if k != "composition"}
+        return {**fields, **{f"in_{k}": self.composition[k] for k in PARTS}}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A least-squares polynomial fit: y ≈ a + b·n (+ c·n²), with its R²."""
+
+    a: float
+    b: float
+    c: float
+    r2: float
+
+    def at(self, n: float) -> float:
+        return self.a + self.b * n + self.c * n * n
+
+    def to_dict(self) -> dict[str, float]:
+        return {"a": self.a, "b": self.b, "c": self.c, "r2": self.r2}
+
+
+def fit_polynomial(ys: list[float], degree: int = 2) -> Fit | None:
+    """Fit ys against n = 1, 2, …; None when there are fewer points than coefficients."""
+    import numpy as np
+
+    if len(ys) < degree + 1:
+        return None
+    n = np.arange(1, len(ys) + 1, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    coeffs = np.polynomial.polynomial.polyfit(n, y, degree)  # lowest power first
+    predicted = np.polynomial.polynomial.polyval(n, coeffs)
+    ss_res = float(((y - predicted) ** 2).sum())
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res < 1e-9 else 0.0)
+    a, b, c = (float(x) for x in [*coeffs, 0.0][:3])
+    return Fit(a, b, c, r2)
+
+
+@dataclass
+class CostReport:
+    """The whole run's accounting: steps, the fits, and how it was priced (or why not)."""
+
+    steps: list[StepAccount]
+    price: PriceRef | None  # what the costs are in; None when unpriced
+    price_note: str | None  # why there is no cost, when there is none
+    fit: Fit | None  # cumulative input against step number, quadratic
+    per_step_fit: Fit | None  # per-step input against step number, linear
+    _requests: list[list[Message]] = field(default_factory=list, repr=False)
+    _scales: list[float] = field(default_factory=list, repr=False)
+    _spec_tokens: int = 0
+
+    @property
+    def priced(self) -> bool:
+        return self.price is not None
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        return self.steps[-1].cumulative_cost_usd if self.steps and self.priced else None
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.steps[-1].cumulative_input_tokens if self.steps else 0
+
+    @property
+    def total_output_tokens(self) -> int:
+        return self.steps[-1].cumulative_output_tokens if self.steps else 0
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [s.row() for s in self.steps]
+
+    def project(self, up_to: int) -> list[float]:
+        """The fitted cumulative input at steps 1..up_to (empty without a fit)."""
+        return [self.fit.at(n) for n in range(1, up_to + 1)] if self.fit else []
+
+    def explanation(self) -> str:
+        """One sentence on why the cumulative input is quadratic, in this run's numbers."""
+        n = len(self.steps)
+        if self.fit is None or self.per_step_fit is None:
+            return f"Only {n} step{'s' * (n != 1)}: a quadratic fit needs at least three, so only the points are shown."
+        first, last = self.steps[0].input_tokens, self.steps[-1].input_tokens
+        slope = self.per_step_fit.b
+        return (
+            f"Each step resent on average {slope:,.0f} more input tokens than the one before "
+            f"({first:,} at step 1, {last:,} at step {n}), because the whole history goes back every time; "
+            f"adding up a line gives a parabola, so the running total grows like {slope / 2:,.1f}·n² "
+            f"(the fitted c is {self.fit.c:,.1f})."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON data: `steps`, `fit`, the totals and the pricing."""
+        return {
+            "steps": self.rows(),
+            "fit": self.fit.to_dict() if self.fit else None,
+            "per_step_fit": self.per_step_fit.to_dict() if self.per_step_fit else None,
+            "priced_as": self.price.label if self.price else None,
+            "price_note": self.price_note,
+            "total_input_tokens": self.total_input_tokens,
+            "total_output_tokens": self.total_output_tokens,
+            "total_cost_usd": self.total_cost_usd,
+            "explanation": self.explanation(),
+        }
+
+
+def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
+    """Account for every step of a run; price it as its own model, or as `price_as`."""
+    spec_tokens = _spec_tokens(run)
+    ref = price_as or run_price_ref(run)
+    pricer = Pricer.find(ref)
+    note = None
+    if pricer is None:
+        note = f"genai-prices does not know {ref.label}: choose a model to price the same tokens as"
+    steps: list[StepAccount] = []
+    requests: list[list[Message]] = []
+    scales: list[float] = []
+    cum_in = cum_out = 0
+    cum_cost = 0.0
+    for record in run.steps:
+        request = list(run.messages[: record.message_count])
+        raw = _raw_parts(request, spec_tokens)
+        raw_total = sum(raw.values())
+        u = record.usage
+        estimated = record.estimated
+        inp, out = u.input_tokens, u.output_tokens
+        if inp == 0 and out == 0:  # no usage recorded: estimate it from the messages
+            estimated = True
+            inp = raw_total
+            reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
+            out = estimate_tokens(message_text(reply)) if reply is not None else 0
+        cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens) if pricer else None
+        cum_in, cum_out = cum_in + inp, cum_out + out
+        cum_cost += cost or 0.0
+        steps.append(
+            StepAccount(
+                index=record.index,
+                input_tokens=inp,
+                output_tokens=out,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_write_tokens=u.cache_write_tokens,
+                estimated=estimated,
+                composition=_scale_parts(raw, inp),
+                cumulative_input_tokens=cum_in,
+                cumulative_output_tokens=cum_out,
+                cost_usd=cost,
+                cumulative_cost_usd=cum_cost if pricer else None,
+            )
+        )
+        requests.append(request)
+        scales.append(inp / raw_total if raw_total else 1.0)
+    return CostReport(
+        steps=steps,
+        price=pricer.ref if pricer else None,
+        price_note=note,
+        fit=fit_polynomial([s.cumulative_input_tokens for s in steps], 2),
+        per_step_fit=fit_polynomial([s.input_tokens for s in steps], 1),
+        _requests=requests,
+        _scales=scales,
+        _spec_tokens=spec_tokens,
+    )

@@ -1,0 +1,145 @@
+"""What-if curves: the same run's input tokens and cost under trimming and caching strategies.
+
+Computed from the recorded messages, never by calling the model again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from itertools import accumulate
+from typing import Any
+
+from .accounting import CLEARED, CostReport, Pricer, _raw_parts
+from .loop import Run
+from .messages import Message, SystemMessage, ToolMessage, UserMessage
+
+# -- what-if --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The same run's per-step input under one strategy, with its cost and savings against the actual run."""
+
+    key: str
+    label: str
+    input_tokens: list[int]
+    cache_read_tokens: list[int]
+    cache_write_tokens: list[int]
+    cost_usd: list[float] | None
+    token_saving_pct: float
+    cost_saving_pct: float | None
+
+    @property
+    def cumulative_input_tokens(self) -> list[int]:
+        return list(accumulate(self.input_tokens))
+
+    @property
+    def cumulative_cost_usd(self) -> list[float] | None:
+        return None if self.cost_usd is None else list(accumulate(self.cost_usd))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Transform = Callable[[list[Message], int, list[int]], list[Message]]
+
+
+def _with_content(m: ToolMessage, content: str) -> ToolMessage:
+    # a new message, not model_copy: model_copy would carry over the cached text and token count
+    return ToolMessage(tool_call_id=m.tool_call_id, name=m.name, content=content, is_error=m.is_error)
+
+
+def _keep_last_results(k: int) -> Transform:
+    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
+        tool_at = [i for i, m in enumerate(request) if isinstance(m, ToolMessage)]
+        old = set(tool_at[: max(len(tool_at) - k, 0)])
+        return [_with_content(m, CLEARED) if i in old else m for i, m in enumerate(request)]
+
+    return apply
+
+
+def _truncate_results(n: int) -> Transform:
+    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
+        return [_with_content(m, m.content[: n * 4]) if isinstance(m, ToolMessage) else m for m in request]
+
+    return apply
+
+
+def _drop_old_turns(k: int) -> Transform:
+    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
+        # system and user messages stay; a step's assistant turn and its tool results go together
+        return [
+            m
+            for i, m in enumerate(request)
+            if isinstance(m, SystemMessage | UserMessage) or origin[i] == 0 or origin[i] >= step - k
+        ]
+
+    return apply
+
+
+def _origins(run: Run, length: int) -> list[int]:
+    """For each message position, the step whose model phase produced it (0 for the opening prompt)."""
+    starts = [s.message_count for s in run.steps]
+    out, j = [], 0
+    for p in range(length):
+        while j < len(starts) and starts[j] <= p:
+            j += 1
+        out.append(j)
+    return out
+
+
+def _saving(actual: float, other: float) -> float:
+    return (actual - other) / actual * 100 if actual else 0.0
+
+
+def what_ifs(
+    run: Run,
+    report: CostReport,
+    *,
+    keep_results: int = 3,
+    truncate_tokens: int = 50,
+    keep_turns: int = 3,
+) -> list[WhatIf]:
+    """The run's curves recomputed from its recorded messages under trimming strategies and prompt caching.
+
+    Trimmed requests are counted with the same estimate, scaled by each step's reported/estimated ratio;
+    a trimmed history changes the prefix every step, so those curves assume no cache. Caching bills the
+    previous step's request (the prefix already sent) at the cache-read price and the rest at the cache-write
+    price (genai-prices uses the input price where a provider has none).
+    """
+    pricer = Pricer.find(report.price) if report.price else None
+    outputs = [s.output_tokens for s in report.steps]
+    actual_in = report.total_input_tokens
+    actual_cost = report.total_cost_usd
+    origin = _origins(run, len(run.messages))
+    out: list[WhatIf] = []
+
+    def finish(key: str, label: str, ins: list[int], reads: list[int], writes: list[int]) -> WhatIf:
+        costs = None
+        if pricer is not None:
+            costs = [pricer.price(i, o, r, w) for i, o, r, w in zip(ins, outputs, reads, writes, strict=True)]
+        cost_saving = _saving(actual_cost, sum(costs)) if costs is not None and actual_cost is not None else None
+        return WhatIf(key, label, ins, reads, writes, costs, _saving(actual_in, sum(ins)), cost_saving)
+
+    strategies: list[tuple[str, str, Transform]] = [
+        ("keep_results", f"keep only the last {keep_results} tool results", _keep_last_results(keep_results)),
+        ("truncate", f"truncate each tool result to {truncate_tokens} tokens", _truncate_results(truncate_tokens)),
+        ("drop_turns", f"drop turns older than {keep_turns} steps", _drop_old_turns(keep_turns)),
+    ]
+    for key, label, transform in strategies:
+        ins = []
+        for s, request, scale in zip(report.steps, report._requests, report._scales, strict=True):
+            raw = sum(_raw_parts(transform(request, s.index, origin), report._spec_tokens).values())
+            ins.append(min(round(raw * scale), s.input_tokens))
+        zeros = [0] * len(ins)
+        out.append(finish(key, label, ins, zeros, zeros))
+
+    # each request is a prefix of the next (both are slices of the run's messages), so the whole
+    # previous request is the cached prefix
+    ins = [s.input_tokens for s in report.steps]
+    reads = [0] + [min(a, b) for a, b in zip(ins, ins[1:], strict=False)]
+    writes = [i - r for i, r in zip(ins, reads, strict=True)]
+    label = "prompt caching (the previous request billed at the cache-read price)"
+    out.append(finish("caching", label, ins, reads, writes))
+    return out

@@ -1,0 +1,214 @@
+"""Cost: tokens per step, the quadratic growth of the input, cost, and what-if curves for trimming and caching."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from agentcore.accounting import PART_LABELS, PARTS, CostReport, account, price_choices
+from agentcore.errors import TranscriptError
+from agentcore.loop import Run
+from agentcore.transcript import loads
+from agentcore.whatif import WhatIf, what_ifs
+
+OWN_MODEL = "(the run's own model)"
+
+
+def current_run() -> Run | None:
+    """The app's current run: the playground's, or the one last opened from the runs library."""
+    try:
+        from ui.state import get_session
+    except ImportError:  # the page opened on its own, outside app.py
+        get_session = None
+    run = get_session().run if get_session is not None else None
+    if run is None:
+        run = st.session_state.get("run")
+    return run if isinstance(run, Run) else None
+
+
+def _uploaded_run() -> Run | None:
+    upload = st.file_uploader("Open a transcript JSON", type=["json"], key="cost_upload")
+    if upload is None:
+        return None
+    try:
+        return loads(upload.getvalue())
+    except TranscriptError as exc:
+        st.error(f"{upload.name}: {exc}")
+        return None
+
+
+def _price_ref(run: Run):
+    from agentcore.accounting import parse_price_as, run_price_ref
+
+    own = run_price_ref(run).label
+    choice = st.selectbox(
+        "Price as",
+        [OWN_MODEL, *price_choices()],
+        key="cost_price_as",
+        format_func=lambda c: f"{own} (the run's own model)" if c == OWN_MODEL else c,
+        help="Re-price the same token counts as another provider's model, from the genai-prices database.",
+    )
+    return None if choice == OWN_MODEL else parse_price_as(choice)
+
+
+def _tokens_chart(report: CostReport) -> go.Figure:
+    steps = [s.index for s in report.steps]
+    fig = go.Figure()
+    for part in PARTS:
+        fig.add_bar(x=steps, y=[s.composition[part] for s in report.steps], name=PART_LABELS[part])
+    fig.add_scatter(x=steps, y=[s.output_tokens for s in report.steps], name="output", mode="lines+markers")
+    fig.update_layout(barmode="stack", xaxis_title="step", yaxis_title="tokens", title="Tokens per step")
+    return fig
+
+
+def _growth_charts(report: CostReport, up_to: int) -> tuple[go.Figure, go.Figure]:
+    steps = [s.index for s in report.steps]
+    n = list(range(1, len(report.steps) + 1))
+    cumulative = go.Figure()
+    cumulative.add_scatter(
+        x=n, y=[s.cumulative_input_tokens for s in report.steps], mode="markers", name="cumulative input"
+    )
+    if report.fit is not None:
+        cumulative.add_scatter(x=list(range(1, up_to + 1)), y=report.project(up_to), name="fit a + b·n + c·n²")
+    cumulative.update_layout(title="Cumulative input tokens", xaxis_title="step", yaxis_title="tokens")
+    per_step = go.Figure()
+    per_step.add_scatter(x=steps, y=[s.input_tokens for s in report.steps], mode="markers", name="input per step")
+    if report.per_step_fit is not None:
+        line = report.per_step_fit
+        per_step.add_scatter(x=list(range(1, up_to + 1)), y=[line.at(k) for k in range(1, up_to + 1)], name="p + q·n")
+    per_step.update_layout(title="Input per step: linear", xaxis_title="step", yaxis_title="tokens")
+    return cumulative, per_step
+
+
+def _cost_chart(report: CostReport) -> go.Figure:
+    steps = [s.index for s in report.steps]
+    fig = go.Figure()
+    fig.add_bar(x=steps, y=[s.cost_usd for s in report.steps], name="cost per step")
+    fig.add_scatter(x=steps, y=[s.cumulative_cost_usd for s in report.steps], name="cumulative", yaxis="y2")
+    fig.update_layout(
+        title=f"Cost (USD, priced as {report.price.label})",
+        xaxis_title="step",
+        yaxis={"title": "per step"},
+        yaxis2={"title": "cumulative", "overlaying": "y", "side": "right"},
+    )
+    return fig
+
+
+def _what_if_charts(report: CostReport, whatifs: list[WhatIf]) -> list[go.Figure]:
+    steps = [s.index for s in report.steps]
+    tokens = go.Figure()
+    tokens.add_scatter(x=steps, y=[s.cumulative_input_tokens for s in report.steps], name="actual")
+    for w in whatifs:
+        if w.key != "caching":  # caching sends the same tokens; it changes only their price
+            tokens.add_scatter(x=steps, y=w.cumulative_input_tokens, name=w.label)
+    tokens.update_layout(title="What-if: cumulative input tokens", xaxis_title="step", yaxis_title="tokens")
+    figures = [tokens]
+    if report.priced:
+        cost = go.Figure()
+        cost.add_scatter(x=steps, y=[s.cumulative_cost_usd for s in report.steps], name="actual")
+        for w in whatifs:
+            cost.add_scatter(x=steps, y=w.cumulative_cost_usd, name=w.label)
+        cost.update_layout(title="What-if: cumulative cost (USD)", xaxis_title="step", yaxis_title="USD")
+        figures.append(cost)
+    return figures
+
+
+def _savings_table(whatifs: list[WhatIf]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "strategy": w.label,
+                "input tokens": sum(w.input_tokens),
+                "token saving %": round(w.token_saving_pct, 1),
+                "cost saving %": None if w.cost_saving_pct is None else round(w.cost_saving_pct, 1),
+            }
+            for w in whatifs
+        ]
+    )
+
+
+def render() -> None:
+    """Draw the page for the current run, or for a transcript opened here."""
+    st.title("Cost")
+    st.caption(
+        "Every step resends the whole conversation, so the input grows with each step and its sum quadratically."
+    )
+    uploaded = _uploaded_run()
+    run = uploaded or current_run()
+    if run is None:
+        st.info("No run yet: run one in the playground, open one from the runs library, or open a transcript above.")
+        return
+    st.write(f"**{run.title or run.id}** · {run.config.provider}/{run.config.model} · {len(run.steps)} steps")
+    if not run.steps:
+        st.info("This run has no steps yet: there is nothing to count.")
+        return
+    report = account(run, _price_ref(run))
+    if report.price_note:
+        st.warning(f"{report.price_note} (under Price as). Costs are shown only for a priced model.")
+
+    cols = st.columns(4)
+    cols[0].metric("steps", len(report.steps))
+    cols[1].metric("input tokens", f"{report.total_input_tokens:,}")
+    cols[2].metric("output tokens", f"{report.total_output_tokens:,}")
+    total = report.total_cost_usd
+    cols[3].metric("cost (USD)", "n/a" if total is None else f"${total:.6f}")
+    estimated = [s.index for s in report.steps if s.estimated]
+    if estimated:
+        st.caption(f"Estimated usage (about four characters a token) on step(s) {', '.join(map(str, estimated))}.")
+
+    st.plotly_chart(_tokens_chart(report), key="cost_tokens")
+
+    st.subheader("Why it grows quadratically")
+    up_to = st.number_input(
+        "Project to step", min_value=len(report.steps), value=max(2 * len(report.steps), 20), key="cost_project"
+    )
+    if report.fit is not None:
+        f = report.fit
+        st.write(
+            f"Cumulative input ≈ a + b·n + c·n² with a = {f.a:,.1f}, b = {f.b:,.1f}, c = {f.c:,.2f}, "
+            f"R² = {f.r2:.5f}; projected to step {up_to}: {report.fit.at(up_to):,.0f} tokens."
+        )
+    st.write(report.explanation())
+    left, right = st.columns(2)
+    cumulative, per_step = _growth_charts(report, int(up_to))
+    left.plotly_chart(cumulative, key="cost_cumulative")
+    right.plotly_chart(per_step, key="cost_per_step")
+
+    st.subheader("Cost")
+    if report.priced:
+        st.plotly_chart(_cost_chart(report), key="cost_cost")
+    else:
+        st.info("No price for this model: pick one under Price as to see the cost.")
+
+    st.subheader("What if")
+    st.caption(
+        "These curves are recomputed from the recorded messages, not by calling the model again: "
+        "a trimmed run could have taken other steps."
+    )
+    c1, c2, c3 = st.columns(3)
+    keep_results = c1.number_input("Keep the last k tool results", min_value=0, value=3, key="cost_keep_results")
+    truncate = c2.number_input("Truncate tool results to n tokens", min_value=1, value=50, key="cost_truncate")
+    keep_turns = c3.number_input("Drop turns older than k steps", min_value=1, value=3, key="cost_keep_turns")
+    whatifs = what_ifs(
+        run, report, keep_results=int(keep_results), truncate_tokens=int(truncate), keep_turns=int(keep_turns)
+    )
+    for i, fig in enumerate(_what_if_charts(report, whatifs)):
+        st.plotly_chart(fig, key=f"cost_what_if_{i}")
+    if not report.priced:
+        st.caption("Prompt caching changes the price, not the tokens: pick a model under Price as to see its saving.")
+    st.dataframe(_savings_table(whatifs), hide_index=True, key="cost_savings")
+
+    st.subheader("Every step")
+    table = pd.DataFrame(report.rows())
+    st.dataframe(table, hide_index=True, key="cost_steps")
+    st.download_button(
+        "Download CSV",
+        table.to_csv(index=False).encode("utf-8"),
+        file_name=f"run-{run.id}-cost.csv",
+        mime="text/csv",
+        key="cost_csv",
+    )
+
+
+render()

@@ -1,0 +1,303 @@
+"""Accounting: per-step tokens and composition, prices, the quadratic fit, what-if curves, and `agentcore cost`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+
+from agentcore import cli, transcript
+from agentcore.accounting import (
+    PARTS,
+    PriceRef,
+    account,
+    fit_polynomial,
+    parse_price_as,
+    price_choices,
+)
+from agentcore.errors import UsageError
+from agentcore.loop import Run, RunConfig, StepRecord
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.whatif import what_ifs
+
+MINI = PriceRef("openai", "gpt-4o-mini")
+
+
+@pytest.fixture(scope="module")
+def research_run(tmp_path_factory) -> Run:
+    """The scripted long research scenario, run to the end through the CLI."""
+    path = tmp_path_factory.mktemp("research") / "r.json"
+    assert cli.main(["run", "--provider", "scripted", "--scenario", "research", "--out", str(path)]) == 0
+    return transcript.load(path)
+
+
+def _call(i: int) -> AssistantMessage:
+    return AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read", arguments={}),))  # "read{}": 2 + 4 = 6
+
+
+def hand_run(inputs: list[int] | None = None, *, provider: str = "openai", model: str = "gpt-4o-mini") -> Run:
+    """Four steps whose requests estimate to 13, 122, 231 and 340 tokens.
+
+    user 36 chars = 9 + 4 overhead = 13; each tool call `read{}` = 2 + 4 = 6; each tool result
+    396 chars = 99 + 4 = 103; the final answer 16 chars = 4 + 4 = 8. No tools are offered.
+    """
+    messages = [UserMessage(content="u" * 36)]
+    for i, letter in enumerate("rst", start=1):
+        messages += [_call(i), ToolMessage(tool_call_id=f"c{i}", name="read", content=letter * 396)]
+    messages.append(AssistantMessage(content="d" * 16))
+    inputs = inputs or [13, 122, 231, 340]
+    steps = [
+        StepRecord(index=i + 1, usage=Usage(input_tokens=n, output_tokens=10), message_count=1 + 2 * i)
+        for i, n in enumerate(inputs)
+    ]
+    return Run(config=RunConfig(provider=provider, model=model), messages=messages, steps=steps)
+
+
+def prices(ref: PriceRef) -> tuple[float, float, float]:
+    """Input, cache-read and output USD per token of a model, read from genai-prices."""
+    p = calc_price(PriceUsage(input_tokens=1, output_tokens=0), ref.model, provider_id=ref.provider).model_price
+    return float(p.input_mtok) / 1e6, float(p.cache_read_mtok) / 1e6, float(p.output_mtok) / 1e6
+
+
+# -- tokens ---------------------------------------------------------------------------
+
+
+def test_each_step_reports_its_tokens_and_running_totals():
+    report = account(hand_run())
+    assert [s.input_tokens for s in report.steps] == [13, 122, 231, 340]
+    assert [s.cumulative_input_tokens for s in report.steps] == [13, 135, 366, 706]
+    assert [s.cumulative_output_tokens for s in report.steps] == [10, 20, 30, 40]
+    assert not any(s.estimated for s in report.steps)
+
+
+def test_composition_splits_the_request_by_kind():
+    step3 = account(hand_run()).steps[2]
+    assert step3.composition == {
+        "system": 0,
+        "user": 13,
+        "assistant_text": 0,
+        "tool_calls": 12,
+        "tool_results": 206,
+        "tool_specs": 0,
+    }
+
+
+@pytest.mark.parametrize("reported", [462, 100, 1000])
+def test_composition_is_scaled_to_the_reported_input_tokens(reported):
+    report = account(hand_run([13, 122, reported, 340]))
+    parts = report.steps[2].composition
+    assert sum(parts.values()) == reported
+    assert set(parts) == set(PARTS)
+    if reported == 462:  # exactly twice the estimate: every part doubles
+        assert (parts["user"], parts["tool_calls"], parts["tool_results"]) == (26, 24, 412)
+
+
+def test_missing_usage_is_estimated_from_the_messages_and_marked():
+    run = hand_run()
+    run.steps[1] = run.steps[1].model_copy(update={"usage": Usage()})
+    step = account(run).steps[1]
+    assert step.estimated
+    assert step.input_tokens == 122
+    assert step.output_tokens == 2  # the reply `read{}`
+    assert sum(step.composition.values()) == 122
+
+
+def test_scripted_estimates_equal_the_unscaled_composition(research_run):
+    for s in account(research_run).steps:
+        assert s.estimated
+        assert sum(s.composition.values()) == s.input_tokens
+        assert s.composition["tool_specs"] > 0
+
+
+# -- prices ---------------------------------------------------------------------------
+
+
+def test_cost_per_step_comes_from_genai_prices():
+    report = account(hand_run())
+    p_in, _, p_out = prices(MINI)
+    assert report.price == MINI
+    for s in report.steps:
+        assert s.cost_usd == pytest.approx(s.input_tokens * p_in + 10 * p_out)
+    assert report.total_cost_usd == pytest.approx(706 * p_in + 40 * p_out)
+
+
+def test_cache_reads_are_billed_at_the_cache_price():
+    run = hand_run()
+    run.steps[3] = run.steps[3].model_copy(
+        update={"usage": Usage(input_tokens=340, output_tokens=10, cache_read_tokens=231)}
+    )
+    p_in, p_read, p_out = prices(MINI)
+    assert p_read < p_in
+    step = account(run).steps[3]
+    assert step.cost_usd == pytest.approx(109 * p_in + 231 * p_read + 10 * p_out)
+
+
+def test_an_unknown_model_has_no_cost_and_says_so():
+    report = account(hand_run(provider="scripted", model="research"))
+    assert report.price is None
+    assert "genai-prices does not know scripted:research" in report.price_note
+    assert all(s.cost_usd is None for s in report.steps)
+    assert report.total_cost_usd is None
+    assert report.to_dict()["total_cost_usd"] is None
+
+
+def test_price_as_reprices_the_same_tokens():
+    run = hand_run(provider="scripted", model="research")
+    haiku = parse_price_as("anthropic:claude-3-5-haiku-latest")
+    report = account(run, haiku)
+    p_in, _, p_out = prices(haiku)
+    assert report.price.label == "anthropic:claude-3-5-haiku-latest"
+    assert report.total_input_tokens == 706
+    assert report.total_cost_usd == pytest.approx(706 * p_in + 40 * p_out)
+
+
+@pytest.mark.parametrize("text", ["gpt-4o-mini", ":gpt-4o", "openai:", "openai:no-such-model-xyz"])
+def test_price_as_rejects_bad_or_unknown_models(text):
+    with pytest.raises(UsageError):
+        parse_price_as(text)
+
+
+def test_price_choices_cover_the_big_providers_and_all_price():
+    choices = price_choices()
+    assert {c.split(":")[0] for c in choices} == {"openai", "anthropic", "google"}
+    assert "openai:gpt-4o-mini" in choices
+    for c in choices[:: max(len(choices) // 15, 1)]:
+        assert account(hand_run(), parse_price_as(c)).total_cost_usd > 0
+
+
+# -- the fit --------------------------------------------------------------------------
+
+
+def test_fit_recovers_a_known_quadratic():
+    fit = fit_polynomial([5 + 3 * n + 2 * n * n for n in range(1, 9)])
+    assert (fit.a, fit.b, fit.c) == pytest.approx((5, 3, 2))
+    assert fit.r2 == pytest.approx(1.0)
+    assert fit.at(20) == pytest.approx(5 + 60 + 800)
+
+
+def test_r2_drops_for_noisy_points():
+    fit = fit_polynomial([1, 50, 2, 60, 3, 70])
+    assert 0 <= fit.r2 < 0.9
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_one_or_two_steps_are_too_few_for_a_fit(count):
+    run = hand_run()
+    run.steps = run.steps[:count]
+    report = account(run)
+    assert report.fit is None
+    assert report.to_dict()["fit"] is None
+    assert report.project(10) == []
+    assert "needs at least three" in report.explanation()
+
+
+def test_the_explanation_uses_the_runs_numbers():
+    text = account(hand_run()).explanation()
+    # per-step input rises by exactly 109 tokens a step: 13, 122, 231, 340
+    assert "109 more input tokens" in text
+    assert "13 at step 1, 340 at step 4" in text
+
+
+def test_research_scenario_grows_quadratically(research_run):
+    report = account(research_run)
+    assert len(report.steps) >= 8
+    assert report.fit.r2 > 0.99
+    assert report.fit.c > 0
+
+
+# -- what-if, worked by hand ----------------------------------------------------------
+
+
+def _by_key(run: Run, **options) -> dict:
+    return {w.key: w for w in what_ifs(run, account(run), **options)}
+
+
+def test_keep_only_the_last_tool_result():
+    w = _by_key(hand_run(), keep_results=1)["keep_results"]
+    # older results become "[cleared]" (3 + 4 = 7 tokens instead of 103)
+    assert w.input_tokens == [13, 122, 231 - 96, 340 - 2 * 96]
+    assert w.token_saving_pct == pytest.approx((706 - 418) / 706 * 100)
+
+
+def test_truncate_each_tool_result():
+    w = _by_key(hand_run(), truncate_tokens=10)["truncate"]
+    # each result keeps 40 characters: 10 + 4 = 14 tokens instead of 103
+    assert w.input_tokens == [13, 33, 53, 73]
+    assert w.token_saving_pct == pytest.approx((706 - 172) / 706 * 100)
+
+
+def test_drop_turns_older_than_k_steps():
+    w = _by_key(hand_run(), keep_turns=1)["drop_turns"]
+    # the prompt plus only the previous step's call and result
+    assert w.input_tokens == [13, 122, 122, 122]
+    assert w.token_saving_pct == pytest.approx((706 - 379) / 706 * 100)
+
+
+def test_trimming_is_scaled_like_the_reported_tokens():
+    w = _by_key(hand_run([26, 244, 462, 680]), keep_turns=1)["drop_turns"]
+    assert w.input_tokens == [26, 244, 244, 244]
+
+
+def test_prompt_caching_bills_the_previous_request_at_the_cache_price():
+    w = _by_key(hand_run())["caching"]
+    assert w.input_tokens == [13, 122, 231, 340]
+    assert w.cache_read_tokens == [0, 13, 122, 231]
+    assert w.token_saving_pct == 0
+    p_in, p_read, p_out = prices(MINI)  # gpt-4o-mini has no cache-write premium
+    cached = (13 + 122 + 231) * p_read + (706 - 366) * p_in + 40 * p_out
+    actual = 706 * p_in + 40 * p_out
+    assert sum(w.cost_usd) == pytest.approx(cached)
+    assert w.cost_saving_pct == pytest.approx((actual - cached) / actual * 100)
+
+
+def test_unpriced_what_ifs_still_save_tokens_but_have_no_cost():
+    ws = _by_key(hand_run(provider="scripted", model="research"), keep_turns=1)
+    assert ws["drop_turns"].token_saving_pct > 0
+    assert all(w.cost_usd is None and w.cost_saving_pct is None for w in ws.values())
+
+
+# -- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_json_has_steps_and_fit(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    transcript.save(hand_run(), path)
+    assert cli.main(["cost", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["cumulative_input_tokens"] for s in data["steps"]] == [13, 135, 366, 706]
+    for s in data["steps"]:
+        assert {"index", "input_tokens", "output_tokens", "cumulative_input_tokens", "cost_usd"} <= set(s)
+    assert set(data["fit"]) == {"a", "b", "c", "r2"}
+    assert data["priced_as"] == "openai:gpt-4o-mini"
+    assert {w["key"] for w in data["what_if"]} == {"keep_results", "truncate", "drop_turns", "caching"}
+
+
+def test_cli_json_fit_is_null_for_two_steps_and_cost_null_when_unknown(tmp_path, capsys):
+    run = hand_run(provider="ollama", model="llama3.2")
+    run.steps = run.steps[:2]
+    path = tmp_path / "run.json"
+    transcript.save(run, path)
+    assert cli.main(["cost", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fit"] is None
+    assert [s["cost_usd"] for s in data["steps"]] == [None, None]
+    assert "ollama:llama3.2" in data["price_note"]
+
+
+def test_cli_text_prints_the_table_fit_and_price_as(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    transcript.save(hand_run(provider="scripted", model="research"), path)
+    assert cli.main(["cost", str(path), "--price-as", "openai:gpt-4o-mini"]) == 0
+    out = capsys.readouterr().out
+    assert "priced as openai:gpt-4o-mini" in out
+    assert "R²=1.00000" in out  # 13, 135, 366, 706 lie exactly on a parabola
+    assert "drop turns older than 3 steps" in out
+
+
+def test_cli_rejects_an_unknown_price_as(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    transcript.save(hand_run(), path)
+    assert cli.main(["cost", str(path), "--price-as", "openai:no-such-model-xyz"]) == 2
+    assert "genai-prices does not know" in capsys.readouterr().err

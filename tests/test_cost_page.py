@@ -1,0 +1,152 @@
+"""The cost page under AppTest: the current run, an uploaded transcript, price as, the fit, what-if, the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agentcore import cli, transcript
+from agentcore.loop import Run, RunConfig, StepRecord
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "cost.py")
+
+
+@pytest.fixture(scope="module")
+def research_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("research") / "r.json"
+    assert cli.main(["run", "--provider", "scripted", "--scenario", "research", "--out", str(path)]) == 0
+    return path
+
+
+def page_with(run: Run | None) -> AppTest:
+    """The page with `run` as the app's current run, as app.py and the playground leave it."""
+    from ui.state import Session
+
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    session = Session()
+    if run is not None:
+        session.add_run(run)
+    at.session_state["session"] = session
+    return at.run()
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def two_step_run() -> Run:
+    messages = [
+        UserMessage(content="look it up"),
+        AssistantMessage(tool_calls=(ToolCall(id="c1", name="read", arguments={}),)),
+        ToolMessage(tool_call_id="c1", name="read", content="x" * 200),
+        AssistantMessage(content="done"),
+    ]
+    steps = [
+        StepRecord(index=1, usage=Usage(input_tokens=30, output_tokens=5), message_count=1),
+        StepRecord(index=2, usage=Usage(input_tokens=95, output_tokens=3), message_count=3),
+    ]
+    return Run(config=RunConfig(provider="openai", model="gpt-4o-mini"), messages=messages, steps=steps)
+
+
+def test_the_current_research_run_shows_the_quadratic_fit(research_file):
+    at = page_with(transcript.load(research_file))
+    assert not at.exception
+    fit_line = next(m.value for m in at.markdown if "R² =" in m.value)
+    r2 = float(fit_line.split("R² = ")[1].split(";")[0])
+    assert r2 > 0.99
+    assert "more input tokens than the one before" in texts(at)
+    specs = charts(at)
+    titles = [c["layout"]["title"]["text"] for c in specs]
+    assert titles == [
+        "Tokens per step",
+        "Cumulative input tokens",
+        "Input per step: linear",
+        "What-if: cumulative input tokens",
+    ]
+    tokens = specs[0]
+    assert tokens["layout"]["barmode"] == "stack"
+    assert {t["name"] for t in tokens["data"]} >= {"system prompt", "user", "tool calls", "tool results"}
+    fit = next(t for t in specs[1]["data"] if t["name"].startswith("fit"))
+    assert fit["x"][-1] == 20  # projected to the default step, past the 10 recorded
+    # the scripted model is not in genai-prices: no cost, and the page says so
+    assert "genai-prices does not know scripted:research" in at.warning[0].value
+    assert at.metric[3].value == "n/a"
+
+
+def test_the_step_table_matches_agentcore_cost(research_file, capsys):
+    at = page_with(transcript.load(research_file))
+    at.selectbox(key="cost_price_as").set_value("openai:gpt-4o-mini").run()
+    assert not at.exception
+    table = at.dataframe[1].value
+    capsys.readouterr()
+    assert cli.main(["cost", str(research_file), "--price-as", "openai:gpt-4o-mini", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(table) == len(data["steps"]) == 10
+    for (_, row), step in zip(table.iterrows(), data["steps"], strict=True):
+        for key in ("index", "input_tokens", "output_tokens", "cumulative_input_tokens"):
+            assert row[key] == step[key]
+        assert row["cost_usd"] == pytest.approx(step["cost_usd"])
+    assert at.metric[3].value == f"${data['total_cost_usd']:.6f}"
+    savings = at.dataframe[0].value
+    by_cli = {w["label"]: w for w in data["what_if"]}
+    for _, row in savings.iterrows():
+        assert row["cost saving %"] == pytest.approx(round(by_cli[row["strategy"]]["cost_saving_pct"], 1))
+
+
+def test_price_as_adds_the_cost_charts(research_file):
+    at = page_with(transcript.load(research_file))
+    at.selectbox(key="cost_price_as").set_value("anthropic:claude-3-5-haiku-latest").run()
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert "Cost (USD, priced as anthropic:claude-3-5-haiku-latest)" in titles
+    assert "What-if: cumulative cost (USD)" in titles
+    assert not at.warning
+    savings = at.dataframe[0].value
+    assert savings["cost saving %"].notna().all()
+    caching = savings[savings["strategy"].str.startswith("prompt caching")].iloc[0]
+    assert caching["token saving %"] == 0 and caching["cost saving %"] > 0
+
+
+def test_what_if_settings_change_the_savings(research_file):
+    at = page_with(transcript.load(research_file))
+    before = at.dataframe[0].value["token saving %"].tolist()
+    at.number_input(key="cost_keep_turns").set_value(1).run()
+    after = at.dataframe[0].value
+    assert after["strategy"].iloc[2] == "drop turns older than 1 steps"
+    assert after["token saving %"].iloc[2] > before[2]
+    assert "not by calling the model again" in "\n".join(c.value for c in at.caption)
+
+
+def test_an_uploaded_transcript_is_shown_without_a_current_run(research_file):
+    at = page_with(None)
+    assert "No run yet" in at.info[0].value
+    at.file_uploader(key="cost_upload").set_value(("r.json", research_file.read_bytes(), "application/json")).run()
+    assert not at.exception
+    assert "Research why agents get expensive" in texts(at)
+    assert len(at.dataframe[1].value) == 10
+    assert at.download_button(key="cost_csv").label == "Download CSV"
+
+
+def test_a_bad_upload_is_one_clear_error():
+    at = page_with(None)
+    at.file_uploader(key="cost_upload").set_value(("bad.json", b'{"format": "nope"}', "application/json")).run()
+    assert not at.exception
+    assert at.error[0].value.startswith("bad.json: format:")
+
+
+def test_two_steps_show_the_points_and_say_a_fit_needs_three():
+    at = page_with(two_step_run())
+    assert not at.exception
+    assert "needs at least three" in texts(at)
+    assert "R² =" not in texts(at)
+    cumulative = charts(at)[1]
+    assert [t["name"] for t in cumulative["data"]] == ["cumulative input"]
+    assert cumulative["data"][0]["y"] == [30, 125]
+    assert at.metric[3].value.startswith("$")  # gpt-4o-mini is priced

@@ -1,0 +1,256 @@
+"""The runs store: round trips, saving as a run goes, lineage, migrations, kill -9 safety, no secrets on disk."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentcore import Agent, Run, RunConfig, WireExchange, create_provider, toolbox
+from agentcore.importers import export_body, export_json, export_zip
+from agentcore.providers.scripted import get_scenario
+from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+
+PLANTED = "sk-planted-0123456789abcdefSECRET"
+
+
+def scripted_run(scenario: str = "research", max_steps: int = 10, observers=()) -> tuple[Agent, Run]:
+    sc = get_scenario(scenario)
+    tools = toolbox.get_tools(",".join(sc.tools))
+    config = RunConfig(provider="scripted", model=scenario, scenario=scenario, tools=[t.spec() for t in tools])
+    config.max_steps = max_steps
+    run = Run.start(sc.prompt, config)
+    return Agent(create_provider("scripted", scenario, scenario=scenario), tools, observers=list(observers)), run
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "runs.db")
+    yield s
+    s.close()
+
+
+def test_a_saved_run_loads_back_equal_after_a_restart(tmp_path: Path) -> None:
+    agent, run = scripted_run()
+    agent.run(run)
+    first = Store(tmp_path / "runs.db")
+    first.save_run(run)
+    first.close()
+    again = Store(tmp_path / "runs.db")
+    loaded = again.load_run(run.id)
+    assert loaded.model_dump() == run.model_dump()
+    assert again.check() == "ok"
+    assert again.schema_version == SCHEMA_VERSION
+
+
+def test_the_saver_observer_keeps_the_stored_run_equal_to_the_live_one_after_every_phase(store: Store) -> None:
+    seen: list[int] = []
+    agent, run = scripted_run("weather")
+
+    def check(event) -> None:
+        if event.kind == "phase_finished":
+            stored = store.load_run(run.id)
+            assert stored.messages == run.messages
+            seen.append(len(stored.steps))
+
+    agent.observers = [store.saver(run), check]
+    store.save_run(run)
+    agent.run(run)
+    assert seen and seen == sorted(seen)
+    assert store.load_run(run.id).model_dump() == run.model_dump()
+    assert store.summary(run.id).stop_reason == "answer"
+
+
+def test_steps_are_rewritten_when_another_writer_changed_the_run(tmp_path: Path) -> None:
+    agent, run = scripted_run()
+    agent.run(run)
+    a, b = Store(tmp_path / "runs.db"), Store(tmp_path / "runs.db")
+    a.save_run(run)
+    b.delete_run(run.id)
+    a.save_run(run)  # a's memory of written steps is stale: every step must be written again
+    assert len(b.load_run(run.id).steps) == len(run.steps)
+
+
+def test_editing_a_step_in_place_and_truncating_are_saved(store: Store) -> None:
+    agent, run = scripted_run()
+    agent.run(run)
+    store.save_run(run)
+    run.steps = run.steps[:3]
+    run.messages = run.messages[: run.steps[-1].message_count + 1]
+    store.save_run(run)
+    loaded = store.load_run(run.id)
+    assert len(loaded.steps) == 3 and loaded.messages == run.messages
+
+
+def test_list_search_filter_title_and_delete(store: Store) -> None:
+    a1, r1 = scripted_run("research")
+    a2, r2 = scripted_run("weather")
+    a1.run(r1)
+    a2.run(r2)
+    r2.config.provider = "openai"
+    r2.config.model = "gpt-4o-mini"
+    store.save_run(r1)
+    store.save_run(r2)
+    assert {r.id for r in store.list_runs()} == {r1.id, r2.id}
+    assert [r.id for r in store.list_runs(search="expensive")] == [r1.id]
+    assert [r.id for r in store.list_runs(provider="openai")] == [r2.id]
+    assert store.list_runs(search="100%_") == []  # LIKE wildcards are literal
+    assert store.summary(r2.id).cost_usd > 0 and store.summary(r1.id).cost_usd == 0.0
+    store.set_title(r1.id, "Renamed run")
+    assert store.load_run(r1.id).title == "Renamed run"
+    assert [r.id for r in store.list_runs(search="renamed")] == [r1.id]
+    with pytest.raises(StoreError):
+        store.set_title(r1.id, "   ")
+    store.delete_run(r1.id)
+    assert not store.exists(r1.id)
+    with pytest.raises(StoreError, match="no run"):
+        store.load_run(r1.id)
+    with pytest.raises(StoreError, match="no run"):
+        store.delete_run(r1.id)
+    assert store.check() == "ok"
+
+
+def test_fork_tree_lineage_and_children(store: Store) -> None:
+    agent, root = scripted_run()
+    agent.run(root)
+    fork = root.fork(3)
+    agent.run(fork)
+    grandchild = fork.fork(4)
+    for r in (root, fork, grandchild):
+        store.save_run(r)
+    assert [r.id for r in store.children(root.id)] == [fork.id]
+    assert [r.id for r in store.lineage(grandchild.id)] == [root.id, fork.id, grandchild.id]
+    tree = store.fork_tree(grandchild.id)
+    assert [(n.run.id, depth) for n, depth in tree.walk()] == [(root.id, 0), (fork.id, 1), (grandchild.id, 2)]
+    store.delete_run(fork.id)
+    assert [r.id for r in store.lineage(grandchild.id)] == [grandchild.id]
+
+
+def test_meta_remembers_the_last_run(store: Store) -> None:
+    assert store.get_meta(LAST_RUN_KEY) is None
+    store.set_meta(LAST_RUN_KEY, "abc")
+    store.set_meta(LAST_RUN_KEY, "def")
+    assert store.get_meta(LAST_RUN_KEY) == "def"
+
+
+def test_default_path_comes_from_the_environment_or_home(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "env" / "x.db"))
+    assert Store().path == tmp_path / "env" / "x.db"
+    monkeypatch.delenv("AGENTCORE_DB")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    s = Store()
+    assert s.path == tmp_path / "home" / ".agentcore" / "runs.db" and s.path.exists()
+
+
+def test_an_old_schema_is_migrated_and_a_newer_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:
+        db.execute(statement)
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    s = Store(path)
+    assert s.schema_version == SCHEMA_VERSION
+    names = {r[0] for r in s._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "runs_by_parent" in names
+    s.close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+
+
+def test_a_planted_api_key_never_reaches_the_database_or_any_export(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    agent, run = scripted_run("weather")
+    agent.run(run)
+    run.config.provider, run.config.model = "openai", "gpt-4o-mini"
+    run.steps[0].wire = WireExchange(
+        url="https://api.example.test/v1/chat/completions",
+        request_headers={"Authorization": f"Bearer {PLANTED}", "X-Api-Key": PLANTED},
+        request={"model": "gpt-4o-mini", "api_key": PLANTED},
+        response_headers={"set-cookie": PLANTED, "x-request-id": "req_1"},
+        response={"note": f"echo {PLANTED}"},
+    )
+    run.messages[0] = run.messages[0].model_copy(update={"content": f"my key is {PLANTED}"})
+    s = Store(tmp_path / "runs.db")
+    s.save_run(run)
+    s.set_title(run.id, "a title")
+    loaded = s.load_run(run.id)
+    exports = [export_json(loaded), export_zip([loaded], ("json", "openai", "anthropic"))]
+    exports += [export_body(loaded, f) for f in ("openai", "anthropic")]
+    files = [p.read_bytes() for p in tmp_path.iterdir()]  # the database, its WAL and shared memory
+    assert files and all(PLANTED.encode() not in blob for blob in files)
+    import io
+    import zipfile
+
+    for blob in exports:
+        if isinstance(blob, bytes):
+            with zipfile.ZipFile(io.BytesIO(blob)) as z:
+                blob = "".join(z.read(n).decode() for n in z.namelist())
+        assert PLANTED not in blob and "[redacted]" in blob
+    assert loaded.steps[0].wire.response_headers["x-request-id"] == "req_1"
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from agentcore import Agent, AssistantMessage, ModelResponse, Run, RunConfig, ToolCall, Usage, toolbox
+    from agentcore.store import Store
+
+    class SlowCaller:
+        name, model = "scripted", "slow"
+
+        def complete(self, request, on_text=None):
+            n = sum(m.role == "assistant" for m in request.messages) + 1
+            call = ToolCall(id=f"call_{n}", name="slow", arguments={"seconds": 0.25})
+            return ModelResponse(message=AssistantMessage(content=f"turn {n}", tool_calls=(call,)), usage=Usage(input_tokens=n))
+
+    store = Store(sys.argv[1])
+    tools = toolbox.get_tools("slow")
+    run = Run.start("wait a lot", RunConfig(provider="scripted", model="slow", tools=[t.spec() for t in tools], max_steps=200))
+
+    def report(event):
+        if event.kind == "phase_finished" and event.phase == "tools":
+            print(f"saved {len(run.steps)}", flush=True)
+
+    Agent(SlowCaller(), tools, observers=[store.saver(run), report]).run(run)
+    """
+)
+
+
+def test_a_process_killed_mid_run_leaves_every_completed_phase_readable(tmp_path: Path) -> None:
+    script = tmp_path / "slow_run.py"
+    script.write_text(KILL_SCRIPT)
+    db = tmp_path / "runs.db"
+    proc = subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True)
+    completed = 0
+    try:
+        for line in proc.stdout:
+            completed = int(line.split()[1])
+            if completed >= 3:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL and completed >= 3
+    s = Store(db)
+    assert s.check() == "ok"
+    (summary,) = s.list_runs()
+    run = s.load_run(summary.id)
+    assert len(run.steps) >= completed
+    for step in run.steps[:completed]:
+        assert [t.name for t in step.tool_runs] == ["slow"]
+        assert run.messages[step.message_count].tool_calls[0].id == f"call_{step.index}"
+    results = [m for m in run.messages if m.role == "tool"]
+    assert len(results) >= completed and not any(m.is_error for m in results)
