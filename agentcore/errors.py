@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentcoreError(Exception):
     """Base class for every error agentcore raises on purpose."""
@@ -26,7 +28,11 @@ class MessageListError(AgentcoreError):
 
 
 class ProviderError(AgentcoreError):
-    """A model call that failed after retries: status, type, message and request id."""
+    """A model call that failed after retries: status, type, message and request id.
+
+    `wire` holds what was captured of the failed exchange (a WireExchange, credentials
+    removed) when there is one, and `attempts` how many requests were sent.
+    """
 
     def __init__(
         self,
@@ -37,6 +43,8 @@ class ProviderError(AgentcoreError):
         type: str | None = None,
         request_id: str | None = None,
         retryable: bool = False,
+        wire: Any = None,
+        attempts: int = 1,
     ) -> None:
         self.message = message
         self.provider = provider
@@ -44,6 +52,8 @@ class ProviderError(AgentcoreError):
         self.type = type
         self.request_id = request_id
         self.retryable = retryable
+        self.wire = wire
+        self.attempts = attempts
         super().__init__(self.one_line())
 
     def one_line(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from servers import katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 
 from agentcore import toolbox
 

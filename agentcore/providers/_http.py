@@ -1,0 +1,335 @@
+"""The HTTP transport the wire-format providers share: retries, wire capture, error parsing.
+
+Retried: connection errors and timeouts, 408, 409, 429, every 5xx (Anthropic's 529
+included), unless the server says `x-should-retry: false`; `x-should-retry: true`
+retries any status. The wait honours `retry-after-ms` and `retry-after`, else it is
+an exponential backoff with jitter, and all waits of one call stay within a budget.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import httpx
+
+from ..errors import ProviderError, UsageError
+from ..messages import Violation, validate_messages
+from .base import BaseProvider, ModelRequest, TextSink, WireExchange, redact_headers
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "anthropic-request-id")
+
+
+class HttpTransport:
+    """POSTs JSON for one provider, retrying what is worth retrying and recording the exchange.
+
+    `retry_base` and `retry_cap` shape the backoff (seconds), `retry_budget` bounds the sum
+    of all waits of one call, `max_retry_wait` is the longest server-asked wait honoured.
+    `transport` (an httpx transport) and `sleep` exist so tests need no network and no waiting.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        timeout: float = 60,
+        max_retries: int = 2,
+        retry_base: float = 0.5,
+        retry_cap: float = 8.0,
+        retry_budget: float = 60.0,
+        max_retry_wait: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.provider = provider
+        self.max_retries = max(0, int(max_retries))
+        self.retry_base = retry_base
+        self.retry_cap = retry_cap
+        self.retry_budget = retry_budget
+        self.max_retry_wait = max_retry_wait
+        self.sleep = sleep
+        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), transport=transport)
+        self.last_attempts = 0
+        self.last_waits: list[float] = []
+
+    def __repr__(self) -> str:
+        return f"HttpTransport(provider={self.provider!r}, max_retries={self.max_retries})"
+
+    def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[Any, WireExchange]:
+        """Send a request and return the decoded JSON body and the exchange; a ProviderError on failure."""
+        response, wire = self._send(url, body, headers)
+        try:
+            raw = response.read()
+        except httpx.HTTPError as exc:
+            raise self._error(f"the response broke off: {_describe(exc)}", wire, status=response.status_code) from None
+        finally:
+            response.close()
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            wire.response = text
+            ctype = response.headers.get("content-type", "?")
+            raise self._error(
+                f"the response is not JSON ({ctype}): {_snippet(text)}", wire, status=response.status_code
+            ) from None
+        wire.response = data
+        return data, wire
+
+    @contextmanager
+    def stream(
+        self, url: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> Iterator[tuple[httpx.Response, WireExchange]]:
+        """Open a streamed response (retries happen before the first byte); the caller reads its lines."""
+        response, wire = self._send(url, body, headers)
+        try:
+            yield response, wire
+        except httpx.HTTPError as exc:
+            raise self._error(f"the stream broke off: {_describe(exc)}", wire, status=response.status_code) from None
+        finally:
+            response.close()
+
+    def error(self, message: str, wire: WireExchange | None, **fields: Any) -> ProviderError:
+        """A ProviderError of this provider, carrying the exchange and the attempt count."""
+        return self._error(message, wire, **fields)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _error(self, message: str, wire: WireExchange | None, **fields: Any) -> ProviderError:
+        return ProviderError(message, provider=self.provider, wire=wire, attempts=self.last_attempts, **fields)
+
+    def _send(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[httpx.Response, WireExchange]:
+        self.last_attempts = 0
+        self.last_waits = []
+        waited = 0.0
+        for attempt in range(self.max_retries + 1):
+            request = self.client.build_request("POST", url, json=body, headers=headers)
+            wire = WireExchange(url=url, request_headers=redact_headers(request.headers), request=body)
+            self.last_attempts = attempt + 1
+            try:
+                response = self.client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                delay = self._backoff(attempt)
+                if attempt < self.max_retries and waited + delay <= self.retry_budget:
+                    waited += self._wait(delay)
+                    continue
+                raise self._error(
+                    f"cannot reach {url}: {_describe(exc)}", wire, type="connection_error", retryable=True
+                ) from None
+            wire.status = response.status_code
+            wire.response_headers = redact_headers(response.headers)
+            if response.status_code < 400:
+                return response, wire
+            try:
+                raw = response.read()
+            except httpx.HTTPError:
+                raw = b""
+            finally:
+                response.close()
+            text = raw.decode("utf-8", errors="replace")
+            try:
+                wire.response = json.loads(text)
+            except ValueError:
+                wire.response = text
+            retry = _should_retry(response)
+            delay = self._retry_delay(attempt, response.headers) if retry else None
+            if retry and delay is not None and attempt < self.max_retries and waited + delay <= self.retry_budget:
+                waited += self._wait(delay)
+                continue
+            raise self._status_error(response, text, wire, retryable=retry)
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _wait(self, delay: float) -> float:
+        self.last_waits.append(delay)
+        self.sleep(delay)
+        return delay
+
+    def _backoff(self, attempt: int) -> float:
+        # full exponential step, minus up to a quarter of jitter so clients do not retry in lockstep
+        return min(self.retry_base * 2**attempt, self.retry_cap) * (1 - 0.25 * random.random())
+
+    def _retry_delay(self, attempt: int, headers: httpx.Headers) -> float | None:
+        asked = server_retry_delay(headers)
+        if asked is None:
+            return self._backoff(attempt)
+        if asked > self.max_retry_wait:
+            return None  # the server wants longer than a step should hang; fail now, the run can be retried
+        return max(asked, 0.0)
+
+    def _status_error(self, response: httpx.Response, text: str, wire: WireExchange, retryable: bool) -> ProviderError:
+        message, kind, body_request_id = parse_error_body(response.status_code, response.headers, text)
+        asked = server_retry_delay(response.headers)
+        if retryable and asked is not None and asked > self.max_retry_wait:
+            message += f" (the server asks to retry after {asked:.0f} s)"
+        request_id = next((response.headers[h] for h in REQUEST_ID_HEADERS if h in response.headers), None)
+        return self._error(
+            message,
+            wire,
+            status=response.status_code,
+            type=kind,
+            request_id=request_id or body_request_id,
+            retryable=retryable,
+        )
+
+
+def _should_retry(response: httpx.Response) -> bool:
+    explicit = response.headers.get("x-should-retry", "").strip().lower()
+    if explicit in ("true", "false"):
+        return explicit == "true"
+    return response.status_code in RETRY_STATUSES or response.status_code >= 500
+
+
+def server_retry_delay(headers: httpx.Headers | dict[str, str]) -> float | None:
+    """The wait a server asks for in `retry-after-ms` or `retry-after` (seconds or an HTTP date), if any."""
+    headers = httpx.Headers(headers)
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def parse_error_body(status: int, headers: httpx.Headers, text: str) -> tuple[str, str | None, str | None]:
+    """Message, type and request id from any vendor's error body, or a one-line summary of a non-JSON one."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        request_id = data.get("request_id") if isinstance(data.get("request_id"), str) else None
+        if isinstance(err, dict):
+            kind = err.get("type") or err.get("code")
+            message = err.get("message") or json.dumps(err)
+            return _snippet(str(message)), str(kind) if kind else None, request_id
+        if isinstance(err, str):  # Ollama: {"error": "..."}
+            return _snippet(err), None, request_id
+        if "detail" in data:  # FastAPI-style servers
+            return _snippet(json.dumps(data["detail"])), None, request_id
+        if "message" in data:
+            return _snippet(str(data["message"])), None, request_id
+    ctype = headers.get("content-type", "no content type").split(";")[0]
+    if not text.strip():
+        return f"HTTP {status} with an empty body", None, None
+    title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    summary = title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
+    return f"HTTP {status} with a non-JSON body ({ctype}): {_snippet(summary)}", None, None
+
+
+def _snippet(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def _describe(exc: Exception) -> str:
+    detail = str(exc).strip()
+    return f"{type(exc).__name__}: {_snippet(detail)}" if detail else type(exc).__name__
+
+
+def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
+    """Server-sent events from text lines: (event name or None, data) for each event."""
+    event: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                yield event, "\n".join(data)
+            event, data = None, []
+        elif line.startswith(":"):
+            continue  # a comment, used as a keep-alive
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                event = value
+            elif field == "data":
+                data.append(value)
+    if data:
+        yield event, "\n".join(data)
+
+
+def decode_event(data: str, transport: HttpTransport, wire: WireExchange) -> Any:
+    """Decode one streamed JSON payload; a malformed one is a ProviderError, not a crash."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise transport.error(f"a streamed event is not JSON: {_snippet(data)}", wire, status=wire.status) from None
+
+
+def env_or(value: str | None, env: str, default: str | None = None) -> str | None:
+    """The explicit value, else the environment variable, else the default; blank counts as unset."""
+    import os
+
+    if value:
+        return value
+    return os.environ.get(env) or default
+
+
+TRANSPORT_OPTIONS = frozenset({"retry_base", "retry_cap", "retry_budget", "max_retry_wait", "transport", "sleep"})
+
+
+class HttpProvider(BaseProvider):
+    """Common ground of the HTTP providers: the transport, the key kept in memory only, pre-flight checks."""
+
+    supports_streaming: ClassVar[bool] = True
+    exact_usage: ClassVar[bool] = True
+    extra_options: ClassVar[frozenset[str]] = frozenset()
+    # `stream=False` answers in one piece even when text is wanted as it comes: some compatible
+    # servers (llama-cpp-python's) report usage only on unstreamed responses
+    common_options: ClassVar[frozenset[str]] = frozenset({"stream"})
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float = 60,
+        max_retries: int = 2,
+        **options: Any,
+    ) -> None:
+        super().__init__(model)
+        unknown = set(options) - TRANSPORT_OPTIONS - self.extra_options - self.common_options
+        if unknown:
+            raise UsageError(f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}")
+        self.base_url = (base_url or "").rstrip("/")
+        self._api_key = api_key or None  # memory only: never in repr, wire, transcript or error text
+        self.options = {k: v for k, v in options.items() if k in self.extra_options}
+        self.stream = bool(options.get("stream", True))
+        self.http = HttpTransport(
+            self.name,
+            timeout=timeout,
+            max_retries=max_retries,
+            **{k: v for k, v in options.items() if k in TRANSPORT_OPTIONS},
+        )
+
+    def __repr__(self) -> str:  # never shows a key
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def streams(self, on_text: TextSink | None) -> bool:
+        """Whether this call streams: text is wanted as it comes, and streaming is not turned off."""
+        return on_text is not None and self.stream
+
+    def preflight(self, request: ModelRequest) -> list[Violation]:
+        """Rules every tool-calling API enforces: no orphan tool result, no unanswered tool call."""
+        return validate_messages(list(request.messages), final=True)

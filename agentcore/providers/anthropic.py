@@ -1,0 +1,297 @@
+"""Anthropic Messages API: system prompt on top, tool results as user content blocks, named SSE events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, assert_never
+
+import httpx
+
+from ..errors import UsageError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    Violation,
+    parse_arguments,
+)
+from ..tools import ToolSpec
+from ._http import HttpProvider, HttpTransport, decode_event, env_or, iter_sse
+from .base import ModelRequest, ModelResponse, TextSink, WireExchange
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+def build_body(
+    model: str, request: ModelRequest, *, stream: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> dict[str, Any]:
+    """The request body: `system` on top, turns alternating, all tool results of a turn in one user message."""
+    system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+    body: dict[str, Any] = {"model": model, "max_tokens": request.settings.max_tokens or max_tokens}
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = messages_to_wire(request.messages)
+    if request.tools:
+        body["tools"] = [tool_to_wire(t) for t in request.tools]
+        if request.settings.parallel_tool_calls is False:
+            body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+    if request.settings.temperature is not None:
+        body["temperature"] = request.settings.temperature
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """Typed messages as Messages API turns; a user text after tool results joins their turn, after them."""
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, ToolMessage):
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            if m.is_error:
+                block["is_error"] = True
+            last = turns[-1] if turns else None
+            if last and last["role"] == "user" and isinstance(last["content"], list):
+                last["content"].append(block)
+            else:
+                turns.append({"role": "user", "content": [block]})
+        elif isinstance(m, UserMessage):
+            last = turns[-1] if turns else None
+            if last and last["role"] == "user" and isinstance(last["content"], list):
+                last["content"].append({"type": "text", "text": m.content})  # text must follow the results
+            else:
+                turns.append({"role": "user", "content": m.content})
+        elif isinstance(m, AssistantMessage):
+            content: list[dict[str, Any]] = []
+            if m.content:
+                content.append({"type": "text", "text": m.content})
+            for call in m.tool_calls:
+                # the API only takes an object; invalid text from another model goes back as an empty input
+                content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
+            turns.append({"role": "assistant", "content": content})
+        else:
+            assert_never(m)
+    return turns
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    """A tool spec as a Messages API tool (`input_schema`)."""
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def parse_usage(data: Any) -> Usage:
+    """Usage from a Messages `usage`; input tokens are the uncached, cache-read and cache-write ones together."""
+    if not isinstance(data, dict):
+        return Usage()
+    read = int(data.get("cache_read_input_tokens") or 0)
+    write = int(data.get("cache_creation_input_tokens") or 0)
+    return Usage(
+        input_tokens=int(data.get("input_tokens") or 0) + read + write,
+        output_tokens=int(data.get("output_tokens") or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> AssistantMessage:
+    """Content blocks as an AssistantMessage; a tool_use without id or name is a ProviderError."""
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for k, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            text.append(block.get("text") or "")
+        elif kind == "tool_use":
+            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
+            if not call_id:
+                raise http.error(
+                    f"content block {k} (tool_use {name or 'unnamed'}) has no id", wire, status=wire.status
+                )
+            if not name:
+                raise http.error(f"content block {k} (tool_use {call_id}) has no name", wire, status=wire.status)
+            if isinstance(arguments, dict):
+                calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+            else:
+                raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                calls.append(parse_arguments(call_id, name, raw))
+    content = "".join(text)
+    return AssistantMessage(content=content or (None if calls else ""), tool_calls=tuple(calls))
+
+
+def parse_message(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
+    """A `message` body as a ModelResponse; a malformed body is a ProviderError."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise http.error("the response is not a message with a content list", wire, status=wire.status)
+    message = parse_blocks(data["content"], http, wire)
+    reason = data.get("stop_reason")
+    return ModelResponse(
+        message=message,
+        usage=parse_usage(data.get("usage")),
+        finish_reason=STOP_REASONS.get(reason, reason),
+        wire=wire,
+    )
+
+
+class AnthropicProvider(HttpProvider):
+    """The Messages API over httpx."""
+
+    name: ClassVar[str] = "anthropic"
+    extra_options: ClassVar[frozenset[str]] = frozenset({"max_tokens", "anthropic_version"})
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 2,
+        **options: Any,
+    ) -> None:
+        base = env_or(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
+        key = env_or(api_key, "ANTHROPIC_API_KEY")
+        if not key and base.rstrip("/") == DEFAULT_BASE_URL:
+            raise UsageError("anthropic: no API key; set ANTHROPIC_API_KEY or pass one")
+        super().__init__(model, base_url=base, api_key=key, timeout=timeout, max_retries=max_retries, **options)
+
+    @property
+    def url(self) -> str:
+        """The messages endpoint; a base URL may or may not end in /v1."""
+        return f"{self.base_url}/messages" if self.base_url.endswith("/v1") else f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        """Request headers: the key in x-api-key, and the API version."""
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "anthropic-version": self.options.get("anthropic_version", API_VERSION),
+        }
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The request body this provider sends."""
+        return build_body(
+            self.model, request, stream=stream, max_tokens=int(self.options.get("max_tokens", DEFAULT_MAX_TOKENS))
+        )
+
+    def preflight(self, request: ModelRequest) -> list[Violation]:
+        """The shared rules, plus Anthropic's: the first turn is the user's and roles alternate."""
+        found = super().preflight(request)
+        previous: tuple[int, str] | None = None
+        for i, m in enumerate(request.messages):
+            if isinstance(m, SystemMessage):
+                continue
+            role = "user" if isinstance(m, UserMessage | ToolMessage) else "assistant"
+            if previous is None and role != "user":
+                found.append(Violation(i, "Anthropic needs the first message after the system prompt to be a user's"))
+            if previous and previous[1] == role == "assistant":
+                found.append(
+                    Violation(
+                        i,
+                        f"two assistant messages in a row ({previous[0]} and {i}); Anthropic needs turns to alternate",
+                    )
+                )
+            previous = (i, role)
+        found.sort(key=lambda v: v.index)
+        return found
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """One Messages call; streamed (SSE) when `on_text` is given."""
+        if not self.streams(on_text):
+            data, wire = self.http.post(self.url, self.body(request), self.headers())
+            result = parse_message(data, self.http, wire)
+            if on_text is not None and result.message.content:
+                on_text(result.message.content)
+            return result
+        with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as (response, wire):
+            return self._read_stream(response, wire, on_text)
+
+    def _read_stream(self, response: httpx.Response, wire: WireExchange, on_text: TextSink) -> ModelResponse:
+        if "application/json" in response.headers.get("content-type", ""):
+            data = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
+            wire.response = data
+            result = parse_message(data, self.http, wire)
+            if result.message.content:
+                on_text(result.message.content)
+            return result
+        events: list[Any] = []
+        wire.response = events
+        blocks: dict[int, dict[str, Any]] = {}
+        partial: dict[int, list[str]] = {}
+        usage: dict[str, Any] = {}
+        stop_reason: str | None = None
+        finished = False
+        for name, data in iter_sse(response.iter_lines()):
+            event = decode_event(data, self.http, wire)
+            events.append(event)
+            kind = event.get("type", name) if isinstance(event, dict) else name
+            if kind == "error" or name == "error":
+                err = event.get("error") if isinstance(event, dict) else None
+                err = err if isinstance(err, dict) else {}
+                raise self.http.error(
+                    f"error in the stream: {err.get('message') or data}",
+                    wire,
+                    status=wire.status,
+                    type=err.get("type"),
+                    retryable=err.get("type") in ("overloaded_error", "api_error"),
+                )
+            if kind == "message_start":
+                usage.update((event.get("message") or {}).get("usage") or {})
+            elif kind == "content_block_start":
+                blocks[event.get("index", len(blocks))] = dict(event.get("content_block") or {})
+            elif kind == "content_block_delta":
+                index, delta = event.get("index", 0), event.get("delta") or {}
+                block = blocks.setdefault(index, {"type": "text", "text": ""})
+                if delta.get("type") == "text_delta":
+                    block["text"] = block.get("text", "") + delta.get("text", "")
+                    if delta.get("text"):
+                        on_text(delta["text"])
+                elif delta.get("type") == "input_json_delta":
+                    partial.setdefault(index, []).append(delta.get("partial_json", ""))
+            elif kind == "message_delta":
+                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                usage.update(event.get("usage") or {})  # cumulative counts: the last one wins
+            elif kind == "message_stop":
+                finished = True
+                break
+        if not finished:
+            raise self.http.error("the stream ended before message_stop", wire, status=wire.status)
+        for index, pieces in partial.items():
+            text = "".join(pieces)
+            block = blocks[index]
+            # parsed at the block's end; text that is not an object stays raw for the loop to report
+            block["input"] = _object_or_raw(text)
+        message = parse_blocks([blocks[i] for i in sorted(blocks)], self.http, wire)
+        return ModelResponse(
+            message=message,
+            usage=parse_usage(usage),
+            finish_reason=STOP_REASONS.get(stop_reason, stop_reason),
+            wire=wire,
+        )
+
+
+def _object_or_raw(text: str) -> Any:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text

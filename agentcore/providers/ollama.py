@@ -1,0 +1,170 @@
+"""Ollama's native /api/chat: arguments as objects, tool results named by tool_name, NDJSON streaming."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, ClassVar, assert_never
+
+import httpx
+
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from ..messages import parse_arguments as parse_argument_text
+from ..tools import ToolSpec
+from ._http import HttpProvider, HttpTransport, decode_event, env_or
+from .base import ModelRequest, ModelResponse, TextSink, WireExchange
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+def message_to_wire(m: Message) -> dict[str, Any]:
+    """One typed message as an /api/chat message."""
+    if isinstance(m, SystemMessage | UserMessage):
+        return {"role": m.role, "content": m.content}
+    if isinstance(m, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+        if m.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "function": {"index": k, "name": c.name, "arguments": c.arguments}}
+                for k, c in enumerate(m.tool_calls)
+            ]
+        return out
+    if isinstance(m, ToolMessage):
+        # tool_name is what Ollama matches on; newer servers also read tool_call_id
+        return {"role": "tool", "content": m.content, "tool_name": m.name, "tool_call_id": m.tool_call_id}
+    assert_never(m)
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    """A tool spec in Ollama's (OpenAI-shaped) function form."""
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    }
+
+
+def build_body(model: str, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+    """The request body; `stream` is always sent because Ollama streams by default."""
+    body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
+    if request.tools:
+        body["tools"] = [tool_to_wire(t) for t in request.tools]
+    s = request.settings
+    options = {
+        k: v
+        for k, v in (("temperature", s.temperature), ("num_predict", s.max_tokens), ("seed", s.seed))
+        if v is not None
+    }
+    if options:
+        body["options"] = options
+    body["stream"] = stream
+    return body
+
+
+def parse_usage(data: dict[str, Any]) -> Usage:
+    """Usage from the final object's counts (absent when zero)."""
+    return Usage(input_tokens=int(data.get("prompt_eval_count") or 0), output_tokens=int(data.get("eval_count") or 0))
+
+
+def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -> ToolCall:
+    """One /api/chat tool call; older servers send no id, so one is made up (ids must be unique in a run)."""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(fn, dict) or not fn.get("name"):
+        raise http.error(f"tool call {k} has no function name", wire, status=wire.status)
+    call_id = raw.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+    arguments = fn.get("arguments")
+    if isinstance(arguments, dict):
+        return ToolCall(id=str(call_id), name=str(fn["name"]), arguments=arguments)
+    text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
+    return parse_argument_text(str(call_id), str(fn["name"]), text)
+
+
+def _response(content: str, calls: tuple[ToolCall, ...], final: dict[str, Any], wire: WireExchange) -> ModelResponse:
+    message = AssistantMessage(content=content or (None if calls else ""), tool_calls=calls)
+    reason = final.get("done_reason")
+    # Ollama ends a tool-calling turn with "stop" too; the calls decide
+    return ModelResponse(
+        message=message, usage=parse_usage(final), finish_reason="tool_calls" if calls else reason, wire=wire
+    )
+
+
+def parse_chat(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
+    """A non-streamed /api/chat body as a ModelResponse; a malformed body is a ProviderError."""
+    if not isinstance(data, dict) or not isinstance(data.get("message"), dict):
+        raise http.error("the response has no message", wire, status=wire.status)
+    if data.get("error"):
+        raise http.error(str(data["error"]), wire, status=wire.status)
+    message = data["message"]
+    calls = tuple(parse_tool_call(k, c, http, wire) for k, c in enumerate(message.get("tool_calls") or []))
+    return _response(message.get("content") or "", calls, data, wire)
+
+
+class OllamaProvider(HttpProvider):
+    """Ollama's native chat API over httpx; no key needed (one is sent as a bearer token if given)."""
+
+    name: ClassVar[str] = "ollama"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 2,
+        **options: Any,
+    ) -> None:
+        host = env_or(base_url, "OLLAMA_HOST", DEFAULT_HOST)
+        if "://" not in host:  # OLLAMA_HOST is often written as host:port
+            host = f"http://{host}"
+        super().__init__(model, base_url=host, api_key=api_key, timeout=timeout, max_retries=max_retries, **options)
+
+    def headers(self) -> dict[str, str]:
+        """Request headers; a bearer token only when a key was given (a proxy or Ollama's cloud)."""
+        headers = {"content-type": "application/json"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The request body this provider sends."""
+        return build_body(self.model, request, stream=stream)
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """One /api/chat call; streamed (NDJSON) when `on_text` is given."""
+        url = f"{self.base_url}/api/chat"
+        if not self.streams(on_text):
+            data, wire = self.http.post(url, self.body(request), self.headers())
+            result = parse_chat(data, self.http, wire)
+            if on_text is not None and result.message.content:
+                on_text(result.message.content)
+            return result
+        with self.http.stream(url, self.body(request, stream=True), self.headers()) as (response, wire):
+            return self._read_stream(response, wire, on_text)
+
+    def _read_stream(self, response: httpx.Response, wire: WireExchange, on_text: TextSink) -> ModelResponse:
+        lines: list[Any] = []
+        wire.response = lines
+        text: list[str] = []
+        raw_calls: list[Any] = []
+        final: dict[str, Any] | None = None
+        for line in response.iter_lines():
+            if not line.strip():
+                continue
+            chunk = decode_event(line, self.http, wire)
+            lines.append(chunk)
+            if not isinstance(chunk, dict):
+                raise self.http.error("a streamed line is not a JSON object", wire, status=wire.status)
+            if chunk.get("error"):
+                raise self.http.error(f"error in the stream: {chunk['error']}", wire, status=wire.status)
+            message = chunk.get("message") or {}
+            if message.get("content"):
+                text.append(message["content"])
+                on_text(message["content"])
+            raw_calls.extend(message.get("tool_calls") or [])  # each call arrives whole, not in fragments
+            if chunk.get("done"):
+                final = chunk
+                break
+        if final is None:
+            raise self.http.error("the stream ended before the final (done) line", wire, status=wire.status)
+        calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
+        return _response("".join(text), calls, final, wire)

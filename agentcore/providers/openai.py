@@ -1,0 +1,264 @@
+"""OpenAI Chat Completions, and any server that speaks it (vLLM, LM Studio, llama.cpp, Ollama's /v1, Groq)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, assert_never
+
+import httpx
+
+from ..errors import UsageError
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from ..messages import parse_arguments as parse_argument_text
+from ..tools import ToolSpec
+from ._http import HttpProvider, HttpTransport, decode_event, env_or, iter_sse
+from .base import (
+    ModelRequest,
+    ModelResponse,
+    TextSink,
+    WireExchange,
+    estimate_request_tokens,
+    estimate_tokens,
+    message_text,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def message_to_wire(m: Message) -> dict[str, Any]:
+    """One typed message as a Chat Completions message."""
+    if isinstance(m, SystemMessage):
+        return {"role": "system", "content": m.content}
+    if isinstance(m, UserMessage):
+        return {"role": "user", "content": m.content}
+    if isinstance(m, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": m.content}
+        if m.tool_calls:
+            out["tool_calls"] = [call_to_wire(c) for c in m.tool_calls]
+        return out
+    if isinstance(m, ToolMessage):
+        # Chat Completions has no error flag; the loop words failures in the content itself
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    assert_never(m)
+
+
+def call_to_wire(call: ToolCall) -> dict[str, Any]:
+    """A tool call echoed back: arguments as the JSON string, or the model's own text if it was invalid."""
+    arguments = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    """A tool spec as a Chat Completions function tool."""
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    }
+
+
+def build_body(
+    model: str, request: ModelRequest, *, stream: bool = False, max_tokens_field: str = "max_tokens"
+) -> dict[str, Any]:
+    """The request body for a ModelRequest."""
+    body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
+    if request.tools:
+        body["tools"] = [tool_to_wire(t) for t in request.tools]
+        if request.settings.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.settings.parallel_tool_calls
+    s = request.settings
+    if s.temperature is not None:
+        body["temperature"] = s.temperature
+    if s.max_tokens is not None:
+        body[max_tokens_field] = s.max_tokens
+    if s.seed is not None:
+        body["seed"] = s.seed
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def parse_usage(data: Any) -> Usage | None:
+    """Usage from a Chat Completions `usage` object; cached tokens are part of the prompt tokens."""
+    if not isinstance(data, dict):
+        return None
+    details = data.get("prompt_tokens_details") or {}
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        cache_read_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
+    )
+
+
+def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -> ToolCall:
+    """One wire tool call as a ToolCall; a call without an id or a name is a ProviderError."""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(fn, dict):
+        raise http.error(f"tool call {k} has no function", wire, status=wire.status)
+    call_id, name = raw.get("id"), fn.get("name")
+    if not call_id:
+        raise http.error(f"tool call {k} ({name or 'unnamed'}) has no id", wire, status=wire.status)
+    if not name:
+        raise http.error(f"tool call {k} ({call_id}) has no function name", wire, status=wire.status)
+    arguments = fn.get("arguments")
+    if isinstance(arguments, dict):  # some compatible servers send an object, not a string
+        return ToolCall(id=str(call_id), name=str(name), arguments=arguments)
+    return parse_argument_text(str(call_id), str(name), arguments if arguments is None else str(arguments))
+
+
+def parse_completion(data: Any, request: ModelRequest, http: HttpTransport, wire: WireExchange) -> ModelResponse:
+    """A `chat.completion` body as a ModelResponse; a malformed body is a ProviderError."""
+    if not isinstance(data, dict):
+        raise http.error(f"the response is a JSON {type(data).__name__}, not an object", wire, status=wire.status)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise http.error("the response has no choices", wire, status=wire.status)
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        raise http.error("the response's first choice has no message", wire, status=wire.status)
+    calls = tuple(parse_tool_call(k, c, http, wire) for k, c in enumerate(message.get("tool_calls") or []))
+    content = message.get("content")
+    return _response(
+        content if isinstance(content, str) else None, calls, choices[0].get("finish_reason"), data, request, wire
+    )
+
+
+def _response(
+    content: str | None,
+    calls: tuple[ToolCall, ...],
+    finish: str | None,
+    data: Any,
+    request: ModelRequest,
+    wire: WireExchange,
+) -> ModelResponse:
+    if not content and not calls:
+        content = ""  # an empty answer is still an answer, not a malformed message
+    message = AssistantMessage(content=content or None if calls else content, tool_calls=calls)
+    usage = parse_usage(data.get("usage") if isinstance(data, dict) else None)
+    estimated = usage is None
+    if usage is None:  # some compatible servers omit usage; estimate rather than report zero
+        usage = Usage(
+            input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message_text(message))
+        )
+    # a forced tool choice ends with finish_reason "stop" even with calls; the calls decide
+    return ModelResponse(
+        message=message,
+        usage=usage,
+        estimated=estimated,
+        finish_reason="tool_calls" if calls else finish,
+        wire=wire,
+    )
+
+
+class OpenAIProvider(HttpProvider):
+    """Chat Completions over httpx; with a base URL, any OpenAI-compatible server."""
+
+    name: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 2,
+        **options: Any,
+    ) -> None:
+        base = env_or(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
+        key = env_or(api_key, "OPENAI_API_KEY")
+        if not key and base.rstrip("/") == DEFAULT_BASE_URL:
+            raise UsageError("openai: no API key; set OPENAI_API_KEY (a compatible server's --base-url needs none)")
+        super().__init__(model, base_url=base, api_key=key, timeout=timeout, max_retries=max_retries, **options)
+        self.official = self.base_url == DEFAULT_BASE_URL
+
+    def headers(self) -> dict[str, str]:
+        """Request headers; no Authorization at all when there is no key (a local server)."""
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The request body this provider sends."""
+        # max_tokens is deprecated on api.openai.com but the only name many compatible servers know
+        field = "max_completion_tokens" if self.official else "max_tokens"
+        return build_body(self.model, request, stream=stream, max_tokens_field=field)
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """One Chat Completions call; streamed (SSE) when `on_text` is given."""
+        url = f"{self.base_url}/chat/completions"
+        if not self.streams(on_text):
+            data, wire = self.http.post(url, self.body(request), self.headers())
+            result = parse_completion(data, request, self.http, wire)
+            if on_text is not None and result.message.content:
+                on_text(result.message.content)
+            return result
+        with self.http.stream(url, self.body(request, stream=True), self.headers()) as (response, wire):
+            return self._read_stream(response, wire, request, on_text)
+
+    def _read_stream(
+        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
+    ) -> ModelResponse:
+        if "application/json" in response.headers.get("content-type", ""):
+            # some servers answer a streamed request with one plain completion (llm-katan with tools)
+            data = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
+            wire.response = data
+            result = parse_completion(data, request, self.http, wire)
+            if result.message.content:
+                on_text(result.message.content)
+            return result
+        chunks: list[Any] = []
+        wire.response = chunks
+        text: list[str] = []
+        slots: dict[int, dict[str, Any]] = {}
+        usage: Any = None
+        finish: str | None = None
+        done = False
+        for _, data in iter_sse(response.iter_lines()):
+            if data.strip() == "[DONE]":
+                done = True
+                break
+            chunk = decode_event(data, self.http, wire)
+            chunks.append(chunk)
+            if not isinstance(chunk, dict):
+                raise self.http.error("a streamed chunk is not a JSON object", wire, status=wire.status)
+            if chunk.get("error"):
+                err = chunk["error"]
+                message = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
+                kind = (err.get("type") or err.get("code")) if isinstance(err, dict) else None
+                raise self.http.error(f"error in the stream: {message}", wire, status=wire.status, type=kind)
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                if choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text.append(delta["content"])
+                    on_text(delta["content"])
+                for k, piece in enumerate(delta.get("tool_calls") or []):
+                    _merge_call(slots.setdefault(piece.get("index", k), {}), piece)
+                finish = choice.get("finish_reason") or finish
+        if not done and finish is None:
+            raise self.http.error("the stream ended before the response was complete", wire, status=wire.status)
+        raw_calls = [
+            {"id": s.get("id"), "function": {"name": s.get("name"), "arguments": s.get("arguments", "")}}
+            for _, s in sorted(slots.items())
+        ]
+        calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
+        return _response("".join(text) or None, calls, finish, {"usage": usage}, request, wire)
+
+
+def _merge_call(slot: dict[str, Any], piece: dict[str, Any]) -> None:
+    """Fold one streamed tool-call fragment into its slot (fragments of one call share an index)."""
+    if piece.get("id"):
+        slot["id"] = piece["id"]
+    fn = piece.get("function") or {}
+    name = fn.get("name")
+    if name and name != slot.get("name"):
+        # the first fragment names the call; servers that repeat the name must not double it
+        slot["name"] = slot.get("name", "") + name
+    if fn.get("arguments"):
+        slot["arguments"] = slot.get("arguments", "") + fn["arguments"]

@@ -1,0 +1,42 @@
+"""A run's conversation as one provider's request body, built by the same mapping code the adapters send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import UsageError
+from .loop import Agent, Run
+from .providers.base import ModelRequest, Settings
+
+FORMATS = ("openai", "anthropic", "ollama")
+
+
+def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool = False) -> dict[str, Any]:
+    """The request body `fmt` would receive for the run's messages and tools (the final-answer tool included).
+
+    The model is the run's own when the run used that provider, else the registry's default for it.
+    """
+    from .providers import get_info
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown wire format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if model is None:
+        model = run.config.model if run.config.provider == fmt and run.config.model else get_info(fmt).default_model
+    # the tool specs the loop itself would offer; no provider is needed to compute them
+    specs = Agent(provider=None).specs(run)  # type: ignore[arg-type]
+    request = ModelRequest(
+        messages=tuple(run.messages),
+        tools=tuple(specs),
+        settings=Settings(temperature=run.config.temperature),
+    )
+    if fmt == "openai":
+        from .providers import openai
+
+        return openai.build_body(model, request, stream=stream)
+    if fmt == "anthropic":
+        from .providers import anthropic
+
+        return anthropic.build_body(model, request, stream=stream)
+    from .providers import ollama
+
+    return ollama.build_body(model, request, stream=stream)
