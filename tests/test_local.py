@@ -243,3 +243,25 @@ def test_a_conversation_longer_than_the_context_is_a_clear_provider_error():
     message = str(info.value)
     assert message.startswith("local context_overflow: the conversation is") and "n_ctx" in message
     assert "\n" not in message
+
+
+def test_message_text_reaches_the_model_unescaped(monkeypatch):
+    # chatml-function-calling renders with HTML autoescaping; the prompt must carry the text as written
+    prompts = []
+    original = local._Recorder.create_completion
+
+    def spy(self, prompt, **kwargs):
+        prompts.append(prompt)
+        return original(self, prompt, **kwargs)
+
+    monkeypatch.setattr(local._Recorder, "create_completion", spy)
+    provider = create_provider("local")
+    request = ModelRequest(
+        messages=(UserMessage(content='Say "hi" & <bye> in Paris'),),
+        tools=(toolbox.TOOLBOX["get_weather"].spec(),),
+        settings=Settings(max_tokens=8),
+    )
+    provider.complete(request)
+    prompt = prompts[0]
+    assert 'Say "hi" & <bye> in Paris' in prompt
+    assert "&#34;" not in prompt and "&amp;" not in prompt

@@ -202,6 +202,23 @@ def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[di
     return out
 
 
+def _mark_safe(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark message text as safe for llama-cpp-python's templates.
+
+    chatml-function-calling renders its prompt with Jinja autoescaping on, so a `"` in a
+    tool result would reach the model as `&#34;` (and cost extra tokens); Markup is a str
+    that the template leaves as it is.
+    """
+    from markupsafe import Markup
+
+    for m in messages:
+        if isinstance(m.get("content"), str):
+            m["content"] = Markup(m["content"])
+        for call in m.get("tool_calls", ()):
+            call["function"]["arguments"] = Markup(call["function"]["arguments"])
+    return messages
+
+
 class LocalProvider(BaseProvider):
     """A GGUF model run in-process by llama-cpp-python; tool calls through chatml-function-calling.
 
@@ -267,7 +284,7 @@ class LocalProvider(BaseProvider):
     def build_request(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The keyword arguments for create_chat_completion: OpenAI-shaped messages, tools and settings."""
         s = request.settings
-        messages = to_openai_messages(request.messages)
+        messages = _mark_safe(to_openai_messages(request.messages))
         kwargs: dict[str, Any] = {"messages": messages}
         if request.tools and self.tool_choice != "none":
             if not messages or messages[0]["role"] != "system":
