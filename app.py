@@ -1,0 +1,40 @@
+"""The agentcore app: a shared sidebar and navigation over the pages that exist in pages/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # the ui package sits next to this file, also under AppTest
+
+from ui.sidebar import render_sidebar  # noqa: E402
+from ui.state import init_session  # noqa: E402
+
+# (file, title, icon): a page is listed only once its file exists, so new pages appear by being added
+PAGES = (
+    ("pages/playground.py", "Playground", ":material/play_circle:"),
+    ("pages/runs.py", "Runs", ":material/history:"),
+    ("pages/cost.py", "Cost", ":material/payments:"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+)
+
+
+def main() -> None:
+    """Set up the page, the session, the sidebar, and run the chosen page."""
+    st.set_page_config(page_title="agentcore", page_icon=":material/autorenew:", layout="wide")
+    session = init_session()
+    pages = [
+        st.Page(path, title=title, icon=icon, default=(i == 0))
+        for i, (path, title, icon) in enumerate(PAGES)
+        if (HERE / path).is_file()
+    ]
+    current = st.navigation(pages)
+    render_sidebar(session)
+    current.run()
+
+
+main()

@@ -1,0 +1,247 @@
+"""Playground: step the ReAct loop one phase at a time and watch the message list grow."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+
+import streamlit as st
+
+from agentcore.loop import Run
+from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
+from agentcore.transcript import dumps
+from ui import actions
+from ui.graph import loop_dot, source_html, source_view
+from ui.messages_view import render_messages
+from ui.state import Session, get_session
+from ui.steps_view import render_steps, run_label
+
+STOP_REASONS = {
+    "answer": "the model replied without asking for a tool",
+    "max_steps": "the step budget was used up",
+    "structured": "the final answer matched the schema",
+    "error": "the model call failed",
+    "cancelled": "stopped by you",
+}
+HOW_IT_WORKS = (
+    "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
+    "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
+    "without asking for a tool, or the step budget runs out. One **Step** is ① then ②."
+)
+
+
+def _prompt_row(session: Session) -> None:
+    left, right = st.columns([6, 1], vertical_alignment="bottom")
+    left.text_input("Prompt", key="prompt", placeholder="Ask something that needs a tool…")
+    right.button(
+        "New run", key="start", type="primary", icon=":material/add:", on_click=actions.start_run, width="stretch"
+    )
+    if len(session.runs) > 1:
+        ids = list(session.runs)
+        st.session_state["current_run"] = session.current_id
+        st.selectbox(
+            "Run",
+            ids,
+            key="current_run",
+            format_func=lambda rid: run_label(session, session.runs[rid]),
+            on_change=actions.select_run,
+            help="Every run of this session, forks included",
+        )
+
+
+def _last_line(run: Run) -> str:
+    if not run.messages:
+        return ""
+    m = run.messages[-1]
+    if isinstance(m, AssistantMessage) and m.tool_calls:
+        return "asked for " + ", ".join(f"{c.name}({json.dumps(c.arguments)[:60]})" for c in m.tool_calls)
+    if isinstance(m, ToolMessage):
+        return f"{m.name} → {'error' if m.is_error else 'ok'}: {m.content[:80]}"
+    return (m.content or "")[:120]
+
+
+def _live(session: Session, slot) -> None:
+    """Run the requested phase (or the whole run) in its slot, showing streamed text or progress, then redraw."""
+    run = session.run
+    assert run is not None
+    with slot.container(border=True, key="live"):
+        if session.running:
+            head, stop = st.columns([5, 1], vertical_alignment="center")
+            head.markdown("**Running to the end…** Stop takes effect between phases.")
+            stop.button("Stop", key="stop", icon=":material/stop_circle:", on_click=actions.stop, width="stretch")
+            bar = st.progress(0.0)
+            line = st.empty()
+
+            def progress(r: Run) -> None:
+                budget = max(1, r.config.max_steps)
+                bar.progress(
+                    min(1.0, len(r.steps) / budget), text=f"Step {len(r.steps)} of {budget} · next: {r.next_phase}"
+                )
+                line.caption(_last_line(r))
+
+            progress(run)
+            actions.run_to_end(session, progress)
+        else:
+            action, session.action = session.action, None
+            phase = "tools" if action in ("tools", "step") and run.next_phase == "tools" else "model"
+            st.markdown(f"**{phase} phase…**")
+            box = st.empty()
+            text: list[str] = []
+
+            def on_text(delta: str) -> None:
+                text.append(delta)
+                box.markdown("".join(text) + " ▌")
+
+            actions.run_phase(session, action or "step", on_text)
+    st.rerun()
+
+
+def _status(session: Session, run: Run) -> None:
+    budget = session.config.max_steps
+    total = run.usage
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Step", f"{len(run.steps)} / {budget}")
+    nxt = run.next_phase
+    c2.metric("Next", "—" if run.stop_reason in ("answer", "max_steps", "structured") else f"{nxt} phase")
+    c3.metric("Messages", len(run.messages))
+    c4.metric("Tokens", f"{total.total_tokens:,}", help="Input + output over all steps")
+    if run.stop_reason and run.stop_reason != "error":
+        why = STOP_REASONS.get(run.stop_reason, "")
+        icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/flag:"
+        st.success(f"Stop reason: **{run.stop_reason}** — {why}.", icon=icon)
+
+
+def _controls(session: Session, run: Run) -> None:
+    editing = session.draft is not None
+    can_model = run.next_phase == "model" and len(run.steps) < session.config.max_steps and not editing
+    can_tools = run.next_phase == "tools" and not editing
+    bar = st.container(horizontal=True, key="controls")
+    bar.button(
+        "Step",
+        key="step",
+        type="primary",
+        icon=":material/skip_next:",
+        disabled=not (can_model or can_tools),
+        on_click=actions.request,
+        args=("step",),
+        help="One iteration: the model phase, then the tools phase",
+    )
+    bar.button("Model phase", key="model_phase", disabled=not can_model, on_click=actions.request, args=("model",))
+    bar.button("Tools phase", key="tools_phase", disabled=not can_tools, on_click=actions.request, args=("tools",))
+    bar.button(
+        "Run to end",
+        key="run_to_end",
+        icon=":material/fast_forward:",
+        disabled=not (can_model or can_tools),
+        on_click=actions.start_run_to_end,
+    )
+    bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
+    bar.download_button(
+        "Export JSON",
+        data=partial(dumps, run),  # built on click: a long run's transcript is megabytes
+        file_name=f"agentcore-run-{run.id}.json",
+        mime="application/json",
+        key="export",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+    if editing:
+        st.caption("Apply or discard the edits below before stepping.")
+    elif run.next_phase == "model" and len(run.steps) >= session.config.max_steps:
+        st.caption("The step budget is used up: raise **Max steps** in the sidebar to go on.")
+
+
+def _error(run: Run) -> None:
+    with st.container(border=True, key="error_box"):
+        st.error(f"The model call failed: {run.error}", icon=":material/error:")
+        st.caption("Nothing in the run was lost. Retry repeats the same call.")
+        st.button(
+            "Retry", key="retry", type="primary", icon=":material/refresh:", on_click=actions.request, args=("retry",)
+        )
+
+
+def _pending(session: Session, run: Run) -> None:
+    calls = pending_tool_calls(run.messages)
+    with st.container(border=True, key="pending"):
+        st.markdown(f"#### :material/pause_circle: {len(calls)} tool call{'s' if len(calls) != 1 else ''} waiting")
+        st.caption(
+            "Approve each call, change its arguments, deny it (the model gets the denial as an error), "
+            "or type the result yourself. Then run the tools phase."
+        )
+        for call in calls:
+            args = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
+            if len(args) <= 100 and "`" not in args:
+                st.markdown(f":material/build: **`{call.name}`** `{args}` &nbsp; :gray[{call.id}]")
+            else:
+                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
+                st.code(args, language="json", wrap_lines=True)
+            choice = st.radio(
+                "Decision",
+                ["Approve", "Edit arguments", "Deny", "Type the result"],
+                key=f"dec_{call.id}",
+                horizontal=True,
+                label_visibility="collapsed",
+            )
+            if choice == "Edit arguments":
+                st.text_area("Arguments (JSON object)", value=args, key=f"dec_args_{call.id}", height=80)
+            elif choice == "Deny":
+                st.text_input("Reason told to the model (optional)", key=f"dec_reason_{call.id}")
+            elif choice == "Type the result":
+                st.text_area("The result the model will read", key=f"dec_result_{call.id}", height=80)
+        st.button(
+            "Run tools with these decisions",
+            key="run_tools",
+            type="primary",
+            icon=":material/play_arrow:",
+            disabled=session.draft is not None,
+            on_click=actions.request,
+            args=("tools",),
+        )
+
+
+def _where(run: Run | None) -> None:
+    graph, code = st.columns([2, 3], gap="large")
+    with graph:
+        st.markdown("##### Where am I")
+        st.graphviz_chart(loop_dot(run), width="stretch")
+        st.caption(HOW_IT_WORKS)
+    with code:
+        view = source_view(run)
+        st.markdown(f"##### The loop's code: `Agent.{view.phase}_phase`")
+        st.caption(view.caption + " Highlighted lines did the work; numbers are lines in agentcore/loop.py.")
+        with st.container(key="source"):
+            st.html(source_html(view))
+        with st.expander("The whole function"):
+            st.html(source_html(view, whole=True))
+
+
+def main() -> None:
+    """Draw the playground from the Session."""
+    session = get_session()
+    st.markdown("## Playground")
+    _prompt_row(session)
+    if session.notice:
+        st.error(session.notice, icon=":material/error:")
+    run = session.run
+    if run is None:
+        st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")
+        _where(None)
+        return
+    slot = st.empty()  # always drawn, so the live box never lands on the controls' place
+    if session.running or session.action:
+        _live(session, slot)
+    _controls(session, run)
+    _status(session, run)
+    if run.stop_reason == "error":
+        _error(run)
+    elif run.next_phase == "tools" and session.draft is None:
+        _pending(session, run)
+    _where(run)
+    messages, steps = st.tabs([f"Messages ({len(run.messages)})", f"Steps ({len(run.steps)})"])
+    with messages:
+        render_messages(session)
+    with steps:
+        render_steps(session)
+
+
+main()

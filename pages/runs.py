@@ -1,0 +1,250 @@
+"""Runs library: every saved run, search, rename, open in the playground, delete, fork tree, diff, import, export."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from agentcore.diff import diff_runs
+from agentcore.errors import AgentcoreError
+from agentcore.importers import available_formats, export_body, export_json, export_zip, parse_import
+from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
+
+ALL = "All providers"
+PLAYGROUND = "pages/playground.py"
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str) -> Store:
+    return Store(path)
+
+
+def get_store() -> Store:
+    """The runs database this app uses (AGENTCORE_DB or ~/.agentcore/runs.db), opened once per path."""
+    return _open_store(str(default_path()))
+
+
+def _label(r: RunSummary) -> str:
+    return f"{r.title or '(untitled)'} · {r.provider}/{r.model} · {r.steps} steps · {r.id}"
+
+
+def _table(runs: list[RunSummary]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "title": r.title or "",
+                "provider": r.provider,
+                "model": r.model,
+                "steps": r.steps,
+                "stop": r.stop_reason or "open",
+                "tokens": r.total_tokens,
+                "cost ($)": r.cost_usd,
+                "time (s)": round(r.duration_ms / 1000, 2),
+                "saved": r.updated_at[:19].replace("T", " "),
+                "forked from": f"{r.parent_id} @ step {r.parent_step}" if r.parent_id else "",
+                "id": r.id,
+            }
+            for r in runs
+        ]
+    )
+
+
+# -- actions (callbacks change state; the page redraws from it) ---------------------------
+
+
+def _rename(store: Store, run_id: str) -> None:
+    try:
+        store.set_title(run_id, st.session_state.get(f"runs_title_{run_id}", ""))
+        st.session_state["runs_notice"] = ("success", "Title saved.")
+    except AgentcoreError as exc:
+        st.session_state["runs_notice"] = ("error", str(exc))
+
+
+def _delete(store: Store, run_id: str) -> None:
+    try:
+        store.delete_run(run_id)
+        st.session_state["runs_notice"] = ("success", f"Deleted run {run_id}.")
+    except AgentcoreError as exc:
+        st.session_state["runs_notice"] = ("error", str(exc))
+    st.session_state.pop("runs_confirm_delete", None)
+    st.session_state.pop("runs_selected", None)
+
+
+def _open(run_id: str) -> None:
+    st.session_state["runs_open"] = run_id
+
+
+def _select(run_id: str) -> None:
+    st.session_state["runs_selected"] = run_id
+    st.session_state["runs_search"] = ""
+    st.session_state["runs_provider"] = ALL
+
+
+def _open_in_playground(store: Store, run_id: str) -> None:
+    """Make the run current in the playground's session and go there; continuing it saves as it goes."""
+    try:
+        run = store.load_run(run_id)
+    except AgentcoreError as exc:
+        st.error(f"Cannot open run {run_id}: {exc}")
+        return
+    store.set_meta(LAST_RUN_KEY, run_id)
+    try:
+        from ui.state import get_session
+    except ImportError:
+        get_session = None
+    if get_session is not None:
+        get_session().add_run(run)
+    st.session_state["run"] = run
+    try:
+        st.switch_page(PLAYGROUND)
+    except StreamlitAPIException:  # this page is running on its own, outside the app's navigation
+        st.success(f"Run {run_id} is now the current run: open the playground to continue it.")
+
+
+def _import(store: Store) -> None:
+    upload = st.file_uploader("Import a transcript (agentcore JSON, or an OpenAI/Anthropic message list)", type="json")
+    if upload is None or st.session_state.get("runs_imported") == upload.file_id:
+        return
+    st.session_state["runs_imported"] = upload.file_id  # a rerun must not import the same file twice
+    try:
+        run = store.import_run(parse_import(upload.getvalue(), upload.name))
+    except AgentcoreError as exc:
+        st.session_state["runs_notice"] = ("error", f"Refused: {exc}")
+        return
+    st.session_state["runs_selected"] = run.id
+    st.session_state["runs_notice"] = ("success", f"Imported {upload.name} as run {run.id}.")
+
+
+# -- sections -----------------------------------------------------------------------------
+
+
+def _details(store: Store, summary: RunSummary) -> None:
+    run_id = summary.id
+    st.subheader(summary.title or "(untitled)")
+    cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+    st.caption(
+        f"{run_id} · {summary.provider}/{summary.model} · {summary.steps} steps · stop: {summary.stop_reason or 'open'}"
+        f" · {summary.input_tokens:,} in / {summary.output_tokens:,} out tokens · cost {cost}"
+        f" · created {summary.created_at[:19].replace('T', ' ')}"
+    )
+    cols = st.columns([4, 1])
+    cols[0].text_input("Title", value=summary.title or "", key=f"runs_title_{run_id}")
+    cols[1].button("Save title", key=f"runs_rename_{run_id}", on_click=_rename, args=(store, run_id))
+
+    cols = st.columns(3)
+    cols[0].button("Open in playground", key="runs_open_current", on_click=_open, args=(run_id,), type="primary")
+    if st.session_state.get("runs_confirm_delete") == run_id:
+        cols[1].warning(f"Delete run {run_id} for good?")
+        cols[1].button("Yes, delete", key="runs_delete_yes", on_click=_delete, args=(store, run_id))
+        cols[2].button("Cancel", key="runs_delete_no", on_click=st.session_state.pop, args=("runs_confirm_delete",))
+    else:
+        cols[1].button(
+            "Delete…", key="runs_delete", on_click=st.session_state.__setitem__, args=("runs_confirm_delete", run_id)
+        )
+
+    run = store.load_run(run_id)
+    with st.expander("Export"):
+        st.download_button(
+            "Transcript JSON", export_json(run), f"{run_id}.json", "application/json", key="runs_dl_json"
+        )
+        for fmt in available_formats()[1:]:
+            try:
+                body = export_body(run, fmt)
+            except AgentcoreError as exc:
+                st.caption(f"{fmt}: {exc}")
+                continue
+            st.download_button(
+                f"{fmt} request body", body, f"{run_id}.{fmt}.json", "application/json", key=f"runs_dl_{fmt}"
+            )
+
+    _fork_tree(store, run_id)
+    _diff(store, run, summary)
+
+
+def _fork_tree(store: Store, run_id: str) -> None:
+    tree = store.fork_tree(run_id)
+    if tree is None or (not tree.children and tree.run.parent_id is None):
+        st.caption("No forks: this run has no parent and no branches.")
+        return
+    st.markdown("**Fork tree**")
+    if tree.run.parent_id:
+        st.caption(f"The oldest stored run was forked from {tree.run.parent_id}, which is no longer stored.")
+    for node, depth in tree.walk():
+        r = node.run
+        here = " ← this run" if r.id == run_id else ""
+        where = f" · forked at step {r.parent_step}" if r.parent_id else ""
+        cols = st.columns([6, 1, 1])
+        cols[0].markdown(f"{'&nbsp;' * 6 * depth}{'↳ ' if depth else ''}`{r.id}` {r.title or ''}{where}{here}")
+        cols[1].button("View", key=f"runs_view_{r.id}", on_click=_select, args=(r.id,), disabled=bool(here))
+        cols[2].button("Open", key=f"runs_tree_open_{r.id}", on_click=_open, args=(r.id,))
+
+
+def _diff(store: Store, run, summary: RunSummary) -> None:
+    others = [r for r in store.list_runs(limit=500) if r.id != run.id]
+    if not others:
+        return
+    st.markdown("**Compare with another run**")
+    ids = [r.id for r in others]
+    default = ids.index(summary.parent_id) if summary.parent_id in ids else 0
+    labels = {r.id: _label(r) for r in others}
+    other_id = st.selectbox("Compare with", ids, index=default, format_func=labels.get, key=f"runs_diff_{run.id}")
+    base = store.load_run(other_id)
+    diff = diff_runs(base, run)
+    if diff.related:
+        st.caption(diff.related)
+    st.info(diff.summary())
+    marks = {"same": "", "changed": "≠", "only_a": "−", "only_b": "+"}
+    rows = [
+        {
+            "": marks[r.kind],
+            f"#{base.id}": r.a_index,
+            base.id: r.a_text[:300],
+            f"#{run.id}": r.b_index,
+            run.id: r.b_text[:300],
+        }
+        for r in diff.rows
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def main() -> None:
+    """Draw the page."""
+    st.title("Runs")
+    try:
+        store = get_store()
+    except AgentcoreError as exc:
+        st.error(str(exc))
+        return
+    if st.session_state.get("runs_open"):
+        _open_in_playground(store, st.session_state.pop("runs_open"))
+    _import(store)
+    notice = st.session_state.pop("runs_notice", None)
+    if notice:
+        getattr(st, notice[0])(notice[1])
+
+    cols = st.columns([3, 1])
+    search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
+    provider = cols[1].selectbox("Provider", [ALL, *store.providers()], key="runs_provider")
+    runs = store.list_runs(search or None, None if provider == ALL else provider)
+    if not runs:
+        st.info("No runs match." if search or provider != ALL else "No saved runs yet: runs are saved as they happen.")
+        return
+    st.dataframe(_table(runs), hide_index=True, width="stretch")
+
+    ids = [r.id for r in runs]
+    by_id = {r.id: r for r in runs}
+    wanted = st.session_state.get("runs_selected") or store.get_meta(LAST_RUN_KEY)
+    if st.session_state.get("runs_selected") not in ids:
+        st.session_state["runs_selected"] = wanted if wanted in ids else ids[0]
+    selected = st.selectbox("Run", ids, format_func=lambda i: _label(by_id[i]), key="runs_selected")
+
+    chosen = st.multiselect("Export several runs as one zip", ids, format_func=lambda i: _label(by_id[i]))
+    if chosen:
+        data = export_zip([store.load_run(i) for i in chosen])
+        st.download_button(f"Download {len(chosen)} runs (.zip)", data, "runs.zip", "application/zip", key="runs_zip")
+    st.divider()
+    _details(store, by_id[selected])
+
+
+main()

@@ -1,0 +1,395 @@
+"""The app shell and the Playground page, driven through Streamlit's AppTest on the scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from agentcore import providers, transcript
+from agentcore.errors import ProviderError
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
+from agentcore.run import Run, RunConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+
+# What the test-only provider does on its next calls: "fail", "stop" (press Stop from inside), or "ok".
+PLAN: list[str] = []
+
+
+class PlannedProvider(BaseProvider):
+    """A test-only model: answers with a tool call until told otherwise, and can fail or press Stop."""
+
+    name: ClassVar[str] = "planned"
+
+    def __init__(self, model: str | None = None, **_: Any) -> None:
+        super().__init__(model or "planned")
+
+    def complete(self, request: ModelRequest, on_text=None) -> ModelResponse:
+        what = PLAN.pop(0) if PLAN else "ok"
+        if what == "fail":
+            raise ProviderError("the service is overloaded", provider="planned", status=529, type="overloaded")
+        if what == "stop":
+            import streamlit as st
+
+            st.session_state["session"].stop_requested = True  # as if Stop was pressed during this phase
+        turns = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        if turns >= 3:
+            message = AssistantMessage(content="All done.")
+        else:
+            message = AssistantMessage(
+                content=f"Turn {turns + 1}.",
+                tool_calls=(ToolCall(id=f"p{turns}", name="calculator", arguments={"expression": "1 + 1"}),),
+            )
+        return ModelResponse(message=message, usage=Usage(input_tokens=10, output_tokens=5))
+
+
+@pytest.fixture
+def app(monkeypatch, tmp_path):
+    # AppTest forgets between runs that the app uses st.navigation and, seeing a pages/ folder, runs the
+    # page file alone (the old pages-folder mode); the real server remembers. Make AppTest remember too.
+    original_init = PagesManager.__init__
+
+    def remembering_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", remembering_init)
+    monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    monkeypatch.syspath_prepend(str(ROOT))
+    registry = dict(providers.REGISTRY)
+    registry["planned"] = providers.ProviderInfo(
+        "planned", f"{__name__}:PlannedProvider", "planned", ("planned",), "a test-only planned model"
+    )
+    registry["broken"] = providers.ProviderInfo(
+        "broken", "agentcore_no_such_module:Nope", "x", ("x",), "a provider whose module is missing"
+    )
+    monkeypatch.setattr(providers, "REGISTRY", registry)
+    import ui.sidebar
+    import ui.state
+
+    monkeypatch.setattr(ui.state, "REGISTRY", registry)
+    monkeypatch.setattr(ui.sidebar, "REGISTRY", registry)
+    PLAN.clear()
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def session(at: AppTest):
+    return at.session_state["session"]
+
+
+def click(at: AppTest, key: str) -> AppTest:
+    button = at.button(key=key)
+    assert not button.disabled, f"{key} is disabled"
+    button.click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def start(at: AppTest, scenario: str = "weather", **widgets: Any) -> Run:
+    if at.selectbox(key="cfg_provider").value != "scripted":
+        at.selectbox(key="cfg_provider").set_value("scripted").run()
+    at.selectbox(key="cfg_scenario").set_value(scenario).run()
+    for key, value in widgets.items():
+        at.session_state[key] = value
+    at.run()
+    click(at, "start")
+    return session(at).run
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.markdown) + "\n".join(str(e.value) for e in at.error)
+
+
+def test_the_app_opens_on_the_playground_with_the_scripted_model(app):
+    assert app.selectbox(key="cfg_provider").value == "scripted"
+    assert app.text_input(key="prompt").value == "What is the weather in Paris, Rome and Tokyo?"
+    assert any("Playground" in m.value for m in app.markdown)
+
+
+def test_stepping_runs_whole_iterations_until_the_answer(app):
+    run = start(app)
+    assert [m.role for m in run.messages] == ["user"]
+    click(app, "step")
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "tool", "tool"]
+    assert app.metric[0].value == "1 / 10"
+    click(app, "step")
+    assert run.stop_reason == "answer"
+    assert app.button(key="step").disabled
+    assert any("Stop reason: **answer**" in s.value for s in app.success)
+    assert "Here is the weather" in texts(app)
+
+
+def test_model_and_tools_phases_each_run_half_a_step(app):
+    run = start(app)
+    click(app, "model_phase")
+    assert run.next_phase == "tools" and len(run.steps) == 1
+    assert app.button(key="model_phase").disabled
+    assert app.radio(key="dec_call_1_0").value == "Approve"  # the pending call is listed for a decision
+    click(app, "tools_phase")
+    assert [m.role for m in run.messages][-3:] == ["tool", "tool", "tool"]
+    assert run.next_phase == "model"
+
+
+def test_run_to_end_stops_at_the_step_budget(app):
+    run = start(app, "runaway", cfg_max_steps=3)
+    click(app, "run_to_end")
+    assert run.stop_reason == "max_steps"
+    assert len(run.steps) == 3
+    assert not session(app).running
+
+
+def test_stop_takes_effect_between_phases(app):
+    app.selectbox(key="cfg_provider").set_value("planned").run()
+    click(app, "start")
+    run = session(app).run
+    PLAN.extend(["ok", "stop"])
+    click(app, "run_to_end")
+    # the phase during which Stop was pressed finished; the next one never started
+    assert run.stop_reason == "cancelled"
+    assert len(run.steps) == 2 and run.next_phase == "tools"
+    assert any("cancelled" in s.value for s in app.success)
+    click(app, "step")  # going on after a Stop works
+    assert run.stop_reason is None and run.next_phase == "model"
+
+
+def test_a_provider_error_is_one_message_with_retry_and_loses_nothing(app):
+    app.selectbox(key="cfg_provider").set_value("planned").run()
+    click(app, "start")
+    run = session(app).run
+    PLAN.append("fail")
+    click(app, "step")
+    assert run.stop_reason == "error"
+    assert [m.role for m in run.messages] == ["user"]
+    errors = [e.value for e in app.error]
+    assert any("529 overloaded: the service is overloaded" in e for e in errors)
+    click(app, "retry")
+    assert run.stop_reason is None and run.error is None
+    assert [m.role for m in run.messages] == ["user", "assistant"]
+
+
+def test_a_provider_that_cannot_load_shows_a_clear_message(app):
+    app.selectbox(key="cfg_provider").set_value("broken").run()
+    assert not app.exception
+    assert any("cannot be loaded" in e.value for e in app.sidebar.error)
+    click(app, "start")
+    click(app, "step")
+    assert any("cannot be loaded" in e.value for e in app.error)
+    assert [m.role for m in session(app).run.messages] == ["user"]
+
+
+def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app):
+    run = start(app)
+    click(app, "step")
+    click(app, "step")
+    original = [m.model_copy() for m in run.messages]
+    click(app, "edit_0")
+    app.text_area(key="edit_content_0").set_value("What is the weather in Oslo?")
+    click(app, "edit_save_0")
+    assert run.messages == original  # nothing applied yet
+    assert app.button(key="step").disabled  # no stepping over unapplied edits
+    click(app, "apply_edits")
+    fork = session(app).run
+    assert fork.id != run.id and fork.parent.run_id == run.id
+    assert run.messages == original and run.id in session(app).runs
+    assert fork.messages[0] == UserMessage(content="What is the weather in Oslo?")
+    assert fork.messages[1:] == original[1:] and fork.steps == []  # no step saw the edited prompt
+    assert any("Lineage" in m.value for m in app.markdown)
+
+
+def test_editing_tool_call_arguments_after_the_last_model_call_changes_the_run_in_place(app):
+    run = start(app)
+    click(app, "model_phase")
+    click(app, "edit_1")
+    app.text_area(key="edit_args_1_0").set_value('{"city": "Lima"}')
+    click(app, "edit_save_1")
+    click(app, "apply_edits")
+    assert session(app).run is run
+    click(app, "tools_phase")
+    assert json.loads(run.messages[2].content)["city"] == "Lima"
+
+
+def test_a_violation_is_shown_on_its_message_before_anything_is_sent(app):
+    run = start(app)
+    click(app, "step")
+    click(app, "del_1")  # drop the assistant turn: its three results now answer nothing
+    errors = [e.value for e in app.error]
+    assert sum("'call_1_0' has no matching tool call" in e for e in errors) == 1
+    assert app.button(key="apply_edits").disabled
+    assert app.button(key="step").disabled
+    click(app, "discard_edits")
+    assert len(run.messages) == 5 and not app.button(key="step").disabled
+
+
+def test_inserting_a_message_goes_through_the_draft(app):
+    run = start(app)
+    click(app, "step")
+    click(app, "step")
+    app.number_input(key="ins_pos").set_value(6)
+    app.selectbox(key="ins_role").set_value("user")
+    app.text_area(key="ins_content").set_value("And in Berlin?")
+    click(app, "ins_go")
+    click(app, "apply_edits")
+    assert run.messages[-1] == UserMessage(content="And in Berlin?")
+    assert run.next_phase == "model" and not app.button(key="step").disabled
+
+
+def test_a_denied_tool_call_reaches_the_model_as_an_error(app):
+    app.toggle(key="cfg_pause").set_value(True).run()
+    run = start(app)
+    click(app, "step")
+    assert run.next_phase == "tools"  # paused before tools
+    app.radio(key="dec_call_1_1").set_value("Deny").run()
+    app.text_input(key="dec_reason_call_1_1").set_value("not Rome today")
+    click(app, "run_tools")
+    denied = next(m for m in run.messages if isinstance(m, ToolMessage) and m.tool_call_id == "call_1_1")
+    assert denied.is_error and "denied" in denied.content and "not Rome today" in denied.content
+    assert [t.source for t in run.steps[0].tool_runs] == ["ran", "denied", "ran"]
+
+
+def test_a_hand_typed_result_replaces_running_the_tool(app):
+    app.toggle(key="cfg_pause").set_value(True).run()
+    run = start(app)
+    click(app, "step")
+    app.radio(key="dec_call_1_0").set_value("Type the result").run()
+    app.text_area(key="dec_result_call_1_0").set_value('{"city": "Paris", "temperature": 99}')
+    app.radio(key="dec_call_1_2").set_value("Edit arguments").run()
+    app.text_area(key="dec_args_call_1_2").set_value('{"city": "Kyoto"}')
+    click(app, "run_tools")
+    assert run.messages[2].content == '{"city": "Paris", "temperature": 99}' and not run.messages[2].is_error
+    assert run.messages[1].tool_calls[2].arguments == {"city": "Kyoto"}
+    assert [t.source for t in run.steps[0].tool_runs] == ["manual", "ran", "ran"]
+
+
+def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app):
+    run = start(app)
+    click(app, "run_to_end")
+    assert run.stop_reason == "answer"
+    app.selectbox(key="inspect_step").set_value(2).run()
+    click(app, "fork_step")
+    fork = session(app).run
+    assert fork.parent.run_id == run.id and fork.parent.step == 2
+    assert len(fork.steps) == 1 and fork.next_phase == "model"
+    assert len(session(app).runs) == 2 and run.stop_reason == "answer"
+    assert any("Lineage" in m.value for m in app.markdown)
+    assert app.selectbox(key="current_run").value == fork.id
+    click(app, "step")
+    assert fork.stop_reason == "answer" and len(fork.steps) == 2
+    app.selectbox(key="current_run").set_value(run.id).run()
+    assert session(app).run is run
+
+
+def test_each_step_shows_its_wire_exchange_and_usage(app):
+    start(app)
+    click(app, "step")
+    assert any(m.label == "Input tokens" for m in app.metric)
+    assert any(m.value == "estimated" for m in app.metric)
+    wire = [json.loads(j.value) for j in app.json if '"scenario"' in j.value]
+    assert wire and wire[0]["scenario"] == "weather" and wire[0]["messages"][0]["role"] == "user"
+    assert any("scripted://weather" in c.value for c in app.caption)
+
+
+def test_the_export_is_the_transcript_of_the_current_run(app):
+    run = start(app)
+    click(app, "step")
+    exported = transcript.loads(transcript.dumps(run))
+    assert exported.messages == run.messages
+    assert app.get("download_button")
+
+
+def test_the_typed_api_key_is_never_kept_in_the_session(app):
+    app.selectbox(key="cfg_provider").set_value("openai").run()
+    key_box = next(t for t in app.sidebar.text_input if t.label == "API key")
+    key_box.set_value("sk-test-NEVER-KEEP-1234").run()
+    assert not app.exception
+    assert any("typed" in c.value for c in app.sidebar.caption)
+    assert "sk-test-NEVER-KEEP" not in repr(session(app))
+    assert all("sk-test-NEVER-KEEP" not in repr(app.session_state[k]) for k in app.session_state)
+
+
+def test_new_runs_start_from_the_sidebar_config(app):
+    run = start(app, "research", cfg_max_steps=4, cfg_system="Be brief.")
+    assert run.config.max_steps == 4 and run.config.provider == "scripted" and run.config.scenario == "research"
+    assert run.messages[0].role == "system" and run.messages[0].content == "Be brief."
+    assert {t.name for t in run.config.tools} == {"search_notes", "read_note"}
+    fresh = RunConfig()
+    assert fresh.max_steps == 10  # the sidebar did not change the library's defaults
+
+
+def test_a_long_run_draws_one_page_of_messages_at_a_time(app):
+    run = start(app, "runaway", cfg_max_steps=200)
+    click(app, "run_to_end")
+    assert run.stop_reason == "max_steps" and len(run.messages) == 401
+    edit_buttons = [b for b in app.button if b.key and b.key.startswith("edit_")]
+    assert len(edit_buttons) == 20 and edit_buttons[0].key == "edit_381"
+    click(app, "msg_prev")
+    assert [b.key for b in app.button if b.key and b.key.startswith("edit_")][0] == "edit_361"
+
+
+# -- the graph and the source view, as pure functions of a run --------------------------------
+
+
+def _scripted_run(steps: int, **config: Any) -> Run:
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.toolbox import get_tools
+
+    run = Run.start("What is the weather in Paris and Rome?", RunConfig(**config))
+    agent = Agent(ScriptedProvider("weather"), get_tools(["get_weather"]))
+    for _ in range(steps):
+        agent.step(run)
+    return run
+
+
+def test_the_graph_marks_where_the_run_is_and_the_edge_it_took():
+    from ui.graph import ACCENT, ERROR, loop_dot, position
+
+    assert position(None).node == "prompt"
+    run = _scripted_run(0)
+    assert position(run).node == "model" and position(run).edge == ("prompt", "model")
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+
+    Agent(ScriptedProvider("weather")).model_phase(run)
+    assert position(run).node == "tools" and position(run).edge == ("model", "tools")
+    assert f'model -> tools [label="tool calls", color="{ACCENT}"' in loop_dot(run)
+    done = _scripted_run(2)
+    assert position(done).node == "done" and position(done).edge == ("model", "done")
+    assert "done\\nanswer" in loop_dot(done)
+    failed = _scripted_run(0)
+    failed.stop_reason, failed.error = "error", "boom"
+    assert position(failed).error and f'fillcolor="{ERROR}"' in loop_dot(failed)
+
+
+def test_the_source_view_highlights_the_lines_that_just_ran():
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from ui.graph import source_html, source_view
+
+    run = _scripted_run(0)
+    assert source_view(run).highlighted == frozenset()
+    Agent(ScriptedProvider("weather")).model_phase(run)
+    view = source_view(run)
+    assert view.phase == "model" and view.lines[0].startswith("def model_phase")
+    assert any("self.provider.complete(" in view.lines[i] for i in view.highlighted)
+    done = _scripted_run(2)
+    view = source_view(done)
+    assert any('run.stop_reason = "answer"' in view.lines[i] for i in view.highlighted)
+    half = _scripted_run(0)
+    agent = Agent(ScriptedProvider("weather"), __import__("agentcore.toolbox").toolbox.get_tools(["get_weather"]))
+    agent.model_phase(half)
+    agent.tools_phase(half)
+    view = source_view(half)
+    assert view.phase == "tools" and any("self._resolve(" in view.lines[i] for i in view.highlighted)
+    assert "ac-hl" in source_html(view) and "&lt;" not in source_html(view).split("</style>")[0]

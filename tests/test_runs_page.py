@@ -1,0 +1,147 @@
+"""The runs library page (AppTest over a real database) and the run diff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.diff import diff_runs
+from agentcore.providers.scripted import get_scenario
+from agentcore.store import LAST_RUN_KEY, Store
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "runs.py")
+
+
+def _run(scenario: str) -> tuple[Agent, Run]:
+    sc = get_scenario(scenario)
+    tools = toolbox.get_tools(",".join(sc.tools))
+    run = Run.start(sc.prompt, RunConfig(provider="scripted", model=scenario, tools=[t.spec() for t in tools]))
+    return Agent(create_provider("scripted", scenario, scenario=scenario), tools), run
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch) -> tuple[Store, Run, Run, Run]:
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    store = Store(tmp_path / "runs.db")
+    agent, root = _run("research")
+    agent.run(root)
+    fork = root.fork(2)
+    fork.messages.append(fork.messages[-1].model_copy(update={"content": "Look at caching instead."}))
+    fork.messages.pop(-2)
+    agent.run(fork)
+    weather_agent, other = _run("weather")
+    weather_agent.run(other)
+    for r in (root, fork, other):
+        store.save_run(r)
+    return store, root, fork, other
+
+
+def page() -> AppTest:
+    return AppTest.from_file(PAGE, default_timeout=30).run()
+
+
+def test_the_library_lists_every_run_and_filters_by_search_and_provider(library) -> None:
+    store, root, fork, other = library
+    at = page()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert set(table["id"]) == {root.id, fork.id, other.id}
+    assert set(table.columns) >= {"title", "provider", "model", "steps", "stop", "tokens", "cost ($)", "time (s)"}
+    at.text_input(key="runs_search").set_value("paris").run()
+    assert list(at.dataframe[0].value["id"]) == [other.id]
+    at.text_input(key="runs_search").set_value("").run()
+    at.selectbox(key="runs_provider").set_value("scripted").run()
+    assert len(at.dataframe[0].value) == 3
+
+
+def test_a_title_is_edited_and_a_delete_needs_confirmation(library) -> None:
+    store, root, fork, other = library
+    at = page()
+    at.selectbox(key="runs_selected").set_value(other.id).run()
+    at.text_input(key=f"runs_title_{other.id}").set_value("Weather check").run()
+    at.button(key=f"runs_rename_{other.id}").click().run()
+    assert store.summary(other.id).title == "Weather check"
+    at.button(key="runs_delete").click().run()
+    assert store.exists(other.id) and any("for good" in w.value for w in at.warning)
+    at.button(key="runs_delete_no").click().run()
+    assert store.exists(other.id)
+    at.button(key="runs_delete").click().run()
+    at.button(key="runs_delete_yes").click().run()
+    assert not store.exists(other.id)
+    assert other.id not in set(at.dataframe[0].value["id"])
+
+
+def test_the_fork_tree_and_the_diff_show_where_a_fork_diverges(library) -> None:
+    store, root, fork, other = library
+    at = page()
+    at.selectbox(key="runs_selected").set_value(fork.id).run()
+    tree = " ".join(m.value for m in at.markdown)
+    assert root.id in tree and fork.id in tree and "forked at step 2" in tree
+    assert at.selectbox(key=f"runs_diff_{fork.id}").value == root.id  # the parent is the default comparison
+    cut = root.steps[1].message_count - 1  # the fixture edited the last tool result before the fork point
+    assert any(f"share the first {cut} messages" in i.value for i in at.info)
+    rows = at.dataframe[1].value
+    assert list(rows[""])[:cut] == [""] * cut and rows[""].iloc[cut] != ""
+    at.button(key=f"runs_view_{root.id}").click().run()
+    assert at.selectbox(key="runs_selected").value == root.id
+
+
+def test_opening_a_run_makes_it_current_and_remembers_it(library) -> None:
+    store, root, fork, other = library
+    at = page()
+    at.selectbox(key="runs_selected").set_value(root.id).run()
+    at.button(key="runs_open_current").click().run()
+    assert not at.exception
+    assert store.get_meta(LAST_RUN_KEY) == root.id
+    assert at.session_state["run"].id == root.id
+    fresh = page()  # a new session over the same database opens on the last run viewed
+    assert fresh.selectbox(key="runs_selected").value == root.id
+
+
+def test_an_upload_is_imported_and_a_bad_one_refused_without_changes(library, tmp_path: Path) -> None:
+    store, root, fork, other = library
+    at = page()
+    body = {"messages": [{"role": "user", "content": "imported hello"}, {"role": "assistant", "content": "hi"}]}
+    at.file_uploader[0].set_value(("chat.json", json.dumps(body).encode(), "application/json")).run()
+    assert any("Imported chat.json" in s.value for s in at.success)
+    assert len(store.list_runs()) == 4
+    bad = [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "zz", "content": "y"}]
+    at.file_uploader[0].set_value(("bad.json", json.dumps(bad).encode(), "application/json")).run()
+    assert any("bad.json: messages[1]" in e.value for e in at.error)
+    assert len(store.list_runs()) == 4
+
+
+def test_diff_of_identical_runs_and_of_a_fork() -> None:
+    agent, run = _run("research")
+    agent.run(run)
+    same = diff_runs(run, run)
+    assert same.identical and all(r.kind == "same" for r in same.rows)
+    fork = run.fork(3)
+    agent.run(fork)
+    d = diff_runs(run, fork)
+    assert d.diverged_at == run.steps[2].message_count or d.identical
+    assert d.related == f"{fork.id} is a fork of {run.id} at step 3"
+    shorter = run.fork(2)
+    d = diff_runs(run, shorter)
+    assert d.diverged_at == run.steps[1].message_count
+    assert {r.kind for r in d.rows[d.diverged_at :]} == {"only_a"}
+    edited = run.fork_with_messages(
+        [*run.messages[:3], run.messages[3].model_copy(update={"content": "changed result"}), *run.messages[4:]]
+    )
+    d = diff_runs(run, edited)
+    assert [(r.kind, r.a_index) for r in d.rows if r.kind != "same"] == [("changed", 3)]
+    assert "changed result" in d.rows[3].b_text
+
+
+def test_a_fresh_app_session_over_the_same_database_reopens_the_last_run(library) -> None:
+    store, root, fork, other = library
+    store.set_meta(LAST_RUN_KEY, fork.id)
+    app = AppTest.from_file(str(Path(PAGE).parents[1] / "app.py"), default_timeout=60).run()
+    assert not app.exception
+    session = app.session_state["session"]
+    assert session.run is not None and session.run.id == fork.id
+    assert session.run.model_dump() == store.load_run(fork.id).model_dump()

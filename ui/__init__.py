@@ -1,0 +1,1 @@
+"""Streamlit views over agentcore: session state, the shared sidebar, and the playground's parts."""

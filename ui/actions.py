@@ -1,0 +1,316 @@
+"""What the buttons do. Callbacks change the Session; phases run while the page draws.
+
+Phases are not run inside callbacks: a callback only records the request, and the page
+runs it at the top of its next draw, where streamed text and progress can be shown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from agentcore.errors import AgentcoreError
+from agentcore.loop import Agent, Event, Run, ToolDecision
+from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
+from agentcore.messages import validate_messages as _validate
+from agentcore.toolbox import TOOLBOX, get_tools
+
+from .state import Action, Session, get_session, make_provider, on_run_changed, settings_for
+
+TextSink = Callable[[str], None]
+
+
+# -- starting, choosing and resetting runs ---------------------------------------------------
+
+
+def start_run() -> None:
+    """Start a new run from the prompt box with the sidebar's settings."""
+    session = get_session()
+    prompt = (st.session_state.get("prompt") or "").strip()
+    if not prompt:
+        session.notice = "Type a prompt first."
+        return
+    run = Run.start(prompt, session.config.run_config())
+    session.add_run(run)
+    session.notice = None
+    on_run_changed(run)
+
+
+def reset_run() -> None:
+    """Start the current run's prompt again as a new run; the old run stays in the list."""
+    session = get_session()
+    run = session.run
+    if run is None:
+        return
+    prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
+    if prompt is None:
+        session.notice = "This run has no user message to start again from."
+        return
+    fresh = Run.start(prompt, session.config.run_config())
+    session.add_run(fresh)
+    on_run_changed(fresh)
+
+
+def select_run() -> None:
+    """Make the run chosen in the run picker current."""
+    session = get_session()
+    chosen = st.session_state.get("current_run")
+    if chosen in session.runs and chosen != session.current_id:
+        session.add_run(session.runs[chosen])
+
+
+def fork_at(step: int) -> None:
+    """Continue from just before `step` as a new run; the old run is kept."""
+    session = get_session()
+    run = session.run
+    if run is None:
+        return
+    try:
+        fork = run.fork(step)
+    except AgentcoreError as exc:
+        session.notice = str(exc)
+        return
+    session.add_run(fork)
+    on_run_changed(fork)
+
+
+# -- stepping ---------------------------------------------------------------------------------
+
+
+def request(action: Action) -> None:
+    """Ask the page to run a phase on its next draw; for tools, take the decisions from the form."""
+    session = get_session()
+    session.notice = None
+    if action in ("tools", "step") and session.run is not None and session.run.next_phase == "tools":
+        try:
+            session.decisions = collect_decisions(session.run)
+        except ValueError as exc:
+            session.notice = str(exc)
+            return
+    session.action = action
+
+
+def start_run_to_end() -> None:
+    """Step until the run stops, showing progress; Stop ends it between phases."""
+    session = get_session()
+    session.notice = None
+    session.running, session.stop_requested = True, False
+
+
+def stop() -> None:
+    """Stop "Run to end" before its next phase."""
+    session = get_session()
+    session.stop_requested = True
+    if session.running and session.run is not None and not session.run.finished:
+        session.run.stop_reason = "cancelled"
+    session.running = False
+
+
+def collect_decisions(run: Run) -> dict[str, ToolDecision]:
+    """The decision on each pending tool call, from its widgets; bad JSON arguments raise ValueError."""
+    decisions: dict[str, ToolDecision] = {}
+    for call in pending_tool_calls(run.messages):
+        choice = st.session_state.get(f"dec_{call.id}", "Approve")
+        if choice == "Deny":
+            reason = (st.session_state.get(f"dec_reason_{call.id}") or "").strip() or None
+            decisions[call.id] = ToolDecision(action="deny", reason=reason)
+        elif choice == "Type the result":
+            decisions[call.id] = ToolDecision(
+                action="result", content=st.session_state.get(f"dec_result_{call.id}", "")
+            )
+        elif choice == "Edit arguments":
+            text = st.session_state.get(f"dec_args_{call.id}", "")
+            decisions[call.id] = ToolDecision(action="edit", arguments=parse_object(text, f"{call.name} ({call.id})"))
+    return decisions
+
+
+def parse_object(text: str, what: str) -> dict[str, Any]:
+    """Parse JSON that must be an object; the error names what it was for."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError as exc:
+        raise ValueError(f"{what}: the arguments are not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what}: the arguments must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _agent(session: Session, run: Run, on_text: TextSink | None) -> Agent:
+    # the sidebar's provider and limits apply from the next phase, so a run can be continued on another model
+    cfg = session.config
+    run.config = run.config.model_copy(
+        update={
+            "provider": cfg.provider,
+            "model": cfg.model,
+            "base_url": cfg.base_url or None,
+            "scenario": cfg.scenario if cfg.provider == "scripted" else None,
+            "max_steps": cfg.max_steps,
+            "concurrency": cfg.concurrency,
+            "temperature": cfg.temperature,
+        }
+    )
+    provider = make_provider(run.config)
+    tools = get_tools([s.name for s in run.config.tools if s.name in TOOLBOX])
+
+    def observe(event: Event) -> None:
+        if event.kind == "text_delta" and event.text and on_text is not None:
+            on_text(event.text)
+
+    return Agent(provider, tools, observers=[observe] if on_text else [], settings=settings_for(on_text is not None))
+
+
+def run_phase(session: Session, action: Action, on_text: TextSink | None = None) -> None:
+    """Run one requested phase on the current run; every failure becomes the one-line notice."""
+    run = session.run
+    if run is None:
+        return
+    decisions, session.decisions = session.decisions, {}
+    if run.stop_reason == "cancelled":
+        run.stop_reason = None  # going on after a Stop
+    try:
+        agent = _agent(session, run, on_text)
+        if action in ("model", "retry"):
+            agent.model_phase(run)
+        elif action == "tools":
+            agent.tools_phase(run, decisions)
+        elif run.next_phase == "model":
+            agent.model_phase(run)
+            if run.next_phase == "tools" and run.stop_reason != "error" and not session.config.pause_before_tools:
+                agent.tools_phase(run)
+        else:
+            agent.tools_phase(run, decisions)
+    except AgentcoreError as exc:
+        session.notice = str(exc)
+    except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
+        session.notice = f"{run.config.provider}: {type(exc).__name__}: {exc}"
+    on_run_changed(run)
+
+
+def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
+    """Phase after phase until a stop reason, a pause before tools, an error, or Stop."""
+    while session.running and session.run is not None:
+        run = session.run
+        if session.stop_requested:
+            run.stop_reason = "cancelled"
+            break
+        if run.finished or run.stop_reason == "error" or session.notice:
+            break
+        if run.next_phase == "tools" and session.config.pause_before_tools:
+            break
+        if run.next_phase == "model" and len(run.steps) >= session.config.max_steps:
+            run.stop_reason = "max_steps"
+            on_run_changed(run)
+            break
+        run_phase(session, "model" if run.next_phase == "model" else "tools")
+        progress(run)
+    session.running = session.stop_requested = False
+
+
+# -- editing the message list -------------------------------------------------------------------
+
+
+def _draft(session: Session) -> list[Message]:
+    if session.draft is None:
+        session.draft = list(session.run.messages) if session.run else []
+    return session.draft
+
+
+def begin_edit(index: int) -> None:
+    """Open the editor of one message."""
+    session = get_session()
+    _draft(session)
+    session.editing = index
+
+
+def cancel_edit() -> None:
+    """Close the editor without changing the message."""
+    get_session().editing = None
+
+
+def save_edit(index: int) -> None:
+    """Put the editor's content (and tool call arguments) into the draft list."""
+    session = get_session()
+    draft = _draft(session)
+    message = draft[index]
+    content = st.session_state.get(f"edit_content_{index}", "")
+    update: dict[str, Any] = {"content": content}
+    if isinstance(message, AssistantMessage):
+        update["content"] = content or None
+        calls = []
+        for k, call in enumerate(message.tool_calls):
+            text = st.session_state.get(f"edit_args_{index}_{k}", "")
+            try:
+                args = parse_object(text, f"message {index}, tool call {call.name}")
+            except ValueError as exc:
+                session.notice = str(exc)
+                return
+            calls.append(call.model_copy(update={"arguments": args, "raw_arguments": None}))
+        update["tool_calls"] = tuple(calls)
+    draft[index] = message.model_copy(update=update)
+    session.editing, session.notice = None, None
+
+
+def delete_message(index: int) -> None:
+    """Remove one message from the draft list."""
+    session = get_session()
+    draft = _draft(session)
+    if 0 <= index < len(draft):
+        del draft[index]
+    session.editing = None
+
+
+def insert_message() -> None:
+    """Insert a message from the insert form into the draft list."""
+    session = get_session()
+    draft = _draft(session)
+    position = int(st.session_state.get("ins_pos", len(draft)))
+    role = st.session_state.get("ins_role", "user")
+    content = st.session_state.get("ins_content", "")
+    if role == "user":
+        message: Message = UserMessage(content=content)
+    elif role == "assistant":
+        message = AssistantMessage(content=content or None)
+    else:
+        call_id = (st.session_state.get("ins_call_id") or "").strip()
+        name = (st.session_state.get("ins_tool_name") or "").strip()
+        message = ToolMessage(tool_call_id=call_id, name=name, content=content)
+    draft.insert(max(0, min(position, len(draft))), message)
+
+
+def discard_draft() -> None:
+    """Drop every pending edit."""
+    session = get_session()
+    session.draft, session.editing = None, None
+
+
+def apply_draft() -> None:
+    """Apply the edited list: in place after the last model call, otherwise as a fork."""
+    session = get_session()
+    run, draft = session.run, session.draft
+    if run is None or draft is None:
+        return
+    violations = _validate(draft)
+    if violations:
+        session.notice = f"Fix the message list first: {violations[0]}"
+        return
+    first_change = next(
+        (i for i, (a, b) in enumerate(zip(run.messages, draft, strict=False)) if a != b),
+        min(len(run.messages), len(draft)),
+    )
+    if len(draft) == len(run.messages) and first_change == len(draft):
+        discard_draft()
+        return
+    if run.steps and first_change < run.steps[-1].message_count:
+        target = run.fork_with_messages(draft)
+        session.add_run(target)
+    else:
+        run.messages = list(draft)
+        if run.stop_reason in ("answer", "cancelled") and run.next_phase != "done":
+            run.stop_reason = None
+        target = run
+        session.draft, session.editing = None, None
+    session.notice = None
+    on_run_changed(target)

@@ -1,0 +1,200 @@
+"""Where a run stands in the loop: the graph (as Graphviz DOT) and the loop's own source, highlighted.
+
+Pure functions of a Run, no Streamlit, so they are tested directly.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from agentcore.loop import Agent, Run
+from agentcore.messages import AssistantMessage, ToolMessage
+
+Node = Literal["prompt", "model", "tools", "done"]
+
+ACCENT = "#3b5bdb"
+ERROR = "#e03131"
+DONE = "#2f9e44"
+
+
+@dataclass(frozen=True)
+class Position:
+    """The node a run is at, the edge it took to get there, and whether the last call failed."""
+
+    node: Node
+    edge: tuple[Node, Node] | None
+    error: bool = False
+    last_phase: Literal["model", "tools"] | None = None
+
+
+def position(run: Run | None) -> Position:
+    """Derive the run's place in the loop from its messages and stop reason alone."""
+    if run is None or not run.messages:
+        return Position("prompt", None)
+    last = run.messages[-1]
+    if isinstance(last, ToolMessage):
+        came_from: Node = "tools"
+    elif isinstance(last, AssistantMessage):
+        came_from = "model"
+    else:
+        came_from = "prompt"
+    last_phase = came_from if came_from != "prompt" else None
+    if run.stop_reason == "error":
+        return Position("model", (came_from, "model") if came_from != "model" else None, True, last_phase)
+    if run.stop_reason in ("max_steps", "structured") or run.next_phase == "done":
+        return Position("done", (came_from, "done"), False, last_phase)
+    target: Node = run.next_phase  # type: ignore[assignment]
+    return Position(target, (came_from, target), False, last_phase)
+
+
+_EDGES: tuple[tuple[Node, Node, str], ...] = (
+    ("prompt", "model", ""),
+    ("model", "tools", "tool calls"),
+    ("tools", "model", "results"),
+    ("model", "done", "answer"),
+    ("tools", "done", "budget or\nstructured answer"),
+)
+
+
+def loop_dot(run: Run | None) -> str:
+    """The loop as a Graphviz graph, with the current node and the edge just taken highlighted."""
+    pos = position(run)
+    steps = len(run.steps) if run else 0
+    budget = run.config.max_steps if run else 0
+    labels = {
+        "prompt": "user prompt",
+        "model": f"model phase\\ncall the model\\n(step {steps} of {budget})"
+        if run
+        else "model phase\\ncall the model",
+        "tools": "tools phase\\nrun the tool calls",
+        "done": f"done\\n{run.stop_reason}" if run and pos.node == "done" and run.stop_reason else "done",
+    }
+    if pos.error and run is not None:
+        labels["model"] = "model phase\\nthe call failed"
+    lines = [
+        "digraph loop {",
+        '  rankdir=TB; bgcolor="transparent"; pad=0.2; nodesep=0.9; ranksep=0.45;',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=12,'
+        ' fillcolor="#f1f3f5", color="#ced4da", fontcolor="#343a40", margin="0.2,0.1"];',
+        '  edge [color="#adb5bd", fontname="Helvetica", fontsize=10, fontcolor="#868e96", arrowsize=0.7];',
+    ]
+    for node, label in labels.items():
+        attrs = [f'label="{label}"']
+        if node == "prompt":
+            attrs.append("shape=note")
+        if node == "done":
+            attrs.append("shape=doublecircle" if pos.node == "done" else "shape=circle")
+        if node == pos.node:
+            colour = ERROR if pos.error else (DONE if node == "done" else ACCENT)
+            attrs += [f'fillcolor="{colour}"', f'color="{colour}"', 'fontcolor="white"', "penwidth=2"]
+        lines.append(f"  {node} [{', '.join(attrs)}];")
+    for src, dst, label in _EDGES:
+        attrs = [f'label="{label}"'] if label else []
+        if pos.edge == (src, dst):
+            attrs += [f'color="{ACCENT}"', "penwidth=2.5", f'fontcolor="{ACCENT}"']
+        if (src, dst) in (("tools", "model"), ("tools", "done")):
+            attrs.append("constraint=false")
+        lines.append(f"  {src} -> {dst} [{', '.join(attrs)}];")
+    lines.append("  { rank=same; model; tools; }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# -- the loop's source ----------------------------------------------------------------
+
+_MARKERS = {
+    "model": ("self.provider.complete(", "run.steps.append(", "run.messages.append(response.message)"),
+    "tools": ("self._resolve(", "run.messages.append(message)"),
+}
+_STOP_MARKERS = {
+    "answer": 'run.stop_reason = "answer"',
+    "max_steps": 'run.stop_reason = "max_steps"',
+    "structured": 'run.stop_reason = "structured"',
+}
+_ERROR_MARKERS = ("response = self.provider.complete(", "return self._fail(")
+
+
+@lru_cache(maxsize=2)
+def phase_source(phase: Literal["model", "tools"]) -> tuple[tuple[str, ...], int]:
+    """The source lines of Agent.model_phase or Agent.tools_phase, read at runtime, and the first line number."""
+    fn = Agent.model_phase if phase == "model" else Agent.tools_phase
+    lines, start = inspect.getsourcelines(fn)
+    return tuple(textwrap.dedent("".join(lines)).splitlines()), start
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """Which phase's source to show, its lines, the first line number, and the highlighted line indexes."""
+
+    phase: Literal["model", "tools"]
+    lines: tuple[str, ...]
+    first_line: int
+    highlighted: frozenset[int]
+    caption: str
+
+
+def source_view(run: Run | None) -> SourceView:
+    """The source of the phase that just ran, with the lines that did the work highlighted."""
+    pos = position(run)
+    phase = pos.last_phase or "model"
+    lines, start = phase_source(phase)
+    if pos.last_phase is None and not pos.error:
+        return SourceView(phase, lines, start, frozenset(), "Agent.model_phase runs first: it sends the prompt.")
+    markers = _ERROR_MARKERS if pos.error else _MARKERS[phase]
+    wanted = list(markers)
+    if run is not None and not pos.error and run.stop_reason in _STOP_MARKERS:
+        wanted.append(_STOP_MARKERS[run.stop_reason])
+    marked = frozenset(i for i, line in enumerate(lines) if any(m in line for m in wanted))
+    if pos.error:
+        caption = "Agent.model_phase: the provider call raised, so the run stopped with an error."
+    elif phase == "model":
+        caption = "Agent.model_phase just ran: the model was called and its reply appended."
+    else:
+        caption = "Agent.tools_phase just ran: each tool call ran and its result was appended."
+    return SourceView(phase, lines, start, marked, caption)
+
+
+def excerpt(view: SourceView, before: int = 5, after: int = 3) -> list[int | None]:
+    """The line indexes worth showing: the signature, then the highlighted lines with some context; None is a gap."""
+    if not view.highlighted:
+        return list(range(min(len(view.lines), 14))) + ([None] if len(view.lines) > 14 else [])
+    lo = max(1, min(view.highlighted) - before)
+    hi = min(len(view.lines), max(view.highlighted) + after + 1)
+    shown: list[int | None] = [0]
+    if lo > 1:
+        shown.append(None)
+    shown += list(range(lo, hi))
+    if hi < len(view.lines):
+        shown.append(None)
+    return shown
+
+
+def source_html(view: SourceView, whole: bool = False) -> str:
+    """The source as a numbered HTML block with the highlighted lines marked; an excerpt unless `whole`."""
+    rows = []
+    for i in range(len(view.lines)) if whole else excerpt(view):
+        if i is None:
+            rows.append('<div class="ac-line ac-gap"><span class="ac-no">⋮</span></div>')
+            continue
+        line = view.lines[i]
+        cls = "ac-line ac-hl" if i in view.highlighted else "ac-line"
+        rows.append(
+            f'<div class="{cls}"><span class="ac-no">{view.first_line + i}</span>'
+            f"<span>{html.escape(line) or ' '}</span></div>"
+        )
+    style = (
+        "<style>"
+        ".ac-src{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;line-height:1.45;"
+        "background:#f8f9fa;border:1px solid #e9ecef;border-radius:6px;padding:6px 0;overflow-x:auto}"
+        ".ac-line{white-space:pre;padding:0 10px 0 0}"
+        ".ac-no{display:inline-block;width:3.2em;color:#adb5bd;text-align:right;margin-right:12px;user-select:none}"
+        f".ac-hl{{background:#dbe4ff;box-shadow:inset 3px 0 0 {ACCENT}}}"
+        ".ac-gap{color:#adb5bd}"
+        "</style>"
+    )
+    return f'{style}<div class="ac-src">{"".join(rows)}</div>'

@@ -1,0 +1,159 @@
+"""The message list: every message with its index, role and size; editing, inserting, deleting; violations."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import streamlit as st
+
+from agentcore.messages import AssistantMessage, Message, ToolMessage, validate_messages
+from agentcore.providers.base import estimate_tokens, message_text
+
+from . import actions
+from .state import Session
+
+PAGE_SIZE = 20
+FOLD_CHARS = 600
+ROLE_BADGE = {
+    "system": ":gray-badge[system]",
+    "user": ":blue-badge[user]",
+    "assistant": ":violet-badge[assistant]",
+    "tool": ":green-badge[tool]",
+}
+
+
+def _set_page(page: int | None) -> None:
+    from .state import get_session
+
+    get_session().message_page = page
+
+
+def _text(content: str, key: str) -> None:
+    """Show text, folding long contents behind an expander."""
+    looks_json = content[:1] in "[{"
+    if len(content) <= FOLD_CHARS:
+        if looks_json:
+            st.code(content, language="json", wrap_lines=True)
+        else:
+            st.markdown(content.replace("\n", "  \n"))
+        return
+    st.markdown(content[:240].replace("\n", "  \n") + " …")
+    with st.expander(f"Show all {len(content):,} characters"):
+        st.code(content, language="json" if looks_json else None, wrap_lines=True)
+
+
+def _message_body(i: int, m: Message) -> None:
+    if isinstance(m, AssistantMessage):
+        if m.content:
+            _text(m.content, f"c{i}")
+        for call in m.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            if call.arguments_invalid:
+                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
+                st.warning(f"Arguments are not a JSON object: `{call.raw_arguments}`", icon=":material/warning:")
+            elif len(args) <= 100 and "`" not in args:
+                st.markdown(f":material/build: **`{call.name}`** `{args}` &nbsp; :gray[{call.id}]")
+            else:
+                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
+                st.code(args, language="json", wrap_lines=True)
+    elif isinstance(m, ToolMessage):
+        if m.is_error:
+            st.markdown(f":red-badge[:material/error: error] result of **`{m.name}`** :gray[{m.tool_call_id}]")
+        else:
+            st.markdown(f":material/check_circle: result of **`{m.name}`** :gray[{m.tool_call_id}]")
+        _text(m.content, f"c{i}")
+    else:
+        _text(m.content, f"c{i}")
+
+
+def _editor(i: int, m: Message) -> None:
+    st.text_area("Content", value=m.content or "", key=f"edit_content_{i}", height=120)
+    if isinstance(m, AssistantMessage):
+        for k, call in enumerate(m.tool_calls):
+            raw = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
+            st.text_area(f"Arguments of `{call.name}` ({call.id})", value=raw, key=f"edit_args_{i}_{k}", height=80)
+    left, right, _ = st.columns([1, 1, 4])
+    left.button("Save", key=f"edit_save_{i}", type="primary", on_click=actions.save_edit, args=(i,))
+    right.button("Cancel", key=f"edit_cancel_{i}", on_click=actions.cancel_edit)
+
+
+def render_messages(session: Session) -> None:
+    """Draw the message list of the current run (or of the pending draft), one page at a time."""
+    run = session.run
+    if run is None:
+        return
+    messages = session.draft if session.draft is not None else run.messages
+    violations: dict[int, list[str]] = defaultdict(list)
+    for v in validate_messages(messages):
+        violations[v.index].append(v.reason)
+
+    if session.draft is not None:
+        with st.container(border=True):
+            fork_note = (
+                " Applying makes a **fork**: the edit changes what an earlier step saw, and the original run is kept."
+                if run.steps and _first_change(run.messages, messages) < run.steps[-1].message_count
+                else " Applying changes this run in place (nothing the model has seen changes)."
+            )
+            st.markdown(f":orange-badge[:material/edit: editing] Unapplied edits.{fork_note}")
+            a, b, _ = st.columns([1, 1, 4])
+            a.button(
+                "Apply edits",
+                key="apply_edits",
+                type="primary",
+                on_click=actions.apply_draft,
+                disabled=bool(violations),
+            )
+            b.button("Discard edits", key="discard_edits", on_click=actions.discard_draft)
+            if violations:
+                st.error(f"{sum(map(len, violations.values()))} problem(s) in the list: fix them to apply.")
+
+    total = len(messages)
+    # pages count back from the newest message, so the latest page is always full
+    pages = max(1, -(-total // PAGE_SIZE))
+    back = min(session.message_page or 0, pages - 1)
+    hi = total - back * PAGE_SIZE
+    lo = max(0, hi - PAGE_SIZE)
+    if pages > 1:
+        p1, p2, p3 = st.columns([1, 3, 1], vertical_alignment="center")
+        p1.button("◀ Earlier", key="msg_prev", disabled=lo == 0, on_click=_set_page, args=(back + 1,))
+        p2.caption(f"Messages {lo}–{hi - 1} of {total}")
+        p3.button("Later ▶", key="msg_next", disabled=back == 0, on_click=_set_page, args=(back - 1,))
+
+    for i in range(lo, hi):
+        m = messages[i]
+        with st.container(border=True, key=f"msg_{i}"):
+            head, tools = st.columns([6, 1])
+            head.markdown(
+                f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(message_text(m))} tokens]"
+            )
+            with tools:
+                e, d = st.columns(2)
+                e.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
+                d.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+            if session.editing == i:
+                _editor(i, m)
+            else:
+                _message_body(i, m)
+            for reason in violations.get(i, []):
+                st.error(reason, icon=":material/rule:")
+    for reason in violations.get(total, []):
+        st.error(reason, icon=":material/rule:")
+
+    with st.expander("Insert a message"):
+        c1, c2 = st.columns(2)
+        c1.number_input("At index", min_value=0, max_value=total, value=total, key="ins_pos")
+        role = c2.selectbox("Role", ["user", "assistant", "tool"], key="ins_role")
+        if role == "tool":
+            t1, t2 = st.columns(2)
+            t1.text_input("Tool call id", key="ins_call_id")
+            t2.text_input("Tool name", key="ins_tool_name")
+        st.text_area("Content", key="ins_content", height=80)
+        st.button("Insert", key="ins_go", on_click=actions.insert_message)
+
+
+def _first_change(before: list[Message], after: list[Message]) -> int:
+    return next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )

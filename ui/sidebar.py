@@ -1,0 +1,138 @@
+"""The shared sidebar: provider, model, key, tools and loop settings, written into the Session's config."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from agentcore.providers import REGISTRY
+from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
+from agentcore.toolbox import TOOLBOX
+
+from .state import MODEL_ENV, AppConfig, Session, initial_provider, provider_problem, resolve_api_key, set_typed_key
+
+DEFAULT_PROMPT = "What is the weather in Paris and Rome?"
+
+
+def _seed_defaults() -> None:
+    """Put first values into the widgets' state once, so widgets never get a default and a state value both."""
+    if "cfg_provider" in st.session_state:
+        return
+    provider, why = initial_provider()
+    st.session_state["cfg_provider"] = provider
+    st.session_state["cfg_provider_why"] = why
+    _provider_defaults(provider, os.environ.get(MODEL_ENV) or None)
+    st.session_state.setdefault("cfg_system", "")
+    st.session_state.setdefault("cfg_concurrency", True)
+    st.session_state.setdefault("cfg_pause", False)
+
+
+def _provider_defaults(provider: str, model: str | None = None) -> None:
+    info = REGISTRY[provider]
+    st.session_state["cfg_model"] = model or info.default_model
+    st.session_state["cfg_base_url"] = (os.environ.get(info.base_url_env or "") or info.default_base_url) or ""
+    if provider == "scripted":
+        _scenario_defaults(model if model in SCENARIOS else DEFAULT_SCENARIO)
+    else:
+        st.session_state.setdefault("cfg_tools", ["get_weather", "calculator"])
+        st.session_state.setdefault("cfg_max_steps", 10)
+
+
+def _scenario_defaults(name: str) -> None:
+    scenario = SCENARIOS[name]
+    st.session_state["cfg_scenario"] = name
+    st.session_state["cfg_tools"] = list(scenario.tools)
+    st.session_state["cfg_max_steps"] = scenario.max_steps or 10
+    st.session_state["prompt"] = scenario.prompt
+
+
+def _on_provider() -> None:
+    _provider_defaults(st.session_state["cfg_provider"])
+
+
+def _on_scenario() -> None:
+    _scenario_defaults(st.session_state["cfg_scenario"])
+
+
+def render_sidebar(session: Session) -> None:
+    """Draw the configuration and write it into session.config; the typed key is kept for this run only."""
+    _seed_defaults()
+    st.session_state.setdefault("prompt", DEFAULT_PROMPT)
+    sb = st.sidebar
+    sb.markdown("### agentcore")
+    sb.caption("Step through the ReAct loop: call the model, run the tools it asks for, repeat.")
+
+    names = list(REGISTRY)
+    provider = sb.selectbox(
+        "Provider",
+        names,
+        key="cfg_provider",
+        on_change=_on_provider,
+        help=f"Started on {st.session_state.get('cfg_provider_why', '')}",
+    )
+    info = REGISTRY[provider]
+    problem = provider_problem(provider)
+    if problem:
+        sb.error(problem, icon=":material/error:")
+    else:
+        sb.caption(info.description)
+
+    scenario = None
+    schema = None
+    if provider == "scripted":
+        scenario = sb.selectbox("Scenario", list(SCENARIOS), key="cfg_scenario", on_change=_on_scenario)
+        sb.caption(SCENARIOS[scenario].description)
+        model = scenario
+        schema = SCENARIOS[scenario].final_answer_schema
+    else:
+        model = sb.selectbox(
+            "Model", list(info.known_models), key="cfg_model", accept_new_options=True, help="Or type another name"
+        )
+
+    base_url = None
+    if info.default_base_url or info.base_url_env:
+        base_url = sb.text_input("Base URL", key="cfg_base_url", help="Any compatible server, e.g. a local one")
+    typed = None
+    if info.key_env:
+        typed = sb.text_input(
+            "API key",
+            type="password",
+            help=f"Used for this page load only: never stored. Or set {info.key_env} or st.secrets.",
+        )
+    set_typed_key(provider, typed)
+    if info.key_env:
+        _, source = resolve_api_key(info)
+        sb.caption(f"Key: {source}")
+
+    sb.divider()
+    tools = sb.multiselect("Tools", list(TOOLBOX), key="cfg_tools", help="The tools offered to the model")
+    with sb.expander("What these tools do"):
+        for name in tools:
+            spec = TOOLBOX[name].spec()
+            st.markdown(f"**`{name}`** — {spec.description}")
+            st.json(spec.parameters, expanded=False)
+        if not tools:
+            st.caption("No tools: the model can only answer.")
+    system_prompt = sb.text_area("System prompt", key="cfg_system", height=80, placeholder="(none)")
+    max_steps = sb.number_input("Max steps", min_value=1, max_value=500, step=1, key="cfg_max_steps")
+    temperature = sb.number_input(
+        "Temperature", min_value=0.0, max_value=2.0, value=None, step=0.1, placeholder="provider default"
+    )
+    concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
+    pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
+    session.config = AppConfig(
+        provider=provider,
+        model=model or info.default_model,
+        base_url=(base_url or "").strip() or None,
+        scenario=scenario,
+        tools=list(tools),
+        system_prompt=system_prompt,
+        max_steps=int(max_steps),
+        concurrency=concurrency,
+        pause_before_tools=pause,
+        temperature=temperature,
+        final_answer_schema=schema,
+    )
+    if session.store_error:
+        sb.warning(session.store_error, icon=":material/database:")

@@ -1,0 +1,229 @@
+"""All app state in one object, how providers are made, and the one place a changed run is reported.
+
+The Session lives in st.session_state["session"]; pages read it and redraw from it. It
+never holds an API key: keys are resolved at call time from the password box (kept only
+for the current script run), the environment, or st.secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import streamlit as st
+
+from agentcore.errors import AgentcoreError
+from agentcore.loop import Run, RunConfig, ToolDecision
+from agentcore.messages import Message
+from agentcore.providers import REGISTRY, ProviderInfo, Settings, create_provider, default_provider
+from agentcore.providers.base import Provider
+from agentcore.toolbox import TOOLBOX, get_tools
+
+SESSION_KEY = "session"
+PROVIDER_ENV = "AGENTCORE_PROVIDER"
+MODEL_ENV = "AGENTCORE_MODEL"
+
+Action = Literal["step", "model", "tools", "retry"]
+
+
+@dataclass
+class AppConfig:
+    """What the sidebar sets: how the next run is made and how the current one continues."""
+
+    provider: str = "scripted"
+    model: str = ""
+    base_url: str | None = None
+    scenario: str | None = None
+    tools: list[str] = field(default_factory=list)
+    system_prompt: str = ""
+    max_steps: int = 10
+    concurrency: bool = True
+    pause_before_tools: bool = False
+    temperature: float | None = None
+    final_answer_schema: dict[str, Any] | None = None
+
+    def run_config(self) -> RunConfig:
+        """The RunConfig of a new run made with these settings."""
+        return RunConfig(
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url or None,
+            scenario=self.scenario if self.provider == "scripted" else None,
+            system_prompt=self.system_prompt or None,
+            tools=[t.spec() for t in get_tools([n for n in self.tools if n in TOOLBOX])],
+            max_steps=self.max_steps,
+            concurrency=self.concurrency,
+            temperature=self.temperature,
+            final_answer_schema=self.final_answer_schema if self.provider == "scripted" else None,
+        )
+
+
+@dataclass
+class Session:
+    """The runs of this browser session (forks kept), the current one, and what the page is doing."""
+
+    config: AppConfig = field(default_factory=AppConfig)
+    runs: dict[str, Run] = field(default_factory=dict)
+    current_id: str | None = None
+    draft: list[Message] | None = None  # the message list being edited, not yet applied
+    editing: int | None = None  # index of the message whose editor is open
+    action: Action | None = None  # a phase the page runs on its next draw
+    decisions: dict[str, ToolDecision] = field(default_factory=dict)
+    running: bool = False  # "Run to end" in progress
+    stop_requested: bool = False
+    notice: str | None = None  # one line about the last thing that failed
+    store_error: str | None = None
+    inspect_step: int | None = None
+    message_page: int | None = None  # pages back from the newest; None: the newest
+
+    @property
+    def run(self) -> Run | None:
+        """The current run, if there is one."""
+        return self.runs.get(self.current_id) if self.current_id else None
+
+    def add_run(self, run: Run) -> None:
+        """Keep a run and make it current; a pending edit or action belongs to the old one."""
+        self.runs[run.id] = run
+        self.current_id = run.id
+        self.draft, self.editing, self.action, self.decisions = None, None, None, {}
+        self.running = self.stop_requested = False
+        self.inspect_step, self.message_page = None, None
+
+
+def initial_provider() -> tuple[str, str]:
+    """The provider a new session starts on: AGENTCORE_PROVIDER if set, else the registry default."""
+    wanted = os.environ.get(PROVIDER_ENV, "").strip()
+    if wanted in REGISTRY:
+        return wanted, f"{wanted}: chosen by {PROVIDER_ENV}"
+    name, why = default_provider()
+    if wanted:
+        why = f"{PROVIDER_ENV}={wanted!r} is not a provider; {why}"
+    return name, why
+
+
+def init_session() -> Session:
+    """The one Session of this browser session, created on first use."""
+    if SESSION_KEY not in st.session_state:
+        session = Session()
+        _reopen_last_run(session)
+        st.session_state[SESSION_KEY] = session
+    return st.session_state[SESSION_KEY]
+
+
+def get_session() -> Session:
+    """The Session (pages call this; app.py has created it)."""
+    return init_session()
+
+
+# -- the runs store hook ----------------------------------------------------------------
+
+
+def _store() -> Any:
+    try:
+        from agentcore import store  # optional: built separately, may be absent
+    except ImportError:
+        return None
+    return _store_at(str(store.default_path()))
+
+
+@st.cache_resource(show_spinner=False)
+def _store_at(path: str) -> Any:
+    from agentcore.store import Store
+
+    return Store(path)  # keyed by path, so AGENTCORE_DB changing (as between tests) opens the right database
+
+
+def _reopen_last_run(session: Session) -> None:
+    """A new browser session opens on the run the user last looked at, when it is still stored."""
+    try:
+        from agentcore.store import LAST_RUN_KEY
+
+        store = _store()
+        last = store.get_meta(LAST_RUN_KEY) if store is not None else None
+        if last and store.exists(last):
+            session.add_run(store.load_run(last))
+    except Exception as exc:  # noqa: BLE001 - an unreadable store must not stop the app from opening
+        session.store_error = f"the last run could not be reopened: {type(exc).__name__}: {exc}"
+
+
+def on_run_changed(run: Run) -> None:
+    """Every finished phase and every edit comes through here, so persistence happens in one place."""
+    session = get_session()
+    try:
+        store = _store()
+        if store is not None:
+            from agentcore.store import LAST_RUN_KEY
+
+            store.save_run(run)
+            store.set_meta(LAST_RUN_KEY, run.id)
+        session.store_error = None
+    except Exception as exc:  # noqa: BLE001 - a failing store must not stop the loop; it is shown instead
+        session.store_error = f"the run could not be saved: {type(exc).__name__}: {exc}"
+
+
+# -- providers ----------------------------------------------------------------------------
+
+_typed = threading.local()  # the password box's value for the current script run only
+
+
+def set_typed_key(provider: str, key: str | None) -> None:
+    """Remember the key typed in the sidebar for this script run only (each run sets it again)."""
+    _typed.keys = {provider: key} if key else {}
+
+
+def resolve_api_key(info: ProviderInfo) -> tuple[str | None, str]:
+    """The key for a provider and where it came from: typed, environment, st.secrets, or missing."""
+    if info.key_env is None:
+        return None, "no key needed"
+    typed = getattr(_typed, "keys", {}).get(info.name)
+    if typed:
+        return typed, "typed (kept for this page load only)"
+    if os.environ.get(info.key_env):
+        return os.environ[info.key_env], f"from the environment ({info.key_env})"
+    try:
+        secret = st.secrets.get(info.key_env)
+    except Exception:  # noqa: BLE001 - no secrets file is the normal case
+        secret = None
+    if secret:
+        return str(secret), f"from st.secrets ({info.key_env})"
+    return None, f"missing: type it above or set {info.key_env}"
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=8)
+def _cached_provider(name: str, model: str, base_url: str | None) -> Provider:
+    return create_provider(name, model or None, base_url=base_url)
+
+
+def make_provider(config: RunConfig) -> Provider:
+    """The provider for the next call. Raises AgentcoreError (or the provider's own error) if it cannot load.
+
+    Providers that need no key are cached per (name, model, base_url); a cached object is
+    shared by every browser session, so providers that hold a key are built per call instead.
+    """
+    info = REGISTRY.get(config.provider)
+    if info is None:
+        raise AgentcoreError(f"unknown provider {config.provider!r}; available: {', '.join(REGISTRY)}")
+    model = (config.scenario or config.model) if info.name == "scripted" else config.model
+    if info.key_env is None:
+        return _cached_provider(info.name, model, config.base_url)
+    key, _ = resolve_api_key(info)
+    return create_provider(info.name, model or None, base_url=config.base_url, api_key=key)
+
+
+def provider_problem(name: str) -> str | None:
+    """Why a provider cannot be used here, as one line, or None when its module loads."""
+    info = REGISTRY.get(name)
+    if info is None:
+        return f"unknown provider {name!r}"
+    try:
+        info.load()
+    except Exception as exc:  # noqa: BLE001 - any import failure is shown, never raised into the page
+        return f"provider {name!r} cannot be loaded: {type(exc).__name__}: {exc}"
+    return None
+
+
+def settings_for(stream: bool) -> Settings:
+    """Generation settings for a phase; streaming is asked for when the page can show it."""
+    return Settings(stream=stream)

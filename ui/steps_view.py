@@ -1,0 +1,148 @@
+"""The step list with its lineage, one step's details (latency, usage, tool runs) and its wire view."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from agentcore.loop import Run, StepRecord
+from agentcore.providers.base import redact_headers
+
+from . import actions
+from .state import Session
+
+
+def lineage(session: Session, run: Run) -> list[Run]:
+    """The run's ancestors known to this session, oldest first, ending with the run itself."""
+    chain = [run]
+    seen = {run.id}
+    while chain[0].parent is not None and chain[0].parent.run_id in session.runs:
+        parent = session.runs[chain[0].parent.run_id]
+        if parent.id in seen:
+            break
+        chain.insert(0, parent)
+        seen.add(parent.id)
+    return chain
+
+
+def inherited_steps(session: Session, run: Run) -> int:
+    """How many of the run's first steps were copied from its parent when it was forked."""
+    if run.parent is None or run.parent.run_id not in session.runs:
+        return 0
+    parent = session.runs[run.parent.run_id]
+    count = 0
+    for mine, theirs in zip(run.steps, parent.steps, strict=False):
+        if mine.started_at != theirs.started_at:
+            break
+        count += 1
+    return count
+
+
+def run_label(session: Session, run: Run) -> str:
+    """A run's name in the picker: its title, step count and where it was forked from."""
+    depth = len(lineage(session, run)) - 1
+    status = run.stop_reason or run.next_phase
+    return f"{'↳ ' * depth}{run.title or run.id} · {len(run.steps)} step{'s' if len(run.steps) != 1 else ''} · {status}"
+
+
+def _pick_step(newest: int) -> None:
+    from .state import get_session
+
+    chosen = st.session_state.get("inspect_step")
+    get_session().inspect_step = None if chosen == newest else chosen
+
+
+def _wire(step: StepRecord) -> None:
+    wire = step.wire
+    if wire is None:
+        st.caption("This provider recorded no wire exchange for this step.")
+        return
+    st.caption(f"`{wire.url or ''}` → status {wire.status}")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Request**")
+        if wire.request_headers:
+            st.json(redact_headers(wire.request_headers), expanded=False)
+        st.json(wire.request, expanded=1)
+    with right:
+        st.markdown("**Response**")
+        if wire.response_headers:
+            st.json(redact_headers(wire.response_headers), expanded=False)
+        st.json(wire.response, expanded=1)
+
+
+def render_steps(session: Session) -> None:
+    """Draw the lineage, the table of steps, and the chosen step's details with Fork."""
+    run = session.run
+    if run is None:
+        return
+    chain = lineage(session, run)
+    if len(chain) > 1:
+        parts = [f"**{r.title or r.id}**" if r is run else (r.title or r.id) for r in chain]
+        origin = run.parent
+        st.markdown(":material/call_split: Lineage: " + " → ".join(parts))
+        if origin is not None:
+            st.caption(
+                f"Forked from run {origin.run_id} at step {origin.step}; the original is kept in the run picker."
+            )
+    if not run.steps:
+        st.info("No steps yet: press **Step** to make the first model call.")
+        return
+    inherited = inherited_steps(session, run)
+    rows = [
+        {
+            "step": s.index,
+            "from": "parent" if s.index <= inherited else "this run",
+            "latency ms": round(s.latency_ms, 1),
+            "input tok": s.usage.input_tokens,
+            "output tok": s.usage.output_tokens,
+            "usage": "estimated" if s.estimated else "exact",
+            "finish": s.finish_reason or "",
+            "tools": ", ".join(t.name for t in s.tool_runs),
+            "tool errors": sum(t.is_error for t in s.tool_runs),
+        }
+        for s in run.steps
+    ]
+    st.dataframe(rows, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 320))
+    numbers = [s.index for s in run.steps]
+    # follow the newest step unless an older one was picked
+    follow = session.inspect_step not in numbers
+    st.session_state["inspect_step"] = numbers[-1] if follow else session.inspect_step
+    chosen = st.selectbox("Inspect step", numbers, key="inspect_step", on_change=_pick_step, args=(numbers[-1],))
+    step = run.steps[numbers.index(chosen)]
+    with st.container(border=True):
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Latency", f"{step.latency_ms:,.0f} ms")
+        m2.metric("Input tokens", f"{step.usage.input_tokens:,}")
+        m3.metric("Output tokens", f"{step.usage.output_tokens:,}")
+        m4.metric("Usage", "estimated" if step.estimated else "exact")
+        if step.usage.cache_read_tokens or step.usage.cache_write_tokens:
+            st.caption(
+                f"Cache: {step.usage.cache_read_tokens:,} read, {step.usage.cache_write_tokens:,} written tokens"
+            )
+        if step.tool_runs:
+            st.markdown("**Tool runs**")
+            st.dataframe(
+                [
+                    {
+                        "tool": t.name,
+                        "call id": t.tool_call_id,
+                        "how": t.source,
+                        "started ms": round(t.started_ms, 1),
+                        "duration ms": round(t.duration_ms, 1),
+                        "error": t.error or ("yes" if t.is_error else ""),
+                    }
+                    for t in step.tool_runs
+                ],
+                hide_index=True,
+                width="stretch",
+            )
+        st.button(
+            f"Fork from step {step.index}",
+            key="fork_step",
+            icon=":material/call_split:",
+            on_click=actions.fork_at,
+            args=(step.index,),
+            help="Start a new run from just before this step's model call; this run is kept",
+        )
+        with st.expander("Wire view: the exact request and response (credentials removed)"):
+            _wire(step)
