@@ -1,0 +1,466 @@
+"""Side-by-side comparison: one prompt, one system prompt and one tool set on 2 to 4 provider configurations.
+
+Each column is its own Run and Agent. Step all and Run all drive every column at once, each
+on its own thread, so a comparison lasts as long as its slowest column, not the sum; a
+column's failure is recorded in that column and stops nothing else.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .errors import AgentcoreError, TranscriptError, UsageError
+from .loop import Agent, Event, Run, RunConfig
+from .providers import REGISTRY, create_provider
+from .providers.base import Settings
+from .tools import Tool
+
+FORMAT = "agentcore.comparison"
+VERSION = 1
+MIN_COLUMNS, MAX_COLUMNS = 2, 4
+FREE_PROVIDERS = frozenset({"scripted", "local"})  # nothing to pay: cost 0, not unknown
+
+ColumnState = Literal["ready", "running", "done", "error"]
+Factory = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One configuration to compare. Holds no credential: keys are passed to `Comparison` separately."""
+
+    provider: str
+    model: str | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        """`provider:model@base_url`, as the command line writes it."""
+        text = self.provider + (f":{self.model}" if self.model else "")
+        return text + (f"@{self.base_url}" if self.base_url else "")
+
+
+def parse_spec(text: str) -> ColumnSpec:
+    """Parse `PROVIDER[:MODEL][@BASE_URL]`; for the scripted provider the model is the scenario."""
+    head, at, base_url = text.strip().partition("@")
+    provider, _, model = head.partition(":")
+    provider, model, base_url = provider.strip(), model.strip(), base_url.strip()
+    if not provider or (at and not base_url):
+        raise UsageError(f"config {text!r}: expected PROVIDER[:MODEL][@BASE_URL], e.g. openai:gpt-4o-mini")
+    return ColumnSpec(provider=provider, model=model or None, base_url=base_url or None)
+
+
+class Column:
+    """One configuration's run, its agent, and what it is doing now.
+
+    A provider that takes an API key is built afresh for each action and dropped when it
+    ends, so no key outlives the call that needs it; other providers are kept.
+    """
+
+    def __init__(self, spec: ColumnSpec, label: str, run: Run, setup_error: str | None = None) -> None:
+        self.spec = spec
+        self.label = label
+        self.run = run
+        self.agent: Agent | None = None
+        self.holds_key = getattr(REGISTRY.get(spec.provider), "key_env", None) is not None
+        self.setup_error = setup_error
+        self.activity = "idle"  # what the column does right now, in words
+        self.live_text = ""  # the model's text so far in the current model phase, when it streams
+        self.wall_s = 0.0  # seconds this column spent in step/run actions, in total
+        self.busy = False
+        self.crash: str | None = None  # an unexpected exception in this column's thread
+
+    @property
+    def state(self) -> ColumnState:
+        """ready, running, done or error: what the page shows at the column's head."""
+        if self.busy:
+            return "running"
+        if self.setup_error or self.crash or self.run.stop_reason == "error":
+            return "error"
+        if self.finished:
+            return "done"
+        return "ready"
+
+    @property
+    def error(self) -> str | None:
+        return self.setup_error or self.crash or self.run.error
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has ended: an answer, a filled schema, or the step budget used up."""
+        run = self.run
+        return run.finished or (run.next_phase == "model" and len(run.steps) >= run.config.max_steps)
+
+    def _observe(self, event: Event) -> None:
+        if event.kind == "phase_started" and event.phase == "model":
+            self.activity, self.live_text = f"step {event.step}: calling the model", ""
+        elif event.kind == "text_delta":
+            self.live_text += event.text or ""
+        elif event.kind == "phase_started" and event.phase == "tools":
+            self.activity = f"step {event.step}: running tools"
+        elif event.kind == "tool_started" and event.tool_call is not None:
+            self.activity = f"step {event.step}: running {event.tool_call.name}"
+        elif event.kind == "error":
+            self.activity = f"step {event.step}: provider error"
+
+    def _act(
+        self, mode: Literal["step", "run"], cancel: threading.Event, build: Callable[[], Agent] | None = None
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            if build is not None:  # built here, on the column's own thread, so setup time overlaps too
+                self.agent = build()
+            if self.agent is None or self.finished:
+                return
+            self.crash = None
+            if mode == "step":
+                self.agent.step(self.run)
+            else:
+                self.agent.run(self.run, cancel)
+        except AgentcoreError as exc:
+            self.crash = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one column's bug must not take the others down
+            self.crash = f"{type(exc).__name__}: {exc}"
+        finally:
+            if self.holds_key:
+                self.agent = None
+            self.wall_s += time.perf_counter() - started
+            self.live_text = ""
+            self.activity = "idle"
+            self.busy = False
+
+
+class Comparison:
+    """2 to 4 columns over the same prompt, system prompt and tools, driven concurrently.
+
+    `api_keys` maps a column index to its key (else the provider reads its environment
+    variable); keys go to provider objects only, never to a run. `factory` builds
+    providers (default: the registry's `create_provider`).
+    """
+
+    def __init__(
+        self,
+        prompt: str,
+        specs: Sequence[ColumnSpec],
+        *,
+        system_prompt: str | None = None,
+        tools: Iterable[Tool] = (),
+        max_steps: int = 10,
+        api_keys: dict[int, str] | None = None,
+        provider_options: dict[str, Any] | None = None,
+        factory: Factory | None = None,
+    ) -> None:
+        if not prompt or not prompt.strip():
+            raise UsageError("a comparison needs a prompt")
+        if not MIN_COLUMNS <= len(specs) <= MAX_COLUMNS:
+            raise UsageError(f"a comparison needs {MIN_COLUMNS} to {MAX_COLUMNS} configurations, got {len(specs)}")
+        if max_steps < 1:
+            raise UsageError("max steps must be at least 1")
+        self.prompt = prompt
+        self.system_prompt = system_prompt or None
+        self.tools = list(tools)
+        self.max_steps = max_steps
+        self.wall_s = 0.0  # wall time of the last Step all / Run all
+        self._cancel = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started = 0.0
+        self._factory = factory or create_provider
+        self._options = dict(provider_options or {})
+        keys = api_keys or {}
+        labels = unique_labels([s.label or s.name for s in specs])
+        self.columns = [self._column(spec, labels[i], keys.get(i)) for i, spec in enumerate(specs)]
+
+    def _provider(self, spec: ColumnSpec, key: str | None) -> tuple[Any, str | None]:
+        try:
+            return self._factory(spec.provider, spec.model, base_url=spec.base_url, api_key=key, **self._options), None
+        except AgentcoreError as exc:
+            return None, str(exc)
+        except Exception as exc:  # noqa: BLE001 - a provider that cannot start is that column's error
+            return None, f"{spec.provider}: {type(exc).__name__}: {exc}"
+
+    def _agent(self, column: Column, provider: Any) -> Agent:
+        spec = column.spec
+        settings = Settings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=spec.seed)
+        return Agent(provider, self.tools, observers=[column._observe], settings=settings)
+
+    def _builder(self, column: Column, key: str | None) -> Callable[[], Agent]:
+        def build() -> Agent:
+            provider, error = self._provider(column.spec, key)
+            if error is not None:
+                raise UsageError(error)
+            return self._agent(column, provider)
+
+        return build
+
+    def _column(self, spec: ColumnSpec, label: str, key: str | None) -> Column:
+        provider, error = self._provider(spec, key)
+        model = getattr(provider, "model", None) or spec.model or ""
+        config = RunConfig(
+            provider=spec.provider,
+            model=model,
+            base_url=spec.base_url,
+            scenario=model if spec.provider == "scripted" and provider is not None else None,
+            system_prompt=self.system_prompt,
+            tools=[t.spec() for t in self.tools],
+            max_steps=self.max_steps,
+            temperature=spec.temperature,
+        )
+        run = Run.start(self.prompt, config, title=f"{self.prompt[:60]} · {label}")
+        if error is not None:
+            run.stop_reason, run.error = "error", error
+            return Column(spec, label, run, error)
+        column = Column(spec, label, run)
+        if not column.holds_key:
+            column.agent = self._agent(column, provider)
+        return column
+
+    # -- driving the columns ---------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether any column is still working on the last Step all / Run all."""
+        return any(c.busy for c in self.columns)
+
+    @property
+    def finished(self) -> bool:
+        """Whether every column has ended (done or failed to start)."""
+        return all(c.finished or c.setup_error for c in self.columns)
+
+    def start(self, mode: Literal["step", "run"], api_keys: dict[int, str] | None = None) -> bool:
+        """Start one step (`step`) or the whole run (`run`) on every column, each on its own thread.
+
+        Returns at once; False when columns are still busy with the previous action.
+        """
+        if self.running:
+            return False
+        self._cancel = threading.Event()
+        self._started = time.perf_counter()
+        self.wall_s = 0.0
+        self._threads = []
+        keys = api_keys or {}
+        for i, column in enumerate(self.columns):
+            if column.setup_error or column.finished:
+                continue
+            build = self._builder(column, keys.get(i)) if column.holds_key else None
+            column.busy = True
+            thread = threading.Thread(
+                target=column._act,
+                args=(mode, self._cancel, build),
+                name=f"agentcore-compare-{column.label}",
+                daemon=True,
+            )
+            self._threads.append(thread)
+        for thread in self._threads:
+            thread.start()
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the columns started last; True when all of them are done."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        done = not any(t.is_alive() for t in self._threads)
+        if done and self._started:
+            self.wall_s = time.perf_counter() - self._started
+        return done
+
+    def step_all(self, api_keys: dict[int, str] | None = None) -> None:
+        """Advance every column one iteration, concurrently, and wait for all of them (lockstep)."""
+        self.start("step", api_keys)
+        self.wait()
+
+    def run_all(self, api_keys: dict[int, str] | None = None) -> None:
+        """Run every column to its end, concurrently, and wait for all of them."""
+        self.start("run", api_keys)
+        self.wait()
+
+    def cancel(self) -> None:
+        """Ask running columns to stop before their next phase."""
+        self._cancel.set()
+
+    # -- results ---------------------------------------------------------------------
+
+    @property
+    def runs(self) -> list[Run]:
+        return [c.run for c in self.columns]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per column: the summary table."""
+        return [summarize(c.run, c.label, c.state, c.error) for c in self.columns]
+
+    def series(self) -> list[dict[str, Any]]:
+        """Per-step rows of every column, for the cumulative tokens and cost charts."""
+        return [row for c in self.columns for row in step_series(c.run, c.label)]
+
+    def bundle(self) -> dict[str, Any]:
+        """The whole comparison as one JSON bundle of transcripts (no key anywhere in it)."""
+        return make_bundle(self.prompt, self.runs, [c.label for c in self.columns], self.system_prompt)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """Make column labels unique by numbering repeats: `scripted:weather`, `scripted:weather #2`."""
+    out: list[str] = []
+    for label in labels:
+        candidate, n = label, 1
+        while candidate in out:
+            n += 1
+            candidate = f"{label} #{n}"
+        out.append(candidate)
+    return out
+
+
+def _step_costs(run: Run) -> list[float | None]:
+    if run.config.provider in FREE_PROVIDERS:
+        return [0.0] * len(run.steps)
+    try:
+        from .accounting import account
+
+        return [s.cost_usd for s in account(run).steps]
+    except Exception:  # noqa: BLE001 - an unpriced model shows an unknown cost, never an error
+        return [None] * len(run.steps)
+
+
+def _tools_ms(run: Run, index: int) -> float:
+    runs = run.steps[index].tool_runs
+    return max((t.started_ms + t.duration_ms for t in runs), default=0.0)
+
+
+def summarize(run: Run, label: str, state: str | None = None, error: str | None = None) -> dict[str, Any]:
+    """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer."""
+    costs = _step_costs(run)
+    usage = run.usage
+    total_ms = sum(s.latency_ms + _tools_ms(run, i) for i, s in enumerate(run.steps))
+    n = len(run.steps)
+    final = run.final_output if run.stop_reason == "structured" else None
+    if final is None and run.stop_reason == "answer":
+        final = run.final_answer()
+    return {
+        "config": label,
+        "state": state or ("error" if run.stop_reason == "error" else "done" if run.finished else "ready"),
+        "steps": n,
+        "stop_reason": run.stop_reason,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "estimated": any(s.estimated for s in run.steps),
+        "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        "total_ms": round(total_ms, 1),
+        "ms_per_step": round(total_ms / n, 1) if n else None,
+        "model_ms_per_step": round(sum(s.latency_ms for s in run.steps) / n, 1) if n else None,
+        "tool_errors": sum(t.is_error for s in run.steps for t in s.tool_runs),
+        "final_answer": final,
+        "error": error if error is not None else run.error,
+    }
+
+
+def step_series(run: Run, label: str) -> list[dict[str, Any]]:
+    """Per-step tokens and cost of one run, with running totals."""
+    rows, cum_tokens, cum_cost = [], 0, 0.0
+    costs = _step_costs(run)
+    for i, step in enumerate(run.steps):
+        cum_tokens += step.usage.total_tokens
+        cost = costs[i] if i < len(costs) else None
+        cum_cost = None if cost is None or cum_cost is None else cum_cost + cost
+        rows.append(
+            {
+                "config": label,
+                "step": step.index,
+                "input_tokens": step.usage.input_tokens,
+                "output_tokens": step.usage.output_tokens,
+                "cumulative_tokens": cum_tokens,
+                "cost_usd": cost,
+                "cumulative_cost_usd": cum_cost,
+                "latency_ms": round(step.latency_ms, 1),
+            }
+        )
+    return rows
+
+
+def wire_requests(runs: Sequence[Run], step: int) -> list[Any]:
+    """The request body each run's provider received at `step` (1-based); None where there is none."""
+    out = []
+    for run in runs:
+        record = run.steps[step - 1] if 1 <= step <= len(run.steps) else None
+        out.append(record.wire.request if record is not None and record.wire is not None else None)
+    return out
+
+
+def make_bundle(
+    prompt: str, runs: Sequence[Run], labels: Sequence[str], system_prompt: str | None = None
+) -> dict[str, Any]:
+    """The comparison bundle: format, version, prompt, labels, summary and one transcript per run."""
+    from .transcript import to_dict
+
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "prompt": prompt,
+        "system_prompt": system_prompt,
+        "labels": list(labels),
+        "summary": [summarize(r, lbl) for r, lbl in zip(runs, labels, strict=True)],
+        "runs": [to_dict(r) for r in runs],
+    }
+
+
+def load_bundle(data: Any) -> tuple[str, list[str], list[Run]]:
+    """Validate a bundle and return its prompt, labels and runs; a TranscriptError names what is wrong."""
+    from .transcript import from_dict
+
+    if not isinstance(data, dict):
+        raise TranscriptError(f"a comparison bundle is a JSON object, not {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise TranscriptError(f"format: expected {FORMAT!r}, found {data.get('format')!r}")
+    if data.get("version") != VERSION:
+        raise TranscriptError(f"version: this agentcore reads version {VERSION}, found {data.get('version')!r}")
+    if not isinstance(data.get("runs"), list) or not data["runs"]:
+        raise TranscriptError("runs: expected a non-empty list of transcripts")
+    runs = []
+    for i, item in enumerate(data["runs"]):
+        try:
+            runs.append(from_dict(item))
+        except TranscriptError as exc:
+            raise TranscriptError(f"runs[{i}]: {exc}") from None
+    labels = data.get("labels")
+    if not isinstance(labels, list) or len(labels) != len(runs):
+        labels = [f"{r.config.provider}:{r.config.model}" for r in runs]
+    return str(data.get("prompt") or ""), unique_labels([str(x) for x in labels]), runs
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The summary rows as a plain-text table for the terminal."""
+    heads = ("config", "steps", "stop", "in", "out", "cost $", "total ms", "ms/step", "tool err", "final answer")
+
+    def cost(v: float | None) -> str:
+        return "?" if v is None else f"{v:.6f}"
+
+    def answer(row: dict[str, Any]) -> str:
+        text = f"error: {row['error']}" if row["error"] else str(row["final_answer"] or "")
+        text = text.replace("\n", " ")
+        return text if len(text) <= 60 else text[:59] + "…"
+
+    body = [
+        (
+            str(r["config"]),
+            str(r["steps"]),
+            str(r["stop_reason"] or "-"),
+            f"{r['input_tokens']}{'~' if r['estimated'] else ''}",
+            f"{r['output_tokens']}{'~' if r['estimated'] else ''}",
+            cost(r["cost_usd"]),
+            f"{r['total_ms']:.0f}",
+            "-" if r["ms_per_step"] is None else f"{r['ms_per_step']:.0f}",
+            str(r["tool_errors"]),
+            answer(r),
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+    return "\n".join(lines)

@@ -1,0 +1,429 @@
+"""Compare: one prompt, one system prompt and one tool set on 2 to 4 configurations, side by side.
+
+Step all advances every column one iteration in lockstep; Run all runs each to its end.
+Columns run on their own threads, so the page waits for the slowest, not the sum; while
+they work, a fragment redraws the columns every half second. API keys are read from the
+password boxes on each action and handed to the provider for that action only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the ui package and agentcore sit next to pages/, also under AppTest
+
+from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison  # noqa: E402
+from agentcore.errors import AgentcoreError  # noqa: E402
+from agentcore.loop import Run  # noqa: E402
+from agentcore.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage  # noqa: E402
+from agentcore.providers import REGISTRY, local_available  # noqa: E402
+from agentcore.providers.scripted import SCENARIOS  # noqa: E402
+from agentcore.toolbox import TOOLBOX, get_tools  # noqa: E402
+from agentcore.transcript import from_dict, to_dict  # noqa: E402
+
+STATE_KEY = "compare_state"
+PLAYGROUND = "pages/playground.py"
+POLL_S = 0.5
+STATE_COLOURS = {"ready": "blue", "running": "orange", "done": "green", "error": "red"}
+SUMMARY_COLUMNS = {
+    "config": "configuration",
+    "state": "state",
+    "steps": "steps",
+    "stop_reason": "stop reason",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "cost_usd": "cost (USD)",
+    "total_ms": "total ms",
+    "ms_per_step": "ms per step",
+    "tool_errors": "tool errors",
+    "final_answer": "final answer",
+}
+
+
+@dataclass
+class CompareState:
+    """The page's state: the comparison (no key in it) and what the next draw should do."""
+
+    comparison: Comparison | None = None
+    action: Literal["step", "run"] | None = None
+    live: bool = False  # columns were started and the page is following them
+    open_index: int | None = None  # a column to open in the playground on this draw
+    notice: str | None = None
+    # the setup widgets' values, kept here because Streamlit drops a widget's state on another page
+    setup: dict[str, Any] = field(default_factory=dict)
+
+
+def _state() -> CompareState:
+    if STATE_KEY not in st.session_state:
+        st.session_state[STATE_KEY] = CompareState()
+    return st.session_state[STATE_KEY]
+
+
+def _default_model(provider: str) -> str:
+    info = REGISTRY.get(provider)
+    return info.default_model if info else ""
+
+
+@functools.cache
+def _second_provider() -> str:
+    return "local" if local_available()[0] else "scripted"
+
+
+def _defaults() -> dict[str, Any]:
+    """The setup widgets' first values; a provider that cannot run here still shows why when run."""
+    second = _second_provider()
+    values: dict[str, Any] = {
+        "cmp_n": 2,
+        "cmp_prompt": "What is the weather in Paris?",
+        "cmp_system": "",
+        "cmp_tools": ["get_weather"],
+        "cmp_max_steps": 4,
+    }
+    for i in range(MAX_COLUMNS):
+        provider = "scripted" if i == 0 else second
+        values[f"cmp_provider_{i}"] = provider
+        values[f"cmp_scenario_{i}"] = "weather" if i == 0 else "runaway"
+        values[f"cmp_model_{i}"] = _default_model(provider)
+        values[f"cmp_base_url_{i}"] = ""
+        values[f"cmp_temperature_{i}"] = None
+        values[f"cmp_max_tokens_{i}"] = None
+    return values
+
+
+def _seed(state: CompareState) -> None:
+    """Give each setup widget its kept value (or its default) when it has none."""
+    for key, value in _defaults().items():
+        st.session_state.setdefault(key, state.setup.get(key, value))
+
+
+def _keep(state: CompareState) -> None:
+    state.setup = {key: st.session_state[key] for key in _defaults() if key in st.session_state}
+
+
+def _on_provider(i: int) -> None:
+    st.session_state[f"cmp_model_{i}"] = _default_model(st.session_state[f"cmp_provider_{i}"])
+    st.session_state[f"cmp_base_url_{i}"] = ""
+
+
+# -- callbacks: they change state; the page redraws from it --------------------------
+
+
+def _request(action: Literal["step", "run"]) -> None:
+    _state().action = action
+
+
+def _stop() -> None:
+    state = _state()
+    if state.comparison is not None:
+        state.comparison.cancel()
+
+
+def _new_comparison() -> None:
+    state = _state()
+    if state.comparison is not None and state.comparison.running:
+        state.notice = "The columns are still working: press Stop and wait for them first."
+        return
+    st.session_state[STATE_KEY] = CompareState(setup=state.setup)
+
+
+def _request_open(i: int) -> None:
+    _state().open_index = i
+
+
+# -- setup ---------------------------------------------------------------------------
+
+
+def _column_setup(i: int, locked: bool) -> tuple[ColumnSpec, str | None]:
+    """One column's configuration widgets; returns its spec and the typed key (None when none typed)."""
+    provider = st.selectbox(
+        "Provider", list(REGISTRY), key=f"cmp_provider_{i}", disabled=locked, on_change=_on_provider, args=(i,)
+    )
+    info = REGISTRY[provider]
+    if provider == "scripted":
+        model = st.selectbox("Scenario", list(SCENARIOS), key=f"cmp_scenario_{i}", disabled=locked)
+    else:
+        model = st.text_input("Model", key=f"cmp_model_{i}", disabled=locked, placeholder=info.default_model)
+    base_url = None
+    if info.default_base_url is not None:
+        base_url = st.text_input(
+            "Base URL", key=f"cmp_base_url_{i}", disabled=locked, placeholder=info.default_base_url
+        )
+    temperature = st.number_input(
+        "Temperature", 0.0, 2.0, step=0.1, key=f"cmp_temperature_{i}", disabled=locked, placeholder="default"
+    )
+    max_tokens = st.number_input(
+        "Max output tokens", 1, 100_000, step=64, key=f"cmp_max_tokens_{i}", disabled=locked, placeholder="default"
+    )
+    key = None
+    if info.key_env is not None:
+        # no widget key: the typed value is read here and passed on for one action, never stored by this page
+        key = st.text_input(
+            f"API key (column {i + 1})",
+            type="password",
+            disabled=locked,
+            help=f"Leave empty to use {info.key_env} from the environment. Never saved or exported.",
+        )
+    spec = ColumnSpec(
+        provider=provider,
+        model=(model or "").strip() or None,
+        base_url=(base_url or "").strip() or None,
+        temperature=temperature,
+        max_tokens=int(max_tokens) if max_tokens is not None else None,
+    )
+    return spec, key or None
+
+
+def _setup(locked: bool) -> tuple[list[ColumnSpec], dict[int, str]]:
+    st.text_area("Prompt (the same for every configuration)", key="cmp_prompt", height=80, disabled=locked)
+    left, mid, right = st.columns([3, 3, 1])
+    left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
+    mid.multiselect("Tools", list(TOOLBOX), key="cmp_tools", disabled=locked)
+    right.number_input("Max steps", 1, 100, key="cmp_max_steps", disabled=locked)
+    right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
+    specs, keys = [], {}
+    for i, slot in enumerate(st.columns(int(st.session_state["cmp_n"]))):
+        with slot, st.container(border=True):
+            spec, key = _column_setup(i, locked)
+        specs.append(spec)
+        if key:
+            keys[i] = key
+    return specs, keys
+
+
+def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> None:
+    """Carry out a pressed Step all / Run all: build the comparison if there is none, then start the columns."""
+    action, state.action = state.action, None
+    if action is None:
+        return
+    if state.comparison is None:
+        try:
+            state.comparison = Comparison(
+                st.session_state["cmp_prompt"],
+                specs,
+                system_prompt=st.session_state["cmp_system"] or None,
+                tools=get_tools(st.session_state["cmp_tools"]),
+                max_steps=int(st.session_state["cmp_max_steps"]),
+                api_keys=keys,
+            )
+        except AgentcoreError as exc:
+            state.notice = str(exc)
+            return
+    if state.comparison.start(action, keys):
+        state.live = state.comparison.running
+    else:
+        state.notice = "The columns are still working on the last action."
+
+
+# -- the columns ---------------------------------------------------------------------
+
+
+def _message(m: Message) -> None:
+    if isinstance(m, SystemMessage):
+        with st.chat_message("system", avatar=":material/settings:"):
+            st.caption(m.content)
+    elif isinstance(m, UserMessage):
+        with st.chat_message("user"):
+            st.markdown(m.content)
+    elif isinstance(m, AssistantMessage):
+        with st.chat_message("assistant"):
+            if m.content:
+                st.markdown(m.content)
+            for call in m.tool_calls:
+                args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+                st.code(f"{call.name}({args})", language=None, wrap_lines=True)
+    elif isinstance(m, ToolMessage):
+        with st.chat_message("tool", avatar=":material/error:" if m.is_error else ":material/build:"):
+            text = m.content if len(m.content) <= 1500 else m.content[:1500] + f"… ({len(m.content)} chars)"
+            st.caption(f"{m.name} {'error' if m.is_error else 'result'}")
+            st.code(text, language=None, wrap_lines=True)
+
+
+def _column_view(column: Column) -> None:
+    run = column.run
+    state = column.state
+    st.markdown(f"**{column.label}**  :{STATE_COLOURS[state]}-badge[{state}]")
+    where = f"step {len(run.steps)} of {run.config.max_steps} · next phase: {run.next_phase}"
+    if column.busy:
+        where += f" · {column.activity}"
+    elif run.stop_reason:
+        where += f" · stop: {run.stop_reason}"
+    st.caption(where)
+    if column.error:
+        st.error(column.error, icon=":material/error:")
+    with st.container(height=460, autoscroll=True):
+        for m in list(run.messages):
+            _message(m)
+        if column.live_text:
+            with st.chat_message("assistant"):
+                st.markdown(column.live_text + " ▌")
+
+
+def _columns_view(comparison: Comparison) -> None:
+    for slot, column in zip(st.columns(len(comparison.columns)), comparison.columns, strict=True):
+        with slot:
+            _column_view(column)
+
+
+@st.fragment(run_every=POLL_S)
+def _live_columns() -> None:
+    state = _state()
+    if state.comparison is None:
+        return
+    _columns_view(state.comparison)
+    if not state.comparison.running and state.live:
+        state.live = False
+        st.rerun()  # the whole page: the summary, charts and export follow the finished columns
+
+
+# -- results -------------------------------------------------------------------------
+
+
+def _summary(comparison: Comparison) -> None:
+    st.markdown("#### Summary")
+    rows = comparison.summary()
+    table = pd.DataFrame(rows)[list(SUMMARY_COLUMNS)].rename(columns=SUMMARY_COLUMNS)
+    table["final answer"] = [
+        f"error: {r['error']}" if r["error"] else ("" if r["final_answer"] is None else str(r["final_answer"]))
+        for r in rows
+    ]
+    st.dataframe(table, hide_index=True)
+    if any(r["estimated"] for r in rows):
+        st.caption("Token counts of the scripted model (and of any step without reported usage) are estimates.")
+    series = pd.DataFrame(comparison.series())
+    if series.empty:
+        return
+    tokens, cost = st.columns(2)
+    with tokens:
+        st.plotly_chart(_overlay(series, "cumulative_tokens", "Cumulative tokens (input + output)"), key="cmp_tokens")
+    with cost:
+        priced = series.dropna(subset=["cumulative_cost_usd"])
+        if priced.empty:
+            st.info("No configuration here has a known price, so there is no cost to chart.")
+        else:
+            st.plotly_chart(_overlay(priced, "cumulative_cost_usd", "Cumulative cost (USD)"), key="cmp_cost")
+
+
+def _overlay(series: pd.DataFrame, column: str, title: str) -> go.Figure:
+    fig = go.Figure()
+    for label, group in series.groupby("config", sort=False):
+        fig.add_scatter(x=group["step"], y=group[column], mode="lines+markers", name=str(label))
+    fig.update_layout(title=title, xaxis_title="step", height=320, margin={"t": 40, "b": 30, "l": 10, "r": 10})
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def _wire(comparison: Comparison) -> None:
+    longest = max(len(c.run.steps) for c in comparison.columns)
+    st.markdown("#### The same conversation in each dialect")
+    if longest == 0:
+        st.caption("No step has run yet.")
+        return
+    st.caption("The request body each provider received at the chosen step, side by side (credentials removed).")
+    st.session_state["cmp_wire_step"] = min(st.session_state.get("cmp_wire_step", 1), longest)
+    step = int(st.number_input("Step", 1, longest, key="cmp_wire_step"))
+    for slot, column in zip(st.columns(len(comparison.columns)), comparison.columns, strict=True):
+        with slot:
+            st.markdown(f"**{column.label}**")
+            record = column.run.steps[step - 1] if step <= len(column.run.steps) else None
+            if record is None or record.wire is None:
+                st.caption(f"No request at step {step}.")
+                continue
+            st.caption(record.wire.url or "")
+            st.json(record.wire.request, expanded=3)
+
+
+def _export(comparison: Comparison) -> None:
+    st.markdown("#### Export and open")
+    text = json.dumps(comparison.bundle(), indent=2, ensure_ascii=False)
+    st.download_button(
+        "Export the comparison (JSON bundle)",
+        text,
+        file_name=f"comparison-{comparison.columns[0].run.id}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    if st.toggle("Show the bundle JSON", key="cmp_show_bundle"):
+        st.code(text, language="json", height=300)
+    for slot, (i, column) in zip(st.columns(len(comparison.columns)), enumerate(comparison.columns), strict=True):
+        slot.button(
+            f"Open {column.label} in the playground",
+            key=f"cmp_open_{i}",
+            on_click=_request_open,
+            args=(i,),
+            disabled=column.busy,
+            icon=":material/open_in_new:",
+        )
+
+
+def _open_in_playground(run: Run) -> None:
+    """Give the playground a copy of the column's run as its current run, and go there."""
+    copy = from_dict(to_dict(run), check_messages=False)  # an independent run; the column keeps its own
+    try:
+        from ui.state import get_session
+    except ImportError:
+        get_session = None
+    if get_session is not None:
+        get_session().add_run(copy)
+    st.session_state["run"] = copy  # what a page without the ui package reads as the open run
+    try:
+        st.switch_page(PLAYGROUND)
+    except StreamlitAPIException:  # this page runs on its own, outside the app's navigation
+        _state().notice = None
+        st.success(f"{copy.title} is now the playground's current run: open the playground to continue it.")
+
+
+def main() -> None:
+    """Draw the compare page from its state."""
+    state = _state()
+    _seed(state)
+    st.markdown("## Compare providers")
+    st.caption(
+        "One prompt, system prompt and tool set on 2 to 4 configurations. **Step all** advances every column "
+        "one iteration in lockstep; **Run all** runs each to its end. Columns run at the same time, so the "
+        "wait is the slowest column's, and one failing column never stops the others."
+    )
+    specs, keys = _setup(locked=state.comparison is not None or state.action is not None)
+    _keep(state)
+    _act(state, specs, keys)  # before the buttons, so they show whether the columns are now busy
+    busy = state.comparison is not None and state.comparison.running
+    with st.container(horizontal=True):
+        st.button("Step all", on_click=_request, args=("step",), disabled=busy, icon=":material/skip_next:")
+        st.button("Run all", on_click=_request, args=("run",), disabled=busy, icon=":material/fast_forward:")
+        st.button("Stop", on_click=_stop, disabled=not busy, icon=":material/stop:")
+        st.button("New comparison", on_click=_new_comparison, disabled=busy, icon=":material/restart_alt:")
+    if state.notice:
+        st.warning(state.notice)
+        state.notice = None
+    comparison = state.comparison
+    if comparison is None:
+        st.info("Choose the configurations, then press **Step all** or **Run all**.")
+        return
+    if state.open_index is not None:
+        index, state.open_index = state.open_index, None
+        if index < len(comparison.columns):
+            _open_in_playground(comparison.columns[index].run)
+    if state.live and not comparison.running:
+        state.live = False
+    if state.live:
+        _live_columns()
+        return
+    _columns_view(comparison)
+    _summary(comparison)
+    _wire(comparison)
+    _export(comparison)
+
+
+main()

@@ -1,0 +1,158 @@
+"""The compare page under AppTest: Step all, Run all, an erroring column, the summary, the wire view, export."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_compare import holds_text
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "compare.py")
+SECRET = "sk-page-secret-51d0e2"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def settle(at: AppTest) -> AppTest:
+    """Draw, wait for the columns started by that draw, and draw again: a wait, never a timing check."""
+    at.run()
+    comparison = at.session_state["compare_state"].comparison
+    if comparison is not None:
+        assert comparison.wait(timeout=60), "the columns did not finish"
+    return at.run()
+
+
+def page(*columns: tuple[str, str], max_steps: int = 4, tools=("get_weather",)) -> AppTest:
+    """The page with the given (provider, scenario or base URL) columns set up."""
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception
+    at.number_input(key="cmp_n").set_value(len(columns))
+    at.number_input(key="cmp_max_steps").set_value(max_steps)
+    at.multiselect(key="cmp_tools").set_value(list(tools))
+    at.run()
+    for i, (provider, detail) in enumerate(columns):
+        at.selectbox(key=f"cmp_provider_{i}").set_value(provider)
+        at.run()
+        if provider == "scripted":
+            at.selectbox(key=f"cmp_scenario_{i}").set_value(detail)
+        else:
+            at.text_input(key=f"cmp_base_url_{i}").set_value(detail)
+    return at.run()
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def comparison(at: AppTest):
+    return at.session_state["compare_state"].comparison
+
+
+def test_step_all_advances_every_column_one_iteration_at_a_time():
+    at = page(("scripted", "weather"), ("scripted", "runaway"), tools=("get_weather", "search_notes"))
+    button(at, "Step all").click()
+    settle(at)
+    assert not at.exception
+    assert [len(c.run.steps) for c in comparison(at).columns] == [1, 1]
+    captions = [c.value for c in at.caption]
+    assert sum("step 1 of 4 · next phase: model" in c for c in captions) == 2
+    assert at.selectbox(key="cmp_provider_0").disabled  # the setup is locked while the comparison exists
+    button(at, "Step all").click()
+    settle(at)
+    assert [(len(c.run.steps), c.state) for c in comparison(at).columns] == [(2, "done"), (2, "ready")]
+    assert any("done" in m.value for m in at.markdown if m.value.startswith("**scripted:weather**"))
+
+
+def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view():
+    at = page(("scripted", "weather"), ("scripted", "runaway"), max_steps=3)
+    button(at, "Run all").click()
+    settle(at)
+    assert not at.exception
+    assert [c.run.stop_reason for c in comparison(at).columns] == ["answer", "max_steps"]
+    table = at.dataframe[0].value
+    assert list(table["configuration"]) == ["scripted:weather", "scripted:runaway"]
+    assert list(table["steps"]) == [2, 3] and list(table["stop reason"]) == ["answer", "max_steps"]
+    assert list(table["tool errors"]) == [0, 3]  # the runaway asks for a tool this comparison does not offer
+    assert table["final answer"][0].startswith("Here is the weather")
+    assert len(at.get("plotly_chart")) == 2  # cumulative tokens and cost, every configuration overlaid
+    at.number_input(key="cmp_wire_step").set_value(2)
+    at.run()
+    bodies = [j.value for j in at.json]
+    requests = [json.loads(b) if isinstance(b, str) else b for b in bodies]
+    assert [r["scenario"] for r in requests] == ["weather", "runaway"]
+    assert [len(r["messages"]) for r in requests] == [3, 3]
+
+
+def test_an_erroring_column_shows_its_error_and_never_stops_the_others():
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    at = page(("scripted", "weather"), ("openai", dead), ("scripted", "runaway"), max_steps=2)
+    key_box = next(t for t in at.text_input if t.label == "API key (column 2)")
+    key_box.input(SECRET)
+    button(at, "Run all").click()
+    settle(at)
+    assert not at.exception
+    states = [c.state for c in comparison(at).columns]
+    assert states == ["done", "error", "done"]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "openai connection_error: cannot reach" in errors[0]
+    assert comparison(at).columns[1].agent is None  # no provider (and so no key) is kept after the call
+    kept = {k: at.session_state[k] for k in at.session_state if k.startswith(("cmp_", "compare"))}
+    assert not holds_text(kept, SECRET)  # neither the page's state nor the comparison in it keeps the key
+    table = at.dataframe[0].value
+    assert table["final answer"][1].startswith("error: openai connection_error")
+
+
+def test_export_gives_one_bundle_of_transcripts_and_opens_a_column_in_the_playground():
+    at = page(("scripted", "weather"), ("scripted", "recovery"), tools=("get_weather", "calculator"))
+    button(at, "Run all").click()
+    settle(at)
+    download = at.get("download_button")
+    assert len(download) == 1 and download[0].proto.label == "Export the comparison (JSON bundle)"
+    at.toggle(key="cmp_show_bundle").set_value(True)
+    at.run()
+    bundle = json.loads(next(c.value for c in at.code if c.language == "json"))
+    assert (bundle["format"], bundle["version"]) == ("agentcore.comparison", 1)
+    assert bundle["prompt"] == "What is the weather in Paris?"
+    assert [r["format"] for r in bundle["runs"]] == ["agentcore.transcript"] * 2
+    assert [r["config"]["model"] for r in bundle["runs"]] == ["weather", "recovery"]
+
+    button(at, "Open scripted:recovery in the playground").click()
+    at.run()
+    assert not at.exception
+    session = at.session_state["session"]  # the playground's state, as ui/state.py keeps it
+    opened = session.run
+    column_run = comparison(at).columns[1].run
+    assert opened is not column_run and opened.messages == column_run.messages
+    assert opened.id == column_run.id and session.current_id == opened.id
+    assert any("now the playground's current run" in s.value for s in at.success)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_page_offers_as_many_columns_as_configurations(n):
+    at = page(*[("scripted", "weather")] * n)
+    assert len([s for s in at.selectbox if s.label == "Provider"]) == n
+    button(at, "Step all").click()
+    settle(at)
+    labels = [c.label for c in comparison(at).columns]
+    assert labels == ["scripted:weather"] + [f"scripted:weather #{k}" for k in range(2, n + 1)]
+
+
+def test_the_setup_survives_streamlit_dropping_widget_state_on_another_page():
+    at = page(("scripted", "recovery"), ("scripted", "runaway"), max_steps=7)
+    at.text_area(key="cmp_prompt").input("What is 17 * 23 + 4?")
+    at.run()
+    # a session whose widget state is gone but whose page state is kept: what a visit to another page leaves
+    back = AppTest.from_file(PAGE, default_timeout=60)
+    back.session_state["compare_state"] = at.session_state["compare_state"]
+    back.run()
+    assert back.text_area(key="cmp_prompt").value == "What is 17 * 23 + 4?"
+    assert back.selectbox(key="cmp_scenario_0").value == "recovery"
+    assert back.number_input(key="cmp_max_steps").value == 7
