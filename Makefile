@@ -40,7 +40,16 @@ format: $(VENV)/.installed-test-$(LOCAL)
 test: lint
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.installed-test-$(LOCAL)
+# The peers (LangChain, LangGraph, pydantic-ai) get their own venv, so they never become agentcore dependencies.
+PEERS_VENV := bench/.venv
+
+$(PEERS_VENV)/.installed: bench/requirements-peers.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/pip install -q -r bench/requirements-peers.txt
+	touch $@
+
+bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
 
 clean:

@@ -97,9 +97,12 @@ class Agent:
         self.observers = list(observers)
         self.settings = settings or Settings()
 
-    def _emit(self, event: Event) -> None:
-        for observer in self.observers:
-            observer(event)
+    def _emit(self, *args: Any, **fields: Any) -> None:
+        # the Event is built only when someone observes: a run without observers pays nothing per event
+        if self.observers:
+            event = Event(*args, **fields)
+            for observer in self.observers:
+                observer(event)
 
     def specs(self, run: Run) -> list[ToolSpec]:
         """The tool specs offered to the model: the run's tools, plus the final-answer tool."""
@@ -145,12 +148,12 @@ class Agent:
             if violations:
                 raise MessageListError(violations)
         run.stop_reason, run.error = None, None
-        self._emit(Event("step_started", run.id, index))
-        self._emit(Event("phase_started", run.id, index, "model"))
+        self._emit("step_started", run.id, index)
+        self._emit("phase_started", run.id, index, "model")
         started = time.perf_counter()
 
         def on_text(delta: str) -> None:
-            self._emit(Event("text_delta", run.id, index, "model", text=delta))
+            self._emit("text_delta", run.id, index, "model", text=delta)
 
         try:
             response = self.provider.complete(request, on_text if self.observers else None)
@@ -172,15 +175,15 @@ class Agent:
         )
         run.messages.append(response.message)
         run._trusted.append(id(response.message))
-        self._emit(Event("phase_finished", run.id, index, "model", message=response.message))
+        self._emit("phase_finished", run.id, index, "model", message=response.message)
         if not response.message.tool_calls:
             run.stop_reason = "answer"
-            self._emit(Event("step_finished", run.id, index))
+            self._emit("step_finished", run.id, index)
         return run.next_phase
 
     def _fail(self, run: Run, index: int, message: str) -> Phase:
         run.stop_reason, run.error = "error", message
-        self._emit(Event("error", run.id, index, "model", error=message))
+        self._emit("error", run.id, index, "model", error=message)
         return run.next_phase
 
     # -- the tools phase -------------------------------------------------------------
@@ -194,16 +197,16 @@ class Agent:
         decisions = decisions or {}
         index = len(run.steps)
         calls = self._apply_edits(run, calls, decisions)
-        self._emit(Event("phase_started", run.id, index, "tools"))
+        self._emit("phase_started", run.id, index, "tools")
         phase_start = time.perf_counter()
         results: dict[str, tuple[ToolOutcome, str, float]] = {}
 
         def execute(call: ToolCall) -> None:
             started = (time.perf_counter() - phase_start) * 1000
-            self._emit(Event("tool_started", run.id, index, "tools", tool_call=call))
+            self._emit("tool_started", run.id, index, "tools", tool_call=call)
             outcome, source = self._resolve(run, call, decisions.get(call.id))
             results[call.id] = (outcome, source, started)
-            self._emit(Event("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome))
+            self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
 
         for group in self._groups(run, calls):
             if len(group) == 1:
@@ -236,8 +239,8 @@ class Agent:
             if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source == "ran":
                 structured = True
                 run.final_output = call.arguments
-        self._emit(Event("phase_finished", run.id, index, "tools"))
-        self._emit(Event("step_finished", run.id, index))
+        self._emit("phase_finished", run.id, index, "tools")
+        self._emit("step_finished", run.id, index)
         if structured:
             run.stop_reason = "structured"
         elif len(run.steps) >= run.config.max_steps:
@@ -349,7 +352,7 @@ class Agent:
                     break
             else:
                 self.tools_phase(run)
-        self._emit(Event("run_finished", run.id, len(run.steps), error=run.error))
+        self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
 
 

@@ -10,6 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+# json.dumps with any non-default option builds a new encoder per call; this one is built once
+COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+
 
 def estimate_tokens(text: str) -> int:
     """A provider-neutral estimate: about four characters a token, the vendors' own rule of thumb."""
@@ -85,6 +88,16 @@ class ToolCall(_Frozen):
     def arguments_invalid(self) -> bool:
         return self.raw_arguments is not None
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("arguments_json", None)  # an edited copy must not keep the original's text
+        return copy
+
+    @cached_property
+    def arguments_json(self) -> str:
+        """The arguments as a JSON string (json.dumps defaults), made once: every later request resends it."""
+        return json.dumps(self.arguments)
+
 
 class SystemMessage(_MessageBase):
     """The system prompt."""
@@ -110,8 +123,7 @@ class AssistantMessage(_MessageBase):
     @cached_property
     def text(self) -> str:
         calls = "".join(
-            c.name
-            + (c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments, separators=(",", ":")))
+            c.name + (c.raw_arguments if c.raw_arguments is not None else COMPACT_JSON.encode(c.arguments))
             for c in self.tool_calls
         )
         return (self.content or "") + calls

@@ -9,6 +9,8 @@ are not JSON or fail the schema, an exception, a timeout) becomes a result with
 from __future__ import annotations
 
 import inspect
+import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -51,7 +53,7 @@ class Tool:
     description: str
     fn: Callable[..., Any]
     args_model: type[BaseModel]
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    timeout_s: float | None = DEFAULT_TIMEOUT_S  # None: no limit, and the call runs in the calling thread
     sequential: bool = False
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -99,16 +101,75 @@ class Tool:
             except BaseException as exc:  # noqa: BLE001 - a tool's failure is data for the model
                 box["error"] = exc
 
-        # A daemon thread, because Python cannot kill a thread: a hung tool is abandoned, not joined.
-        worker = threading.Thread(target=target, name=f"tool-{self.name}", daemon=True)
-        worker.start()
-        worker.join(self.timeout_s)
-        if worker.is_alive():
+        def on_worker() -> None:
+            threading.current_thread().name = f"tool-{self.name}"
+            target()
+
+        if self.timeout_s is None:
+            target()  # no time limit asked for: run in the calling thread, with no handoff at all
+        elif not _WORKERS.run(on_worker, self.timeout_s):
             return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was abandoned.", "timeout")
         if "error" in box:
             exc = box["error"]
             return done(f"Error: {self.name} raised {type(exc).__name__}: {exc}", "exception")
         return done(cap_output(render_output(box.get("value")), self.max_output_chars))
+
+
+class _Workers:
+    """Daemon threads that run tool calls and are reused, since starting a thread costs more than most tools.
+
+    Daemon, because Python cannot kill a thread: a hung call keeps its worker, which is
+    abandoned (never joined), and the next call starts a new one. A worker idle for
+    `idle_s` exits, so a burst of concurrent calls does not leave threads behind.
+    """
+
+    def __init__(self, idle_s: float = 60.0) -> None:
+        self._idle_s = idle_s
+        self._reset()
+
+    def _reset(self) -> None:
+        # also the child's state after a fork, which copies the counts but none of the threads
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], threading.Lock]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # waiting workers not yet promised to a queued task
+
+    def run(self, target: Callable[[], None], timeout_s: float | None) -> bool:
+        """Run `target` on a worker; True if it finished within `timeout_s` (None: no limit)."""
+        finished = threading.Lock()
+        finished.acquire()
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._tasks.put((target, finished))
+        if start:
+            threading.Thread(target=self._work, name="agentcore-tool", daemon=True).start()
+        return finished.acquire(timeout=-1 if timeout_s is None else max(timeout_s, 0))
+
+    def _work(self) -> None:
+        while True:
+            try:
+                target, finished = self._tasks.get(timeout=self._idle_s)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # nobody counts on this worker: leave
+                        self._idle -= 1
+                        return
+                continue  # a task was promised to the waiting workers and is on its way
+            try:
+                target()
+            finally:
+                # book-keeping before the release, so the waiting caller wakes to a worker that is
+                # about to block, not one that still holds the GIL
+                threading.current_thread().name = "agentcore-tool"
+                with self._lock:
+                    self._idle += 1
+                finished.release()
+
+
+_WORKERS = _Workers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS._reset)
 
 
 def render_output(value: Any) -> str:
@@ -139,11 +200,14 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
     sequential: bool = False,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
 ) -> Any:
-    """Make a Tool of a plain function: `@tool` or `@tool(sequential=True, timeout_s=5)`."""
+    """Make a Tool of a plain function: `@tool` or `@tool(sequential=True, timeout_s=5)`.
+
+    `timeout_s=None` runs the function in the calling thread with no time limit.
+    """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__

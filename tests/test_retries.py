@@ -105,12 +105,13 @@ def test_backoff_grows_exponentially_with_jitter_up_to_the_cap():
         assert 0.75 * full <= wait <= full
 
 
-def test_the_budget_bounds_the_sum_of_waits():
+def test_the_budget_bounds_the_sum_of_waits(monkeypatch):
+    monkeypatch.setattr("agentcore.providers._http.random.random", lambda: 0.0)  # no jitter: each wait is 1 s
     waits: list[float] = []
     script = Script(503)
     with pytest.raises(ProviderError) as caught:
         provider(script, waits, max_retries=10, retry_base=1.0, retry_cap=1.0, retry_budget=2.5).complete(REQUEST)
-    assert len(waits) == 2 and sum(waits) <= 2.5 and caught.value.attempts == 3
+    assert waits == [1.0, 1.0] and caught.value.attempts == 3
 
 
 def test_connection_errors_are_retried_then_reported():

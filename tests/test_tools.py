@@ -104,3 +104,43 @@ def test_sequential_flag_is_kept():
         return text
 
     assert write.sequential and not add.sequential
+
+
+def test_a_tool_without_a_time_limit_runs_in_the_calling_thread():
+    import threading
+
+    @tool(timeout_s=None)
+    def where() -> str:
+        """Names the thread it runs in."""
+        return threading.current_thread().name
+
+    @tool
+    def where_limited() -> str:
+        """Names the thread it runs in."""
+        return threading.current_thread().name
+
+    assert run(where).content == threading.current_thread().name
+    assert run(where_limited).content == "tool-where_limited"
+
+
+def test_worker_threads_are_reused_and_a_hung_call_does_not_block_the_next():
+    import threading
+
+    release = threading.Event()
+
+    @tool(timeout_s=0.05)
+    def stuck() -> str:
+        """Hangs until released."""
+        release.wait(5)
+        return "late"
+
+    @tool
+    def ident() -> int:
+        """The worker's thread id."""
+        return threading.get_ident()
+
+    first, second = run(ident).content, run(ident).content
+    assert first == second  # the same worker served both calls
+    assert run(stuck).error == "timeout"
+    assert not run(ident).is_error  # served by another worker while the hung one is still busy
+    release.set()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import AssistantMessage, Message, Usage, estimate_tokens
+from ..messages import COMPACT_JSON, AssistantMessage, Message, Usage, estimate_tokens
 from ..tools import ToolSpec
 
 # Header names whose values are credentials; matched case-insensitively.
@@ -16,6 +16,7 @@ SECRET_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key"}
 )
 REDACTED = "[redacted]"
+_TOKENS = attrgetter("tokens")
 
 TextSink = Callable[[str], None]
 
@@ -108,9 +109,9 @@ def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
 
 def estimate_request_tokens(request: ModelRequest) -> int:
     """Estimate the input tokens of a request from what would be sent: messages and tool specs."""
-    total = sum(m.tokens for m in request.messages)
+    total = sum(map(_TOKENS, request.messages))  # map: runs every step over the whole message list
     for spec in request.tools:
-        total += estimate_tokens(spec.name + spec.description + json.dumps(spec.parameters, separators=(",", ":")))
+        total += estimate_tokens(spec.name + spec.description + COMPACT_JSON.encode(spec.parameters))
     return total
 
 

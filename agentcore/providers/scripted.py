@@ -11,6 +11,8 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from ..errors import ProviderError, UsageError
@@ -59,6 +61,9 @@ class Scenario:
     final_answer_schema: dict[str, Any] | None = None
     max_steps: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+_DATA = attrgetter("data")
 
 
 def _say(text: str) -> AssistantMessage:
@@ -314,7 +319,7 @@ class ScriptedProvider(BaseProvider):
                 on_text(piece)
         body = {
             "scenario": self.model,
-            "messages": [m.data for m in request.messages],
+            "messages": list(map(_DATA, request.messages)),
             "tools": [t.model_dump(mode="json") for t in request.tools],
         }
         usage_in = estimate_request_tokens(request)
@@ -332,7 +337,8 @@ class ScriptedProvider(BaseProvider):
         )
 
     def _next(self, request: ModelRequest) -> AssistantMessage:
-        assistant_turns = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        # map over C builtins: this count runs every step over the whole, growing message list
+        assistant_turns = sum(map(isinstance, request.messages, repeat(AssistantMessage)))
         if self.replay is not None:
             if assistant_turns >= len(self.replay):
                 raise ProviderError(
