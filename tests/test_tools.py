@@ -139,8 +139,9 @@ def test_worker_threads_are_reused_and_a_hung_call_does_not_block_the_next():
         """The worker's thread id."""
         return threading.get_ident()
 
-    first, second = run(ident).content, run(ident).content
-    assert first == second  # the same worker served both calls
+    run(ident)  # leaves at least one idle worker
+    existing = {str(t.ident) for t in threading.enumerate()}
+    assert run(ident).content in existing  # served by a worker that was already there, not a new thread
     assert run(stuck).error == "timeout"
     assert not run(ident).is_error  # served by another worker while the hung one is still busy
     release.set()
