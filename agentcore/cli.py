@@ -58,7 +58,7 @@ class Printer:
 
 def _build_run(args: argparse.Namespace):
     from . import toolbox
-    from .loop import Agent, Run, RunConfig
+    from .loop import Agent, Run, RunConfig, check_final_schema
     from .providers import Settings, create_provider, default_provider, get_info
     from .providers.scripted import get_scenario
 
@@ -84,6 +84,7 @@ def _build_run(args: argparse.Namespace):
             final_schema = json.loads(Path(args.final_schema).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
+        check_final_schema(final_schema, f"--final-schema {args.final_schema}")
     tools = toolbox.get_tools(tool_names or "")
     model = args.model or (scenario.name if scenario else info.default_model)
     options: dict[str, Any] = {}
@@ -142,12 +143,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     saver = None
     if args.out:
         out = Path(args.out)
+        try:  # an unwritable --out is bad input, found before any model call is paid for
+            transcript.save(run, out)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
 
         def saver(event) -> None:
             if event.kind in ("phase_finished", "error", "run_finished"):
                 transcript.save(run, out)
 
         agent.observers.append(saver)
+    store = None
     if getattr(args, "db", None):
         from .store import Store
 
@@ -160,8 +166,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         agent.run(run, cancel)
     except KeyboardInterrupt:
         run.stop_reason = "cancelled"
+        print(f"agentcore: interrupted at step {len(run.steps)}; every completed phase is saved", file=sys.stderr)
     if args.out:
         transcript.save(run, args.out)
+    if store is not None:  # the run's end (a Ctrl-C included) is saved, not only its phases
+        store.save_run(run)
     usage = run.usage
     est = " (estimated)" if any(s.estimated for s in run.steps) else ""
     print(
@@ -286,9 +295,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from . import toolbox
     from .compare import Comparison, format_table, parse_spec
+    from .providers import get_info
     from .providers.scripted import SCENARIOS
 
     specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
+    for spec in specs:
+        get_info(spec.provider)  # an unknown provider is bad usage (exit 2), not one column's provider error
     names = args.tools
     if names is None:  # a scripted scenario needs its own tools to play; other providers get none unless asked
         scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
@@ -495,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CANCELLED
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"agentcore: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

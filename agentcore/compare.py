@@ -13,16 +13,44 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import AgentcoreError, TranscriptError, UsageError
+from .compare_report import (
+    FORMAT,
+    FREE_PROVIDERS,
+    VERSION,
+    format_table,
+    load_bundle,
+    make_bundle,
+    step_series,
+    summarize,
+    unique_labels,
+    wire_requests,
+)
+from .errors import AgentcoreError, UsageError
 from .loop import Agent, Event, Run, RunConfig
 from .providers import REGISTRY, create_provider
 from .providers.base import Settings
 from .tools import Tool
 
-FORMAT = "agentcore.comparison"
-VERSION = 1
+__all__ = [
+    "FORMAT",
+    "FREE_PROVIDERS",
+    "MAX_COLUMNS",
+    "MIN_COLUMNS",
+    "VERSION",
+    "Column",
+    "ColumnSpec",
+    "Comparison",
+    "format_table",
+    "load_bundle",
+    "make_bundle",
+    "parse_spec",
+    "step_series",
+    "summarize",
+    "unique_labels",
+    "wire_requests",
+]
+
 MIN_COLUMNS, MAX_COLUMNS = 2, 4
-FREE_PROVIDERS = frozenset({"scripted", "local"})  # nothing to pay: cost 0, not unknown
 
 ColumnState = Literal["ready", "running", "done", "error"]
 Factory = Callable[..., Any]
@@ -302,165 +330,3 @@ class Comparison:
     def bundle(self) -> dict[str, Any]:
         """The whole comparison as one JSON bundle of transcripts (no key anywhere in it)."""
         return make_bundle(self.prompt, self.runs, [c.label for c in self.columns], self.system_prompt)
-
-
-def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Make column labels unique by numbering repeats: `scripted:weather`, `scripted:weather #2`."""
-    out: list[str] = []
-    for label in labels:
-        candidate, n = label, 1
-        while candidate in out:
-            n += 1
-            candidate = f"{label} #{n}"
-        out.append(candidate)
-    return out
-
-
-def _step_costs(run: Run) -> list[float | None]:
-    if run.config.provider in FREE_PROVIDERS:
-        return [0.0] * len(run.steps)
-    try:
-        from .accounting import account
-
-        return [s.cost_usd for s in account(run).steps]
-    except Exception:  # noqa: BLE001 - an unpriced model shows an unknown cost, never an error
-        return [None] * len(run.steps)
-
-
-def _tools_ms(run: Run, index: int) -> float:
-    runs = run.steps[index].tool_runs
-    return max((t.started_ms + t.duration_ms for t in runs), default=0.0)
-
-
-def summarize(run: Run, label: str, state: str | None = None, error: str | None = None) -> dict[str, Any]:
-    """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer."""
-    costs = _step_costs(run)
-    usage = run.usage
-    total_ms = sum(s.latency_ms + _tools_ms(run, i) for i, s in enumerate(run.steps))
-    n = len(run.steps)
-    final = run.final_output if run.stop_reason == "structured" else None
-    if final is None and run.stop_reason == "answer":
-        final = run.final_answer()
-    return {
-        "config": label,
-        "state": state or ("error" if run.stop_reason == "error" else "done" if run.finished else "ready"),
-        "steps": n,
-        "stop_reason": run.stop_reason,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "estimated": any(s.estimated for s in run.steps),
-        "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
-        "total_ms": round(total_ms, 1),
-        "ms_per_step": round(total_ms / n, 1) if n else None,
-        "model_ms_per_step": round(sum(s.latency_ms for s in run.steps) / n, 1) if n else None,
-        "tool_errors": sum(t.is_error for s in run.steps for t in s.tool_runs),
-        "final_answer": final,
-        "error": error if error is not None else run.error,
-    }
-
-
-def step_series(run: Run, label: str) -> list[dict[str, Any]]:
-    """Per-step tokens and cost of one run, with running totals."""
-    rows, cum_tokens, cum_cost = [], 0, 0.0
-    costs = _step_costs(run)
-    for i, step in enumerate(run.steps):
-        cum_tokens += step.usage.total_tokens
-        cost = costs[i] if i < len(costs) else None
-        cum_cost = None if cost is None or cum_cost is None else cum_cost + cost
-        rows.append(
-            {
-                "config": label,
-                "step": step.index,
-                "input_tokens": step.usage.input_tokens,
-                "output_tokens": step.usage.output_tokens,
-                "cumulative_tokens": cum_tokens,
-                "cost_usd": cost,
-                "cumulative_cost_usd": cum_cost,
-                "latency_ms": round(step.latency_ms, 1),
-            }
-        )
-    return rows
-
-
-def wire_requests(runs: Sequence[Run], step: int) -> list[Any]:
-    """The request body each run's provider received at `step` (1-based); None where there is none."""
-    out = []
-    for run in runs:
-        record = run.steps[step - 1] if 1 <= step <= len(run.steps) else None
-        out.append(record.wire.request if record is not None and record.wire is not None else None)
-    return out
-
-
-def make_bundle(
-    prompt: str, runs: Sequence[Run], labels: Sequence[str], system_prompt: str | None = None
-) -> dict[str, Any]:
-    """The comparison bundle: format, version, prompt, labels, summary and one transcript per run."""
-    from .transcript import to_dict
-
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "prompt": prompt,
-        "system_prompt": system_prompt,
-        "labels": list(labels),
-        "summary": [summarize(r, lbl) for r, lbl in zip(runs, labels, strict=True)],
-        "runs": [to_dict(r) for r in runs],
-    }
-
-
-def load_bundle(data: Any) -> tuple[str, list[str], list[Run]]:
-    """Validate a bundle and return its prompt, labels and runs; a TranscriptError names what is wrong."""
-    from .transcript import from_dict
-
-    if not isinstance(data, dict):
-        raise TranscriptError(f"a comparison bundle is a JSON object, not {type(data).__name__}")
-    if data.get("format") != FORMAT:
-        raise TranscriptError(f"format: expected {FORMAT!r}, found {data.get('format')!r}")
-    if data.get("version") != VERSION:
-        raise TranscriptError(f"version: this agentcore reads version {VERSION}, found {data.get('version')!r}")
-    if not isinstance(data.get("runs"), list) or not data["runs"]:
-        raise TranscriptError("runs: expected a non-empty list of transcripts")
-    runs = []
-    for i, item in enumerate(data["runs"]):
-        try:
-            runs.append(from_dict(item))
-        except TranscriptError as exc:
-            raise TranscriptError(f"runs[{i}]: {exc}") from None
-    labels = data.get("labels")
-    if not isinstance(labels, list) or len(labels) != len(runs):
-        labels = [f"{r.config.provider}:{r.config.model}" for r in runs]
-    return str(data.get("prompt") or ""), unique_labels([str(x) for x in labels]), runs
-
-
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The summary rows as a plain-text table for the terminal."""
-    heads = ("config", "steps", "stop", "in", "out", "cost $", "total ms", "ms/step", "tool err", "final answer")
-
-    def cost(v: float | None) -> str:
-        return "?" if v is None else f"{v:.6f}"
-
-    def answer(row: dict[str, Any]) -> str:
-        text = f"error: {row['error']}" if row["error"] else str(row["final_answer"] or "")
-        text = text.replace("\n", " ")
-        return text if len(text) <= 60 else text[:59] + "…"
-
-    body = [
-        (
-            str(r["config"]),
-            str(r["steps"]),
-            str(r["stop_reason"] or "-"),
-            f"{r['input_tokens']}{'~' if r['estimated'] else ''}",
-            f"{r['output_tokens']}{'~' if r['estimated'] else ''}",
-            cost(r["cost_usd"]),
-            f"{r['total_ms']:.0f}",
-            "-" if r["ms_per_step"] is None else f"{r['ms_per_step']:.0f}",
-            str(r["tool_errors"]),
-            answer(r),
-        )
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
-    return "\n".join(lines)

@@ -36,6 +36,7 @@ __all__ = [
     "StopReason",
     "ToolDecision",
     "ToolRun",
+    "check_final_schema",
     "resolve_schema",
 ]
 
@@ -96,6 +97,7 @@ class Agent:
         self.tools = {t.name: t for t in tools}
         self.observers = list(observers)
         self.settings = settings or Settings()
+        self._schema_checked: Any = None  # the final-answer schema last found valid
 
     def _emit(self, *args: Any, **fields: Any) -> None:
         # the Event is built only when someone observes: a run without observers pays nothing per event
@@ -135,6 +137,10 @@ class Agent:
         if len(run.steps) >= run.config.max_steps:
             raise UsageError(f"the step budget of {run.config.max_steps} is used up; raise max_steps to go on")
         self._check(run)
+        schema = run.config.final_answer_schema
+        if schema is not None and schema is not self._schema_checked:
+            check_final_schema(schema)  # before the model is paid to fill a schema nothing could check
+            self._schema_checked = schema
         index = len(run.steps) + 1
         settings = self.settings
         if run.config.temperature is not None and settings.temperature is None:
@@ -354,6 +360,19 @@ class Agent:
                 self.tools_phase(run)
         self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
+
+
+def check_final_schema(schema: Any, where: str = "final_answer_schema") -> None:
+    """Raise a UsageError unless `schema` is a JSON Schema object that a final answer can be checked against."""
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        raise UsageError(f"{where}: a JSON Schema is a JSON object, not {type(schema).__name__}")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(map(str, exc.path)) or "(top level)"
+        raise UsageError(f"{where}: not a valid JSON Schema at {path}: {exc.message}") from None
 
 
 def resolve_schema(schema: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:

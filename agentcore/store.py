@@ -27,7 +27,7 @@ from .errors import AgentcoreError
 from .loop import Event, Observer, Run, StepRecord
 from .messages import UserMessage
 from .secrets import scrub, scrub_text
-from .transcript import FORMAT, VERSION, from_dict
+from .transcript import FORMAT, VERSION, from_dict, json_text
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
 LAST_RUN_KEY = "last_run_viewed"
@@ -93,7 +93,15 @@ def default_path() -> Path:
 
 
 def _dump(data: Any) -> str:
-    return scrub_text(json.dumps(scrub(data), ensure_ascii=False, separators=(",", ":")))
+    return scrub_text(json_text(scrub(data), separators=(",", ":")))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _plain(text: str | None) -> str | None:
+    # a summary column is plain text for SQLite, which cannot store a lone surrogate; the body keeps it exactly
+    return _SURROGATE.sub("\ufffd", text) if text and not text.isascii() else text
 
 
 def run_cost(run: Run) -> float | None:
@@ -239,7 +247,7 @@ class Store:
         usage = run.usage
         row = {
             "id": run.id,
-            "title": run.title,
+            "title": _plain(run.title),
             "created_at": run.created_at,
             "updated_at": _now(),
             "provider": run.config.provider,
@@ -253,7 +261,7 @@ class Store:
             "duration_ms": _duration_ms(run),
             "parent_id": run.parent.run_id if run.parent else None,
             "parent_step": run.parent.step if run.parent else None,
-            "search_text": scrub_text(first_prompt[:2000]),
+            "search_text": scrub_text(_plain(first_prompt[:2000])),
             "body": body_text,
         }
         with self._transaction() as db:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -107,12 +108,21 @@ class Tool:
 
         if self.timeout_s is None:
             target()  # no time limit asked for: run in the calling thread, with no handoff at all
+            if isinstance(box.get("error"), KeyboardInterrupt):
+                # in the calling thread this is the user's Ctrl-C, not the tool's failure: stop the loop
+                raise box["error"]
         elif not _WORKERS.run(on_worker, self.timeout_s):
             return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was abandoned.", "timeout")
         if "error" in box:
             exc = box["error"]
-            return done(f"Error: {self.name} raised {type(exc).__name__}: {exc}", "exception")
-        return done(cap_output(render_output(box.get("value")), self.max_output_chars))
+            return done(_utf8_safe(f"Error: {self.name} raised {_describe(exc)}"), "exception")
+        try:
+            text = render_output(box.get("value"))
+        except Exception as exc:  # noqa: BLE001 - a value that cannot be shown is the tool's failure, not the loop's
+            return done(
+                f"Error: {self.name} returned a value that cannot be shown as text: {_describe(exc)}", "exception"
+            )
+        return done(cap_output(_utf8_safe(text), self.max_output_chars))
 
 
 class _Workers:
@@ -186,6 +196,28 @@ def render_output(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - an exception whose str() fails still names its type
+        return type(exc).__name__
+
+
+def _utf8_safe(text: str) -> str:
+    # a lone surrogate (from undecodable bytes, or a JSON \ud800 escape) cannot be encoded as UTF-8,
+    # so it would break every later write of the run: show it as U+FFFD instead
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def cap_output(text: str, limit: int) -> str:

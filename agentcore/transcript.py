@@ -32,8 +32,25 @@ def to_dict(run: Run) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, **body}
 
 
+def json_text(data: Any, **options: Any) -> str:
+    """JSON text that can always be written as UTF-8, read back to the same data.
+
+    Non-ASCII text stays readable; only when the data holds a lone surrogate (undecodable
+    bytes from the command line, a JSON \\ud800 escape in an import) is every non-ASCII
+    character escaped instead, which JSON reads back exactly.
+    """
+    text = json.dumps(data, ensure_ascii=False, **options)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(data, ensure_ascii=True, **options)
+    return text
+
+
 def dumps(run: Run, indent: int | None = 2) -> str:
-    return json.dumps(to_dict(run), indent=indent, ensure_ascii=False)
+    """The transcript of a run as JSON text."""
+    return json_text(to_dict(run), indent=indent)
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -100,5 +117,9 @@ def save(run: Run, path: str | Path) -> None:
     """Write the transcript atomically (a temporary file, then a rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(dumps(run), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(dumps(run), encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed or interrupted save leaves the old file and no stray temporary
+        raise
