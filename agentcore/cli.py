@@ -1,4 +1,7 @@
-"""The `agentcore` command line: run a loop, list scenarios and tools, show and validate transcripts."""
+"""The `agentcore` command line: the parser, `run`, and the printing of a run as it happens.
+
+The subcommands that read or report (show, runs, compare, cost, export, ...) are in commands.py.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +12,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .commands import (
+    _short,
+    cmd_compare,
+    cmd_cost,
+    cmd_export,
+    cmd_runs,
+    cmd_scenarios,
+    cmd_show,
+    cmd_tools,
+    cmd_validate,
+)
 from .errors import AgentcoreError, UsageError
 
 EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER = 0, 2, 3, 4
 EXIT_CANCELLED = 130
-
-
-def _short(text: str | None, limit: int = 300) -> str:
-    text = (text or "").replace("\n", " ⏎ ")
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
 class Printer:
@@ -183,214 +192,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return {"answer": EXIT_ANSWER, "structured": EXIT_ANSWER, "max_steps": EXIT_MAX_STEPS}.get(
         run.stop_reason or "", EXIT_CANCELLED
     )
-
-
-def cmd_scenarios(args: argparse.Namespace) -> int:
-    from .providers.scripted import SCENARIOS
-
-    for s in SCENARIOS.values():
-        print(f"{s.name:<11} {s.description}")
-        print(f"{'':<11} tools: {', '.join(s.tools)} · prompt: {s.prompt!r}")
-    return 0
-
-
-def cmd_tools(args: argparse.Namespace) -> int:
-    from .toolbox import TOOLBOX
-
-    for t in TOOLBOX.values():
-        flags = " [sequential]" if t.sequential else ""
-        print(f"{t.name:<13}{t.description}{flags}")
-        if args.schema:
-            print(json.dumps(t.parameters, indent=2))
-    return 0
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from .transcript import load
-
-    _print_run(load(args.file))
-    return 0
-
-
-def _print_run(run) -> None:
-    from .messages import AssistantMessage, ToolMessage
-
-    c = run.config
-    print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.stop_reason}")
-    if run.parent:
-        print(f"forked from run {run.parent.run_id} at step {run.parent.step}")
-    step_at = {s.message_count: s for s in run.steps}
-    for i, m in enumerate(run.messages):
-        if i in step_at:
-            s = step_at[i]
-            kind = "estimated" if s.estimated else "exact"
-            print(
-                f"\n── step {s.index} · {s.usage.input_tokens} in / {s.usage.output_tokens} out ({kind}) · "
-                f"{s.latency_ms:.0f} ms ──"
-            )
-        if isinstance(m, AssistantMessage):
-            if m.content:
-                print(f"[{i}] assistant: {m.content}")
-            for call in m.tool_calls:
-                args_text = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-                print(f"[{i}] assistant → {call.name}({args_text}) [{call.id}]")
-        elif isinstance(m, ToolMessage):
-            mark = "error" if m.is_error else "result"
-            print(f"[{i}] tool {m.name} {mark}: {_short(m.content, 500)}")
-        else:
-            print(f"[{i}] {m.role}: {m.content}")
-    if run.final_output is not None:
-        print(f"\nfinal output: {json.dumps(run.final_output)}")
-    if run.error:
-        print(f"\nerror: {run.error}")
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    """`agentcore runs list|show|export|import|delete`, over the runs database."""
-    from . import importers
-    from .store import Store
-
-    store = Store(getattr(args, "db", None))
-    action = args.runs_command
-    if action == "list":
-        for r in store.list_runs(args.search, args.provider, args.limit):
-            cost = "?" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-            print(
-                f"{r.id}  {r.updated_at[:19]}  {r.provider}/{r.model}  {r.steps} steps  {r.stop_reason or 'open'}  "
-                f"{r.total_tokens} tokens  {cost}  {_short(r.title, 60)}"
-            )
-    elif action == "show":
-        _print_run(store.load_run(args.id))
-    elif action == "export":
-        runs = [store.load_run(i) for i in args.ids]
-        if len(runs) > 1 or (args.out or "").endswith(".zip"):
-            if not args.out:
-                raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
-            Path(args.out).write_bytes(importers.export_zip(runs, (args.format,)))
-        else:
-            text = (
-                importers.export_json(runs[0]) if args.format == "json" else importers.export_body(runs[0], args.format)
-            )
-            if args.out:
-                Path(args.out).write_text(text + "\n", encoding="utf-8")
-            else:
-                print(text)
-    elif action == "import":
-        path = Path(args.file)
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        run = store.import_run(importers.parse_import(raw, str(path)))
-        print(f"imported {path} as run {run.id} ({len(run.messages)} messages, {len(run.steps)} steps)")
-    elif action == "delete":
-        store.delete_run(args.id)
-        print(f"deleted run {args.id}")
-    return 0
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """Run 2 to 4 configurations on one prompt concurrently; print the summary table, write the bundle."""
-    from dataclasses import replace
-
-    from . import toolbox
-    from .compare import Comparison, format_table, parse_spec
-    from .providers import get_info
-    from .providers.scripted import SCENARIOS
-
-    specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
-    for spec in specs:
-        get_info(spec.provider)  # an unknown provider is bad usage (exit 2), not one column's provider error
-    names = args.tools
-    if names is None:  # a scripted scenario needs its own tools to play; other providers get none unless asked
-        scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
-        names = ",".join(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
-    comparison = Comparison(
-        args.prompt, specs, system_prompt=args.system, tools=toolbox.get_tools(names), max_steps=args.max_steps
-    )
-    print(f"comparing {len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}")
-    comparison.start("run")
-    try:
-        comparison.wait()
-    except KeyboardInterrupt:
-        comparison.cancel()
-        comparison.wait()
-    if args.out:
-        out = Path(args.out)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps(comparison.bundle(), indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(out)
-    print(format_table(comparison.summary()))
-    slowest = max(c.wall_s for c in comparison.columns)
-    total = sum(c.wall_s for c in comparison.columns)
-    print(f"\nwall time {comparison.wall_s:.2f} s · slowest configuration {slowest:.2f} s · sum {total:.2f} s")
-    failed = [c for c in comparison.columns if c.state == "error"]
-    for column in failed:
-        print(f"error: {column.label}: {column.error}", file=sys.stderr)
-    if args.out:
-        print(f"bundle: {args.out}")
-    return EXIT_PROVIDER if failed else 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from .transcript import load
-
-    run = load(args.file)
-    print(f"ok: {args.file} is a valid transcript ({len(run.messages)} messages, {len(run.steps)} steps)")
-    return 0
-
-
-def cmd_cost(args: argparse.Namespace) -> int:
-    from .accounting import account, parse_price_as, price_choices
-    from .transcript import load
-    from .whatif import what_ifs
-
-    if args.list_models:
-        print("\n".join(price_choices()))
-        return 0
-    if not args.file:
-        raise UsageError("cost needs a transcript FILE.json (or --list-models)")
-    run = load(args.file)
-    report = account(run, parse_price_as(args.price_as) if args.price_as else None)
-    whatifs = what_ifs(run, report)
-    if args.json:
-        print(json.dumps({**report.to_dict(), "what_if": [w.to_dict() for w in whatifs]}, indent=2))
-        return 0
-
-    def usd(x: float | None) -> str:
-        return "-" if x is None else f"{x:.6f}"
-
-    priced = f"priced as {report.price.label}" if report.price else f"not priced: {report.price_note}"
-    print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
-    print(f"{'step':>4} {'input':>8} {'output':>7} {'cache r':>8} {'cache w':>8} {'cum input':>10} {'cost $':>10}")
-    for s in report.steps:
-        mark = " *" if s.estimated else ""
-        print(
-            f"{s.index:>4} {s.input_tokens:>8} {s.output_tokens:>7} {s.cache_read_tokens:>8} "
-            f"{s.cache_write_tokens:>8} {s.cumulative_input_tokens:>10} {usd(s.cost_usd):>10}{mark}"
-        )
-    if any(s.estimated for s in report.steps):
-        print("* estimated usage")
-    f = report.fit
-    if f is not None:
-        print(f"fit: cumulative input = a + b·n + c·n², a={f.a:.2f} b={f.b:.2f} c={f.c:.2f} R²={f.r2:.5f}")
-    print(report.explanation())
-    cost = f" · ${report.total_cost_usd:.6f}" if report.total_cost_usd is not None else ""
-    print(f"total: {report.total_input_tokens} input + {report.total_output_tokens} output tokens{cost}")
-    print("what-if (recomputed from the recorded messages, no model calls):")
-    for w in whatifs:
-        cost_part = f", {w.cost_saving_pct:.1f}% lower cost" if w.cost_saving_pct is not None else ""
-        print(f"  {w.label}: {w.token_saving_pct:.1f}% fewer input tokens{cost_part}")
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from .transcript import load
-    from .wireformat import export_request
-
-    body = export_request(load(args.file), args.format, model=args.model)
-    print(json.dumps(body, indent=2, ensure_ascii=False))
-    return 0
 
 
 class _Parser(argparse.ArgumentParser):
