@@ -102,7 +102,7 @@ def _status(session: Session, run: Run) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Step", f"{len(run.steps)} / {budget}")
     nxt = run.next_phase
-    c2.metric("Next", "—" if run.stop_reason in ("answer", "max_steps", "structured") else f"{nxt} phase")
+    c2.metric("Next", "—" if run.finished else f"{nxt} phase")
     c3.metric("Messages", len(run.messages))
     c4.metric("Tokens", f"{total.total_tokens:,}", help="Input + output over all steps")
     if run.stop_reason and run.stop_reason != "error":
@@ -113,7 +113,13 @@ def _status(session: Session, run: Run) -> None:
 
 def _controls(session: Session, run: Run) -> None:
     editing = session.draft is not None
-    can_model = run.next_phase == "model" and len(run.steps) < session.config.max_steps and not editing
+    # a structured answer ends the run for good; a used-up budget can still be raised in the sidebar
+    can_model = (
+        run.next_phase == "model"
+        and run.stop_reason != "structured"
+        and len(run.steps) < session.config.max_steps
+        and not editing
+    )
     can_tools = run.next_phase == "tools" and not editing
     bar = st.container(horizontal=True, key="controls")
     bar.button(
@@ -149,6 +155,11 @@ def _controls(session: Session, run: Run) -> None:
         st.caption("Apply or discard the edits below before stepping.")
     elif run.next_phase == "model" and len(run.steps) >= session.config.max_steps:
         st.caption("The step budget is used up: raise **Max steps** in the sidebar to go on.")
+    elif run.next_phase == "done" and not run.stop_reason:
+        st.caption(
+            "The list ends with the model's answer, so the loop has nothing to do: delete that answer, or insert "
+            "a user message after it, to have the model go on."
+        )
 
 
 def _error(run: Run) -> None:

@@ -393,3 +393,52 @@ def test_the_source_view_highlights_the_lines_that_just_ran():
     view = source_view(half)
     assert view.phase == "tools" and any("self._resolve(" in view.lines[i] for i in view.highlighted)
     assert "ac-hl" in source_html(view) and "&lt;" not in source_html(view).split("</style>")[0]
+
+
+def test_a_structured_answer_ends_the_run_and_step_is_disabled(app):
+    run = start(app, "structured")
+    click(app, "run_to_end")
+    assert run.stop_reason == "structured"
+    steps = len(run.steps)
+    assert app.button(key="step").disabled and app.button(key="model_phase").disabled
+    assert app.button(key="run_to_end").disabled
+    assert app.metric[1].value == "—" and len(run.steps) == steps
+
+
+def test_a_fork_that_ends_on_an_answer_says_why_nothing_can_step(app):
+    start(app)
+    click(app, "run_to_end")
+    click(app, "edit_0")
+    app.text_area(key="edit_content_0").set_value("What is the weather in Oslo?")
+    click(app, "edit_save_0")
+    click(app, "apply_edits")
+    fork = session(app).run
+    assert fork.next_phase == "done" and fork.stop_reason is None
+    assert app.metric[1].value == "—"  # not "done phase"
+    assert app.button(key="step").disabled
+    assert any("nothing to do" in c.value for c in app.caption)
+
+
+def test_tool_results_are_shown_as_written_not_as_markdown(app):
+    run = start(app, "research")
+    click(app, "run_to_end")
+    note = next(m.content for m in run.messages if isinstance(m, ToolMessage) and m.content.startswith("# "))
+    heading = note.splitlines()[0]
+    assert not any(heading in str(m.value) for m in app.markdown)  # never drawn as a page heading
+    assert any(str(t.value).startswith(heading) for t in app.text)
+
+
+def test_picking_a_run_puts_its_own_settings_in_the_sidebar(app):
+    first = start(app, "weather")
+    start(app, "runaway", cfg_max_steps=3)
+    assert app.selectbox(key="cfg_scenario").value == "runaway"
+    app.selectbox(key="cfg_provider").set_value("planned").run()
+    app.selectbox(key="current_run").set_value(first.id).run()
+    assert not app.exception
+    assert session(app).run is first
+    assert app.selectbox(key="cfg_provider").value == "scripted"
+    assert app.selectbox(key="cfg_scenario").value == "weather"
+    assert app.number_input(key="cfg_max_steps").value == 10
+    assert app.multiselect(key="cfg_tools").value == ["get_weather"]
+    click(app, "step")
+    assert first.config.provider == "scripted" and first.config.scenario == "weather"

@@ -29,16 +29,21 @@ def _set_page(page: int | None) -> None:
     get_session().message_page = page
 
 
-def _text(content: str, key: str) -> None:
-    """Show text, folding long contents behind an expander."""
+def _text(content: str, key: str, plain: bool = False) -> None:
+    """Show text, folding long contents behind an expander; `plain` shows it as written, not as markdown."""
     looks_json = content[:1] in "[{"
     if len(content) <= FOLD_CHARS:
         if looks_json:
             st.code(content, language="json", wrap_lines=True)
+        elif plain:
+            st.text(content, width="stretch")
         else:
             st.markdown(content.replace("\n", "  \n"))
         return
-    st.markdown(content[:240].replace("\n", "  \n") + " …")
+    if plain:
+        st.text(content[:240] + " …", width="stretch")
+    else:
+        st.markdown(content[:240].replace("\n", "  \n") + " …")
     with st.expander(f"Show all {len(content):,} characters"):
         st.code(content, language="json" if looks_json else None, wrap_lines=True)
 
@@ -62,7 +67,8 @@ def _message_body(i: int, m: Message) -> None:
             st.markdown(f":red-badge[:material/error: error] result of **`{m.name}`** :gray[{m.tool_call_id}]")
         else:
             st.markdown(f":material/check_circle: result of **`{m.name}`** :gray[{m.tool_call_id}]")
-        _text(m.content, f"c{i}")
+        # a tool result is data the model reads: a markdown heading in it must not become a page heading
+        _text(m.content, f"c{i}", plain=True)
     else:
         _text(m.content, f"c{i}")
 

@@ -55,9 +55,36 @@ def _on_scenario() -> None:
     _scenario_defaults(st.session_state["cfg_scenario"])
 
 
+def _follow_run(session: Session) -> None:
+    """Show a run that just became current (opened, picked, forked) with its own provider, model and limits.
+
+    Without this, a run opened from the library would silently go on with whatever the sidebar last held.
+    """
+    run, session.sync_sidebar = session.run, False
+    if run is None or run.config.provider not in REGISTRY:
+        return
+    config = run.config
+    if config.provider != st.session_state.get("cfg_provider"):
+        st.session_state["cfg_provider"] = config.provider
+        _provider_defaults(config.provider)
+    if config.provider == "scripted":
+        scenario = config.scenario or config.model
+        if scenario in SCENARIOS:
+            st.session_state["cfg_scenario"] = scenario
+    elif config.model:
+        st.session_state["cfg_model"] = config.model
+    if config.base_url:
+        st.session_state["cfg_base_url"] = config.base_url
+    st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in TOOLBOX]
+    st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
+    st.session_state["cfg_concurrency"] = config.concurrency
+
+
 def render_sidebar(session: Session) -> None:
     """Draw the configuration and write it into session.config; the typed key is kept for this run only."""
     _seed_defaults()
+    if session.sync_sidebar:
+        _follow_run(session)
     st.session_state.setdefault("prompt", DEFAULT_PROMPT)
     sb = st.sidebar
     sb.markdown("### agentcore")

@@ -77,6 +77,7 @@ class Session:
     store_error: str | None = None
     inspect_step: int | None = None
     message_page: int | None = None  # pages back from the newest; None: the newest
+    sync_sidebar: bool = False  # the sidebar shows the current run's provider and limits on its next draw
 
     @property
     def run(self) -> Run | None:
@@ -90,6 +91,7 @@ class Session:
         self.draft, self.editing, self.action, self.decisions = None, None, None, {}
         self.running = self.stop_requested = False
         self.inspect_step, self.message_page = None, None
+        self.sync_sidebar = True
 
 
 def initial_provider() -> tuple[str, str]:
