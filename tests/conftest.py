@@ -1,4 +1,4 @@
-"""Shared fixtures: a scripted agent, and a temporary transcript folder."""
+"""Shared fixtures: the real peer servers, a private runs database, a fresh flaky schedule."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ import pytest
 from servers import katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 
 from agentcore import toolbox
+
+
+@pytest.fixture(autouse=True)
+def _private_runs_database(tmp_path, monkeypatch):
+    # no test may read or write the user's own ~/.agentcore/runs.db
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "default-runs.db"))
 
 
 @pytest.fixture(autouse=True)
