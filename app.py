@@ -1,4 +1,4 @@
-"""The agentcore app: a shared sidebar and navigation over the pages that exist in pages/."""
+"""The agentcore app: a shared sidebar and navigation over the pages that exist in views/."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from ui.state import init_session  # noqa: E402
 
 # (file, title, icon): a page is listed only once its file exists, so new pages appear by being added
 PAGES = (
-    ("pages/playground.py", "Playground", ":material/play_circle:"),
-    ("pages/runs.py", "Runs", ":material/history:"),
-    ("pages/cost.py", "Cost", ":material/payments:"),
-    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("views/playground.py", "Playground", ":material/play_circle:"),
+    ("views/runs.py", "Runs", ":material/history:"),
+    ("views/cost.py", "Cost", ":material/payments:"),
+    ("views/compare.py", "Compare", ":material/compare_arrows:"),
 )
 
 
@@ -33,7 +33,7 @@ def main() -> None:
         if (HERE / path).is_file()
     ]
     current = st.navigation(pages)
-    render_sidebar(session)
+    render_sidebar(session, folded=current.title != "Playground")
     current.run()
 
 

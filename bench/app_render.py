@@ -13,7 +13,7 @@ from common import ROOT, Row, median, progress, ratio, unavailable
 FIGURE = "6. playground render"
 STEPS = (10, 50, 200)
 REPS = 5
-PAGE = "pages/playground.py"
+PAGE = "views/playground.py"
 
 
 def finished_run(steps: int):

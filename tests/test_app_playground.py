@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from agentcore import providers, transcript
@@ -52,15 +51,6 @@ class PlannedProvider(BaseProvider):
 
 @pytest.fixture
 def app(monkeypatch, tmp_path):
-    # AppTest forgets between runs that the app uses st.navigation and, seeing a pages/ folder, runs the
-    # page file alone (the old pages-folder mode); the real server remembers. Make AppTest remember too.
-    original_init = PagesManager.__init__
-
-    def remembering_init(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", remembering_init)
     monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
@@ -442,3 +432,15 @@ def test_picking_a_run_puts_its_own_settings_in_the_sidebar(app):
     assert app.multiselect(key="cfg_tools").value == ["get_weather"]
     click(app, "step")
     assert first.config.provider == "scripted" and first.config.scenario == "weather"
+
+
+def test_other_pages_fold_the_playground_settings_and_keep_them(app):
+    app.sidebar.number_input(key="cfg_max_steps").set_value(7).run()
+    assert not any(e.label == "Playground settings" for e in app.sidebar.expander)
+    app.switch_page("views/cost.py").run()
+    assert not app.exception
+    assert any(e.label == "Playground settings" for e in app.sidebar.expander)
+    assert app.sidebar.number_input(key="cfg_max_steps").value == 7
+    app.switch_page("views/playground.py").run()
+    assert app.sidebar.number_input(key="cfg_max_steps").value == 7
+    assert session(app).config.max_steps == 7

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_compare import holds_text
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "compare.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "views" / "compare.py")
 SECRET = "sk-page-secret-51d0e2"
 
 

@@ -12,7 +12,7 @@ from agentcore import cli, transcript
 from agentcore.loop import Run, RunConfig, StepRecord
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "cost.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "views" / "cost.py")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from agentcore.diff import diff_runs
 from agentcore.providers.scripted import get_scenario
 from agentcore.store import LAST_RUN_KEY, Store
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "runs.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "views" / "runs.py")
 
 
 def _run(scenario: str) -> tuple[Agent, Run]:

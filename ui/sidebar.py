@@ -80,15 +80,19 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_concurrency"] = config.concurrency
 
 
-def render_sidebar(session: Session) -> None:
-    """Draw the configuration and write it into session.config; the typed key is kept for this run only."""
+def render_sidebar(session: Session, *, folded: bool = False) -> None:
+    """Draw the configuration and write it into session.config; the typed key is kept for this run only.
+
+    `folded` puts the settings in a closed expander: pages other than the playground do not use
+    them, but they are still drawn there, since a widget not drawn on a rerun loses its value.
+    """
     _seed_defaults()
     if session.sync_sidebar:
         _follow_run(session)
     st.session_state.setdefault("prompt", DEFAULT_PROMPT)
-    sb = st.sidebar
-    sb.markdown("### agentcore")
-    sb.caption("Step through the ReAct loop: call the model, run the tools it asks for, repeat.")
+    st.sidebar.markdown("### agentcore")
+    st.sidebar.caption("Step through the ReAct loop: call the model, run the tools it asks for, repeat.")
+    sb = st.sidebar.expander("Playground settings", expanded=False) if folded else st.sidebar
 
     names = list(REGISTRY)
     provider = sb.selectbox(

@@ -12,7 +12,7 @@ from agentcore.importers import available_formats, export_body, export_json, exp
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
 
 ALL = "All providers"
-PLAYGROUND = "pages/playground.py"
+PLAYGROUND = "views/playground.py"
 
 
 @st.cache_resource(show_spinner=False)

@@ -22,7 +22,7 @@ from streamlit.errors import StreamlitAPIException
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # the ui package and agentcore sit next to pages/, also under AppTest
+    sys.path.insert(0, str(ROOT))  # the ui package and agentcore sit next to views/, also under AppTest
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison  # noqa: E402
 from agentcore.errors import AgentcoreError  # noqa: E402
@@ -34,7 +34,7 @@ from agentcore.toolbox import TOOLBOX, get_tools  # noqa: E402
 from agentcore.transcript import from_dict, to_dict  # noqa: E402
 
 STATE_KEY = "compare_state"
-PLAYGROUND = "pages/playground.py"
+PLAYGROUND = "views/playground.py"
 POLL_S = 0.5
 STATE_COLOURS = {"ready": "blue", "running": "orange", "done": "green", "error": "red"}
 SUMMARY_COLUMNS = {
