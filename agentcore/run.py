@@ -152,8 +152,8 @@ class Run(BaseModel):
             min(len(self.messages), len(messages)),
         )
         kept = sum(1 for s in self.steps if s.message_count < first_change)
-        # the step whose reply was edited is where the branch leaves this run
-        return self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=max(kept, 1)))
+        # like fork(at_step): the origin is the first step the branch makes again
+        return self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=kept + 1))
 
     def _branch(self, messages: list[Message], keep_steps: int, origin: ForkOrigin) -> Run:
         steps = [s.model_copy(deep=True) for s in self.steps[:keep_steps]]

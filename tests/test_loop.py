@@ -265,6 +265,8 @@ def test_fork_with_edited_messages_keeps_steps_before_the_edit():
     edited[2] = edited[2].model_copy(update={"content": '{"city": "Paris", "temperature": 99}'})
     fork = run.fork_with_messages(edited)
     assert len(fork.steps) == 1 and fork.messages[2].content.endswith("99}")
+    assert fork.parent.step == 2  # step 2 read the edited result: the branch makes it again
+    assert run.fork(2).parent == fork.parent and len(run.fork(2).steps) == len(fork.steps)
     assert run.messages[2].content != fork.messages[2].content
 
 
