@@ -149,10 +149,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison.cancel()
         comparison.wait()
     if args.out:
-        out = Path(args.out)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps(comparison.bundle(), indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(out)
+        from .transcript import json_text, write_atomic
+
+        write_atomic(args.out, json_text(comparison.bundle(), indent=2))
     print(format_table(comparison.summary()))
     slowest = max(c.wall_s for c in comparison.columns)
     total = sum(c.wall_s for c in comparison.columns)

@@ -115,10 +115,15 @@ def load(path: str | Path) -> Run:
 
 def save(run: Run, path: str | Path) -> None:
     """Write the transcript atomically (a temporary file, then a rename)."""
+    write_atomic(path, dumps(run))
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write text to a temporary file beside `path`, then rename it over `path`."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(dumps(run), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)  # a failed or interrupted save leaves the old file and no stray temporary

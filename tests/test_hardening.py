@@ -148,6 +148,15 @@ def test_cli_refuses_an_unwritable_out_before_running(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_compare_to_an_unwritable_out_is_one_line_and_leaves_no_temporary(tmp_path, capsys):
+    code, _, err = cli(
+        capsys, "compare", "hi", "--config", "scripted:weather", "--config", "scripted:recovery", "--out", str(tmp_path)
+    )
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path.parent / f".{tmp_path.name}.tmp").exists()  # the temporary sits beside the target
+
+
 def test_cli_compare_with_an_unknown_provider_is_bad_usage(capsys):
     code, _, err = cli(capsys, "compare", "hi", "--config", "nope", "--config", "scripted:weather")
     assert code == 2 and "unknown provider 'nope'" in err and err.count("\n") == 1
