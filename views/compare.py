@@ -311,6 +311,11 @@ def _summary(comparison: Comparison) -> None:
         priced = series.dropna(subset=["cumulative_cost_usd"])
         if priced.empty:
             st.info("No configuration here has a known price, so there is no cost to chart.")
+        elif not priced["cumulative_cost_usd"].any():
+            st.info(
+                "Every priced configuration here ran for free (the scripted and local models cost nothing), "
+                "so there is no cost to chart. The Cost page can price a run as another model."
+            )
         else:
             st.plotly_chart(_overlay(priced, "cumulative_cost_usd", "Cumulative cost (USD)"), key="cmp_cost")
 
