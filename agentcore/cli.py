@@ -163,12 +163,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         agent.observers.append(saver)
     store = None
-    if getattr(args, "db", None):
+    if not args.no_db:
         from .store import Store
 
-        store = Store(args.db)
-        store.save_run(run)
-        agent.observers.append(store.saver(run))
+        try:
+            store = Store(args.db)
+            store.save_run(run)
+        except (AgentcoreError, OSError) as exc:
+            if args.db:  # asked for by name: a database that cannot be used is bad input
+                raise UsageError(f"--db {args.db}: {exc}") from None
+            print(f"agentcore: warning: not saving to the runs database: {exc}", file=sys.stderr)
+            store = None
+        else:
+            agent.observers.append(store.saver(run))
     print(f"user: {run.messages[-1].content}")
     cancel = threading.Event()
     try:
@@ -220,7 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequential-tools", action="store_true", help="run the tool calls of a turn one at a time")
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
-    p.add_argument("--db", help="save the run in this runs database as it goes (default: none)")
+    p.add_argument(
+        "--db", help="the runs database the run is saved in as it goes (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+    )
+    p.add_argument("--no-db", action="store_true", help="do not save the run in the runs database")
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
     p.set_defaults(func=cmd_run)
 

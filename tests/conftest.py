@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from servers import katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 
 from agentcore import toolbox
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_runs_database(tmp_path_factory):
+    # module- and session-scoped fixtures run before the per-test one below: cover them too
+    saved = os.environ.get("AGENTCORE_DB")
+    os.environ["AGENTCORE_DB"] = str(tmp_path_factory.mktemp("db") / "session-runs.db")
+    yield
+    if saved is None:
+        os.environ.pop("AGENTCORE_DB", None)
+    else:
+        os.environ["AGENTCORE_DB"] = saved
 
 
 @pytest.fixture(autouse=True)

@@ -105,3 +105,23 @@ def test_scenarios_and_tools_are_listed(capsys):
         assert name in listed
     assert main(["tools", "--schema"]) == 0
     assert '"expression"' in capsys.readouterr().out
+
+
+def test_runs_are_saved_in_the_runs_database_unless_told_not_to(tmp_path, monkeypatch, capsys):
+    from agentcore.store import Store
+
+    db = tmp_path / "runs.db"
+    monkeypatch.setenv("AGENTCORE_DB", str(db))
+    assert main(["run", "--provider", "scripted", "--scenario", "weather"]) == 0
+    saved = Store(db).list_runs()
+    assert len(saved) == 1 and saved[0].stop_reason == "answer"
+    assert main(["run", "--provider", "scripted", "--scenario", "weather", "--no-db"]) == 0
+    assert len(Store(db).list_runs()) == 1
+
+
+def test_an_unusable_default_database_warns_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path))  # a folder, not a database file
+    assert main(["run", "--provider", "scripted", "--scenario", "weather"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: not saving to the runs database" in err and err.count("\n") == 1
+    assert main(["run", "--provider", "scripted", "--scenario", "weather", "--db", str(tmp_path)]) == 2
