@@ -9,6 +9,7 @@ are not JSON or fail the schema, an exception, a timeout) becomes a result with
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import queue
 import re
@@ -184,8 +185,6 @@ if hasattr(os, "register_at_fork"):
 
 def render_output(value: Any) -> str:
     """Turn a tool's return value into the text the model reads."""
-    import json
-
     if value is None:
         return ""
     if isinstance(value, str):

@@ -16,7 +16,7 @@ from operator import attrgetter
 from typing import Any, ClassVar
 
 from ..errors import ProviderError, UsageError
-from ..messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from ..messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 from .base import (
     BaseProvider,
     ModelRequest,
@@ -322,13 +322,9 @@ class ScriptedProvider(BaseProvider):
             "messages": list(map(_DATA, request.messages)),
             "tools": [t.model_dump(mode="json") for t in request.tools],
         }
-        usage_in = estimate_request_tokens(request)
-        from ..messages import Usage
-        from .base import message_text
-
         return ModelResponse(
             message=message,
-            usage=Usage(input_tokens=usage_in, output_tokens=estimate_tokens(message_text(message))),
+            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text)),
             estimated=True,
             finish_reason="tool_calls" if message.tool_calls else "stop",
             wire=WireExchange(
