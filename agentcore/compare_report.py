@@ -122,14 +122,9 @@ def make_bundle(
 
 def load_bundle(data: Any) -> tuple[str, list[str], list[Run]]:
     """Validate a bundle and return its prompt, labels and runs; a TranscriptError names what is wrong."""
-    from .transcript import from_dict
+    from .transcript import check_header, from_dict
 
-    if not isinstance(data, dict):
-        raise TranscriptError(f"a comparison bundle is a JSON object, not {type(data).__name__}")
-    if data.get("format") != FORMAT:
-        raise TranscriptError(f"format: expected {FORMAT!r}, found {data.get('format')!r}")
-    if data.get("version") != VERSION:
-        raise TranscriptError(f"version: this agentcore reads version {VERSION}, found {data.get('version')!r}")
+    check_header(data, "a comparison bundle", FORMAT, VERSION)
     if not isinstance(data.get("runs"), list) or not data["runs"]:
         raise TranscriptError("runs: expected a non-empty list of transcripts")
     runs = []

@@ -28,7 +28,7 @@ from .messages import (
     validate_messages,
 )
 from .tools import ToolSpec
-from .transcript import FORMAT, from_dict
+from .transcript import from_dict
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
@@ -232,9 +232,7 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
         raise TranscriptError(f"{name}: not JSON: {exc}") from None
     try:
         if isinstance(data, dict) and "format" in data:
-            if data["format"] != FORMAT:
-                raise _fail("format", f"expected {FORMAT!r}, found {data['format']!r}")
-            return from_dict(data)
+            return from_dict(data)  # it refuses another format by name
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
             return from_messages(data)
         raise TranscriptError(

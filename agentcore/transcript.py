@@ -65,14 +65,19 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+def check_header(data: Any, what: str, format: str, version: int) -> None:
+    """Refuse data that is not a JSON object with the expected `format` and `version` fields."""
+    if not isinstance(data, dict):
+        raise TranscriptError(f"{what} is a JSON object, not {type(data).__name__}")
+    if data.get("format") != format:
+        raise TranscriptError(f"format: expected {format!r}, found {data.get('format')!r}")
+    if data.get("version") != version:
+        raise TranscriptError(f"version: this agentcore reads version {version}, found {data.get('version')!r}")
+
+
 def from_dict(data: Any, *, check_messages: bool = True) -> Run:
     """Validate transcript data and build the Run; a TranscriptError names the field and the reason."""
-    if not isinstance(data, dict):
-        raise TranscriptError(f"a transcript is a JSON object, not {type(data).__name__}")
-    if data.get("format") != FORMAT:
-        raise TranscriptError(f"format: expected {FORMAT!r}, found {data.get('format')!r}")
-    if data.get("version") != VERSION:
-        raise TranscriptError(f"version: this agentcore reads version {VERSION}, found {data.get('version')!r}")
+    check_header(data, "a transcript", FORMAT, VERSION)
     body = {k: v for k, v in data.items() if k not in ("format", "version")}
     try:
         run = Run.model_validate(body)
