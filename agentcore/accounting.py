@@ -1,4 +1,4 @@
-"""Tokens, cost, the quadratic fit and what-if curves of a run, derived from its messages and step records.
+"""Tokens, cost and the quadratic fit of a run, derived from its messages and step records.
 
 Every request resends the whole message list, so per-step input grows about linearly
 with the step number and the cumulative input quadratically. Prices come from
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .errors import UsageError
-from .loop import Agent, Run
-from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from .providers.base import estimate_tokens, message_text
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, estimate_tokens
+from .providers import FREE_PROVIDERS
+from .run import Run
 
 PARTS = ("system", "user", "assistant_text", "tool_calls", "tool_results", "tool_specs")
 PART_LABELS = {
@@ -100,6 +100,24 @@ class Pricer:
         return float(self._model.calc_price(usage, self._provider).total_price)
 
 
+@lru_cache(maxsize=64)
+def _pricer(ref: PriceRef) -> Pricer | None:
+    # the store prices a run after every phase: look each model up in the price snapshot once
+    return Pricer.find(ref)
+
+
+def run_cost(run: Run) -> float | None:
+    """The run's cost in US dollars from its recorded usage; 0 for a free provider, None when the price is unknown."""
+    if run.config.provider in FREE_PROVIDERS or not run.steps:
+        return 0.0
+    pricer = _pricer(run_price_ref(run))
+    if pricer is None:
+        return None
+    u = run.usage
+    # prices are linear in tokens, so pricing the totals once equals adding up the steps
+    return pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
+
+
 @cache
 def price_choices(providers: tuple[str, ...] = ("openai", "anthropic", "google")) -> list[str]:
     """Chat models of the given providers that genai-prices prices per token, as `provider:model`."""
@@ -140,12 +158,12 @@ def message_parts(m: Message) -> dict[str, int]:
 
 
 def _spec_tokens(run: Run) -> int:
-    # the loop offers the run's tool specs plus a final_answer tool when a schema is set
-    specs = Agent(None).specs(run)  # type: ignore[arg-type]
+    specs = run.tool_specs
     return sum(estimate_tokens(s.name + s.description + json.dumps(s.parameters, separators=(",", ":"))) for s in specs)
 
 
-def _raw_parts(messages: list[Message], spec_tokens: int) -> dict[str, int]:
+def request_parts(messages: list[Message], spec_tokens: int) -> dict[str, int]:
+    """Estimated tokens of one request, split by kind, the tool definitions included."""
     parts = dict.fromkeys(PARTS, 0)
     parts["tool_specs"] = spec_tokens
     for m in messages:
@@ -233,9 +251,9 @@ class CostReport:
     price_note: str | None  # why there is no cost, when there is none
     fit: Fit | None  # cumulative input against step number, quadratic
     per_step_fit: Fit | None  # per-step input against step number, linear
-    _requests: list[list[Message]] = field(default_factory=list, repr=False)
-    _scales: list[float] = field(default_factory=list, repr=False)
-    _spec_tokens: int = 0
+    requests: list[list[Message]] = field(default_factory=list, repr=False)  # what each step sent
+    scales: list[float] = field(default_factory=list, repr=False)  # each step's reported/estimated input ratio
+    spec_tokens: int = 0  # estimated tokens of the tool definitions, sent with every request
 
     @property
     def priced(self) -> bool:
@@ -252,6 +270,11 @@ class CostReport:
     @property
     def total_output_tokens(self) -> int:
         return self.steps[-1].cumulative_output_tokens if self.steps else 0
+
+    def rescaled_input(self, position: int, request: list[Message]) -> int:
+        """Step `position`'s input tokens had it sent `request` instead: the same estimate, this step's ratio."""
+        raw = sum(request_parts(request, self.spec_tokens).values())
+        return min(round(raw * self.scales[position]), self.steps[position].input_tokens)
 
     def rows(self) -> list[dict[str, Any]]:
         return [s.row() for s in self.steps]
@@ -304,7 +327,7 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
     cum_cost = 0.0
     for record in run.steps:
         request = list(run.messages[: record.message_count])
-        raw = _raw_parts(request, spec_tokens)
+        raw = request_parts(request, spec_tokens)
         raw_total = sum(raw.values())
         u = record.usage
         estimated = record.estimated
@@ -313,7 +336,7 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
             estimated = True
             inp = raw_total
             reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
-            out = estimate_tokens(message_text(reply)) if reply is not None else 0
+            out = estimate_tokens(reply.text) if reply is not None else 0
         cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens) if pricer else None
         cum_in, cum_out = cum_in + inp, cum_out + out
         cum_cost += cost or 0.0
@@ -340,7 +363,7 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
         price_note=note,
         fit=fit_polynomial([s.cumulative_input_tokens for s in steps], 2),
         per_step_fit=fit_polynomial([s.input_tokens for s in steps], 1),
-        _requests=requests,
-        _scales=scales,
-        _spec_tokens=spec_tokens,
+        requests=requests,
+        scales=scales,
+        spec_tokens=spec_tokens,
     )

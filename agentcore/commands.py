@@ -80,8 +80,10 @@ def _print_run(run) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete`, over the runs database."""
-    from . import importers
+    from .exports import export_body, export_json, export_zip
+    from .importers import parse_import
     from .store import Store
+    from .transcript import write_atomic
 
     store = Store(getattr(args, "db", None))
     action = args.runs_command
@@ -99,13 +101,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if len(runs) > 1 or (args.out or "").endswith(".zip"):
             if not args.out:
                 raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
-            Path(args.out).write_bytes(importers.export_zip(runs, (args.format,)))
+            write_atomic(args.out, export_zip(runs, (args.format,)))
         else:
-            text = (
-                importers.export_json(runs[0]) if args.format == "json" else importers.export_body(runs[0], args.format)
-            )
+            text = export_json(runs[0]) if args.format == "json" else export_body(runs[0], args.format)
             if args.out:
-                Path(args.out).write_text(text + "\n", encoding="utf-8")
+                write_atomic(args.out, text + "\n")
             else:
                 print(text)
     elif action == "import":
@@ -114,7 +114,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             raw = path.read_bytes()
         except OSError as exc:
             raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        run = store.import_run(importers.parse_import(raw, str(path)))
+        run = store.import_run(parse_import(raw, str(path)))
         print(f"imported {path} as run {run.id} ({len(run.messages)} messages, {len(run.steps)} steps)")
     elif action == "delete":
         store.delete_run(args.id)
@@ -149,9 +149,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison.cancel()
         comparison.wait()
     if args.out:
-        from .transcript import json_text, write_atomic
+        from .exports import export_bundle
+        from .transcript import write_atomic
 
-        write_atomic(args.out, json_text(comparison.bundle(), indent=2))
+        write_atomic(args.out, export_bundle(comparison.bundle()))
     print(format_table(comparison.summary()))
     slowest = max(c.wall_s for c in comparison.columns)
     total = sum(c.wall_s for c in comparison.columns)
@@ -217,9 +218,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .exports import export_body
     from .transcript import load
-    from .wireformat import export_request
 
-    body = export_request(load(args.file), args.format, model=args.model)
-    print(json.dumps(body, indent=2, ensure_ascii=False))
+    print(export_body(load(args.file), args.format, model=args.model))
     return 0

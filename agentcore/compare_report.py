@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .accounting import account
 from .errors import TranscriptError
-from .loop import Run
+from .providers import FREE_PROVIDERS
+from .run import Run
 
 FORMAT = "agentcore.comparison"
 VERSION = 1
-FREE_PROVIDERS = frozenset({"scripted", "local"})  # nothing to pay: cost 0, not unknown
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
@@ -32,23 +33,16 @@ def _step_costs(run: Run) -> list[float | None]:
     if run.config.provider in FREE_PROVIDERS:
         return [0.0] * len(run.steps)
     try:
-        from .accounting import account
-
         return [s.cost_usd for s in account(run).steps]
-    except Exception:  # noqa: BLE001 - an unpriced model shows an unknown cost, never an error
+    except ValueError:  # genai-prices refuses usage it cannot price (more cached tokens than input): unknown cost
         return [None] * len(run.steps)
-
-
-def _tools_ms(run: Run, index: int) -> float:
-    runs = run.steps[index].tool_runs
-    return max((t.started_ms + t.duration_ms for t in runs), default=0.0)
 
 
 def summarize(run: Run, label: str, state: str | None = None, error: str | None = None) -> dict[str, Any]:
     """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer."""
     costs = _step_costs(run)
     usage = run.usage
-    total_ms = sum(s.latency_ms + _tools_ms(run, i) for i, s in enumerate(run.steps))
+    total_ms = run.duration_ms
     n = len(run.steps)
     final = run.final_output if run.stop_reason == "structured" else None
     if final is None and run.stop_reason == "answer":

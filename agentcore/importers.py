@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import TranscriptError
-from .loop import Run, RunConfig
 from .messages import (
     AssistantMessage,
     Message,
@@ -27,6 +26,7 @@ from .messages import (
     parse_arguments,
     validate_messages,
 )
+from .run import Run, RunConfig
 from .tools import ToolSpec
 from .transcript import from_dict
 
@@ -246,76 +246,3 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
         raise TranscriptError(f"{name}: {where}: {first['msg']}") from None
     except RecursionError:
         raise TranscriptError(f"{name}: nested too deeply") from None
-
-
-# -- export ---------------------------------------------------------------------------
-
-WIRE_FORMATS = ("openai", "anthropic", "ollama")
-
-
-def export_json(run: Run) -> str:
-    """The run as the project's transcript JSON, scrubbed of anything shaped like a credential."""
-    from .secrets import scrub, scrub_text
-    from .transcript import to_dict
-
-    return scrub_text(json.dumps(scrub(to_dict(run)), indent=2, ensure_ascii=False))
-
-
-def request_body(run: Run, fmt: str) -> dict[str, Any] | None:
-    """The request body `fmt`'s API would be sent for the run's next model call; None if that mapping is absent."""
-    import importlib
-
-    from .loop import Agent
-    from .providers.base import ModelRequest, Settings
-
-    try:
-        from .wireformat import export_request
-
-        return export_request(run, fmt)
-    except ImportError:
-        pass  # the shared export function is absent: build the body from the provider module directly
-    try:
-        module = importlib.import_module(f".providers.{fmt}", __package__)
-    except ImportError:
-        return None
-    build = getattr(module, "build_body", None)
-    if build is None:
-        return None
-    settings = Settings(temperature=run.config.temperature)
-    specs = Agent(None).specs(run)  # type: ignore[arg-type] - only the tool list is wanted, no provider
-    request = ModelRequest(messages=tuple(run.messages), tools=tuple(specs), settings=settings)
-    return build(run.config.model or "model", request)
-
-
-def export_body(run: Run, fmt: str) -> str:
-    """A provider request body as JSON text; a UsageError when that wire mapping is not available."""
-    from .errors import UsageError
-    from .secrets import scrub, scrub_text
-
-    if fmt not in WIRE_FORMATS:
-        raise UsageError(f"unknown export format {fmt!r}: expected json, {', '.join(WIRE_FORMATS)}")
-    body = request_body(run, fmt)
-    if body is None:
-        raise UsageError(f"the {fmt} request mapping is not available in this agentcore")
-    return scrub_text(json.dumps(scrub(body), indent=2, ensure_ascii=False))
-
-
-def available_formats() -> list[str]:
-    """The export formats this installation can write: json, then each wire format whose mapping is present."""
-    probe = Run.start("probe")
-    return ["json"] + [f for f in WIRE_FORMATS if request_body(probe, f) is not None]
-
-
-def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
-    """Several runs in one zip: `<id>.json` each, and `<id>.<format>.json` for each wire format asked for."""
-    import io
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for run in {r.id: r for r in runs}.values():
-            archive.writestr(f"{run.id}.json", export_json(run))
-            for fmt in formats:
-                if fmt != "json":
-                    archive.writestr(f"{run.id}.{fmt}.json", export_body(run, fmt))
-    return buffer.getvalue()

@@ -131,6 +131,14 @@ class Run(BaseModel):
     def usage(self) -> Usage:
         return sum((s.usage for s in self.steps), Usage())
 
+    @property
+    def duration_ms(self) -> float:
+        """Time the run spent working: each step's model call plus its tools phase, to the last tool run's end."""
+        total = 0.0
+        for s in self.steps:
+            total += s.latency_ms + max((t.started_ms + t.duration_ms for t in s.tool_runs), default=0.0)
+        return total
+
     def final_answer(self) -> str | None:
         """The text of the last assistant message when the run ended on an answer."""
         for m in reversed(self.messages):

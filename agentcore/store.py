@@ -19,13 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .accounting import run_cost
 from .errors import AgentcoreError
-from .loop import Event, Observer, Run, StepRecord
+from .loop import Event, Observer
 from .messages import UserMessage
+from .run import Run, StepRecord
 from .secrets import scrub, scrub_text
 from .transcript import FORMAT, VERSION, from_dict, json_text
 
@@ -75,7 +76,6 @@ _SUMMARY_COLUMNS = (
     "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, "
     "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step"
 )
-_FREE_PROVIDERS = {"scripted", "local"}
 
 
 class StoreError(AgentcoreError):
@@ -102,36 +102,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _plain(text: str | None) -> str | None:
     # a summary column is plain text for SQLite, which cannot store a lone surrogate; the body keeps it exactly
     return _SURROGATE.sub("\ufffd", text) if text and not text.isascii() else text
-
-
-def run_cost(run: Run) -> float | None:
-    """The run's cost in US dollars; 0 for the free local and scripted models, None when the price is unknown."""
-    if run.config.provider in _FREE_PROVIDERS or not run.steps:
-        return 0.0
-    try:
-        from .accounting import run_price_ref
-    except ImportError:
-        return None
-    pricer = _pricer(run_price_ref(run))
-    if pricer is None:
-        return None
-    u = run.usage
-    # prices are linear in tokens, so pricing the totals once equals adding up the steps
-    return pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-
-
-@lru_cache(maxsize=64)
-def _pricer(ref: Any) -> Any:
-    from .accounting import Pricer
-
-    return Pricer.find(ref)
-
-
-def _duration_ms(run: Run) -> float:
-    total = 0.0
-    for s in run.steps:
-        total += s.latency_ms + max((t.started_ms + t.duration_ms for t in s.tool_runs), default=0.0)
-    return total
 
 
 @dataclass(frozen=True)
@@ -258,7 +228,7 @@ class Store:
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cost_usd": run_cost(run),
-            "duration_ms": _duration_ms(run),
+            "duration_ms": run.duration_ms,
             "parent_id": run.parent.run_id if run.parent else None,
             "parent_step": run.parent.step if run.parent else None,
             "search_text": scrub_text(_plain(first_prompt[:2000])),

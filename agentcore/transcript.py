@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import TranscriptError
-from .loop import Run
 from .messages import validate_messages
-from .providers.base import redact_headers
+from .run import Run
+from .secrets import redact_headers
 
 FORMAT = "agentcore.transcript"
 VERSION = 1
@@ -123,12 +123,12 @@ def save(run: Run, path: str | Path) -> None:
     write_atomic(path, dumps(run))
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write text to a temporary file beside `path`, then rename it over `path`."""
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write text (as UTF-8) or bytes to a temporary file beside `path`, then rename it over `path`."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)  # a failed or interrupted save leaves the old file and no stray temporary

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentcore import Agent, Run, RunConfig, WireExchange, create_provider, toolbox
-from agentcore.importers import export_body, export_json, export_zip
+from agentcore.accounting import run_cost
+from agentcore.exports import export_body, export_json, export_zip
 from agentcore.providers.scripted import get_scenario
 from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
@@ -86,6 +87,21 @@ def test_editing_a_step_in_place_and_truncating_are_saved(store: Store) -> None:
     store.save_run(run)
     loaded = store.load_run(run.id)
     assert len(loaded.steps) == 3 and loaded.messages == run.messages
+
+
+def test_the_library_row_holds_the_runs_price_from_accounting_and_its_duration(store: Store) -> None:
+    agent, run = scripted_run("weather")
+    agent.run(run)
+    run.config.provider, run.config.model = "anthropic", "claude-3-5-haiku-latest"
+    run.steps[0].latency_ms = 120.0
+    run.steps[0].tool_runs[0].started_ms, run.steps[0].tool_runs[0].duration_ms = 5.0, 30.0
+    store.save_run(run)
+    row = store.summary(run.id)
+    assert row.cost_usd == run_cost(run) and row.cost_usd > 0
+    assert row.duration_ms == run.duration_ms >= 120.0 + 35.0
+    run.config.model = "no-such-model-xyz"
+    store.save_run(run)
+    assert store.summary(run.id).cost_usd is None  # an unknown price, not a free run
 
 
 def test_list_search_filter_title_and_delete(store: Store) -> None:

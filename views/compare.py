@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison  # noqa: E402
 from agentcore.errors import AgentcoreError  # noqa: E402
+from agentcore.exports import export_bundle  # noqa: E402
 from agentcore.loop import Run  # noqa: E402
 from agentcore.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage  # noqa: E402
 from agentcore.providers import REGISTRY, local_available  # noqa: E402
@@ -351,7 +352,7 @@ def _wire(comparison: Comparison) -> None:
 
 def _export(comparison: Comparison) -> None:
     st.markdown("#### Export and open")
-    text = json.dumps(comparison.bundle(), indent=2, ensure_ascii=False)
+    text = export_bundle(comparison.bundle())
     st.download_button(
         "Export the comparison (JSON bundle)",
         text,

@@ -8,7 +8,8 @@ from streamlit.errors import StreamlitAPIException
 
 from agentcore.diff import diff_runs
 from agentcore.errors import AgentcoreError
-from agentcore.importers import available_formats, export_body, export_json, export_zip, parse_import
+from agentcore.exports import WIRE_FORMATS, export_body, export_json, export_zip
+from agentcore.importers import parse_import
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
 
 ALL = "All providers"
@@ -148,7 +149,7 @@ def _details(store: Store, summary: RunSummary) -> None:
         st.download_button(
             "Transcript JSON", export_json(run), f"{run_id}.json", "application/json", key="runs_dl_json"
         )
-        for fmt in available_formats()[1:]:
+        for fmt in WIRE_FORMATS:
             try:
                 body = export_body(run, fmt)
             except AgentcoreError as exc:

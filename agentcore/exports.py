@@ -1,0 +1,52 @@
+"""Exports: a run's transcript, a provider request body, several runs in a zip, a comparison bundle.
+
+Every export is JSON text written by the one writer transcripts use (`transcript.json_text`),
+so text holding a lone surrogate is written too, then scrubbed of anything shaped like a
+credential.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from .run import Run
+from .secrets import scrub, scrub_text
+from .transcript import json_text, to_dict
+from .wireformat import FORMATS as WIRE_FORMATS
+from .wireformat import export_request
+
+FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
+
+
+def export_text(data: Any) -> str:
+    """Exported JSON data as text: indented, readable, always writable as UTF-8, no credentials."""
+    return scrub_text(json_text(scrub(data), indent=2))
+
+
+def export_json(run: Run) -> str:
+    """The run as the project's transcript JSON."""
+    return export_text(to_dict(run))
+
+
+def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:
+    """The request body `fmt`'s API would receive for the run's next model call, as JSON text."""
+    return export_text(export_request(run, fmt, model=model))
+
+
+def export_bundle(bundle: dict[str, Any]) -> str:
+    """A comparison bundle (`Comparison.bundle()`) as JSON text."""
+    return export_text(bundle)
+
+
+def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
+    """Several runs in one zip: `<id>.json` each, and `<id>.<format>.json` for each wire format asked for."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for run in {r.id: r for r in runs}.values():
+            archive.writestr(f"{run.id}.json", export_json(run))
+            for fmt in formats:
+                if fmt != "json":
+                    archive.writestr(f"{run.id}.{fmt}.json", export_body(run, fmt))
+    return buffer.getvalue()
