@@ -1,7 +1,7 @@
 """agentcore: the ReAct agent loop, typed, steppable and measurable."""
 
 from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
-from .loop import Agent, Event, ForkOrigin, Run, RunConfig, StepRecord, ToolDecision, ToolRun, resolve_schema
+from .loop import Agent, Event, ToolDecision, resolve_schema
 from .messages import (
     AssistantMessage,
     Message,
@@ -17,6 +17,7 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
+from .run import ForkOrigin, Run, RunConfig, StepRecord, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
 __version__ = "0.1.0"

@@ -54,8 +54,7 @@ class Printer:
                 w(f"assistant: {m.content}\n")
             self.streamed = False
             for call in m.tool_calls:
-                args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-                w(f"  → {call.name}({args})  [{call.id}]\n")
+                w(f"  → {call.name}({call.arguments_text})  [{call.id}]\n")
         elif event.kind == "tool_finished":
             o = event.outcome
             mark = "✗" if o.is_error else "✓"
@@ -67,9 +66,10 @@ class Printer:
 
 def _build_run(args: argparse.Namespace):
     from . import toolbox
-    from .loop import Agent, Run, RunConfig, check_final_schema
+    from .loop import Agent, check_final_schema
     from .providers import Settings, create_provider, default_provider, get_info
     from .providers.scripted import get_scenario
+    from .run import Run, RunConfig
 
     if args.replay:
         return _build_replay(args)
@@ -130,9 +130,10 @@ def _build_run(args: argparse.Namespace):
 def _build_replay(args: argparse.Namespace):
     """Replay the assistant turns of a saved transcript; the tools run for real."""
     from . import toolbox
-    from .loop import Agent, Run
+    from .loop import Agent
     from .messages import AssistantMessage
     from .providers.scripted import ScriptedProvider
+    from .run import Run
     from .transcript import load
 
     source = load(args.replay)
@@ -207,9 +208,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per job."""
     parser = _Parser(prog="agentcore", description="Step, debug and measure the ReAct agent loop.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run(sub)
+    _add_listings(sub)
+    _add_runs(sub)
+    _add_compare(sub)
+    _add_transcript_tools(sub)
+    return parser
 
+
+def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run the loop on a prompt and print each step")
     p.add_argument("prompt", nargs="?", help="the user prompt (a scripted scenario has its own)")
     p.add_argument("--provider", help="local, scripted, openai, anthropic or ollama (default: local if installed)")
@@ -234,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
     p.set_defaults(func=cmd_run)
 
+
+def _add_listings(sub: Any) -> None:
     p = sub.add_parser("scenarios", help="list the scripted provider's scenarios")
     p.set_defaults(func=cmd_scenarios)
 
@@ -245,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.set_defaults(func=cmd_show)
 
+
+def _add_runs(sub: Any) -> None:
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument(
         "--db", default=argparse.SUPPRESS, help="the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
@@ -267,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("id")
     p.set_defaults(func=cmd_runs)
 
+
+def _add_compare(sub: Any) -> None:
     p = sub.add_parser("compare", help="run one prompt on 2 to 4 configurations side by side, concurrently")
     p.add_argument("prompt", help="the user prompt, the same for every configuration")
     p.add_argument(
@@ -282,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the comparison bundle JSON here")
     p.set_defaults(func=cmd_compare)
 
+
+def _add_transcript_tools(sub: Any) -> None:
     p = sub.add_parser("validate", help="check a transcript file")
     p.add_argument("file")
     p.set_defaults(func=cmd_validate)
@@ -298,7 +316,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=("openai", "anthropic", "ollama"), help="the wire format")
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
     p.set_defaults(func=cmd_export)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,9 +26,10 @@ from .compare_report import (
     wire_requests,
 )
 from .errors import AgentcoreError, UsageError
-from .loop import Agent, Event, Run, RunConfig
+from .loop import Agent, Event
 from .providers import REGISTRY, create_provider
 from .providers.base import Settings
+from .run import Run, RunConfig
 from .tools import Tool
 
 __all__ = [
@@ -123,8 +124,7 @@ class Column:
     @property
     def finished(self) -> bool:
         """Whether the run has ended: an answer, a filled schema, or the step budget used up."""
-        run = self.run
-        return run.finished or (run.next_phase == "model" and len(run.steps) >= run.config.max_steps)
+        return self.run.finished
 
     def _observe(self, event: Event) -> None:
         if event.kind == "phase_started" and event.phase == "model":

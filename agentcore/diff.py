@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from .loop import Run
 from .messages import AssistantMessage, Message, ToolMessage
+from .run import Run
 
 RowKind = Literal["same", "changed", "only_a", "only_b"]
 
@@ -21,10 +21,7 @@ def message_key(m: Message) -> str:
 def message_label(m: Message) -> str:
     """A one-line description of a message for a diff row."""
     if isinstance(m, AssistantMessage):
-        calls = ", ".join(
-            f"{c.name}({c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments)})"
-            for c in m.tool_calls
-        )
+        calls = ", ".join(f"{c.name}({c.arguments_text})" for c in m.tool_calls)
         text = (m.content or "").strip()
         return "assistant: " + " → ".join(p for p in (text, calls) if p)
     if isinstance(m, ToolMessage):

@@ -17,28 +17,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
-from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls, validate_messages
+from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import ModelRequest, Provider, Settings
-from .run import FINAL_ANSWER_TOOL, ForkOrigin, Phase, Run, RunConfig, StepRecord, StopReason, ToolRun
-from .tools import Tool, ToolOutcome, ToolSpec, unknown_tool_outcome
+from .run import FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun
+from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
-# Run and its parts live in run.py; they are re-exported here, where the loop's users look for them.
-__all__ = [
-    "FINAL_ANSWER_TOOL",
-    "Agent",
-    "Event",
-    "ForkOrigin",
-    "Observer",
-    "Phase",
-    "Run",
-    "RunConfig",
-    "StepRecord",
-    "StopReason",
-    "ToolDecision",
-    "ToolRun",
-    "check_final_schema",
-    "resolve_schema",
-]
+__all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
 
 EventKind = Literal[
     "step_started",
@@ -106,27 +90,10 @@ class Agent:
             for observer in self.observers:
                 observer(event)
 
-    def specs(self, run: Run) -> list[ToolSpec]:
-        """The tool specs offered to the model: the run's tools, plus the final-answer tool."""
-        specs = list(run.config.tools) if run.config.tools else [t.spec() for t in self.tools.values()]
-        if run.config.final_answer_schema is not None:
-            specs.append(
-                ToolSpec(
-                    name=FINAL_ANSWER_TOOL,
-                    description="Give the final answer in the required structure. Call it once, when done.",
-                    parameters=run.config.final_answer_schema,
-                )
-            )
-        return specs
-
-    def _check(self, run: Run) -> None:
-        ids = list(map(id, run.messages))
-        if ids == run._trusted:
-            return  # unchanged since the loop last validated or appended
-        violations = validate_messages(run.messages)
-        if violations:
-            raise MessageListError(violations)
-        run._trusted = ids
+    def _record_tools(self, run: Run) -> None:
+        # a run started without tools of its own records the agent's, so its transcript and cost carry them
+        if not run.config.tools and self.tools:
+            run.config = run.config.model_copy(update={"tools": [t.spec() for t in self.tools.values()]})
 
     # -- the model phase -------------------------------------------------------------
 
@@ -134,9 +101,12 @@ class Agent:
         """Call the model with the whole message list and append its reply."""
         if run.next_phase != "model":
             raise UsageError(f"the model phase cannot run now: the next phase is {run.next_phase}")
-        if len(run.steps) >= run.config.max_steps:
+        if run.stop_reason == "structured":
+            raise UsageError("the run ended with a structured answer; fork it to go on")
+        if not run.can_call_model:
             raise UsageError(f"the step budget of {run.config.max_steps} is used up; raise max_steps to go on")
-        self._check(run)
+        run.check_messages()
+        self._record_tools(run)
         schema = run.config.final_answer_schema
         if schema is not None and schema is not self._schema_checked:
             check_final_schema(schema)  # before the model is paid to fill a schema nothing could check
@@ -146,7 +116,7 @@ class Agent:
         if run.config.temperature is not None and settings.temperature is None:
             settings = settings.model_copy(update={"temperature": run.config.temperature})
         request = ModelRequest.model_construct(
-            messages=tuple(run.messages), tools=tuple(self.specs(run)), settings=settings
+            messages=tuple(run.messages), tools=tuple(run.tool_specs), settings=settings
         )
         preflight = getattr(self.provider, "preflight", None)
         if preflight is not None:
@@ -179,8 +149,7 @@ class Agent:
                 wire=response.wire,
             )
         )
-        run.messages.append(response.message)
-        run._trusted.append(id(response.message))
+        run.append(response.message)
         self._emit("phase_finished", run.id, index, "model", message=response.message)
         if not response.message.tool_calls:
             run.stop_reason = "answer"
@@ -199,7 +168,8 @@ class Agent:
         calls = pending_tool_calls(run.messages)
         if not calls:
             raise UsageError("the tools phase cannot run now: no tool calls are waiting")
-        self._check(run)
+        run.check_messages()
+        run.stop_reason = None  # going on after a Stop
         decisions = decisions or {}
         index = len(run.steps)
         calls = self._apply_edits(run, calls, decisions)
@@ -228,8 +198,7 @@ class Agent:
             message = ToolMessage(
                 tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error
             )
-            run.messages.append(message)
-            run._trusted.append(id(message))
+            run.append(message)
             if step is not None:
                 step.tool_runs.append(
                     ToolRun(
@@ -249,7 +218,7 @@ class Agent:
         self._emit("step_finished", run.id, index)
         if structured:
             run.stop_reason = "structured"
-        elif len(run.steps) >= run.config.max_steps:
+        elif run.finished:
             run.stop_reason = "max_steps"
         return run.next_phase
 
@@ -267,7 +236,6 @@ class Agent:
                 )
                 run.messages[i] = m.model_copy(update={"tool_calls": new_calls})
                 break
-        run._trusted = []
         return pending_tool_calls(run.messages)
 
     def _groups(self, run: Run, calls: list[ToolCall]) -> list[list[ToolCall]]:
@@ -331,33 +299,36 @@ class Agent:
 
     # -- steps and runs --------------------------------------------------------------
 
-    def step(self, run: Run, decisions: dict[str, ToolDecision] | None = None) -> Phase:
+    def step(
+        self, run: Run, decisions: dict[str, ToolDecision] | None = None, cancel: threading.Event | None = None
+    ) -> Phase:
         """One iteration: the model phase, then the tools phase if the model asked for tools.
 
-        If the run is waiting for its tools (paused between phases), the step finishes them.
+        A run that pauses before tools stops after the model phase; its next step runs the tools.
+        `cancel`, when set between the phases, stops the step before its tools.
         """
         if run.next_phase == "model":
-            if self.model_phase(run) != "tools" or run.stop_reason == "error":
+            self.model_phase(run)
+            if run.stop_reason == "error" or run.paused:
+                return run.next_phase
+            if cancel is not None and cancel.is_set() and run.next_phase == "tools":
+                run.stop_reason = "cancelled"
                 return run.next_phase
         if run.next_phase == "tools":
             self.tools_phase(run, decisions)
         return run.next_phase
 
     def run(self, run: Run, cancel: threading.Event | None = None) -> Run:
-        """Step until a stop reason: answer, max_steps, structured, error or cancelled."""
-        while run.next_phase != "done" and run.stop_reason not in ("max_steps", "structured"):
+        """Step until a stop reason: answer, max_steps, structured, error, cancelled, or a pause before tools."""
+        while not run.finished and not run.paused:
             if cancel is not None and cancel.is_set():
                 run.stop_reason = "cancelled"
                 break
-            if run.next_phase == "model":
-                if len(run.steps) >= run.config.max_steps:
-                    run.stop_reason = "max_steps"
-                    break
-                self.model_phase(run)
-                if run.stop_reason == "error":
-                    break
-            else:
-                self.tools_phase(run)
+            self.step(run, cancel=cancel)
+            if run.stop_reason in ("error", "cancelled"):
+                break
+        if run.finished and run.stop_reason is None:
+            run.stop_reason = "max_steps"  # a run that starts with its budget already used up
         self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
 

@@ -6,7 +6,7 @@ import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -98,6 +98,11 @@ class ToolCall(_Frozen):
         """The arguments as a JSON string (json.dumps defaults), made once: every later request resends it."""
         return json.dumps(self.arguments)
 
+    @property
+    def arguments_text(self) -> str:
+        """The arguments as text: the model's own text when it was not a JSON object, else the JSON."""
+        return self.raw_arguments if self.raw_arguments is not None else self.arguments_json
+
 
 class SystemMessage(_MessageBase):
     """The system prompt."""
@@ -181,64 +186,91 @@ def validate_messages(messages: list[Message], *, final: bool = False) -> list[V
     With `final=True`, calls still unanswered at the end are violations too; otherwise
     they are the pending calls of the tools phase.
     """
-    found: list[Violation] = []
-    pending: dict[str, ToolCall] = {}
-    pending_from = -1
-    answered: set[str] = set()
-    seen_ids: set[str] = set()
-    first_turn = None
-
-    def close_pending(at: int) -> None:
-        nonlocal pending
-        for call_id in pending:
-            found.append(
-                Violation(pending_from, f"tool call {call_id} was never answered by a tool message before message {at}")
-            )
-        pending = {}
-
+    check = _ListCheck()
     for i, m in enumerate(messages):
+        check.message(i, m)
+    if check.first_turn is None:
+        check.found.append(Violation(len(messages), "there is no user message"))
+    if final:
+        check.close_pending(len(messages))
+    return check.found
+
+
+class _ListCheck:
+    """The state of one pass of validate_messages: calls waiting for results, ids seen, violations."""
+
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.pending: dict[str, ToolCall] = {}
+        self.pending_from = -1
+        self.answered: set[str] = set()
+        self.seen_ids: set[str] = set()
+        self.first_turn: int | None = None
+
+    def message(self, i: int, m: Message) -> None:
         if isinstance(m, SystemMessage):
             if i != 0:
-                found.append(Violation(i, "a system message may only be the first message"))
-            continue
-        if first_turn is None:
-            first_turn = i
+                self.found.append(Violation(i, "a system message may only be the first message"))
+            return
+        if self.first_turn is None:
+            self.first_turn = i
             if not isinstance(m, UserMessage):
-                found.append(Violation(i, f"the conversation must start with a user message, not {m.role}"))
+                self.found.append(Violation(i, f"the conversation must start with a user message, not {m.role}"))
         if isinstance(m, ToolMessage):
-            if m.tool_call_id in pending:
-                call = pending.pop(m.tool_call_id)
-                answered.add(m.tool_call_id)
-                if call.name != m.name:
-                    found.append(
-                        Violation(i, f"tool result is named {m.name!r} but call {m.tool_call_id} is {call.name!r}")
-                    )
-            elif m.tool_call_id in answered:
-                found.append(Violation(i, f"tool call {m.tool_call_id} already has a result"))
-            else:
-                found.append(Violation(i, f"tool result for {m.tool_call_id!r} has no matching tool call before it"))
-            continue
-        close_pending(i)
+            self.tool_result(i, m)
+            return
+        self.close_pending(i)
         if isinstance(m, AssistantMessage):
-            if not m.content and not m.tool_calls:
-                found.append(Violation(i, "an assistant message needs text or tool calls"))
-            for call in m.tool_calls:
-                if not call.id:
-                    found.append(Violation(i, f"tool call {call.name!r} has no id"))
-                elif call.id in seen_ids:
-                    found.append(Violation(i, f"tool call id {call.id} is used twice"))
-                if not call.name:
-                    found.append(Violation(i, f"tool call {call.id} has no name"))
-                seen_ids.add(call.id)
-                pending[call.id] = call
-            pending_from = i
-        elif isinstance(m, UserMessage) and not m.content.strip():
-            found.append(Violation(i, "a user message needs content"))
-    if first_turn is None:
-        found.append(Violation(len(messages), "there is no user message"))
-    if final:
-        close_pending(len(messages))
-    return found
+            self.assistant(i, m)
+        elif isinstance(m, UserMessage):
+            if not m.content.strip():
+                self.found.append(Violation(i, "a user message needs content"))
+        else:
+            assert_never(m)
+
+    def tool_result(self, i: int, m: ToolMessage) -> None:
+        if m.tool_call_id in self.pending:
+            call = self.pending.pop(m.tool_call_id)
+            self.answered.add(m.tool_call_id)
+            if call.name != m.name:
+                self.found.append(
+                    Violation(i, f"tool result is named {m.name!r} but call {m.tool_call_id} is {call.name!r}")
+                )
+        elif m.tool_call_id in self.answered:
+            self.found.append(Violation(i, f"tool call {m.tool_call_id} already has a result"))
+        else:
+            self.found.append(Violation(i, f"tool result for {m.tool_call_id!r} has no matching tool call before it"))
+
+    def assistant(self, i: int, m: AssistantMessage) -> None:
+        if not m.content and not m.tool_calls:
+            self.found.append(Violation(i, "an assistant message needs text or tool calls"))
+        for call in m.tool_calls:
+            if not call.id:
+                self.found.append(Violation(i, f"tool call {call.name!r} has no id"))
+            elif call.id in self.seen_ids:
+                self.found.append(Violation(i, f"tool call id {call.id} is used twice"))
+            if not call.name:
+                self.found.append(Violation(i, f"tool call {call.id} has no name"))
+            self.seen_ids.add(call.id)
+            self.pending[call.id] = call
+        self.pending_from = i
+
+    def close_pending(self, at: int) -> None:
+        for call_id in self.pending:
+            self.found.append(
+                Violation(
+                    self.pending_from, f"tool call {call_id} was never answered by a tool message before message {at}"
+                )
+            )
+        self.pending = {}
+
+
+def first_difference(before: list[Message], after: list[Message]) -> int:
+    """The index of the first message where two lists differ; the shorter length when one extends the other."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )
 
 
 def pending_tool_calls(messages: list[Message]) -> list[ToolCall]:

@@ -11,8 +11,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .errors import UsageError
-from .messages import AssistantMessage, Message, SystemMessage, Usage, UserMessage, pending_tool_calls
+from .errors import MessageListError, UsageError
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    Usage,
+    UserMessage,
+    first_difference,
+    pending_tool_calls,
+    validate_messages,
+)
 from .providers.base import WireExchange
 from .tools import ToolSpec
 
@@ -38,6 +47,7 @@ class RunConfig(BaseModel):
     tools: list[ToolSpec] = []
     max_steps: int = Field(default=10, ge=1)
     concurrency: bool = True
+    pause_before_tools: bool = False  # a step stops after the model phase; the next step runs the tools
     temperature: float | None = None
     final_answer_schema: dict[str, Any] | None = None
 
@@ -124,8 +134,25 @@ class Run(BaseModel):
         return "model"
 
     @property
+    def budget_left(self) -> int:
+        """Model calls the step budget still allows."""
+        return max(0, self.config.max_steps - len(self.steps))
+
+    @property
+    def can_call_model(self) -> bool:
+        """Whether the model phase may run now: it is next, the budget allows it, no structured answer ends the run."""
+        return self.next_phase == "model" and self.budget_left > 0 and self.stop_reason != "structured"
+
+    @property
+    def paused(self) -> bool:
+        """Waiting before its tools phase because the run pauses before tools."""
+        return self.config.pause_before_tools and self.next_phase == "tools"
+
+    @property
     def finished(self) -> bool:
-        return self.stop_reason in ("answer", "max_steps", "structured") or self.next_phase == "done"
+        """Nothing can happen next: an answer, a filled schema, or the step budget used up."""
+        phase = self.next_phase
+        return phase == "done" or (phase == "model" and not self.can_call_model)
 
     @property
     def usage(self) -> Usage:
@@ -138,6 +165,39 @@ class Run(BaseModel):
         for s in self.steps:
             total += s.latency_ms + max((t.started_ms + t.duration_ms for t in s.tool_runs), default=0.0)
         return total
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools offered to the model: the run's tools, plus the final-answer tool when a schema is set."""
+        specs = list(self.config.tools)
+        if self.config.final_answer_schema is not None:
+            specs.append(
+                ToolSpec(
+                    name=FINAL_ANSWER_TOOL,
+                    description="Give the final answer in the required structure. Call it once, when done.",
+                    parameters=self.config.final_answer_schema,
+                )
+            )
+        return specs
+
+    def check_messages(self) -> None:
+        """Raise MessageListError if the message list breaks a provider's rules (checked again only after a change)."""
+        ids = list(map(id, self.messages))
+        if ids == self._trusted:
+            return
+        violations = validate_messages(self.messages)
+        if violations:
+            raise MessageListError(violations)
+        self._trusted = ids
+
+    def append(self, message: Message) -> None:
+        """Append a message the loop made; it keeps the list valid, so the check need not run again."""
+        self.messages.append(message)
+        self._trusted.append(id(message))
+
+    def edit_forks(self, messages: list[Message]) -> bool:
+        """Whether replacing the message list with `messages` changes what a model call already answered."""
+        return bool(self.steps) and first_difference(self.messages, messages) < self.steps[-1].message_count
 
     def final_answer(self) -> str | None:
         """The text of the last assistant message when the run ended on an answer."""
@@ -155,10 +215,7 @@ class Run(BaseModel):
 
     def fork_with_messages(self, messages: list[Message]) -> Run:
         """A new run over an edited message list; keeps the steps made before the first change."""
-        first_change = next(
-            (i for i, (a, b) in enumerate(zip(self.messages, messages, strict=False)) if a != b),
-            min(len(self.messages), len(messages)),
-        )
+        first_change = first_difference(self.messages, messages)
         kept = sum(1 for s in self.steps if s.message_count < first_change)
         # like fork(at_step): the origin is the first step the branch makes again
         return self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=kept + 1))

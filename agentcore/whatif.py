@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from itertools import accumulate
 from typing import Any
 
-from .accounting import CLEARED, CostReport, Pricer, _raw_parts
-from .loop import Run
+from .accounting import CLEARED, CostReport, Pricer
 from .messages import Message, SystemMessage, ToolMessage, UserMessage
+from .run import Run
 
 # -- what-if --------------------------------------------------------------------------
 
@@ -46,8 +46,7 @@ Transform = Callable[[list[Message], int, list[int]], list[Message]]
 
 
 def _with_content(m: ToolMessage, content: str) -> ToolMessage:
-    # a new message, not model_copy: model_copy would carry over the cached text and token count
-    return ToolMessage(tool_call_id=m.tool_call_id, name=m.name, content=content, is_error=m.is_error)
+    return m.model_copy(update={"content": content})  # a message's copy drops its cached text and token count
 
 
 def _keep_last_results(k: int) -> Transform:
@@ -128,10 +127,10 @@ def what_ifs(
         ("drop_turns", f"drop turns older than {keep_turns} steps", _drop_old_turns(keep_turns)),
     ]
     for key, label, transform in strategies:
-        ins = []
-        for s, request, scale in zip(report.steps, report._requests, report._scales, strict=True):
-            raw = sum(_raw_parts(transform(request, s.index, origin), report._spec_tokens).values())
-            ins.append(min(round(raw * scale), s.input_tokens))
+        ins = [
+            report.rescaled_input(i, transform(request, s.index, origin))
+            for i, (s, request) in enumerate(zip(report.steps, report.requests, strict=True))
+        ]
         zeros = [0] * len(ins)
         out.append(finish(key, label, ins, zeros, zeros))
 

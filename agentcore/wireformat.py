@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import UsageError
-from .loop import Agent, Run
 from .providers.base import ModelRequest, Settings
+from .run import Run
 
 FORMATS = ("openai", "anthropic", "ollama")
 
@@ -22,8 +22,7 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
         raise UsageError(f"unknown wire format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if model is None:
         model = run.config.model if run.config.provider == fmt and run.config.model else get_info(fmt).default_model
-    # the tool specs the loop itself would offer; no provider is needed to compute them
-    specs = Agent(provider=None).specs(run)  # type: ignore[arg-type]
+    specs = run.tool_specs
     request = ModelRequest(
         messages=tuple(run.messages),
         tools=tuple(specs),

@@ -18,8 +18,8 @@ from agentcore.accounting import (
     price_choices,
 )
 from agentcore.errors import UsageError
-from agentcore.loop import Run, RunConfig, StepRecord
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.run import Run, RunConfig, StepRecord
 from agentcore.whatif import what_ifs
 
 MINI = PriceRef("openai", "gpt-4o-mini")

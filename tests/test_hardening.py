@@ -9,9 +9,10 @@ import pytest
 from agentcore import transcript as tr
 from agentcore.cli import main
 from agentcore.errors import UsageError
-from agentcore.loop import Agent, Run, RunConfig, check_final_schema
+from agentcore.loop import Agent, check_final_schema
 from agentcore.messages import AssistantMessage, ToolCall, UserMessage
 from agentcore.providers.scripted import ScriptedProvider
+from agentcore.run import Run, RunConfig
 from agentcore.store import Store
 from agentcore.tools import tool
 

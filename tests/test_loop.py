@@ -99,7 +99,7 @@ def test_structured_answer_is_validated_and_a_bad_one_goes_back_as_data():
     good = ToolCall(id="f2", name="final_answer", arguments={"topic": "x", "score": 3})
     agent = Agent(replay(reply(bad), reply(good)))
     run = Run.start("judge", RunConfig(final_answer_schema=resolve_schema(Verdict)))
-    assert "final_answer" in [s.name for s in agent.specs(run)]
+    assert "final_answer" in [s.name for s in run.tool_specs]
     agent.run(run)
     assert run.stop_reason == "structured"
     assert run.final_output == {"topic": "x", "score": 3}
@@ -289,3 +289,43 @@ def test_user_can_continue_after_an_answer():
     assert run.next_phase == "model"
     agent.run(run)
     assert run.final_answer() == "two" and len(run.steps) == 2
+
+
+def test_a_run_that_pauses_before_tools_stops_each_step_after_its_model_phase():
+    calc = ToolCall(id="c1", name="calculator", arguments={"expression": "2+2"})
+    agent = Agent(replay(reply(calc), reply(text="4")), [TOOLBOX["calculator"]])
+    run = Run.start("2+2?", RunConfig(pause_before_tools=True))
+    assert agent.step(run) == "tools" and run.paused
+    assert agent.run(run) is run and run.next_phase == "tools"  # run to end stops at the pause too
+    assert agent.step(run) == "model"  # the next step runs the waiting tools, and only them
+    assert run.messages[-1].content == "2+2 = 4" and len(run.steps) == 1
+    assert agent.step(run) == "done" and run.stop_reason == "answer"
+
+
+def test_the_run_answers_its_budget_and_a_raised_budget_lets_it_go_on():
+    agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
+    run = agent.run(Run.start("loop", RunConfig(max_steps=2)))
+    assert (run.budget_left, run.can_call_model, run.finished) == (0, False, True)
+    run.config.max_steps = 3
+    assert (run.budget_left, run.can_call_model, run.finished) == (1, True, False)
+    agent.run(run)
+    assert run.stop_reason == "max_steps" and len(run.steps) == 3
+
+
+def test_a_run_started_by_an_agent_records_the_agents_tools():
+    from agentcore.accounting import account
+    from agentcore.transcript import to_dict
+
+    calc = ToolCall(id="c1", name="calculator", arguments={"expression": "2+2"})
+    agent = Agent(replay(reply(calc), reply(text="4")), [TOOLBOX["calculator"]])
+    run = agent.run(Run.start("2+2?"))
+    assert [s.name for s in run.config.tools] == ["calculator"]
+    assert [t["name"] for t in to_dict(run)["config"]["tools"]] == ["calculator"]
+    assert account(run).steps[0].composition["tool_specs"] > 0
+
+
+def test_a_run_with_its_own_tools_keeps_them():
+    agent = Agent(replay(reply(text="hi")), [TOOLBOX["calculator"], TOOLBOX["get_weather"]])
+    run = agent.run(Run.start("hi", RunConfig(tools=[TOOLBOX["get_weather"].spec()])))
+    assert [s.name for s in run.config.tools] == ["get_weather"]
+    assert [s.name for s in run.tool_specs] == ["get_weather"]

@@ -7,15 +7,17 @@ runs it at the top of its next draw, where streamed text and progress can be sho
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
-from agentcore.loop import Agent, Event, Run, ToolDecision
+from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
+from agentcore.run import Run, RunConfig
 from agentcore.toolbox import TOOLBOX, get_tools
 
 from .state import Action, Session, get_session, make_provider, on_run_changed, settings_for
@@ -138,10 +140,10 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-def _agent(session: Session, run: Run, on_text: TextSink | None) -> Agent:
+def _sidebar_config(session: Session, run: Run) -> RunConfig:
     # the sidebar's provider and limits apply from the next phase, so a run can be continued on another model
     cfg = session.config
-    run.config = run.config.model_copy(
+    return run.config.model_copy(
         update={
             "provider": cfg.provider,
             "model": cfg.model,
@@ -149,39 +151,29 @@ def _agent(session: Session, run: Run, on_text: TextSink | None) -> Agent:
             "scenario": cfg.scenario if cfg.provider == "scripted" else None,
             "max_steps": cfg.max_steps,
             "concurrency": cfg.concurrency,
+            "pause_before_tools": cfg.pause_before_tools,
             "temperature": cfg.temperature,
         }
     )
+
+
+def upcoming(session: Session) -> Run | None:
+    """The current run as its next phase will see it: with the sidebar's provider and limits (a view; not saved)."""
+    run = session.run
+    return None if run is None else run.model_copy(update={"config": _sidebar_config(session, run)})
+
+
+def _agent(session: Session, run: Run, observers: list[Observer], stream: bool) -> Agent:
+    run.config = _sidebar_config(session, run)
     provider = make_provider(run.config)
     tools = get_tools([s.name for s in run.config.tools if s.name in TOOLBOX])
-
-    def observe(event: Event) -> None:
-        if event.kind == "text_delta" and event.text and on_text is not None:
-            on_text(event.text)
-
-    return Agent(provider, tools, observers=[observe] if on_text else [], settings=settings_for(on_text is not None))
+    return Agent(provider, tools, observers=observers, settings=settings_for(stream))
 
 
-def run_phase(session: Session, action: Action, on_text: TextSink | None = None) -> None:
-    """Run one requested phase on the current run; every failure becomes the one-line notice."""
-    run = session.run
-    if run is None:
-        return
-    decisions, session.decisions = session.decisions, {}
-    if run.stop_reason == "cancelled":
-        run.stop_reason = None  # going on after a Stop
+def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:
+    """Run `drive` on the current run; every failure becomes the one-line notice, and the run is saved."""
     try:
-        agent = _agent(session, run, on_text)
-        if action in ("model", "retry"):
-            agent.model_phase(run)
-        elif action == "tools":
-            agent.tools_phase(run, decisions)
-        elif run.next_phase == "model":
-            agent.model_phase(run)
-            if run.next_phase == "tools" and run.stop_reason != "error" and not session.config.pause_before_tools:
-                agent.tools_phase(run)
-        else:
-            agent.tools_phase(run, decisions)
+        drive()
     except AgentcoreError as exc:
         session.notice = str(exc)
     except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
@@ -189,24 +181,47 @@ def run_phase(session: Session, action: Action, on_text: TextSink | None = None)
     on_run_changed(run)
 
 
+def run_phase(session: Session, action: Action, on_text: TextSink | None = None) -> None:
+    """Run one requested phase, or one step, of the current run."""
+    run = session.run
+    if run is None:
+        return
+    decisions, session.decisions = session.decisions, {}
+
+    def observe(event: Event) -> None:
+        if event.kind == "text_delta" and event.text and on_text is not None:
+            on_text(event.text)
+
+    def drive() -> None:
+        agent = _agent(session, run, [observe] if on_text else [], stream=on_text is not None)
+        if action in ("model", "retry"):
+            agent.model_phase(run)
+        elif action == "tools":
+            agent.tools_phase(run, decisions)
+        else:
+            agent.step(run, decisions)
+
+    _drive(session, run, drive)
+
+
 def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
-    """Phase after phase until a stop reason, a pause before tools, an error, or Stop."""
-    while session.running and session.run is not None:
-        run = session.run
-        if session.stop_requested:
-            run.stop_reason = "cancelled"
-            break
-        if run.finished or run.stop_reason == "error" or session.notice:
-            break
-        if run.next_phase == "tools" and session.config.pause_before_tools:
-            break
-        if run.next_phase == "model" and len(run.steps) >= session.config.max_steps:
-            run.stop_reason = "max_steps"
+    """Agent.run on the current run, saving and showing progress after each phase; Stop ends it between phases."""
+    run = session.run
+    if run is None:
+        return
+    cancel = threading.Event()
+
+    def observe(event: Event) -> None:
+        if event.kind == "phase_finished":
             on_run_changed(run)
-            break
-        run_phase(session, "model" if run.next_phase == "model" else "tools")
-        progress(run)
-    session.running = session.stop_requested = False
+            progress(run)
+        if session.stop_requested:
+            cancel.set()
+
+    try:
+        _drive(session, run, lambda: _agent(session, run, [observe], stream=False).run(run, cancel))
+    finally:
+        session.running = session.stop_requested = False
 
 
 # -- editing the message list -------------------------------------------------------------------
@@ -296,14 +311,10 @@ def apply_draft() -> None:
     if violations:
         session.notice = f"Fix the message list first: {violations[0]}"
         return
-    first_change = next(
-        (i for i, (a, b) in enumerate(zip(run.messages, draft, strict=False)) if a != b),
-        min(len(run.messages), len(draft)),
-    )
-    if len(draft) == len(run.messages) and first_change == len(draft):
+    if draft == run.messages:
         discard_draft()
         return
-    if run.steps and first_change < run.steps[-1].message_count:
+    if run.edit_forks(draft):
         target = run.fork_with_messages(draft)
         session.add_run(target)
     else:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from agentcore.loop import Agent, Run
+from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolMessage
+from agentcore.run import Run
 
 Node = Literal["prompt", "model", "tools", "done"]
 
@@ -46,7 +47,7 @@ def position(run: Run | None) -> Position:
     last_phase = came_from if came_from != "prompt" else None
     if run.stop_reason == "error":
         return Position("model", (came_from, "model") if came_from != "model" else None, True, last_phase)
-    if run.stop_reason in ("max_steps", "structured") or run.next_phase == "done":
+    if run.finished:
         return Position("done", (came_from, "done"), False, last_phase)
     target: Node = run.next_phase  # type: ignore[assignment]
     return Position(target, (came_from, target), False, last_phase)

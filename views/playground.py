@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from functools import partial
 
 import streamlit as st
 
-from agentcore.loop import Run
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
+from agentcore.run import Run
 from agentcore.transcript import dumps
 from ui import actions
 from ui.graph import loop_dot, source_html, source_view
@@ -54,7 +53,7 @@ def _last_line(run: Run) -> str:
         return ""
     m = run.messages[-1]
     if isinstance(m, AssistantMessage) and m.tool_calls:
-        return "asked for " + ", ".join(f"{c.name}({json.dumps(c.arguments)[:60]})" for c in m.tool_calls)
+        return "asked for " + ", ".join(f"{c.name}({c.arguments_text[:60]})" for c in m.tool_calls)
     if isinstance(m, ToolMessage):
         return f"{m.name} → {'error' if m.is_error else 'ok'}: {m.content[:80]}"
     return (m.content or "")[:120]
@@ -97,7 +96,7 @@ def _live(session: Session, slot) -> None:
 
 
 def _status(session: Session, run: Run) -> None:
-    budget = session.config.max_steps
+    budget = actions.upcoming(session).config.max_steps
     total = run.usage
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Step", f"{len(run.steps)} / {budget}")
@@ -114,12 +113,7 @@ def _status(session: Session, run: Run) -> None:
 def _controls(session: Session, run: Run) -> None:
     editing = session.draft is not None
     # a structured answer ends the run for good; a used-up budget can still be raised in the sidebar
-    can_model = (
-        run.next_phase == "model"
-        and run.stop_reason != "structured"
-        and len(run.steps) < session.config.max_steps
-        and not editing
-    )
+    can_model = actions.upcoming(session).can_call_model and not editing
     can_tools = run.next_phase == "tools" and not editing
     bar = st.container(horizontal=True, key="controls")
     bar.button(
@@ -153,7 +147,7 @@ def _controls(session: Session, run: Run) -> None:
     )
     if editing:
         st.caption("Apply or discard the edits below before stepping.")
-    elif run.next_phase == "model" and len(run.steps) >= session.config.max_steps:
+    elif run.next_phase == "model" and actions.upcoming(session).budget_left == 0:
         st.caption("The step budget is used up: raise **Max steps** in the sidebar to go on.")
     elif run.next_phase == "done" and not run.stop_reason:
         st.caption(
@@ -180,7 +174,7 @@ def _pending(session: Session, run: Run) -> None:
             "or type the result yourself. Then run the tools phase."
         )
         for call in calls:
-            args = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
+            args = call.arguments_text
             if len(args) <= 100 and "`" not in args:
                 st.markdown(f":material/build: **`{call.name}`** `{args}` &nbsp; :gray[{call.id}]")
             else:
