@@ -7,8 +7,11 @@ import os
 import re
 from typing import Any
 
-from .providers.base import REDACTED, SECRET_HEADERS, redact_headers
-
+# Header names whose values are credentials; matched case-insensitively.
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key"}
+)
+REDACTED = "[redacted]"
 KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY")
 _SECRET_KEY = re.compile(r"(api[-_]?key|secret|token|password|authorization|cookie)$", re.IGNORECASE)
 _SECRET_SHAPES = (
@@ -18,6 +21,16 @@ _SECRET_SHAPES = (
 )
 _SCRUB_DEPTH = 5
 _CONVERSATION_KEYS = frozenset({"messages", "contents", "input", "content"})
+
+
+def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
+    """Copy headers with every credential replaced by `[redacted]`."""
+    out: dict[str, str] = {}
+    for key, value in dict(headers).items():
+        lowered = key.lower()
+        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered or "secret" in lowered
+        out[key] = REDACTED if secret else str(value)
+    return out
 
 
 def scrub(value: Any, depth: int = 0) -> Any:

@@ -227,5 +227,5 @@ def provider_problem(name: str) -> str | None:
 
 
 def settings_for(stream: bool) -> Settings:
-    """Generation settings for a phase; streaming is asked for when the page can show it."""
-    return Settings(stream=stream)
+    """Generation settings for a phase: the providers' defaults (text streams when the phase passes `on_text`)."""
+    return Settings()

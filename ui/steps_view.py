@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from agentcore.loop import Run, StepRecord
-from agentcore.providers.base import redact_headers
+from agentcore.secrets import redact_headers
 
 from . import actions
 from .state import Session

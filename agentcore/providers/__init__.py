@@ -27,6 +27,7 @@ class ProviderInfo:
     key_env: str | None = None  # environment variable holding its API key
     base_url_env: str | None = None
     default_base_url: str | None = None
+    free: bool = False  # nothing to pay: its runs cost 0, not an unknown price
 
     def load(self) -> type:
         module, cls = self.target.split(":")
@@ -42,6 +43,7 @@ REGISTRY: dict[str, ProviderInfo] = {
             "smollm2-135m",
             ("smollm2-135m",),
             "SmolLM2-135M-Instruct in-process through llama.cpp; no key, no network (or any GGUF file by path)",
+            free=True,
         ),
         ProviderInfo(
             "scripted",
@@ -49,6 +51,7 @@ REGISTRY: dict[str, ProviderInfo] = {
             "weather",
             ("weather", "recovery", "research", "runaway", "structured"),
             "a deterministic scripted model with bundled scenarios; the model name is the scenario",
+            free=True,
         ),
         ProviderInfo(
             "openai",
@@ -81,6 +84,7 @@ REGISTRY: dict[str, ProviderInfo] = {
         ),
     )
 }
+FREE_PROVIDERS = frozenset(name for name, info in REGISTRY.items() if info.free)
 
 
 def local_available() -> tuple[bool, str]:
@@ -130,6 +134,7 @@ def create_provider(
 
 
 __all__ = [
+    "FREE_PROVIDERS",
     "REGISTRY",
     "BaseProvider",
     "ModelRequest",

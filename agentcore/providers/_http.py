@@ -1,4 +1,4 @@
-"""The HTTP transport the wire-format providers share: retries, wire capture, error parsing.
+"""What the wire-format providers share: the HTTP transport, and HttpProvider with the one `complete()`.
 
 Retried: connection errors and timeouts, 408, 409, 429, every 5xx (Anthropic's 529
 included), unless the server says `x-should-retry: false`; `x-should-retry: true`
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import random
 import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -21,7 +23,9 @@ import httpx
 
 from ..errors import ProviderError, UsageError
 from ..messages import Violation, validate_messages
-from .base import BaseProvider, ModelRequest, TextSink, WireExchange, redact_headers
+from ..secrets import redact_headers
+from . import ProviderInfo, get_info
+from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "anthropic-request-id")
@@ -68,7 +72,7 @@ class HttpTransport:
         try:
             raw = response.read()
         except httpx.HTTPError as exc:
-            raise self._error(f"the response broke off: {_describe(exc)}", wire, status=response.status_code) from None
+            raise self.error(f"the response broke off: {_describe(exc)}", wire, status=response.status_code) from None
         finally:
             response.close()
         text = raw.decode("utf-8", errors="replace")
@@ -77,7 +81,7 @@ class HttpTransport:
         except ValueError:
             wire.response = text
             ctype = response.headers.get("content-type", "?")
-            raise self._error(
+            raise self.error(
                 f"the response is not JSON ({ctype}): {_snippet(text)}", wire, status=response.status_code
             ) from None
         wire.response = data
@@ -92,18 +96,15 @@ class HttpTransport:
         try:
             yield response, wire
         except httpx.HTTPError as exc:
-            raise self._error(f"the stream broke off: {_describe(exc)}", wire, status=response.status_code) from None
+            raise self.error(f"the stream broke off: {_describe(exc)}", wire, status=response.status_code) from None
         finally:
             response.close()
 
     def error(self, message: str, wire: WireExchange | None, **fields: Any) -> ProviderError:
         """A ProviderError of this provider, carrying the exchange and the attempt count."""
-        return self._error(message, wire, **fields)
+        return ProviderError(message, provider=self.provider, wire=wire, attempts=self.last_attempts, **fields)
 
     # -- internals ---------------------------------------------------------------------
-
-    def _error(self, message: str, wire: WireExchange | None, **fields: Any) -> ProviderError:
-        return ProviderError(message, provider=self.provider, wire=wire, attempts=self.last_attempts, **fields)
 
     def _send(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[httpx.Response, WireExchange]:
         self.last_attempts = 0
@@ -120,7 +121,7 @@ class HttpTransport:
                 if attempt < self.max_retries and waited + delay <= self.retry_budget:
                     waited += self._wait(delay)
                     continue
-                raise self._error(
+                raise self.error(
                     f"cannot reach {url}: {_describe(exc)}", wire, type="connection_error", retryable=True
                 ) from None
             wire.status = response.status_code
@@ -169,7 +170,7 @@ class HttpTransport:
         if retryable and asked is not None and asked > self.max_retry_wait:
             message += f" (the server asks to retry after {asked:.0f} s)"
         request_id = next((response.headers[h] for h in REQUEST_ID_HEADERS if h in response.headers), None)
-        return self._error(
+        return self.error(
             message,
             wire,
             status=response.status_code,
@@ -276,23 +277,23 @@ def decode_event(data: str, transport: HttpTransport, wire: WireExchange) -> Any
         raise transport.error(f"a streamed event is not JSON: {_snippet(data)}", wire, status=wire.status) from None
 
 
-def env_or(value: str | None, env: str, default: str | None = None) -> str | None:
-    """The explicit value, else the environment variable, else the default; blank counts as unset."""
-    import os
-
-    if value:
-        return value
-    return os.environ.get(env) or default
-
-
 TRANSPORT_OPTIONS = frozenset({"retry_base", "retry_cap", "retry_budget", "max_retry_wait", "transport", "sleep"})
 
 
-class HttpProvider(BaseProvider):
-    """Common ground of the HTTP providers: the transport, the key kept in memory only, pre-flight checks."""
+def _configured(value: str | None, env: str | None, default: str | None = None) -> str | None:
+    """The explicit value, else the environment variable, else the default; blank counts as unset."""
+    if value:
+        return value
+    return (os.environ.get(env) if env else None) or default
 
-    supports_streaming: ClassVar[bool] = True
-    exact_usage: ClassVar[bool] = True
+
+class HttpProvider(BaseProvider, ABC):
+    """What the HTTP providers share: settings from the registry, the key in memory only, one `complete()`.
+
+    A wire format fills in `url`, `body`, `parse_response` and `read_stream`, and `headers` where
+    its credentials do not go as a bearer token.
+    """
+
     extra_options: ClassVar[frozenset[str]] = frozenset()
     # `stream=False` answers in one piece even when text is wanted as it comes: some compatible
     # servers (llama-cpp-python's) report usage only on unstreamed responses
@@ -302,18 +303,23 @@ class HttpProvider(BaseProvider):
         self,
         model: str,
         *,
-        base_url: str | None,
-        api_key: str | None,
+        base_url: str | None = None,
+        api_key: str | None = None,
         timeout: float = 60,
         max_retries: int = 2,
         **options: Any,
     ) -> None:
         super().__init__(model)
+        info = self.info
+        self.base_url = (_configured(base_url, info.base_url_env, info.default_base_url) or "").rstrip("/")
+        self._api_key = _configured(api_key, info.key_env)  # memory only: never in repr, wire, transcript or error text
+        if not self._api_key and info.key_env and self.official:
+            raise UsageError(
+                f"{self.name}: no API key; set {info.key_env} or pass one (a compatible server's base URL needs none)"
+            )
         unknown = set(options) - TRANSPORT_OPTIONS - self.extra_options - self.common_options
         if unknown:
             raise UsageError(f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}")
-        self.base_url = (base_url or "").rstrip("/")
-        self._api_key = api_key or None  # memory only: never in repr, wire, transcript or error text
         self.options = {k: v for k, v in options.items() if k in self.extra_options}
         self.stream = bool(options.get("stream", True))
         self.http = HttpTransport(
@@ -326,10 +332,62 @@ class HttpProvider(BaseProvider):
     def __repr__(self) -> str:  # never shows a key
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
-    def streams(self, on_text: TextSink | None) -> bool:
-        """Whether this call streams: text is wanted as it comes, and streaming is not turned off."""
-        return on_text is not None and self.stream
+    @property
+    def info(self) -> ProviderInfo:
+        """This provider's registry entry: its key variable, base URL variable and default URL."""
+        return get_info(self.name)
+
+    @property
+    def official(self) -> bool:
+        """Whether this talks to the vendor's own API (the registry's default URL), not a compatible server."""
+        return self.base_url == self.info.default_base_url
 
     def preflight(self, request: ModelRequest) -> list[Violation]:
         """Rules every tool-calling API enforces: no orphan tool result, no unanswered tool call."""
         return validate_messages(list(request.messages), final=True)
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
+        """One call to the endpoint; streamed when `on_text` is given, unless the `stream` option turned that off."""
+        if on_text is None or not self.stream:
+            data, wire = self.http.post(self.url, self.body(request), self.headers())
+            return self._whole(data, request, wire, on_text)
+        with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as (response, wire):
+            if "application/json" in response.headers.get("content-type", ""):
+                # some servers answer a streamed request with one plain response (llm-katan with tools)
+                wire.response = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
+                return self._whole(wire.response, request, wire, on_text)
+            return self.read_stream(response, wire, request, on_text)
+
+    def _whole(self, data: Any, request: ModelRequest, wire: WireExchange, on_text: TextSink | None) -> ModelResponse:
+        result = self.parse_response(data, request, wire)
+        if on_text is not None and result.message.content:
+            on_text(result.message.content)  # the whole text as one delta: a page shows it as if streamed
+        return result
+
+    # -- what each wire format fills in ------------------------------------------------
+
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """The endpoint every request is POSTed to."""
+
+    def headers(self) -> dict[str, str]:
+        """Request headers: JSON both ways, and the key as a bearer token when there is one."""
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    @abstractmethod
+    def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The request body this provider sends."""
+
+    @abstractmethod
+    def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+        """A whole response body as a ModelResponse; a malformed one is a ProviderError."""
+
+    @abstractmethod
+    def read_stream(
+        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
+    ) -> ModelResponse:
+        """A streamed response as a ModelResponse, each text delta passed to `on_text` as it arrives."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
 import httpx
 
-from ..errors import UsageError
+from ..errors import ProviderError
 from ..messages import (
     AssistantMessage,
     Message,
@@ -20,10 +21,9 @@ from ..messages import (
     parse_arguments,
 )
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event, env_or, iter_sse
+from ._http import HttpProvider, HttpTransport, decode_event, iter_sse
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 STOP_REASONS = {
@@ -153,22 +153,6 @@ class AnthropicProvider(HttpProvider):
     name: ClassVar[str] = "anthropic"
     extra_options: ClassVar[frozenset[str]] = frozenset({"max_tokens", "anthropic_version"})
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 2,
-        **options: Any,
-    ) -> None:
-        base = env_or(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
-        key = env_or(api_key, "ANTHROPIC_API_KEY")
-        if not key and base.rstrip("/") == DEFAULT_BASE_URL:
-            raise UsageError("anthropic: no API key; set ANTHROPIC_API_KEY or pass one")
-        super().__init__(model, base_url=base, api_key=key, timeout=timeout, max_retries=max_retries, **options)
-
     @property
     def url(self) -> str:
         """The messages endpoint; a base URL may or may not end in /v1."""
@@ -212,79 +196,89 @@ class AnthropicProvider(HttpProvider):
         found.sort(key=lambda v: v.index)
         return found
 
-    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        """One Messages call; streamed (SSE) when `on_text` is given."""
-        if not self.streams(on_text):
-            data, wire = self.http.post(self.url, self.body(request), self.headers())
-            result = parse_message(data, self.http, wire)
-            if on_text is not None and result.message.content:
-                on_text(result.message.content)
-            return result
-        with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as (response, wire):
-            return self._read_stream(response, wire, on_text)
+    def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+        """A `message` body as a ModelResponse."""
+        return parse_message(data, self.http, wire)
 
-    def _read_stream(self, response: httpx.Response, wire: WireExchange, on_text: TextSink) -> ModelResponse:
-        if "application/json" in response.headers.get("content-type", ""):
-            data = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
-            wire.response = data
-            result = parse_message(data, self.http, wire)
-            if result.message.content:
-                on_text(result.message.content)
-            return result
+    def read_stream(
+        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
+    ) -> ModelResponse:
+        """Named SSE events folded into one message, up to message_stop; an `error` event is a ProviderError."""
         events: list[Any] = []
         wire.response = events
-        blocks: dict[int, dict[str, Any]] = {}
-        partial: dict[int, list[str]] = {}
-        usage: dict[str, Any] = {}
-        stop_reason: str | None = None
+        stream = _MessageStream(on_text)
         finished = False
         for name, data in iter_sse(response.iter_lines()):
             event = decode_event(data, self.http, wire)
             events.append(event)
-            kind = event.get("type", name) if isinstance(event, dict) else name
+            fields = event if isinstance(event, dict) else {}
+            kind = fields.get("type", name)
             if kind == "error" or name == "error":
-                err = event.get("error") if isinstance(event, dict) else None
-                err = err if isinstance(err, dict) else {}
-                raise self.http.error(
-                    f"error in the stream: {err.get('message') or data}",
-                    wire,
-                    status=wire.status,
-                    type=err.get("type"),
-                    retryable=err.get("type") in ("overloaded_error", "api_error"),
-                )
-            if kind == "message_start":
-                usage.update((event.get("message") or {}).get("usage") or {})
-            elif kind == "content_block_start":
-                blocks[event.get("index", len(blocks))] = dict(event.get("content_block") or {})
-            elif kind == "content_block_delta":
-                index, delta = event.get("index", 0), event.get("delta") or {}
-                block = blocks.setdefault(index, {"type": "text", "text": ""})
-                if delta.get("type") == "text_delta":
-                    block["text"] = block.get("text", "") + delta.get("text", "")
-                    if delta.get("text"):
-                        on_text(delta["text"])
-                elif delta.get("type") == "input_json_delta":
-                    partial.setdefault(index, []).append(delta.get("partial_json", ""))
-            elif kind == "message_delta":
-                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
-                usage.update(event.get("usage") or {})  # cumulative counts: the last one wins
-            elif kind == "message_stop":
-                finished = True
+                raise _stream_error(fields, data, self.http, wire)
+            finished = stream.add(kind, fields)
+            if finished:
                 break
         if not finished:
             raise self.http.error("the stream ended before message_stop", wire, status=wire.status)
-        for index, pieces in partial.items():
-            text = "".join(pieces)
-            block = blocks[index]
-            # parsed at the block's end; text that is not an object stays raw for the loop to report
-            block["input"] = _object_or_raw(text)
-        message = parse_blocks([blocks[i] for i in sorted(blocks)], self.http, wire)
         return ModelResponse(
-            message=message,
-            usage=parse_usage(usage),
-            finish_reason=STOP_REASONS.get(stop_reason, stop_reason),
+            message=parse_blocks(stream.content(), self.http, wire),
+            usage=parse_usage(stream.usage),
+            finish_reason=STOP_REASONS.get(stream.stop_reason, stream.stop_reason),
             wire=wire,
         )
+
+
+@dataclass
+class _MessageStream:
+    """A streamed message as its events arrive: content blocks by index, partial tool input, usage, stop reason."""
+
+    on_text: TextSink
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    partial: dict[int, list[str]] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    stop_reason: str | None = None
+
+    def add(self, kind: str | None, event: dict[str, Any]) -> bool:
+        """Fold one event in; True once the message is complete (message_stop)."""
+        if kind == "message_start":
+            self.usage.update((event.get("message") or {}).get("usage") or {})
+        elif kind == "content_block_start":
+            self.blocks[event.get("index", len(self.blocks))] = dict(event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._add_delta(event.get("index", 0), event.get("delta") or {})
+        elif kind == "message_delta":
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+            self.usage.update(event.get("usage") or {})  # cumulative counts: the last one wins
+        return kind == "message_stop"
+
+    def _add_delta(self, index: int, delta: dict[str, Any]) -> None:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        if delta.get("type") == "text_delta":
+            block["text"] = block.get("text", "") + delta.get("text", "")
+            if delta.get("text"):
+                self.on_text(delta["text"])
+        elif delta.get("type") == "input_json_delta":
+            self.partial.setdefault(index, []).append(delta.get("partial_json", ""))
+
+    def content(self) -> list[dict[str, Any]]:
+        """The content blocks in order, each tool_use's input parsed from its pieces at the block's end."""
+        for index, pieces in self.partial.items():
+            # text that is not an object stays raw for the loop to report
+            self.blocks[index]["input"] = _object_or_raw("".join(pieces))
+        return [self.blocks[i] for i in sorted(self.blocks)]
+
+
+def _stream_error(event: dict[str, Any], data: str, http: HttpTransport, wire: WireExchange) -> ProviderError:
+    """An `error` event as a ProviderError; an overload or a server error may be retried."""
+    err = event.get("error")
+    err = err if isinstance(err, dict) else {}
+    return http.error(
+        f"error in the stream: {err.get('message') or data}",
+        wire,
+        status=wire.status,
+        type=err.get("type"),
+        retryable=err.get("type") in ("overloaded_error", "api_error"),
+    )
 
 
 def _object_or_raw(text: str) -> Any:

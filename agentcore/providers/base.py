@@ -11,11 +11,6 @@ from pydantic import BaseModel, ConfigDict
 from ..messages import COMPACT_JSON, AssistantMessage, Message, Usage, estimate_tokens
 from ..tools import ToolSpec
 
-# Header names whose values are credentials; matched case-insensitively.
-SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key"}
-)
-REDACTED = "[redacted]"
 _TOKENS = attrgetter("tokens")
 
 TextSink = Callable[[str], None]
@@ -30,7 +25,6 @@ class Settings(BaseModel):
     max_tokens: int | None = None
     seed: int | None = None
     parallel_tool_calls: bool | None = None
-    stream: bool = False
 
 
 class ModelRequest(BaseModel):
@@ -84,10 +78,10 @@ class Provider(Protocol):
 
 
 class BaseProvider:
-    """Convenience base: declares capabilities as class attributes."""
+    """Convenience base: the model name, a repr without secrets, and whether usage is counted or estimated."""
 
     name: ClassVar[str] = "base"
-    supports_streaming: ClassVar[bool] = False
+    # usage comes from the model's own count; a response that had to estimate still says so in `estimated`
     exact_usage: ClassVar[bool] = True
 
     def __init__(self, model: str) -> None:
@@ -97,24 +91,9 @@ class BaseProvider:
         return f"{type(self).__name__}(model={self.model!r})"
 
 
-def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
-    """Copy headers with every credential replaced by `[redacted]`."""
-    out: dict[str, str] = {}
-    for key, value in dict(headers).items():
-        lowered = key.lower()
-        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered or "secret" in lowered
-        out[key] = REDACTED if secret else str(value)
-    return out
-
-
 def estimate_request_tokens(request: ModelRequest) -> int:
     """Estimate the input tokens of a request from what would be sent: messages and tool specs."""
     total = sum(map(_TOKENS, request.messages))  # map: runs every step over the whole message list
     for spec in request.tools:
         total += estimate_tokens(spec.name + spec.description + COMPACT_JSON.encode(spec.parameters))
     return total
-
-
-def message_text(m: Message) -> str:
-    """The text of a message as the model reads it, tool calls included."""
-    return m.text

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, assert_never
 
 from ..errors import ProviderError, UsageError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, parse_arguments
@@ -197,8 +197,8 @@ def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[di
         elif isinstance(m, ToolMessage):
             outcome = "failed" if m.is_error else "returned"
             out.append({"role": "user", "content": f"functions.{m.name} {outcome}:\n{m.content}"})
-        else:  # pragma: no cover - a new message kind must be mapped here
-            raise TypeError(f"unmapped message type {type(m).__name__}")
+        else:
+            assert_never(m)
     return out
 
 
@@ -228,8 +228,6 @@ class LocalProvider(BaseProvider):
     """
 
     name: ClassVar[str] = "local"
-    supports_streaming: ClassVar[bool] = True
-    exact_usage: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -11,10 +11,8 @@ import httpx
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event, env_or
+from ._http import HttpProvider, HttpTransport, decode_event
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
-
-DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 def message_to_wire(m: Message) -> dict[str, Any]:
@@ -103,45 +101,34 @@ class OllamaProvider(HttpProvider):
 
     name: ClassVar[str] = "ollama"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 2,
-        **options: Any,
-    ) -> None:
-        host = env_or(base_url, "OLLAMA_HOST", DEFAULT_HOST)
-        if "://" not in host:  # OLLAMA_HOST is often written as host:port
-            host = f"http://{host}"
-        super().__init__(model, base_url=host, api_key=api_key, timeout=timeout, max_retries=max_retries, **options)
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        if "://" not in self.base_url:  # OLLAMA_HOST is often written as host:port
+            self.base_url = f"http://{self.base_url}"
+
+    @property
+    def url(self) -> str:
+        """The /api/chat endpoint."""
+        return f"{self.base_url}/api/chat"
 
     def headers(self) -> dict[str, str]:
-        """Request headers; a bearer token only when a key was given (a proxy or Ollama's cloud)."""
-        headers = {"content-type": "application/json"}
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
+        """The shared headers without `accept`: a streamed answer is NDJSON, a whole one JSON."""
+        headers = super().headers()
+        del headers["accept"]
         return headers
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The request body this provider sends."""
         return build_body(self.model, request, stream=stream)
 
-    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        """One /api/chat call; streamed (NDJSON) when `on_text` is given."""
-        url = f"{self.base_url}/api/chat"
-        if not self.streams(on_text):
-            data, wire = self.http.post(url, self.body(request), self.headers())
-            result = parse_chat(data, self.http, wire)
-            if on_text is not None and result.message.content:
-                on_text(result.message.content)
-            return result
-        with self.http.stream(url, self.body(request, stream=True), self.headers()) as (response, wire):
-            return self._read_stream(response, wire, on_text)
+    def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+        """A whole /api/chat body as a ModelResponse."""
+        return parse_chat(data, self.http, wire)
 
-    def _read_stream(self, response: httpx.Response, wire: WireExchange, on_text: TextSink) -> ModelResponse:
+    def read_stream(
+        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
+    ) -> ModelResponse:
+        """NDJSON lines: text deltas passed on, whole tool calls collected, usage from the final (done) line."""
         lines: list[Any] = []
         wire.response = lines
         text: list[str] = []

@@ -7,22 +7,12 @@ from typing import Any, ClassVar, assert_never
 
 import httpx
 
-from ..errors import UsageError
+from ..errors import ProviderError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event, env_or, iter_sse
-from .base import (
-    ModelRequest,
-    ModelResponse,
-    TextSink,
-    WireExchange,
-    estimate_request_tokens,
-    estimate_tokens,
-    message_text,
-)
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+from ._http import HttpProvider, HttpTransport, decode_event, iter_sse
+from .base import ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens, estimate_tokens
 
 
 def message_to_wire(m: Message) -> dict[str, Any]:
@@ -138,9 +128,7 @@ def _response(
     usage = parse_usage(data.get("usage") if isinstance(data, dict) else None)
     estimated = usage is None
     if usage is None:  # some compatible servers omit usage; estimate rather than report zero
-        usage = Usage(
-            input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message_text(message))
-        )
+        usage = Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text))
     # a forced tool choice ends with finish_reason "stop" even with calls; the calls decide
     return ModelResponse(
         message=message,
@@ -156,29 +144,10 @@ class OpenAIProvider(HttpProvider):
 
     name: ClassVar[str] = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 2,
-        **options: Any,
-    ) -> None:
-        base = env_or(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
-        key = env_or(api_key, "OPENAI_API_KEY")
-        if not key and base.rstrip("/") == DEFAULT_BASE_URL:
-            raise UsageError("openai: no API key; set OPENAI_API_KEY (a compatible server's --base-url needs none)")
-        super().__init__(model, base_url=base, api_key=key, timeout=timeout, max_retries=max_retries, **options)
-        self.official = self.base_url == DEFAULT_BASE_URL
-
-    def headers(self) -> dict[str, str]:
-        """Request headers; no Authorization at all when there is no key (a local server)."""
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        return headers
+    @property
+    def url(self) -> str:
+        """The Chat Completions endpoint."""
+        return f"{self.base_url}/chat/completions"
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The request body this provider sends."""
@@ -186,29 +155,14 @@ class OpenAIProvider(HttpProvider):
         field = "max_completion_tokens" if self.official else "max_tokens"
         return build_body(self.model, request, stream=stream, max_tokens_field=field)
 
-    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        """One Chat Completions call; streamed (SSE) when `on_text` is given."""
-        url = f"{self.base_url}/chat/completions"
-        if not self.streams(on_text):
-            data, wire = self.http.post(url, self.body(request), self.headers())
-            result = parse_completion(data, request, self.http, wire)
-            if on_text is not None and result.message.content:
-                on_text(result.message.content)
-            return result
-        with self.http.stream(url, self.body(request, stream=True), self.headers()) as (response, wire):
-            return self._read_stream(response, wire, request, on_text)
+    def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+        """A `chat.completion` body as a ModelResponse."""
+        return parse_completion(data, request, self.http, wire)
 
-    def _read_stream(
+    def read_stream(
         self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
     ) -> ModelResponse:
-        if "application/json" in response.headers.get("content-type", ""):
-            # some servers answer a streamed request with one plain completion (llm-katan with tools)
-            data = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
-            wire.response = data
-            result = parse_completion(data, request, self.http, wire)
-            if result.message.content:
-                on_text(result.message.content)
-            return result
+        """SSE chunks: text deltas passed on, tool-call fragments merged by index, usage from the last chunk."""
         chunks: list[Any] = []
         wire.response = chunks
         text: list[str] = []
@@ -225,10 +179,7 @@ class OpenAIProvider(HttpProvider):
             if not isinstance(chunk, dict):
                 raise self.http.error("a streamed chunk is not a JSON object", wire, status=wire.status)
             if chunk.get("error"):
-                err = chunk["error"]
-                message = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
-                kind = (err.get("type") or err.get("code")) if isinstance(err, dict) else None
-                raise self.http.error(f"error in the stream: {message}", wire, status=wire.status, type=kind)
+                raise _stream_error(chunk["error"], self.http, wire)
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
@@ -249,6 +200,13 @@ class OpenAIProvider(HttpProvider):
         ]
         calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
         return _response("".join(text) or None, calls, finish, {"usage": usage}, request, wire)
+
+
+def _stream_error(err: Any, http: HttpTransport, wire: WireExchange) -> ProviderError:
+    """An error chunk in the middle of a stream as a ProviderError."""
+    message = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
+    kind = (err.get("type") or err.get("code")) if isinstance(err, dict) else None
+    return http.error(f"error in the stream: {message}", wire, status=wire.status, type=kind)
 
 
 def _merge_call(slot: dict[str, Any], piece: dict[str, Any]) -> None:

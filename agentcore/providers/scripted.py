@@ -297,7 +297,6 @@ class ScriptedProvider(BaseProvider):
     """Plays a bundled scenario, or replays the assistant turns of a saved transcript."""
 
     name: ClassVar[str] = "scripted"
-    supports_streaming: ClassVar[bool] = True
     exact_usage: ClassVar[bool] = False
 
     def __init__(
