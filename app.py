@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # the ui package sits next to this file, also under AppTest
+from ui.sidebar import render_sidebar
+from ui.state import init_session
 
-from ui.sidebar import render_sidebar  # noqa: E402
-from ui.state import init_session  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 # (file, title, icon): a page is listed only once its file exists, so new pages appear by being added
 PAGES = (

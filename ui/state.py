@@ -15,10 +15,12 @@ from typing import Any, Literal
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
-from agentcore.loop import Run, RunConfig, ToolDecision
+from agentcore.loop import ToolDecision
 from agentcore.messages import Message
 from agentcore.providers import REGISTRY, ProviderInfo, Settings, create_provider, default_provider
 from agentcore.providers.base import Provider
+from agentcore.run import Run, RunConfig
+from agentcore.store import LAST_RUN_KEY, Store, default_path
 from agentcore.toolbox import TOOLBOX, get_tools
 
 SESSION_KEY = "session"
@@ -119,31 +121,28 @@ def get_session() -> Session:
     return init_session()
 
 
-# -- the runs store hook ----------------------------------------------------------------
+# -- the runs store --------------------------------------------------------------------------
 
 
-def _store() -> Any:
-    try:
-        from agentcore import store  # optional: built separately, may be absent
-    except ImportError:
-        return None
-    return _store_at(str(store.default_path()))
+def get_store() -> Store:
+    """The app's one runs database (AGENTCORE_DB or ~/.agentcore/runs.db), shared by every page.
+
+    One Store per file: each keeps its own cache of what it saved, so a second Store on the
+    same file would rewrite a run in full after the first one had saved it.
+    """
+    return _store_at(str(default_path()))
 
 
 @st.cache_resource(show_spinner=False)
-def _store_at(path: str) -> Any:
-    from agentcore.store import Store
-
+def _store_at(path: str) -> Store:
     return Store(path)  # keyed by path, so AGENTCORE_DB changing (as between tests) opens the right database
 
 
 def _reopen_last_run(session: Session) -> None:
     """A new browser session opens on the run the user last looked at, when it is still stored."""
     try:
-        from agentcore.store import LAST_RUN_KEY
-
-        store = _store()
-        last = store.get_meta(LAST_RUN_KEY) if store is not None else None
+        store = get_store()
+        last = store.get_meta(LAST_RUN_KEY)
         if last and store.exists(last):
             session.add_run(store.load_run(last))
     except Exception as exc:  # noqa: BLE001 - an unreadable store must not stop the app from opening
@@ -154,12 +153,9 @@ def on_run_changed(run: Run) -> None:
     """Every finished phase and every edit comes through here, so persistence happens in one place."""
     session = get_session()
     try:
-        store = _store()
-        if store is not None:
-            from agentcore.store import LAST_RUN_KEY
-
-            store.save_run(run)
-            store.set_meta(LAST_RUN_KEY, run.id)
+        store = get_store()
+        store.save_run(run)
+        store.set_meta(LAST_RUN_KEY, run.id)
         session.store_error = None
     except Exception as exc:  # noqa: BLE001 - a failing store must not stop the loop; it is shown instead
         session.store_error = f"the run could not be saved: {type(exc).__name__}: {exc}"
