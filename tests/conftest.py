@@ -1,13 +1,30 @@
-"""Shared fixtures: the real peer servers, a private runs database, a fresh flaky schedule."""
+"""Shared fixtures: the real peer servers, a private runs database, a fresh flaky schedule, the app under AppTest."""
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
-from servers import katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
+from servers import ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
 
 from agentcore import toolbox
+
+APP = str(ROOT / "app.py")
+# a test that uses one of these starts a real server: it is marked slow (pytest -m "not slow" skips it)
+SERVER_FIXTURES = {"katan", "katan_pool", "llama_server"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -32,3 +49,67 @@ def _private_runs_database(tmp_path, monkeypatch):
 def _reset_flaky():
     toolbox.reset_flaky()
     yield
+
+
+@pytest.fixture
+def open_app(monkeypatch) -> Callable[..., AppTest]:
+    """Open the app as a browser does (app.py, on the scripted model), then go to `page` when one is given.
+
+    `session` is put in place before the first draw, as the playground would have left it.
+    """
+    monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+
+    def open_(page: str | None = None, *, session: Any = None, timeout: float = 60) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=timeout)
+        if session is not None:
+            at.session_state["session"] = session
+        at.run()
+        assert not at.exception, at.exception
+        if page is not None:
+            at.switch_page(page).run()
+            assert not at.exception, at.exception
+        return at
+
+    return open_
+
+
+class Downloads:
+    """What each download button would hand the browser, recorded while AppTest draws the page."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.deferred: dict[str, Callable[[], Any]] = {}
+
+    def data(self, button: Any) -> bytes:
+        """The bytes behind a download button, its data built now when the page defers it to the click."""
+        proto = button.proto
+        if proto.deferred_file_id:
+            value = self.deferred[proto.deferred_file_id]()
+        else:
+            value = self.files[Path(proto.url).stem]
+        if isinstance(value, io.IOBase):
+            value = value.read()
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> Downloads:
+    """Record the data of every download button drawn from now on (AppTest keeps only the file's URL)."""
+    seen = Downloads()
+    store = MemoryMediaFileStorage.load_and_get_id
+    defer = MediaFileManager.add_deferred
+
+    def load_and_get_id(self, path_or_data, mimetype, kind, filename=None):
+        file_id = store(self, path_or_data, mimetype, kind, filename)
+        seen.files[file_id] = path_or_data
+        return file_id
+
+    def add_deferred(self, data_callable, *args, **kwargs):
+        file_id = defer(self, data_callable, *args, **kwargs)
+        seen.deferred[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+    return seen

@@ -1,4 +1,4 @@
-"""Real peer servers for the provider tests: llm-katan (echo backend, fault flags) and llama-cpp-python's server.
+"""Real servers for the tests: llm-katan (echo backend, fault flags), llama-cpp-python's server, the app itself.
 
 Each starts on 127.0.0.1 and a free port, is polled until it answers, and is killed at the end.
 A test skips (with the reason) only when the executable or package is genuinely missing.
@@ -7,6 +7,7 @@ A test skips (with the reason) only when the executable or package is genuinely 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import socket
 import subprocess
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -49,9 +52,11 @@ class Server:
         return int(httpx.get(f"{self.url}/stats", timeout=5).json()["total"])
 
 
-def _start(cmd: list[str], url: str, ready_path: str, log: Path, timeout: float) -> Server:
+def _start(
+    cmd: list[str], url: str, ready_path: str, log: Path, timeout: float, env: dict[str, str] | None = None
+) -> Server:
     handle = log.open("wb")
-    proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
     server = Server(proc, url, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -99,6 +104,14 @@ def start_katan(workdir: Path, *flags: str) -> Server:
         *flags,
     ]
     return _start(cmd, f"http://127.0.0.1:{port}", "/health", workdir / f"katan-{tag}-{port}.log", 30)
+
+
+def start_app(workdir: Path, env: dict[str, str | None]) -> Server:
+    """`streamlit run app.py` as `make run` starts it, with `env` over this process's environment (None: unset)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
+    merged = {key: value for key, value in {**os.environ, **env}.items() if value is not None}
+    return _start(cmd, f"http://127.0.0.1:{port}", "/_stcore/health", workdir / f"streamlit-{port}.log", 60, merged)
 
 
 def smollm2_gguf() -> Path:
