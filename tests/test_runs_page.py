@@ -1,19 +1,20 @@
-"""The runs library page (AppTest over a real database) and the run diff."""
+"""The runs library page (AppTest over the app and a real database) and the run diff."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
 from agentcore.diff import diff_runs
 from agentcore.providers.scripted import get_scenario
 from agentcore.store import LAST_RUN_KEY, Store
 
-PAGE = str(Path(__file__).resolve().parents[1] / "views" / "runs.py")
+PAGE = "views/runs.py"
 
 
 def _run(scenario: str) -> tuple[Agent, Run]:
@@ -40,11 +41,13 @@ def library(tmp_path: Path, monkeypatch) -> tuple[Store, Run, Run, Run]:
     return store, root, fork, other
 
 
-def page() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=30).run()
+@pytest.fixture
+def page(open_app):
+    """The app opened on the runs page, in a new browser session."""
+    return lambda: open_app(PAGE)
 
 
-def test_the_library_lists_every_run_and_filters_by_search_and_provider(library) -> None:
+def test_the_library_lists_every_run_and_filters_by_search_and_provider(library, page) -> None:
     store, root, fork, other = library
     at = page()
     assert not at.exception
@@ -58,7 +61,7 @@ def test_the_library_lists_every_run_and_filters_by_search_and_provider(library)
     assert len(at.dataframe[0].value) == 3
 
 
-def test_a_title_is_edited_and_a_delete_needs_confirmation(library) -> None:
+def test_a_title_is_edited_and_a_delete_needs_confirmation(library, page) -> None:
     store, root, fork, other = library
     at = page()
     at.selectbox(key="runs_selected").set_value(other.id).run()
@@ -75,7 +78,7 @@ def test_a_title_is_edited_and_a_delete_needs_confirmation(library) -> None:
     assert other.id not in set(at.dataframe[0].value["id"])
 
 
-def test_the_fork_tree_and_the_diff_show_where_a_fork_diverges(library) -> None:
+def test_the_fork_tree_and_the_diff_show_where_a_fork_diverges(library, page) -> None:
     store, root, fork, other = library
     at = page()
     at.selectbox(key="runs_selected").set_value(fork.id).run()
@@ -90,19 +93,22 @@ def test_the_fork_tree_and_the_diff_show_where_a_fork_diverges(library) -> None:
     assert at.selectbox(key="runs_selected").value == root.id
 
 
-def test_opening_a_run_makes_it_current_and_remembers_it(library) -> None:
+def test_opening_a_run_makes_it_current_and_remembers_it(library, page) -> None:
     store, root, fork, other = library
     at = page()
     at.selectbox(key="runs_selected").set_value(root.id).run()
     at.button(key="runs_open_current").click().run()
     assert not at.exception
     assert store.get_meta(LAST_RUN_KEY) == root.id
-    assert at.session_state["run"].id == root.id
+    session = at.session_state["session"]  # the playground's state: the one place the current run lives
+    assert session.run.id == root.id and session.run.messages == root.messages
+    assert any("Playground" in m.value for m in at.main.markdown)  # and the app went there
+    assert at.main.metric[0].value == f"{len(root.steps)} / {root.config.max_steps}"
     fresh = page()  # a new session over the same database opens on the last run viewed
     assert fresh.selectbox(key="runs_selected").value == root.id
 
 
-def test_an_upload_is_imported_and_a_bad_one_refused_without_changes(library, tmp_path: Path) -> None:
+def test_an_upload_is_imported_and_a_bad_one_refused_without_changes(library, page, tmp_path: Path) -> None:
     store, root, fork, other = library
     at = page()
     body = {"messages": [{"role": "user", "content": "imported hello"}, {"role": "assistant", "content": "hi"}]}
@@ -137,11 +143,34 @@ def test_diff_of_identical_runs_and_of_a_fork() -> None:
     assert "changed result" in d.rows[3].b_text
 
 
-def test_a_fresh_app_session_over_the_same_database_reopens_the_last_run(library) -> None:
+def test_a_fresh_app_session_over_the_same_database_reopens_the_last_run(library, open_app) -> None:
     store, root, fork, other = library
     store.set_meta(LAST_RUN_KEY, fork.id)
-    app = AppTest.from_file(str(Path(PAGE).parents[1] / "app.py"), default_timeout=60).run()
-    assert not app.exception
+    app = open_app()
     session = app.session_state["session"]
     assert session.run is not None and session.run.id == fork.id
     assert session.run.model_dump() == store.load_run(fork.id).model_dump()
+
+
+def test_the_exports_are_the_stored_run_as_a_transcript_request_bodies_and_a_zip(library, page, downloads) -> None:
+    store, root, fork, other = library
+    at = page()
+    at.selectbox(key="runs_selected").set_value(fork.id).run()
+    stored = store.load_run(fork.id)
+    exported = transcript.loads(downloads.data(at.download_button(key="runs_dl_json")))
+    assert exported.id == fork.id and exported.parent == fork.parent
+    assert exported.messages == stored.messages and len(exported.steps) == len(stored.steps)
+    bodies = {b.key.removeprefix("runs_dl_"): json.loads(downloads.data(b)) for b in at.download_button}
+    assert set(bodies) >= {"json", "openai", "anthropic", "ollama"}
+    assert [m["role"] for m in bodies["openai"]["messages"]] == [m.role for m in stored.messages]
+    assert [m["role"] for m in bodies["ollama"]["messages"]] == [m.role for m in stored.messages]
+    answer = stored.messages[-1].content
+    for fmt in ("openai", "anthropic", "ollama"):
+        assert stored.messages[0].content in json.dumps(bodies[fmt]["messages"][0]), fmt
+        assert answer in json.dumps(bodies[fmt]["messages"][-1]), fmt
+    at.multiselect[0].set_value([root.id, other.id]).run()
+    with zipfile.ZipFile(io.BytesIO(downloads.data(at.download_button(key="runs_zip")))) as bundle:
+        assert sorted(bundle.namelist()) == sorted([f"{root.id}.json", f"{other.id}.json"])
+        runs = {name: transcript.loads(bundle.read(name)) for name in bundle.namelist()}
+    assert runs[f"{root.id}.json"].messages == store.load_run(root.id).messages
+    assert runs[f"{other.id}.json"].messages == store.load_run(other.id).messages

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from agentcore.diff import diff_runs
 from agentcore.errors import AgentcoreError
 from agentcore.exports import WIRE_FORMATS, export_body, export_json, export_zip
 from agentcore.importers import parse_import
-from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
+from agentcore.store import LAST_RUN_KEY, RunSummary, Store
+from ui.page_state import RunsState
+from ui.state import get_session, get_store
 
 ALL = "All providers"
 PLAYGROUND = "views/playground.py"
-
-
-@st.cache_resource(show_spinner=False)
-def _open_store(path: str) -> Store:
-    return Store(path)
-
-
-def get_store() -> Store:
-    """The runs database this app uses (AGENTCORE_DB or ~/.agentcore/runs.db), opened once per path."""
-    return _open_store(str(default_path()))
+WIDGETS = {"runs_search": "", "runs_provider": ALL}
 
 
 def _label(r: RunSummary) -> str:
@@ -55,25 +47,32 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
 
 
 def _rename(store: Store, run_id: str) -> None:
+    state = RunsState.get()
     try:
         store.set_title(run_id, st.session_state.get(f"runs_title_{run_id}", ""))
-        st.session_state["runs_notice"] = ("success", "Title saved.")
+        state.notice = ("success", "Title saved.")
     except AgentcoreError as exc:
-        st.session_state["runs_notice"] = ("error", str(exc))
+        state.notice = ("error", str(exc))
 
 
 def _delete(store: Store, run_id: str) -> None:
+    state = RunsState.get()
     try:
         store.delete_run(run_id)
-        st.session_state["runs_notice"] = ("success", f"Deleted run {run_id}.")
+        state.notice = ("success", f"Deleted run {run_id}.")
     except AgentcoreError as exc:
-        st.session_state["runs_notice"] = ("error", str(exc))
-    st.session_state.pop("runs_confirm_delete", None)
+        state.notice = ("error", str(exc))
+    state.confirm_delete = None
     st.session_state.pop("runs_selected", None)
+    state.widgets.pop("runs_selected", None)
+
+
+def _confirm_delete(run_id: str | None) -> None:
+    RunsState.get().confirm_delete = run_id
 
 
 def _open(run_id: str) -> None:
-    st.session_state["runs_open"] = run_id
+    RunsState.get().open_id = run_id
 
 
 def _select(run_id: str) -> None:
@@ -90,31 +89,22 @@ def _open_in_playground(store: Store, run_id: str) -> None:
         st.error(f"Cannot open run {run_id}: {exc}")
         return
     store.set_meta(LAST_RUN_KEY, run_id)
-    try:
-        from ui.state import get_session
-    except ImportError:
-        get_session = None
-    if get_session is not None:
-        get_session().add_run(run)
-    st.session_state["run"] = run
-    try:
-        st.switch_page(PLAYGROUND)
-    except StreamlitAPIException:  # this page is running on its own, outside the app's navigation
-        st.success(f"Run {run_id} is now the current run: open the playground to continue it.")
+    get_session().add_run(run)
+    st.switch_page(PLAYGROUND)
 
 
-def _import(store: Store) -> None:
+def _import(store: Store, state: RunsState) -> None:
     upload = st.file_uploader("Import a transcript (agentcore JSON, or an OpenAI/Anthropic message list)", type="json")
-    if upload is None or st.session_state.get("runs_imported") == upload.file_id:
+    if upload is None or state.imported == upload.file_id:
         return
-    st.session_state["runs_imported"] = upload.file_id  # a rerun must not import the same file twice
+    state.imported = upload.file_id
     try:
         run = store.import_run(parse_import(upload.getvalue(), upload.name))
     except AgentcoreError as exc:
-        st.session_state["runs_notice"] = ("error", f"Refused: {exc}")
+        state.notice = ("error", f"Refused: {exc}")
         return
     st.session_state["runs_selected"] = run.id
-    st.session_state["runs_notice"] = ("success", f"Imported {upload.name} as run {run.id}.")
+    state.notice = ("success", f"Imported {upload.name} as run {run.id}.")
 
 
 # -- sections -----------------------------------------------------------------------------
@@ -135,14 +125,12 @@ def _details(store: Store, summary: RunSummary) -> None:
 
     cols = st.columns(3)
     cols[0].button("Open in playground", key="runs_open_current", on_click=_open, args=(run_id,), type="primary")
-    if st.session_state.get("runs_confirm_delete") == run_id:
+    if RunsState.get().confirm_delete == run_id:
         cols[1].warning(f"Delete run {run_id} for good?")
         cols[1].button("Yes, delete", key="runs_delete_yes", on_click=_delete, args=(store, run_id))
-        cols[2].button("Cancel", key="runs_delete_no", on_click=st.session_state.pop, args=("runs_confirm_delete",))
+        cols[2].button("Cancel", key="runs_delete_no", on_click=_confirm_delete, args=(None,))
     else:
-        cols[1].button(
-            "Delete…", key="runs_delete", on_click=st.session_state.__setitem__, args=("runs_confirm_delete", run_id)
-        )
+        cols[1].button("Delete…", key="runs_delete", on_click=_confirm_delete, args=(run_id,))
 
     run = store.load_run(run_id)
     with st.expander("Export"):
@@ -217,16 +205,20 @@ def main() -> None:
     except AgentcoreError as exc:
         st.error(str(exc))
         return
-    if st.session_state.get("runs_open"):
-        _open_in_playground(store, st.session_state.pop("runs_open"))
-    _import(store)
-    notice = st.session_state.pop("runs_notice", None)
-    if notice:
-        getattr(st, notice[0])(notice[1])
+    state = RunsState.get()
+    state.restore({**WIDGETS, "runs_selected": None})
+    if state.open_id:
+        run_id, state.open_id = state.open_id, None
+        _open_in_playground(store, run_id)
+    _import(store, state)
+    if state.notice:
+        (kind, text), state.notice = state.notice, None
+        getattr(st, kind)(text)
 
     cols = st.columns([3, 1])
     search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
     provider = cols[1].selectbox("Provider", [ALL, *store.providers()], key="runs_provider")
+    state.keep(WIDGETS)
     runs = store.list_runs(search or None, None if provider == ALL else provider)
     if not runs:
         st.info("No runs match." if search or provider != ALL else "No saved runs yet: runs are saved as they happen.")
@@ -239,6 +231,7 @@ def main() -> None:
     if st.session_state.get("runs_selected") not in ids:
         st.session_state["runs_selected"] = wanted if wanted in ids else ids[0]
     selected = st.selectbox("Run", ids, format_func=lambda i: _label(by_id[i]), key="runs_selected")
+    state.keep(["runs_selected"])
 
     chosen = st.multiselect("Export several runs as one zip", ids, format_func=lambda i: _label(by_id[i]))
     if chosen:

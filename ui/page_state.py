@@ -1,0 +1,71 @@
+"""Each page's state in one typed object, kept in st.session_state (the playground's is the Session in state.py).
+
+Streamlit drops a widget's value when a page without that widget is drawn, so a page also
+keeps its widgets' values here and gives them back when it is drawn again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Self
+
+import streamlit as st
+
+from agentcore.compare import Comparison
+
+Notice = tuple[Literal["success", "error"], str]
+
+
+@dataclass
+class PageState:
+    """What a page keeps between draws; KEY is its place in st.session_state."""
+
+    KEY: ClassVar[str]
+    widgets: dict[str, Any] = field(default_factory=dict)  # the page's widget values, kept across pages
+
+    @classmethod
+    def get(cls) -> Self:
+        """This page's state object, made on first use."""
+        if cls.KEY not in st.session_state:
+            st.session_state[cls.KEY] = cls()
+        return st.session_state[cls.KEY]
+
+    def restore(self, defaults: dict[str, Any]) -> None:
+        """Give each widget its kept value (or its default) when it has none, before the widgets are drawn."""
+        for key, value in defaults.items():
+            st.session_state.setdefault(key, self.widgets.get(key, value))
+
+    def keep(self, keys: Iterable[str]) -> None:
+        """Remember the widgets' current values, after they are drawn."""
+        self.widgets.update({key: st.session_state[key] for key in keys if key in st.session_state})
+
+
+@dataclass
+class RunsState(PageState):
+    """The runs library: what the next draw does and says."""
+
+    KEY: ClassVar[str] = "runs_state"
+    notice: Notice | None = None
+    confirm_delete: str | None = None  # the run whose Delete waits for Yes or Cancel
+    open_id: str | None = None  # a run to open in the playground on the next draw
+    imported: str | None = None  # the file id of the last upload imported, so a redraw never imports it twice
+
+
+@dataclass
+class CostState(PageState):
+    """The cost page: only its settings (price as, what-if), kept while another page is open."""
+
+    KEY: ClassVar[str] = "cost_state"
+
+
+@dataclass
+class CompareState(PageState):
+    """The compare page: the comparison (no key in it) and what the next draw should do."""
+
+    KEY: ClassVar[str] = "compare_state"
+    comparison: Comparison | None = None
+    action: Literal["step", "run"] | None = None
+    live: bool = False  # columns were started and the page is following them
+    open_index: int | None = None  # a column to open in the playground on this draw
+    notice: str | None = None
