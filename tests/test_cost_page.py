@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from agentcore import cli, transcript
-from agentcore.loop import Run, RunConfig, StepRecord
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.run import Run, RunConfig, StepRecord
 
-PAGE = str(Path(__file__).resolve().parent.parent / "views" / "cost.py")
+PAGE = "views/cost.py"
 
 
 @pytest.fixture(scope="module")
@@ -22,16 +24,18 @@ def research_file(tmp_path_factory) -> Path:
     return path
 
 
-def page_with(run: Run | None) -> AppTest:
-    """The page with `run` as the app's current run, as app.py and the playground leave it."""
+@pytest.fixture
+def page_with(open_app):
+    """The app on the cost page with `run` as its current run, as the playground leaves it."""
     from ui.state import Session
 
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    session = Session()
-    if run is not None:
-        session.add_run(run)
-    at.session_state["session"] = session
-    return at.run()
+    def open_(run: Run | None) -> AppTest:
+        session = Session()
+        if run is not None:
+            session.add_run(run)
+        return open_app(PAGE, session=session)
+
+    return open_
 
 
 def charts(at: AppTest) -> list[dict]:
@@ -39,7 +43,7 @@ def charts(at: AppTest) -> list[dict]:
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
+    return "\n".join(m.value for m in at.main.markdown)
 
 
 def two_step_run() -> Run:
@@ -56,7 +60,7 @@ def two_step_run() -> Run:
     return Run(config=RunConfig(provider="openai", model="gpt-4o-mini"), messages=messages, steps=steps)
 
 
-def test_the_current_research_run_shows_the_quadratic_fit(research_file):
+def test_the_current_research_run_shows_the_quadratic_fit(research_file, page_with):
     at = page_with(transcript.load(research_file))
     assert not at.exception
     fit_line = next(m.value for m in at.markdown if "R² =" in m.value)
@@ -81,7 +85,7 @@ def test_the_current_research_run_shows_the_quadratic_fit(research_file):
     assert at.metric[3].value == "n/a"
 
 
-def test_the_step_table_matches_agentcore_cost(research_file, capsys):
+def test_the_step_table_matches_agentcore_cost(research_file, page_with, capsys):
     at = page_with(transcript.load(research_file))
     at.selectbox(key="cost_price_as").set_value("openai:gpt-4o-mini").run()
     assert not at.exception
@@ -101,7 +105,7 @@ def test_the_step_table_matches_agentcore_cost(research_file, capsys):
         assert row["cost saving %"] == pytest.approx(round(by_cli[row["strategy"]]["cost_saving_pct"], 1))
 
 
-def test_price_as_adds_the_cost_charts(research_file):
+def test_price_as_adds_the_cost_charts(research_file, page_with):
     at = page_with(transcript.load(research_file))
     at.selectbox(key="cost_price_as").set_value("anthropic:claude-3-5-haiku-latest").run()
     titles = [c["layout"]["title"]["text"] for c in charts(at)]
@@ -114,7 +118,7 @@ def test_price_as_adds_the_cost_charts(research_file):
     assert caching["token saving %"] == 0 and caching["cost saving %"] > 0
 
 
-def test_what_if_settings_change_the_savings(research_file):
+def test_what_if_settings_change_the_savings(research_file, page_with):
     at = page_with(transcript.load(research_file))
     before = at.dataframe[0].value["token saving %"].tolist()
     at.number_input(key="cost_keep_turns").set_value(1).run()
@@ -124,7 +128,7 @@ def test_what_if_settings_change_the_savings(research_file):
     assert "not by calling the model again" in "\n".join(c.value for c in at.caption)
 
 
-def test_an_uploaded_transcript_is_shown_without_a_current_run(research_file):
+def test_an_uploaded_transcript_is_shown_without_a_current_run(research_file, page_with):
     at = page_with(None)
     assert "No run yet" in at.info[0].value
     at.file_uploader(key="cost_upload").set_value(("r.json", research_file.read_bytes(), "application/json")).run()
@@ -134,14 +138,14 @@ def test_an_uploaded_transcript_is_shown_without_a_current_run(research_file):
     assert at.download_button(key="cost_csv").label == "Download CSV"
 
 
-def test_a_bad_upload_is_one_clear_error():
+def test_a_bad_upload_is_one_clear_error(page_with):
     at = page_with(None)
     at.file_uploader(key="cost_upload").set_value(("bad.json", b'{"format": "nope"}', "application/json")).run()
     assert not at.exception
     assert at.error[0].value.startswith("bad.json: format:")
 
 
-def test_two_steps_show_the_points_and_say_a_fit_needs_three():
+def test_two_steps_show_the_points_and_say_a_fit_needs_three(page_with):
     at = page_with(two_step_run())
     assert not at.exception
     assert "needs at least three" in texts(at)
@@ -150,3 +154,23 @@ def test_two_steps_show_the_points_and_say_a_fit_needs_three():
     assert [t["name"] for t in cumulative["data"]] == ["cumulative input"]
     assert cumulative["data"][0]["y"] == [30, 125]
     assert at.metric[3].value.startswith("$")  # gpt-4o-mini is priced
+
+
+def test_the_csv_download_is_the_step_table(research_file, page_with, downloads):
+    at = page_with(transcript.load(research_file))
+    table = at.dataframe[1].value
+    csv = pd.read_csv(io.BytesIO(downloads.data(at.download_button(key="cost_csv"))))
+    assert list(csv.columns) == list(table.columns) and len(csv) == len(table) == 10
+    assert list(csv["input_tokens"]) == list(table["input_tokens"])
+
+
+def test_the_what_if_settings_are_kept_while_another_page_is_open(research_file, page_with):
+    at = page_with(transcript.load(research_file))
+    at.number_input(key="cost_keep_turns").set_value(1).run()
+    at.selectbox(key="cost_price_as").set_value("openai:gpt-4o-mini").run()
+    at.switch_page("views/playground.py").run()
+    assert not at.exception
+    at.switch_page(PAGE).run()
+    assert at.number_input(key="cost_keep_turns").value == 1
+    assert at.selectbox(key="cost_price_as").value == "openai:gpt-4o-mini"
+    assert at.dataframe[0].value["strategy"].iloc[2] == "drop turns older than 1 steps"

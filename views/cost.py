@@ -6,25 +6,26 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.accounting import PART_LABELS, PARTS, CostReport, account, price_choices
+from agentcore.accounting import (
+    PART_LABELS,
+    PARTS,
+    CostReport,
+    PriceRef,
+    account,
+    parse_price_as,
+    price_choices,
+    run_price_ref,
+)
 from agentcore.errors import TranscriptError
-from agentcore.loop import Run
+from agentcore.run import Run
 from agentcore.transcript import loads
 from agentcore.whatif import WhatIf, what_ifs
+from ui.page_state import CostState
+from ui.state import get_session
 
 OWN_MODEL = "(the run's own model)"
-
-
-def current_run() -> Run | None:
-    """The app's current run: the playground's, or the one last opened from the runs library."""
-    try:
-        from ui.state import get_session
-    except ImportError:  # the page opened on its own, outside app.py
-        get_session = None
-    run = get_session().run if get_session is not None else None
-    if run is None:
-        run = st.session_state.get("run")
-    return run if isinstance(run, Run) else None
+# the settings kept while another page is open, with their first values
+WIDGETS = {"cost_price_as": OWN_MODEL, "cost_keep_results": 3, "cost_truncate": 50, "cost_keep_turns": 3}
 
 
 def _uploaded_run() -> Run | None:
@@ -38,9 +39,7 @@ def _uploaded_run() -> Run | None:
         return None
 
 
-def _price_ref(run: Run):
-    from agentcore.accounting import parse_price_as, run_price_ref
-
+def _price_ref(run: Run) -> PriceRef | None:
     own = run_price_ref(run).label
     choice = st.selectbox(
         "Price as",
@@ -128,25 +127,7 @@ def _savings_table(whatifs: list[WhatIf]) -> pd.DataFrame:
     )
 
 
-def render() -> None:
-    """Draw the page for the current run, or for a transcript opened here."""
-    st.title("Cost")
-    st.caption(
-        "Every step resends the whole conversation, so the input grows with each step and its sum quadratically."
-    )
-    uploaded = _uploaded_run()
-    run = uploaded or current_run()
-    if run is None:
-        st.info("No run yet: run one in the playground, open one from the runs library, or open a transcript above.")
-        return
-    st.write(f"**{run.title or run.id}** · {run.config.provider}/{run.config.model} · {len(run.steps)} steps")
-    if not run.steps:
-        st.info("This run has no steps yet: there is nothing to count.")
-        return
-    report = account(run, _price_ref(run))
-    if report.price_note:
-        st.warning(f"{report.price_note} (under Price as). Costs are shown only for a priced model.")
-
+def _totals(report: CostReport) -> None:
     cols = st.columns(4)
     cols[0].metric("steps", len(report.steps))
     cols[1].metric("input tokens", f"{report.total_input_tokens:,}")
@@ -157,8 +138,8 @@ def render() -> None:
     if estimated:
         st.caption(f"Estimated usage (about four characters a token) on step(s) {', '.join(map(str, estimated))}.")
 
-    st.plotly_chart(_tokens_chart(report), key="cost_tokens")
 
+def _growth(report: CostReport) -> None:
     st.subheader("Why it grows quadratically")
     up_to = st.number_input(
         "Project to step", min_value=len(report.steps), value=max(2 * len(report.steps), 20), key="cost_project"
@@ -175,21 +156,25 @@ def render() -> None:
     left.plotly_chart(cumulative, key="cost_cumulative")
     right.plotly_chart(per_step, key="cost_per_step")
 
+
+def _cost(report: CostReport) -> None:
     st.subheader("Cost")
     if report.priced:
         st.plotly_chart(_cost_chart(report), key="cost_cost")
     else:
         st.info("No price for this model: pick one under Price as to see the cost.")
 
+
+def _what_if(run: Run, report: CostReport) -> None:
     st.subheader("What if")
     st.caption(
         "These curves are recomputed from the recorded messages, not by calling the model again: "
         "a trimmed run could have taken other steps."
     )
     c1, c2, c3 = st.columns(3)
-    keep_results = c1.number_input("Keep the last k tool results", min_value=0, value=3, key="cost_keep_results")
-    truncate = c2.number_input("Truncate tool results to n tokens", min_value=1, value=50, key="cost_truncate")
-    keep_turns = c3.number_input("Drop turns older than k steps", min_value=1, value=3, key="cost_keep_turns")
+    keep_results = c1.number_input("Keep the last k tool results", min_value=0, key="cost_keep_results")
+    truncate = c2.number_input("Truncate tool results to n tokens", min_value=1, key="cost_truncate")
+    keep_turns = c3.number_input("Drop turns older than k steps", min_value=1, key="cost_keep_turns")
     whatifs = what_ifs(
         run, report, keep_results=int(keep_results), truncate_tokens=int(truncate), keep_turns=int(keep_turns)
     )
@@ -199,6 +184,8 @@ def render() -> None:
         st.caption("Prompt caching changes the price, not the tokens: pick a model under Price as to see its saving.")
     st.dataframe(_savings_table(whatifs), hide_index=True, key="cost_savings")
 
+
+def _step_table(run: Run, report: CostReport) -> None:
     st.subheader("Every step")
     table = pd.DataFrame(report.rows())
     st.dataframe(table, hide_index=True, key="cost_steps")
@@ -209,6 +196,38 @@ def render() -> None:
         mime="text/csv",
         key="cost_csv",
     )
+
+
+def _report(run: Run) -> None:
+    st.write(f"**{run.title or run.id}** · {run.config.provider}/{run.config.model} · {len(run.steps)} steps")
+    if not run.steps:
+        st.info("This run has no steps yet: there is nothing to count.")
+        return
+    report = account(run, _price_ref(run))
+    if report.price_note:
+        st.warning(f"{report.price_note} (under Price as). Costs are shown only for a priced model.")
+    _totals(report)
+    st.plotly_chart(_tokens_chart(report), key="cost_tokens")
+    _growth(report)
+    _cost(report)
+    _what_if(run, report)
+    _step_table(run, report)
+
+
+def render() -> None:
+    """Draw the page for the current run, or for a transcript opened here."""
+    state = CostState.get()
+    state.restore(WIDGETS)
+    st.title("Cost")
+    st.caption(
+        "Every step resends the whole conversation, so the input grows with each step and its sum quadratically."
+    )
+    run = _uploaded_run() or get_session().run
+    if run is None:
+        st.info("No run yet: run one in the playground, open one from the runs library, or open a transcript above.")
+    else:
+        _report(run)
+    state.keep(WIDGETS)
 
 
 render()
