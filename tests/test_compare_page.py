@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
-from pathlib import Path
 
 import pytest
+from servers import free_port
 from streamlit.testing.v1 import AppTest
 from test_compare import holds_text
 
-PAGE = str(Path(__file__).resolve().parent.parent / "views" / "compare.py")
+PAGE = "views/compare.py"
 SECRET = "sk-page-secret-51d0e2"
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def settle(at: AppTest) -> AppTest:
@@ -29,11 +22,13 @@ def settle(at: AppTest) -> AppTest:
     return at.run()
 
 
-def page(*columns: tuple[str, str], max_steps: int = 4, tools=("get_weather",)) -> AppTest:
-    """The page with the given (provider, scenario or base URL) columns set up."""
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.run()
-    assert not at.exception
+@pytest.fixture
+def page(open_app):
+    """Open the app on the compare page with the given (provider, scenario or base URL) columns set up."""
+    return lambda *columns, **kwargs: set_up(open_app(PAGE), *columns, **kwargs)
+
+
+def set_up(at: AppTest, *columns: tuple[str, str], max_steps: int = 4, tools=("get_weather",)) -> AppTest:
     at.number_input(key="cmp_n").set_value(len(columns))
     at.number_input(key="cmp_max_steps").set_value(max_steps)
     at.multiselect(key="cmp_tools").set_value(list(tools))
@@ -49,20 +44,20 @@ def page(*columns: tuple[str, str], max_steps: int = 4, tools=("get_weather",)) 
 
 
 def button(at: AppTest, label: str):
-    return next(b for b in at.button if b.label == label)
+    return next(b for b in at.main.button if b.label == label)
 
 
 def comparison(at: AppTest):
     return at.session_state["compare_state"].comparison
 
 
-def test_step_all_advances_every_column_one_iteration_at_a_time():
+def test_step_all_advances_every_column_one_iteration_at_a_time(page):
     at = page(("scripted", "weather"), ("scripted", "runaway"), tools=("get_weather", "search_notes"))
     button(at, "Step all").click()
     settle(at)
     assert not at.exception
     assert [len(c.run.steps) for c in comparison(at).columns] == [1, 1]
-    captions = [c.value for c in at.caption]
+    captions = [c.value for c in at.main.caption]
     assert sum("step 1 of 4 · next phase: model" in c for c in captions) == 2
     assert at.selectbox(key="cmp_provider_0").disabled  # the setup is locked while the comparison exists
     button(at, "Step all").click()
@@ -71,7 +66,7 @@ def test_step_all_advances_every_column_one_iteration_at_a_time():
     assert any("done" in m.value for m in at.markdown if m.value.startswith("**scripted:weather**"))
 
 
-def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view():
+def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view(page):
     at = page(("scripted", "weather"), ("scripted", "runaway"), max_steps=3)
     button(at, "Run all").click()
     settle(at)
@@ -86,14 +81,14 @@ def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view()
     assert any("ran for free" in i.value for i in at.info)  # scripted costs nothing: no flat $0 chart
     at.number_input(key="cmp_wire_step").set_value(2)
     at.run()
-    bodies = [j.value for j in at.json]
+    bodies = [j.value for j in at.main.json]
     requests = [json.loads(b) if isinstance(b, str) else b for b in bodies]
     assert [r["scenario"] for r in requests] == ["weather", "runaway"]
     assert [len(r["messages"]) for r in requests] == [3, 3]
 
 
-def test_an_erroring_column_shows_its_error_and_never_stops_the_others():
-    dead = f"http://127.0.0.1:{closed_port()}/v1"
+def test_an_erroring_column_shows_its_error_and_never_stops_the_others(page):
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     at = page(("scripted", "weather"), ("openai", dead), ("scripted", "runaway"), max_steps=2)
     key_box = next(t for t in at.text_input if t.label == "API key (column 2)")
     key_box.input(SECRET)
@@ -102,7 +97,7 @@ def test_an_erroring_column_shows_its_error_and_never_stops_the_others():
     assert not at.exception
     states = [c.state for c in comparison(at).columns]
     assert states == ["done", "error", "done"]
-    errors = [e.value for e in at.error]
+    errors = [e.value for e in at.main.error]
     assert len(errors) == 1 and "openai connection_error: cannot reach" in errors[0]
     assert comparison(at).columns[1].agent is None  # no provider (and so no key) is kept after the call
     kept = {k: at.session_state[k] for k in at.session_state if k.startswith(("cmp_", "compare"))}
@@ -111,7 +106,7 @@ def test_an_erroring_column_shows_its_error_and_never_stops_the_others():
     assert table["final answer"][1].startswith("error: openai connection_error")
 
 
-def test_export_gives_one_bundle_of_transcripts_and_opens_a_column_in_the_playground():
+def test_export_gives_one_bundle_of_transcripts_and_opens_a_column_in_the_playground(page, downloads):
     at = page(("scripted", "weather"), ("scripted", "recovery"), tools=("get_weather", "calculator"))
     button(at, "Run all").click()
     settle(at)
@@ -119,41 +114,59 @@ def test_export_gives_one_bundle_of_transcripts_and_opens_a_column_in_the_playgr
     assert len(download) == 1 and download[0].proto.label == "Export the comparison (JSON bundle)"
     at.toggle(key="cmp_show_bundle").set_value(True)
     at.run()
-    bundle = json.loads(next(c.value for c in at.code if c.language == "json"))
+    shown = [c.value for c in at.main.code if c.language == "json"][-1]  # below the columns' messages
+    bundle = json.loads(downloads.data(at.get("download_button")[0]))
+    assert bundle == json.loads(shown)  # the file is what the page shows
     assert (bundle["format"], bundle["version"]) == ("agentcore.comparison", 1)
     assert bundle["prompt"] == "What is the weather in Paris?"
     assert [r["format"] for r in bundle["runs"]] == ["agentcore.transcript"] * 2
     assert [r["config"]["model"] for r in bundle["runs"]] == ["weather", "recovery"]
+    columns = comparison(at).columns
+    assert [len(r["messages"]) for r in bundle["runs"]] == [len(c.run.messages) for c in columns]
 
     button(at, "Open scripted:recovery in the playground").click()
     at.run()
     assert not at.exception
     session = at.session_state["session"]  # the playground's state, as ui/state.py keeps it
     opened = session.run
-    column_run = comparison(at).columns[1].run
+    column_run = columns[1].run
     assert opened is not column_run and opened.messages == column_run.messages
     assert opened.id == column_run.id and session.current_id == opened.id
-    assert any("now the playground's current run" in s.value for s in at.success)
+    assert any("Playground" in m.value for m in at.main.markdown)  # the app went to the playground
+    assert at.main.metric[0].value == f"{len(opened.steps)} / {opened.config.max_steps}"
+
+
+def test_the_columns_draw_their_messages_with_the_message_view(page):
+    at = page(("scripted", "weather"), ("scripted", "recovery"), tools=("get_weather", "calculator"))
+    button(at, "Run all").click()
+    settle(at)
+    heads = [m.value for m in at.main.markdown if m.value.startswith("**#")]
+    counts = [len(c.run.messages) for c in comparison(at).columns]
+    assert len(heads) == sum(counts)
+    assert heads[0].startswith("**#0**") and ":blue-badge[user]" in heads[0]
+    assert any(":green-badge[tool]" in h for h in heads)
+    assert any("result of **`get_weather`**" in m.value for m in at.main.markdown)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
-def test_the_page_offers_as_many_columns_as_configurations(n):
+def test_the_page_offers_as_many_columns_as_configurations(page, n):
     at = page(*[("scripted", "weather")] * n)
-    assert len([s for s in at.selectbox if s.label == "Provider"]) == n
+    assert len([s for s in at.main.selectbox if s.label == "Provider"]) == n
     button(at, "Step all").click()
     settle(at)
     labels = [c.label for c in comparison(at).columns]
     assert labels == ["scripted:weather"] + [f"scripted:weather #{k}" for k in range(2, n + 1)]
 
 
-def test_the_setup_survives_streamlit_dropping_widget_state_on_another_page():
+def test_the_setup_survives_a_visit_to_another_page(page):
     at = page(("scripted", "recovery"), ("scripted", "runaway"), max_steps=7)
     at.text_area(key="cmp_prompt").input("What is 17 * 23 + 4?")
     at.run()
-    # a session whose widget state is gone but whose page state is kept: what a visit to another page leaves
-    back = AppTest.from_file(PAGE, default_timeout=60)
-    back.session_state["compare_state"] = at.session_state["compare_state"]
-    back.run()
-    assert back.text_area(key="cmp_prompt").value == "What is 17 * 23 + 4?"
-    assert back.selectbox(key="cmp_scenario_0").value == "recovery"
-    assert back.number_input(key="cmp_max_steps").value == 7
+    # Streamlit drops a widget's value while a page without it is drawn; the page keeps them in its state
+    at.switch_page("views/cost.py").run()
+    assert "cmp_prompt" not in at.session_state
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.text_area(key="cmp_prompt").value == "What is 17 * 23 + 4?"
+    assert at.selectbox(key="cmp_scenario_0").value == "recovery"
+    assert at.number_input(key="cmp_max_steps").value == 7

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 
 import streamlit as st
 
-from agentcore.messages import AssistantMessage, Message, ToolMessage, validate_messages
-from agentcore.providers.base import estimate_tokens, message_text
+from agentcore.messages import AssistantMessage, Message, ToolMessage, estimate_tokens, validate_messages
+from agentcore.run import Run
 
 from . import actions
-from .state import Session
+from .state import Session, get_session
 
 PAGE_SIZE = 20
 FOLD_CHARS = 600
@@ -22,14 +23,14 @@ ROLE_BADGE = {
     "tool": ":green-badge[tool]",
 }
 
+Violations = dict[int, list[str]]
+
 
 def _set_page(page: int | None) -> None:
-    from .state import get_session
-
     get_session().message_page = page
 
 
-def _text(content: str, key: str, plain: bool = False) -> None:
+def _text(content: str, plain: bool = False) -> None:
     """Show text, folding long contents behind an expander; `plain` shows it as written, not as markdown."""
     looks_json = content[:1] in "[{"
     if len(content) <= FOLD_CHARS:
@@ -48,10 +49,14 @@ def _text(content: str, key: str, plain: bool = False) -> None:
         st.code(content, language="json" if looks_json else None, wrap_lines=True)
 
 
-def _message_body(i: int, m: Message) -> None:
+def _header(i: int, m: Message) -> str:
+    return f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
+
+
+def _message_body(m: Message) -> None:
     if isinstance(m, AssistantMessage):
         if m.content:
-            _text(m.content, f"c{i}")
+            _text(m.content)
         for call in m.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False)
             if call.arguments_invalid:
@@ -68,9 +73,17 @@ def _message_body(i: int, m: Message) -> None:
         else:
             st.markdown(f":material/check_circle: result of **`{m.name}`** :gray[{m.tool_call_id}]")
         # a tool result is data the model reads: a markdown heading in it must not become a page heading
-        _text(m.content, f"c{i}", plain=True)
+        _text(m.content, plain=True)
     else:
-        _text(m.content, f"c{i}")
+        _text(m.content)
+
+
+def show_messages(messages: Sequence[Message]) -> None:
+    """Draw a message list to read, without edit controls (the compare page's columns)."""
+    for i, m in enumerate(messages):
+        with st.container(border=True):
+            st.markdown(_header(i, m))
+            _message_body(m)
 
 
 def _editor(i: int, m: Message) -> None:
@@ -84,37 +97,33 @@ def _editor(i: int, m: Message) -> None:
     right.button("Cancel", key=f"edit_cancel_{i}", on_click=actions.cancel_edit)
 
 
-def render_messages(session: Session) -> None:
-    """Draw the message list of the current run (or of the pending draft), one page at a time."""
-    run = session.run
-    if run is None:
-        return
-    messages = session.draft if session.draft is not None else run.messages
-    violations: dict[int, list[str]] = defaultdict(list)
+def _violations(messages: list[Message]) -> Violations:
+    found: Violations = defaultdict(list)
     for v in validate_messages(messages):
-        violations[v.index].append(v.reason)
+        found[v.index].append(v.reason)
+    return found
 
-    if session.draft is not None:
-        with st.container(border=True):
-            fork_note = (
-                " Applying makes a **fork**: the edit changes what an earlier step saw, and the original run is kept."
-                if run.steps and _first_change(run.messages, messages) < run.steps[-1].message_count
-                else " Applying changes this run in place (nothing the model has seen changes)."
-            )
-            st.markdown(f":orange-badge[:material/edit: editing] Unapplied edits.{fork_note}")
-            a, b, _ = st.columns([1, 1, 4])
-            a.button(
-                "Apply edits",
-                key="apply_edits",
-                type="primary",
-                on_click=actions.apply_draft,
-                disabled=bool(violations),
-            )
-            b.button("Discard edits", key="discard_edits", on_click=actions.discard_draft)
-            if violations:
-                st.error(f"{sum(map(len, violations.values()))} problem(s) in the list: fix them to apply.")
 
-    total = len(messages)
+def _draft_bar(run: Run, draft: list[Message], violations: Violations) -> None:
+    """The unapplied edits: what applying them does, Apply and Discard."""
+    with st.container(border=True):
+        fork_note = (
+            " Applying makes a **fork**: the edit changes what an earlier step saw, and the original run is kept."
+            if run.edit_forks(draft)
+            else " Applying changes this run in place (nothing the model has seen changes)."
+        )
+        st.markdown(f":orange-badge[:material/edit: editing] Unapplied edits.{fork_note}")
+        a, b, _ = st.columns([1, 1, 4])
+        a.button(
+            "Apply edits", key="apply_edits", type="primary", on_click=actions.apply_draft, disabled=bool(violations)
+        )
+        b.button("Discard edits", key="discard_edits", on_click=actions.discard_draft)
+        if violations:
+            st.error(f"{sum(map(len, violations.values()))} problem(s) in the list: fix them to apply.")
+
+
+def _page_range(session: Session, total: int) -> range:
+    """The indices on the page shown, with the pager when there is more than one page."""
     # pages count back from the newest message, so the latest page is always full
     pages = max(1, -(-total // PAGE_SIZE))
     back = min(session.message_page or 0, pages - 1)
@@ -125,27 +134,27 @@ def render_messages(session: Session) -> None:
         p1.button("◀ Earlier", key="msg_prev", disabled=lo == 0, on_click=_set_page, args=(back + 1,))
         p2.caption(f"Messages {lo}–{hi - 1} of {total}")
         p3.button("Later ▶", key="msg_next", disabled=back == 0, on_click=_set_page, args=(back - 1,))
+    return range(lo, hi)
 
-    for i in range(lo, hi):
-        m = messages[i]
-        with st.container(border=True, key=f"msg_{i}"):
-            head, tools = st.columns([6, 1])
-            head.markdown(
-                f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(message_text(m))} tokens]"
-            )
-            with tools:
-                e, d = st.columns(2)
-                e.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
-                d.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
-            if session.editing == i:
-                _editor(i, m)
-            else:
-                _message_body(i, m)
-            for reason in violations.get(i, []):
-                st.error(reason, icon=":material/rule:")
-    for reason in violations.get(total, []):
-        st.error(reason, icon=":material/rule:")
 
+def _message_row(session: Session, i: int, m: Message, reasons: list[str]) -> None:
+    """One message with its edit and delete buttons, its editor when open, and what is wrong with it."""
+    with st.container(border=True, key=f"msg_{i}"):
+        head, tools = st.columns([6, 1])
+        head.markdown(_header(i, m))
+        with tools:
+            e, d = st.columns(2)
+            e.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
+            d.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+        if session.editing == i:
+            _editor(i, m)
+        else:
+            _message_body(m)
+        for reason in reasons:
+            st.error(reason, icon=":material/rule:")
+
+
+def _insert_form(total: int) -> None:
     with st.expander("Insert a message"):
         c1, c2 = st.columns(2)
         c1.number_input("At index", min_value=0, max_value=total, value=total, key="ins_pos")
@@ -158,8 +167,17 @@ def render_messages(session: Session) -> None:
         st.button("Insert", key="ins_go", on_click=actions.insert_message)
 
 
-def _first_change(before: list[Message], after: list[Message]) -> int:
-    return next(
-        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
-        min(len(before), len(after)),
-    )
+def render_messages(session: Session) -> None:
+    """Draw the message list of the current run (or of the pending draft), one page at a time."""
+    run = session.run
+    if run is None:
+        return
+    messages = session.draft if session.draft is not None else run.messages
+    violations = _violations(messages)
+    if session.draft is not None:
+        _draft_bar(run, session.draft, violations)
+    for i in _page_range(session, len(messages)):
+        _message_row(session, i, messages[i], violations.get(i, []))
+    for reason in violations.get(len(messages), []):
+        st.error(reason, icon=":material/rule:")
+    _insert_form(len(messages))

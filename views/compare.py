@@ -9,32 +9,24 @@ password boxes on each action and handed to the provider for that action only.
 from __future__ import annotations
 
 import functools
-import json
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # the ui package and agentcore sit next to views/, also under AppTest
+from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
+from agentcore.errors import AgentcoreError
+from agentcore.exports import export_bundle
+from agentcore.providers import REGISTRY, local_available
+from agentcore.providers.scripted import SCENARIOS
+from agentcore.run import Run
+from agentcore.toolbox import TOOLBOX, get_tools
+from agentcore.transcript import from_dict, to_dict
+from ui.messages_view import show_messages
+from ui.page_state import CompareState
+from ui.state import get_session
 
-from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison  # noqa: E402
-from agentcore.errors import AgentcoreError  # noqa: E402
-from agentcore.exports import export_bundle  # noqa: E402
-from agentcore.loop import Run  # noqa: E402
-from agentcore.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage  # noqa: E402
-from agentcore.providers import REGISTRY, local_available  # noqa: E402
-from agentcore.providers.scripted import SCENARIOS  # noqa: E402
-from agentcore.toolbox import TOOLBOX, get_tools  # noqa: E402
-from agentcore.transcript import from_dict, to_dict  # noqa: E402
-
-STATE_KEY = "compare_state"
 PLAYGROUND = "views/playground.py"
 POLL_S = 0.5
 STATE_COLOURS = {"ready": "blue", "running": "orange", "done": "green", "error": "red"}
@@ -53,23 +45,8 @@ SUMMARY_COLUMNS = {
 }
 
 
-@dataclass
-class CompareState:
-    """The page's state: the comparison (no key in it) and what the next draw should do."""
-
-    comparison: Comparison | None = None
-    action: Literal["step", "run"] | None = None
-    live: bool = False  # columns were started and the page is following them
-    open_index: int | None = None  # a column to open in the playground on this draw
-    notice: str | None = None
-    # the setup widgets' values, kept here because Streamlit drops a widget's state on another page
-    setup: dict[str, Any] = field(default_factory=dict)
-
-
 def _state() -> CompareState:
-    if STATE_KEY not in st.session_state:
-        st.session_state[STATE_KEY] = CompareState()
-    return st.session_state[STATE_KEY]
+    return CompareState.get()
 
 
 def _default_model(provider: str) -> str:
@@ -103,16 +80,6 @@ def _defaults() -> dict[str, Any]:
     return values
 
 
-def _seed(state: CompareState) -> None:
-    """Give each setup widget its kept value (or its default) when it has none."""
-    for key, value in _defaults().items():
-        st.session_state.setdefault(key, state.setup.get(key, value))
-
-
-def _keep(state: CompareState) -> None:
-    state.setup = {key: st.session_state[key] for key in _defaults() if key in st.session_state}
-
-
 def _on_provider(i: int) -> None:
     st.session_state[f"cmp_model_{i}"] = _default_model(st.session_state[f"cmp_provider_{i}"])
     st.session_state[f"cmp_base_url_{i}"] = ""
@@ -136,7 +103,7 @@ def _new_comparison() -> None:
     if state.comparison is not None and state.comparison.running:
         state.notice = "The columns are still working: press Stop and wait for them first."
         return
-    st.session_state[STATE_KEY] = CompareState(setup=state.setup)
+    st.session_state[CompareState.KEY] = CompareState(widgets=state.widgets)
 
 
 def _request_open(i: int) -> None:
@@ -230,27 +197,6 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
 # -- the columns ---------------------------------------------------------------------
 
 
-def _message(m: Message) -> None:
-    if isinstance(m, SystemMessage):
-        with st.chat_message("system", avatar=":material/settings:"):
-            st.caption(m.content)
-    elif isinstance(m, UserMessage):
-        with st.chat_message("user"):
-            st.markdown(m.content)
-    elif isinstance(m, AssistantMessage):
-        with st.chat_message("assistant"):
-            if m.content:
-                st.markdown(m.content)
-            for call in m.tool_calls:
-                args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-                st.code(f"{call.name}({args})", language=None, wrap_lines=True)
-    elif isinstance(m, ToolMessage):
-        with st.chat_message("tool", avatar=":material/error:" if m.is_error else ":material/build:"):
-            text = m.content if len(m.content) <= 1500 else m.content[:1500] + f"… ({len(m.content)} chars)"
-            st.caption(f"{m.name} {'error' if m.is_error else 'result'}")
-            st.code(text, language=None, wrap_lines=True)
-
-
 def _column_view(column: Column) -> None:
     run = column.run
     state = column.state
@@ -264,8 +210,7 @@ def _column_view(column: Column) -> None:
     if column.error:
         st.error(column.error, icon=":material/error:")
     with st.container(height=460, autoscroll=True):
-        for m in list(run.messages):
-            _message(m)
+        show_messages(list(run.messages))
         if column.live_text:
             with st.chat_message("assistant"):
                 st.markdown(column.live_text + " ▌")
@@ -377,24 +322,14 @@ def _export(comparison: Comparison) -> None:
 def _open_in_playground(run: Run) -> None:
     """Give the playground a copy of the column's run as its current run, and go there."""
     copy = from_dict(to_dict(run), check_messages=False)  # an independent run; the column keeps its own
-    try:
-        from ui.state import get_session
-    except ImportError:
-        get_session = None
-    if get_session is not None:
-        get_session().add_run(copy)
-    st.session_state["run"] = copy  # what a page without the ui package reads as the open run
-    try:
-        st.switch_page(PLAYGROUND)
-    except StreamlitAPIException:  # this page runs on its own, outside the app's navigation
-        _state().notice = None
-        st.success(f"{copy.title} is now the playground's current run: open the playground to continue it.")
+    get_session().add_run(copy)
+    st.switch_page(PLAYGROUND)
 
 
 def main() -> None:
     """Draw the compare page from its state."""
     state = _state()
-    _seed(state)
+    state.restore(_defaults())
     st.markdown("## Compare providers")
     st.caption(
         "One prompt, system prompt and tool set on 2 to 4 configurations. **Step all** advances every column "
@@ -402,7 +337,7 @@ def main() -> None:
         "wait is the slowest column's, and one failing column never stops the others."
     )
     specs, keys = _setup(locked=state.comparison is not None or state.action is not None)
-    _keep(state)
+    state.keep(_defaults())
     _act(state, specs, keys)  # before the buttons, so they show whether the columns are now busy
     busy = state.comparison is not None and state.comparison.running
     with st.container(horizontal=True):
