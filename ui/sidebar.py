@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from agentcore.providers import REGISTRY
+from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from agentcore.toolbox import TOOLBOX
 
@@ -80,6 +82,62 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_concurrency"] = config.concurrency
 
 
+def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[str, Any] | None]:
+    """The provider and its model (for the scripted model, its scenario and that scenario's answer schema)."""
+    provider = sb.selectbox(
+        "Provider",
+        list(REGISTRY),
+        key="cfg_provider",
+        on_change=_on_provider,
+        help=f"Started on {st.session_state.get('cfg_provider_why', '')}",
+    )
+    info = REGISTRY[provider]
+    problem = provider_problem(provider)
+    if problem:
+        sb.error(problem, icon=":material/error:")
+    else:
+        sb.caption(info.description)
+    if provider != "scripted":
+        model = sb.selectbox(
+            "Model", list(info.known_models), key="cfg_model", accept_new_options=True, help="Or type another name"
+        )
+        return info, model, None, None
+    scenario = sb.selectbox("Scenario", list(SCENARIOS), key="cfg_scenario", on_change=_on_scenario)
+    sb.caption(SCENARIOS[scenario].description)
+    return info, scenario, scenario, SCENARIOS[scenario].final_answer_schema
+
+
+def _connection(sb: DeltaGenerator, info: ProviderInfo) -> str | None:
+    """The base URL and the API key; the typed key is kept for this script run only. Returns the base URL."""
+    base_url = None
+    if info.default_base_url or info.base_url_env:
+        base_url = sb.text_input("Base URL", key="cfg_base_url", help="Any compatible server, e.g. a local one")
+    typed = None
+    if info.key_env:
+        typed = sb.text_input(
+            "API key",
+            type="password",
+            help=f"Used for this page load only: never stored. Or set {info.key_env} or st.secrets.",
+        )
+    set_typed_key(info.name, typed)
+    if info.key_env:
+        _, source = resolve_api_key(info)
+        sb.caption(f"Key: {source}")
+    return (base_url or "").strip() or None
+
+
+def _tools(sb: DeltaGenerator) -> list[str]:
+    tools = sb.multiselect("Tools", list(TOOLBOX), key="cfg_tools", help="The tools offered to the model")
+    with sb.expander("What these tools do"):
+        for name in tools:
+            spec = TOOLBOX[name].spec()
+            st.markdown(f"**`{name}`** — {spec.description}")
+            st.json(spec.parameters, expanded=False)
+        if not tools:
+            st.caption("No tools: the model can only answer.")
+    return list(tools)
+
+
 def render_sidebar(session: Session, *, folded: bool = False) -> None:
     """Draw the configuration and write it into session.config; the typed key is kept for this run only.
 
@@ -94,57 +152,10 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     st.sidebar.caption("Step through the ReAct loop: call the model, run the tools it asks for, repeat.")
     sb = st.sidebar.expander("Playground settings", expanded=False) if folded else st.sidebar
 
-    names = list(REGISTRY)
-    provider = sb.selectbox(
-        "Provider",
-        names,
-        key="cfg_provider",
-        on_change=_on_provider,
-        help=f"Started on {st.session_state.get('cfg_provider_why', '')}",
-    )
-    info = REGISTRY[provider]
-    problem = provider_problem(provider)
-    if problem:
-        sb.error(problem, icon=":material/error:")
-    else:
-        sb.caption(info.description)
-
-    scenario = None
-    schema = None
-    if provider == "scripted":
-        scenario = sb.selectbox("Scenario", list(SCENARIOS), key="cfg_scenario", on_change=_on_scenario)
-        sb.caption(SCENARIOS[scenario].description)
-        model = scenario
-        schema = SCENARIOS[scenario].final_answer_schema
-    else:
-        model = sb.selectbox(
-            "Model", list(info.known_models), key="cfg_model", accept_new_options=True, help="Or type another name"
-        )
-
-    base_url = None
-    if info.default_base_url or info.base_url_env:
-        base_url = sb.text_input("Base URL", key="cfg_base_url", help="Any compatible server, e.g. a local one")
-    typed = None
-    if info.key_env:
-        typed = sb.text_input(
-            "API key",
-            type="password",
-            help=f"Used for this page load only: never stored. Or set {info.key_env} or st.secrets.",
-        )
-    set_typed_key(provider, typed)
-    if info.key_env:
-        _, source = resolve_api_key(info)
-        sb.caption(f"Key: {source}")
-
+    info, model, scenario, schema = _provider(sb)
+    base_url = _connection(sb, info)
     sb.divider()
-    tools = sb.multiselect("Tools", list(TOOLBOX), key="cfg_tools", help="The tools offered to the model")
-    with sb.expander("What these tools do"):
-        for name in tools:
-            spec = TOOLBOX[name].spec()
-            st.markdown(f"**`{name}`** — {spec.description}")
-            st.json(spec.parameters, expanded=False)
-        if not tools:
-            st.caption("No tools: the model can only answer.")
+    tools = _tools(sb)
     system_prompt = sb.text_area("System prompt", key="cfg_system", height=80, placeholder="(none)")
     max_steps = sb.number_input("Max steps", min_value=1, max_value=500, step=1, key="cfg_max_steps")
     temperature = sb.number_input(
@@ -153,11 +164,11 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
     session.config = AppConfig(
-        provider=provider,
+        provider=info.name,
         model=model or info.default_model,
-        base_url=(base_url or "").strip() or None,
+        base_url=base_url,
         scenario=scenario,
-        tools=list(tools),
+        tools=tools,
         system_prompt=system_prompt,
         max_steps=int(max_steps),
         concurrency=concurrency,

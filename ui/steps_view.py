@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from agentcore.loop import Run, StepRecord
+from agentcore.run import Run, StepRecord
 from agentcore.secrets import redact_headers
 
 from . import actions
-from .state import Session
+from .state import Session, get_session
 
 
 def lineage(session: Session, run: Run) -> list[Run]:
@@ -45,8 +45,6 @@ def run_label(session: Session, run: Run) -> str:
 
 
 def _pick_step(newest: int) -> None:
-    from .state import get_session
-
     chosen = st.session_state.get("inspect_step")
     get_session().inspect_step = None if chosen == newest else chosen
 
@@ -70,23 +68,19 @@ def _wire(step: StepRecord) -> None:
         st.json(wire.response, expanded=1)
 
 
-def render_steps(session: Session) -> None:
-    """Draw the lineage, the table of steps, and the chosen step's details with Fork."""
-    run = session.run
-    if run is None:
-        return
+def _lineage(session: Session, run: Run) -> None:
     chain = lineage(session, run)
-    if len(chain) > 1:
-        parts = [f"**{r.title or r.id}**" if r is run else (r.title or r.id) for r in chain]
-        origin = run.parent
-        st.markdown(":material/call_split: Lineage: " + " → ".join(parts))
-        if origin is not None:
-            st.caption(
-                f"Forked from run {origin.run_id} at step {origin.step}; the original is kept in the run picker."
-            )
-    if not run.steps:
-        st.info("No steps yet: press **Step** to make the first model call.")
+    if len(chain) < 2:
         return
+    parts = [f"**{r.title or r.id}**" if r is run else (r.title or r.id) for r in chain]
+    st.markdown(":material/call_split: Lineage: " + " → ".join(parts))
+    if run.parent is not None:
+        st.caption(
+            f"Forked from run {run.parent.run_id} at step {run.parent.step}; the original is kept in the run picker."
+        )
+
+
+def _steps_table(session: Session, run: Run) -> None:
     inherited = inherited_steps(session, run)
     rows = [
         {
@@ -103,12 +97,38 @@ def render_steps(session: Session) -> None:
         for s in run.steps
     ]
     st.dataframe(rows, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 320))
+
+
+def _pick(session: Session, run: Run) -> StepRecord:
+    """The step picker: it follows the newest step unless an older one was picked."""
     numbers = [s.index for s in run.steps]
-    # follow the newest step unless an older one was picked
     follow = session.inspect_step not in numbers
     st.session_state["inspect_step"] = numbers[-1] if follow else session.inspect_step
     chosen = st.selectbox("Inspect step", numbers, key="inspect_step", on_change=_pick_step, args=(numbers[-1],))
-    step = run.steps[numbers.index(chosen)]
+    return run.steps[numbers.index(chosen)]
+
+
+def _tool_runs(step: StepRecord) -> None:
+    st.markdown("**Tool runs**")
+    st.dataframe(
+        [
+            {
+                "tool": t.name,
+                "call id": t.tool_call_id,
+                "how": t.source,
+                "started ms": round(t.started_ms, 1),
+                "duration ms": round(t.duration_ms, 1),
+                "error": t.error or ("yes" if t.is_error else ""),
+            }
+            for t in step.tool_runs
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _step_details(step: StepRecord) -> None:
+    """One step: latency, usage, its tool runs, Fork, and the wire view."""
     with st.container(border=True):
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Latency", f"{step.latency_ms:,.0f} ms")
@@ -120,22 +140,7 @@ def render_steps(session: Session) -> None:
                 f"Cache: {step.usage.cache_read_tokens:,} read, {step.usage.cache_write_tokens:,} written tokens"
             )
         if step.tool_runs:
-            st.markdown("**Tool runs**")
-            st.dataframe(
-                [
-                    {
-                        "tool": t.name,
-                        "call id": t.tool_call_id,
-                        "how": t.source,
-                        "started ms": round(t.started_ms, 1),
-                        "duration ms": round(t.duration_ms, 1),
-                        "error": t.error or ("yes" if t.is_error else ""),
-                    }
-                    for t in step.tool_runs
-                ],
-                hide_index=True,
-                width="stretch",
-            )
+            _tool_runs(step)
         st.button(
             f"Fork from step {step.index}",
             key="fork_step",
@@ -146,3 +151,16 @@ def render_steps(session: Session) -> None:
         )
         with st.expander("Wire view: the exact request and response (credentials removed)"):
             _wire(step)
+
+
+def render_steps(session: Session) -> None:
+    """Draw the lineage, the table of steps, and the chosen step's details with Fork."""
+    run = session.run
+    if run is None:
+        return
+    _lineage(session, run)
+    if not run.steps:
+        st.info("No steps yet: press **Step** to make the first model call.")
+        return
+    _steps_table(session, run)
+    _step_details(_pick(session, run))
