@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,6 +15,7 @@ from agentcore.errors import ProviderError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
 from agentcore.run import Run, RunConfig
+from agentcore.store import LAST_RUN_KEY, Store
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -54,7 +56,6 @@ def app(monkeypatch, tmp_path):
     monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
-    monkeypatch.syspath_prepend(str(ROOT))
     registry = dict(providers.REGISTRY)
     registry["planned"] = providers.ProviderInfo(
         "planned", f"{__name__}:PlannedProvider", "planned", ("planned",), "a test-only planned model"
@@ -290,12 +291,56 @@ def test_each_step_shows_its_wire_exchange_and_usage(app):
     assert any("scripted://weather" in c.value for c in app.caption)
 
 
-def test_the_export_is_the_transcript_of_the_current_run(app):
+def test_the_export_is_the_transcript_of_the_current_run(app, downloads):
     run = start(app)
     click(app, "step")
     exported = transcript.loads(transcript.dumps(run))
     assert exported.messages == run.messages
     assert app.get("download_button")
+    app.run()  # `downloads` sees the buttons drawn from here on
+    exported = transcript.loads(downloads.data(app.download_button(key="export")))
+    assert exported.id == run.id and exported.messages == run.messages
+    assert [s.index for s in exported.steps] == [s.index for s in run.steps] == [1]
+    assert exported.config.scenario == "weather"
+
+
+def stored(run_id: str) -> Run:
+    """The run as the app's database holds it, read through a Store of the test's own."""
+    store = Store(os.environ["AGENTCORE_DB"])
+    try:
+        assert store.get_meta(LAST_RUN_KEY) == run_id
+        return store.load_run(run_id)
+    finally:
+        store.close()
+
+
+def test_each_step_and_a_run_to_the_end_are_saved_as_the_page_shows_them(app):
+    run = start(app)
+    click(app, "step")
+    saved = stored(run.id)
+    assert app.metric[0].value == f"{len(saved.steps)} / 10" == "1 / 10"
+    assert app.metric[2].value == str(len(saved.messages)) == "5"
+    assert saved.messages == run.messages
+    click(app, "run_to_end")
+    saved = stored(run.id)
+    assert saved.stop_reason == run.stop_reason == "answer"
+    assert app.metric[0].value == f"{len(saved.steps)} / 10" == "2 / 10"
+    assert app.metric[2].value == str(len(saved.messages)) == "6"
+    assert saved.messages == run.messages
+
+
+def test_stepping_stops_at_the_step_budget(app):
+    run = start(app, "runaway", cfg_max_steps=3)
+    presses = 0
+    while not app.button(key="step").disabled and presses < 10:
+        click(app, "step")
+        presses += 1
+    assert presses == 3 and len(run.steps) == 3
+    assert run.stop_reason == "max_steps"
+    assert any("Stop reason: **max_steps**" in s.value for s in app.success)
+    assert any("step budget is used up" in c.value for c in app.caption)
+    assert app.button(key="model_phase").disabled and app.button(key="run_to_end").disabled
+    assert stored(run.id).stop_reason == "max_steps"
 
 
 def test_the_typed_api_key_is_never_kept_in_the_session(app):
