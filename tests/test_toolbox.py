@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -49,6 +50,12 @@ def test_flaky_fails_on_a_seeded_schedule_that_repeats():
 def test_slow_sleeps_the_time_it_is_given():
     assert run("slow", seconds=0).content == "slept 0 s"
     assert run("slow", seconds=-1).is_error
+    started = time.monotonic()
+    outcome = run("slow", seconds=0.3)
+    took = time.monotonic() - started
+    assert outcome.content == "slept 0.3 s" and not outcome.is_error
+    assert 0.3 <= took < 5  # it really sleeps, and no longer than asked for by much
+    assert 300 <= outcome.duration_ms < 5000
 
 
 def test_read_file_is_confined_to_the_sandbox(tmp_path, monkeypatch):
