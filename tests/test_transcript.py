@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, WireExchange
@@ -119,32 +119,59 @@ def test_arbitrary_json_is_refused_with_a_transcript_error(value):
 _BASE = tr.to_dict(finished_run("weather"))
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(
-    path=st.lists(
-        st.sampled_from(["messages", "steps", "config", 0, 1, 2, "usage", "tool_calls", "content", "role"]),
-        min_size=1,
-        max_size=4,
-    ),
-    value=json_values,
-)
-def test_hostile_edits_either_load_cleanly_or_fail_with_a_transcript_error(path, value):
+@st.composite
+def hostile_edits(draw) -> tuple[dict, list]:
+    """The weather transcript with one place in it, 1 to 5 keys deep, set to another JSON value.
+
+    The place is drawn from the transcript itself (or is a new key in one of its objects), so
+    every example reaches the load instead of naming a place that does not exist.
+    """
     data = json.loads(json.dumps(_BASE))
-    target = data
-    for key in path[:-1]:
-        try:
-            target = target[key]
-        except (KeyError, IndexError, TypeError):
-            return
-    try:
-        target[path[-1]] = value
-    except (IndexError, TypeError):
-        return
+    depth = draw(st.integers(min_value=1, max_value=5))
+    container: dict | list = data
+    path: list = []
+    while True:
+        if isinstance(container, dict):
+            key = draw(st.sampled_from([*sorted(container), None]))
+            if key is None:  # a key the format does not have
+                key = draw(st.text(min_size=1, max_size=8).filter(lambda k, taken=container: k not in taken))
+        else:
+            key = draw(st.integers(min_value=0, max_value=len(container) - 1))
+        path.append(key)
+        child = container.get(key) if isinstance(container, dict) else container[key]
+        if len(path) == depth or not isinstance(child, dict | list) or not child:
+            break
+        container = child
+    container[key] = draw(_like(child) | json_values)
+    return data, path
+
+
+def _like(value: object) -> st.SearchStrategy:
+    """Values of the same JSON kind as `value`: edits a transcript may well survive, so the round trip is checked."""
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.integers(min_value=0, max_value=10**9)
+    if isinstance(value, float):
+        return st.floats(min_value=0, max_value=1e9)
+    if isinstance(value, str):
+        return st.text(max_size=40)
+    if value is None:
+        return st.none()
+    return json_values
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(edit=hostile_edits())
+def test_hostile_edits_either_load_cleanly_or_fail_with_a_transcript_error(edit):
+    data, path = edit
     try:
         run = tr.from_dict(data)
     except TranscriptError as exc:
+        event("refused")
         assert str(exc)
     else:
+        event("loaded")
         assert tr.from_dict(tr.to_dict(run)) == run
 
 
