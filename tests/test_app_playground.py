@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -16,9 +15,6 @@ from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMess
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
 from agentcore.run import Run, RunConfig
 from agentcore.store import LAST_RUN_KEY, Store
-
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 
 # What the test-only provider does on its next calls: "fail", "stop" (press Stop from inside), or "ok".
 PLAN: list[str] = []
@@ -52,10 +48,7 @@ class PlannedProvider(BaseProvider):
 
 
 @pytest.fixture
-def app(monkeypatch, tmp_path):
-    monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
-    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
-    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+def app(monkeypatch, open_app):
     registry = dict(providers.REGISTRY)
     registry["planned"] = providers.ProviderInfo(
         "planned", f"{__name__}:PlannedProvider", "planned", ("planned",), "a test-only planned model"
@@ -70,10 +63,7 @@ def app(monkeypatch, tmp_path):
     monkeypatch.setattr(ui.state, "REGISTRY", registry)
     monkeypatch.setattr(ui.sidebar, "REGISTRY", registry)
     PLAN.clear()
-    at = AppTest.from_file(APP, default_timeout=30)
-    at.run()
-    assert not at.exception
-    return at
+    return open_app(timeout=30)
 
 
 def session(at: AppTest):
