@@ -66,8 +66,16 @@ class ToolDecision(BaseModel):
     reason: str | None = None  # for "deny": told to the model
 
 
+DEFAULT_MAX_TOOL_WORKERS = 16
+DEFAULT_MAX_TOOL_CALLS = 64
+
+
 class Agent:
-    """Runs the loop over a provider and a set of tools, reporting events to observers."""
+    """Runs the loop over a provider and a set of tools, reporting events to observers.
+
+    A turn runs at most `max_tool_calls` of its tool calls, on at most `max_tool_workers` threads;
+    the calls beyond that number are refused with an error result the model reads.
+    """
 
     def __init__(
         self,
@@ -76,11 +84,17 @@ class Agent:
         *,
         observers: Sequence[Observer] = (),
         settings: Settings | None = None,
+        max_tool_workers: int = DEFAULT_MAX_TOOL_WORKERS,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
     ) -> None:
+        if max_tool_workers < 1 or max_tool_calls < 1:
+            raise UsageError("max_tool_workers and max_tool_calls must be at least 1")
         self.provider = provider
         self.tools = {t.name: t for t in tools}
         self.observers = list(observers)
         self.settings = settings or Settings()
+        self.max_tool_workers = max_tool_workers
+        self.max_tool_calls = max_tool_calls
         self._schema_checked: Any = None  # the final-answer schema last found valid
 
     def _emit(self, *args: Any, **fields: Any) -> None:
@@ -164,7 +178,7 @@ class Agent:
     # -- the tools phase -------------------------------------------------------------
 
     def tools_phase(self, run: Run, decisions: dict[str, ToolDecision] | None = None) -> Phase:
-        """Run every pending tool call and append each result in call order."""
+        """Run the pending tool calls, refusing those past `max_tool_calls`, and append each result in call order."""
         calls = pending_tool_calls(run.messages)
         if not calls:
             raise UsageError("the tools phase cannot run now: no tool calls are waiting")
@@ -176,20 +190,27 @@ class Agent:
         self._emit("phase_started", run.id, index, "tools")
         phase_start = time.perf_counter()
         results: dict[str, tuple[ToolOutcome, str, float]] = {}
+        refused = {c.id for c in calls[self.max_tool_calls :]}
 
         def execute(call: ToolCall) -> None:
             started = (time.perf_counter() - phase_start) * 1000
             self._emit("tool_started", run.id, index, "tools", tool_call=call)
-            outcome, source = self._resolve(run, call, decisions.get(call.id))
+            if call.id in refused:
+                outcome, source = self._refused(len(calls)), "denied"
+            else:
+                outcome, source = self._resolve(run, call, decisions.get(call.id))
             results[call.id] = (outcome, source, started)
             self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
 
-        for group in self._groups(run, calls):
+        for group in self._groups(run, calls[: self.max_tool_calls]):
             if len(group) == 1:
                 execute(group[0])
             else:
-                with ThreadPoolExecutor(max_workers=len(group), thread_name_prefix="agentcore-tool") as pool:
+                workers = min(len(group), self.max_tool_workers)
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-tool") as pool:
                     list(pool.map(execute, group))
+        for call in calls[self.max_tool_calls :]:
+            execute(call)
 
         structured = False
         step = run.steps[-1] if run.steps else None
@@ -256,6 +277,15 @@ class Agent:
         if current:
             groups.append(current)
         return groups
+
+    def _refused(self, asked: int) -> ToolOutcome:
+        """The result of a call beyond the turn's limit: not run, and the model is told which calls ran."""
+        text = (
+            f"Error: this call was refused and not run: the turn asked for {asked} tool calls and at most "
+            f"{self.max_tool_calls} run in one turn, so calls {self.max_tool_calls + 1} to {asked} were refused. "
+            f"The first {self.max_tool_calls} ran; ask again for the ones still needed, in fewer calls per turn."
+        )
+        return ToolOutcome(text, True, 0.0, "too_many_calls")
 
     def _resolve(self, run: Run, call: ToolCall, decision: ToolDecision | None) -> tuple[ToolOutcome, str]:
         if decision is not None and decision.action == "deny":

@@ -46,6 +46,7 @@ def figures() -> dict[str, Callable[[], list[Row]]]:
         "4": lambda: importlib.import_module("concurrency").measure(),
         "5": local_model_rows,
         "6": lambda: importlib.import_module("app_render").measure(),
+        "7": lambda: importlib.import_module("isolation").measure(),
     }
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +75,77 @@ def test_get_tools_rejects_unknown_names():
     assert [t.name for t in toolbox.get_tools("calculator, clock")] == ["calculator", "clock"]
     with pytest.raises(UsageError, match="unknown tool 'nope'"):
         toolbox.get_tools(["nope"])
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    ["9**9**9**9", "((9**999)**999)**999", "(9**999)**999", "9**999 * 9**999 * 9**999 * 9**999", "round(7, -10**9)"],
+)
+def test_calculator_refuses_a_result_too_large_to_compute_before_computing_it(bomb):
+    started = time.monotonic()
+    outcome = run("calculator", expression=bomb)
+    assert time.monotonic() - started < 5  # refused, not left to the time limit
+    assert outcome.is_error and outcome.error == "exception"
+    assert "too large" in outcome.content or "at most 1000 digits" in outcome.content
+
+
+def test_calculator_still_computes_large_but_bounded_numbers():
+    assert run("calculator", expression="2**100").content == f"2**100 = {2**100}"
+    assert run("calculator", expression="(2**5000) * (2**4000)").content.endswith(str(2**9000))
+    assert run("calculator", expression="0**10**9").content == "0**10**9 = 0"
+    assert run("calculator", expression="2**-3").content == "2**-3 = 0.125"
+    assert run("calculator", expression="1.0001**100000").content.startswith("1.0001**100000 = 22015.4")
+    too_big_float = run("calculator", expression="10.0**400")
+    assert too_big_float.is_error and "OverflowError" in too_big_float.content
+
+
+def test_read_file_refuses_a_fifo_at_once_instead_of_waiting_for_a_writer(tmp_path, monkeypatch):
+    os.mkfifo(tmp_path / "pipe")
+    monkeypatch.setenv("AGENTCORE_SANDBOX", str(tmp_path))
+    started = time.monotonic()
+    outcome = run("read_file", path="pipe")
+    assert time.monotonic() - started < 5
+    assert outcome.is_error and "not a regular file" in outcome.content
+
+
+def test_read_file_reads_no_more_than_its_cap_of_a_huge_file(tmp_path, monkeypatch):
+    io_stats = Path("/proc/self/io")
+    if not io_stats.exists():
+        pytest.skip("counting the bytes a process reads needs Linux's /proc/self/io")
+    with open(tmp_path / "huge.txt", "wb") as f:
+        f.truncate(256 * 1024 * 1024)  # sparse: 256 MiB to read, none of it on disk
+    monkeypatch.setenv("AGENTCORE_SANDBOX", str(tmp_path))
+
+    def bytes_read() -> int:
+        return int(next(line for line in io_stats.read_text().splitlines() if line.startswith("rchar")).split()[1])
+
+    before = bytes_read()
+    text = toolbox.read_file(path="huge.txt")  # in this process, where its reads can be counted
+    assert bytes_read() - before < 1_000_000
+    assert text.endswith(f"[the file is longer: reading stopped after {toolbox.READ_CAP_BYTES:,} bytes]")
+    assert not run("read_file", path="huge.txt").is_error
+
+
+def test_read_file_does_not_follow_a_link_swapped_in_after_its_check(tmp_path, monkeypatch):
+    sandbox, outside = tmp_path / "sandbox", tmp_path / "outside"
+    (sandbox / "d").mkdir(parents=True)
+    (sandbox / "d" / "x.txt").write_text("harmless")
+    outside.mkdir()
+    (outside / "x.txt").write_text("TOP SECRET")
+    monkeypatch.setenv("AGENTCORE_SANDBOX", str(sandbox))
+    real_resolve = Path.resolve
+
+    def resolve_then_swap(self, strict=False):
+        resolved = real_resolve(self, strict)
+        if resolved.name == "x.txt" and (sandbox / "d").is_dir() and not (sandbox / "d").is_symlink():
+            (sandbox / "d").rename(sandbox / "d-old")  # the race: after the check, before the open
+            (sandbox / "d").symlink_to(outside)
+        return resolved
+
+    monkeypatch.setattr(Path, "resolve", resolve_then_swap)
+    try:
+        text = toolbox.read_file(path="d/x.txt")  # in this process, where the swap can be timed
+    except OSError as exc:
+        text = str(exc)
+    assert "TOP SECRET" not in text
+    assert "link" in text

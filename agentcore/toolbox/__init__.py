@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import math
 import operator
 import os
 import random
 import re
+import stat
 import threading
 import time
 from datetime import UTC, datetime, timezone
@@ -36,6 +38,38 @@ _BINARY = {
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCS = {"sqrt": math.sqrt, "abs": abs, "round": round, "log": math.log, "sin": math.sin, "cos": math.cos}
 _NAMES = {"pi": math.pi, "e": math.e}
+# Python's integers have no size limit, and computing a huge one holds the GIL, so no time limit can stop
+# it: each result is bounded before it is computed. 10,000 bits is about 3,000 digits, within the
+# 4,300 digits Python will turn into text.
+MAX_RESULT_BITS = 10_000
+MAX_ROUND_DIGITS = 1_000
+
+
+def _too_large(bits: float) -> ValueError:
+    size = f"about {bits:.3g} bits" if math.isfinite(bits) else f"more than {2.0**63:.3g} bits"
+    return ValueError(
+        f"result too large: it would have {size}; the calculator keeps integers to {MAX_RESULT_BITS} bits "
+        f"(about {int(MAX_RESULT_BITS * math.log10(2)):,} digits). Work with logarithms or floats instead."
+    )
+
+
+def _result_bits(op: ast.operator, left: float, right: float) -> float:
+    """An upper bound on the bit length of an integer result, from the operands alone; 0 for a float result."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return 0  # float arithmetic takes constant time: too large a float is an OverflowError or inf
+    if isinstance(op, ast.Pow):
+        if right < 0 or abs(left) <= 1:
+            return 0  # a float, or 0, 1 or -1
+        return right * math.log2(abs(left)) if right.bit_length() < 64 else math.inf
+    if isinstance(op, ast.Mult):
+        return left.bit_length() + right.bit_length()
+    return max(left.bit_length(), right.bit_length()) + 1  # + and -, and // and % whose results are smaller
+
+
+def _call(name: str, args: list[float]) -> float:
+    if name == "round" and len(args) == 2 and isinstance(args[1], int) and abs(args[1]) > MAX_ROUND_DIGITS:
+        raise ValueError(f"round takes at most {MAX_ROUND_DIGITS} digits")  # rounding to n digits computes 10**n
+    return _FUNCS[name](*args)
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -45,19 +79,20 @@ def _evaluate(node: ast.AST) -> float:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-            raise ValueError("exponent too large")
+        bits = _result_bits(node.op, left, right)
+        if bits > MAX_RESULT_BITS:
+            raise _too_large(bits)
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return _NAMES[node.id]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
-        return _FUNCS[node.func.id](*(_evaluate(a) for a in node.args))
+        return _call(node.func.id, [_evaluate(a) for a in node.args])
     raise ValueError(f"unsupported expression element: {ast.dump(node)[:60]}")
 
 
-@tool
+@tool(isolated=True)
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression, e.g. "(2 + 3) * 4 / sqrt(16)". Supports + - * / // % **, sqrt, abs, round, log, sin, cos, pi, e."""
     if len(expression) > 500:
@@ -214,26 +249,87 @@ def slow(seconds: float) -> str:
 
 # -- read_file in a sandbox ---------------------------------------------------------
 
+READ_CAP_BYTES = 200_000
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
 
 def sandbox_dir() -> Path:
     """The folder read_file may read: AGENTCORE_SANDBOX, or the bundled sample files."""
     return Path(os.environ.get("AGENTCORE_SANDBOX") or DEFAULT_SANDBOX).resolve()
 
 
-@tool
+def _open_inside(root: Path, parts: tuple[str, ...]) -> int:
+    """Open root/parts one component at a time, following no symbolic link, so nothing swapped in leads out.
+
+    The parts come from a resolved path, which has no links left in it: a link met here was put
+    there after the check, and the open fails instead of following it.
+    """
+    fd = os.open(root, os.O_RDONLY | _DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            # non-blocking, so that opening a FIFO with no writer returns at once, to be refused below
+            flags = os.O_RDONLY | _NOFOLLOW | (_NONBLOCK if last else _DIRECTORY)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd):
+                    raise PermissionError(f"{part!r} became a link while it was being opened; not followed") from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _read_capped(fd: int, cap: int) -> tuple[bytes, bool]:
+    """At most `cap` bytes of the file, and whether there was more: reads cap + 1 bytes, never the whole file."""
+    chunks, left = [], cap + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    return data[:cap], len(data) > cap
+
+
+@tool(isolated=True)
 def read_file(path: str) -> str:
     """Read a text file from the sandbox folder. Paths are relative to the sandbox; use "." to list it."""
     root = sandbox_dir()
     target = (root / path).resolve()
     if target != root and root not in target.parents:
         raise PermissionError(f"{path!r} is outside the sandbox; only files under the sandbox folder can be read")
-    if target.is_dir():
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
-        return "\n".join(names) or "(empty folder)"
-    if not target.exists():
-        raise FileNotFoundError(f"no file {path!r} in the sandbox")
-    data = target.read_bytes()[:200_000]
-    return data.decode("utf-8", errors="replace")
+    try:
+        fd = _open_inside(root, target.relative_to(root).parts)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no file {path!r} in the sandbox") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            with os.scandir(fd) as entries:
+                names = sorted(e.name + ("/" if e.is_dir() else "") for e in entries)
+            return "\n".join(names) or "(empty folder)"
+        if not stat.S_ISREG(mode):
+            raise PermissionError(f"{path!r} is not a regular file (a pipe, device or socket); only files can be read")
+        data, more = _read_capped(fd, READ_CAP_BYTES)
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    return f"{text}\n[the file is longer: reading stopped after {READ_CAP_BYTES:,} bytes]" if more else text
 
 
 TOOLBOX: dict[str, Tool] = {
