@@ -10,10 +10,11 @@ import pytest
 
 from agentcore import transcript
 from agentcore.errors import ProviderError, UsageError
-from agentcore.loop import Agent, Run, RunConfig
+from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.providers.openai import OpenAIProvider
+from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
 

@@ -12,11 +12,12 @@ import httpx
 import pytest
 
 from agentcore.errors import ProviderError
-from agentcore.loop import Agent, Run, RunConfig
+from agentcore.loop import Agent
 from agentcore.messages import UserMessage
 from agentcore.providers.anthropic import AnthropicProvider
 from agentcore.providers.base import ModelRequest
 from agentcore.providers.openai import OpenAIProvider
+from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 
 REQUEST = ModelRequest(messages=(UserMessage(content="hi"),))
