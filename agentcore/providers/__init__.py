@@ -124,7 +124,12 @@ def create_provider(
     api_key: str | None = None,
     **options: Any,
 ) -> Provider:
-    """Build a provider by registry name. Keys come from the caller or the environment, never from a file."""
+    """Build a provider by registry name. Keys come from the caller or the environment, never from a file.
+
+    The HTTP providers also take `timeout` (per read), `max_retries`, the retry settings, and the
+    limits of one call: `deadline` (seconds for the whole call), `max_body_bytes` (a whole body,
+    decompressed), `max_stream_events` and `max_stream_bytes`; the defaults are in `_limits`.
+    """
     info = get_info(name)
     try:
         cls = info.load()

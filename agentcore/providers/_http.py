@@ -4,6 +4,8 @@ Retried: connection errors and timeouts, 408, 409, 429, every 5xx (Anthropic's 5
 included), unless the server says `x-should-retry: false`; `x-should-retry: true`
 retries any status. The wait honours `retry-after-ms` and `retry-after`, else it is
 an exponential backoff with jitter, and all waits of one call stay within a budget.
+A call as a whole, retries included, stays within its deadline, and what it reads within
+the caps on a body and a stream (see `_limits`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ from ..errors import ProviderError, UsageError
 from ..messages import Violation, validate_messages
 from ..secrets import redact_headers
 from . import ProviderInfo, get_info
+from ._limits import (
+    ACCEPT_ENCODING,
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAM_BYTES,
+    DEFAULT_MAX_STREAM_EVENTS,
+    ERROR_BODY_BYTES,
+    LIMIT_OPTIONS,
+    ResponseReader,
+    deadline_error,
+    describe,
+    snippet,
+)
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
 
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -34,9 +49,12 @@ REQUEST_ID_HEADERS = ("x-request-id", "request-id", "anthropic-request-id")
 class HttpTransport:
     """POSTs JSON for one provider, retrying what is worth retrying and recording the exchange.
 
-    `retry_base` and `retry_cap` shape the backoff (seconds), `retry_budget` bounds the sum
-    of all waits of one call, `max_retry_wait` is the longest server-asked wait honoured.
-    `transport` (an httpx transport) and `sleep` exist so tests need no network and no waiting.
+    `timeout` bounds each read and `deadline` the whole call: connecting, retries and the whole
+    response (seconds). `max_body_bytes` caps a whole body once decompressed, `max_stream_events`
+    and `max_stream_bytes` a streamed one. `retry_base` and `retry_cap` shape the backoff (seconds),
+    `retry_budget` bounds the sum of all waits of one call, `max_retry_wait` is the longest
+    server-asked wait honoured. `transport` (an httpx transport) and `sleep` exist so tests need
+    no network and no waiting.
     """
 
     def __init__(
@@ -49,6 +67,10 @@ class HttpTransport:
         retry_cap: float = 8.0,
         retry_budget: float = 60.0,
         max_retry_wait: float = 60.0,
+        deadline: float = DEFAULT_DEADLINE,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -58,8 +80,13 @@ class HttpTransport:
         self.retry_cap = retry_cap
         self.retry_budget = retry_budget
         self.max_retry_wait = max_retry_wait
+        self.timeout = _positive(provider, "timeout", timeout)
+        self.deadline = _positive(provider, "deadline", deadline)
+        self.max_body_bytes = _positive(provider, "max_body_bytes", max_body_bytes, int)
+        self.max_stream_events = _positive(provider, "max_stream_events", max_stream_events, int)
+        self.max_stream_bytes = _positive(provider, "max_stream_bytes", max_stream_bytes, int)
         self.sleep = sleep
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), transport=transport)
+        self.client = httpx.Client(headers={"accept-encoding": ACCEPT_ENCODING}, transport=transport)
         self.last_attempts = 0
         self.last_waits: list[float] = []
 
@@ -68,35 +95,16 @@ class HttpTransport:
 
     def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[Any, WireExchange]:
         """Send a request and return the decoded JSON body and the exchange; a ProviderError on failure."""
-        response, wire = self._send(url, body, headers)
-        try:
-            raw = response.read()
-        except httpx.HTTPError as exc:
-            raise self.error(f"the response broke off: {_describe(exc)}", wire, status=response.status_code) from None
-        finally:
-            response.close()
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            data = json.loads(text)
-        except ValueError:
-            wire.response = text
-            ctype = response.headers.get("content-type", "?")
-            raise self.error(
-                f"the response is not JSON ({ctype}): {_snippet(text)}", wire, status=response.status_code
-            ) from None
-        wire.response = data
-        return data, wire
+        with self.stream(url, body, headers) as reader:
+            return reader.json(), reader.wire
 
     @contextmanager
-    def stream(
-        self, url: str, body: dict[str, Any], headers: dict[str, str]
-    ) -> Iterator[tuple[httpx.Response, WireExchange]]:
-        """Open a streamed response (retries happen before the first byte); the caller reads its lines."""
-        response, wire = self._send(url, body, headers)
+    def stream(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Iterator[ResponseReader]:
+        """Open a response (retries happen before the first byte), to be read within the call's limits."""
+        deadline_at = time.monotonic() + self.deadline
+        response, wire = self._send(url, body, headers, deadline_at)
         try:
-            yield response, wire
-        except httpx.HTTPError as exc:
-            raise self.error(f"the stream broke off: {_describe(exc)}", wire, status=response.status_code) from None
+            yield ResponseReader(self, response, wire, deadline_at)
         finally:
             response.close()
 
@@ -106,46 +114,70 @@ class HttpTransport:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _send(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[httpx.Response, WireExchange]:
+    def _send(
+        self, url: str, body: dict[str, Any], headers: dict[str, str], deadline_at: float
+    ) -> tuple[httpx.Response, WireExchange]:
         self.last_attempts = 0
         self.last_waits = []
         waited = 0.0
         for attempt in range(self.max_retries + 1):
-            request = self.client.build_request("POST", url, json=body, headers=headers)
+            left = deadline_at - time.monotonic()
+            if left <= 0:
+                raise deadline_error(self, None)
+            request = self.client.build_request("POST", url, json=body, headers=headers, timeout=self._timeout(left))
             wire = WireExchange(url=url, request_headers=redact_headers(request.headers), request=body)
             self.last_attempts = attempt + 1
             try:
                 response = self.client.send(request, stream=True)
             except httpx.HTTPError as exc:
+                if isinstance(exc, httpx.TimeoutException) and time.monotonic() >= deadline_at - 0.01:
+                    raise deadline_error(self, wire) from None
                 delay = self._backoff(attempt)
-                if attempt < self.max_retries and waited + delay <= self.retry_budget:
+                if self._may_retry(attempt, waited, delay, deadline_at):
                     waited += self._wait(delay)
                     continue
                 raise self.error(
-                    f"cannot reach {url}: {_describe(exc)}", wire, type="connection_error", retryable=True
+                    f"cannot reach {url}: {describe(exc)}", wire, type="connection_error", retryable=True
                 ) from None
             wire.status = response.status_code
             wire.response_headers = redact_headers(response.headers)
             if response.status_code < 400:
                 return response, wire
-            try:
-                raw = response.read()
-            except httpx.HTTPError:
-                raw = b""
-            finally:
-                response.close()
-            text = raw.decode("utf-8", errors="replace")
-            try:
-                wire.response = json.loads(text)
-            except ValueError:
-                wire.response = text
+            text = self._error_body(ResponseReader(self, response, wire, deadline_at))
             retry = _should_retry(response)
             delay = self._retry_delay(attempt, response.headers) if retry else None
-            if retry and delay is not None and attempt < self.max_retries and waited + delay <= self.retry_budget:
+            if retry and delay is not None and self._may_retry(attempt, waited, delay, deadline_at):
                 waited += self._wait(delay)
                 continue
             raise self._status_error(response, text, wire, retryable=retry)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _timeout(self, left: float) -> httpx.Timeout:
+        # no single read or connect may outlast the call's deadline
+        read = min(self.timeout, left)
+        return httpx.Timeout(read, connect=min(read, 10.0))
+
+    def _error_body(self, reader: ResponseReader) -> str:
+        """An error status's body, cut at ERROR_BODY_BYTES and kept once in the exchange."""
+        try:
+            raw = reader.body(ERROR_BODY_BYTES, cut=True)
+        except ProviderError:
+            raw = b""  # broken off or past the deadline: the status is what there is to report
+        finally:
+            reader.response.close()
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            reader.wire.response = json.loads(text)
+        except ValueError:
+            reader.wire.keep_body(raw)
+        return text
+
+    def _may_retry(self, attempt: int, waited: float, delay: float, deadline_at: float) -> bool:
+        return (
+            attempt < self.max_retries
+            and waited + delay <= self.retry_budget
+            and time.monotonic() + delay < deadline_at
+        )
 
     def _wait(self, delay: float) -> float:
         self.last_waits.append(delay)
@@ -222,29 +254,19 @@ def parse_error_body(status: int, headers: httpx.Headers, text: str) -> tuple[st
         if isinstance(err, dict):
             kind = err.get("type") or err.get("code")
             message = err.get("message") or json.dumps(err)
-            return _snippet(str(message)), str(kind) if kind else None, request_id
+            return snippet(str(message)), str(kind) if kind else None, request_id
         if isinstance(err, str):  # Ollama: {"error": "..."}
-            return _snippet(err), None, request_id
+            return snippet(err), None, request_id
         if "detail" in data:  # FastAPI-style servers
-            return _snippet(json.dumps(data["detail"])), None, request_id
+            return snippet(json.dumps(data["detail"])), None, request_id
         if "message" in data:
-            return _snippet(str(data["message"])), None, request_id
+            return snippet(str(data["message"])), None, request_id
     ctype = headers.get("content-type", "no content type").split(";")[0]
     if not text.strip():
         return f"HTTP {status} with an empty body", None, None
     title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
     summary = title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
-    return f"HTTP {status} with a non-JSON body ({ctype}): {_snippet(summary)}", None, None
-
-
-def _snippet(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"
-
-
-def _describe(exc: Exception) -> str:
-    detail = str(exc).strip()
-    return f"{type(exc).__name__}: {_snippet(detail)}" if detail else type(exc).__name__
+    return f"HTTP {status} with a non-JSON body ({ctype}): {snippet(summary)}", None, None
 
 
 def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
@@ -269,15 +291,20 @@ def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
         yield event, "\n".join(data)
 
 
-def decode_event(data: str, transport: HttpTransport, wire: WireExchange) -> Any:
-    """Decode one streamed JSON payload; a malformed one is a ProviderError, not a crash."""
+TRANSPORT_OPTIONS = frozenset(
+    {"retry_base", "retry_cap", "retry_budget", "max_retry_wait", "transport", "sleep", *LIMIT_OPTIONS}
+)
+
+
+def _positive(provider: str, name: str, value: Any, kind: type[float] | type[int] = float) -> Any:
+    """A limit's value as a number above zero; anything else is a UsageError (no limit may be switched off)."""
     try:
-        return json.loads(data)
-    except ValueError:
-        raise transport.error(f"a streamed event is not JSON: {_snippet(data)}", wire, status=wire.status) from None
-
-
-TRANSPORT_OPTIONS = frozenset({"retry_base", "retry_cap", "retry_budget", "max_retry_wait", "transport", "sleep"})
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        number = 0
+    if not number > 0:
+        raise UsageError(f"{provider}: {name} must be a number above zero, not {value!r}")
+    return number
 
 
 def _configured(value: str | None, env: str | None, default: str | None = None) -> str | None:
@@ -351,12 +378,11 @@ class HttpProvider(BaseProvider, ABC):
         if on_text is None or not self.stream:
             data, wire = self.http.post(self.url, self.body(request), self.headers())
             return self._whole(data, request, wire, on_text)
-        with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as (response, wire):
-            if "application/json" in response.headers.get("content-type", ""):
+        with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as reader:
+            if "application/json" in reader.headers.get("content-type", ""):
                 # some servers answer a streamed request with one plain response (llm-katan with tools)
-                wire.response = decode_event(response.read().decode("utf-8", errors="replace"), self.http, wire)
-                return self._whole(wire.response, request, wire, on_text)
-            return self.read_stream(response, wire, request, on_text)
+                return self._whole(reader.json(), request, reader.wire, on_text)
+            return self.read_stream(reader, request, on_text)
 
     def _whole(self, data: Any, request: ModelRequest, wire: WireExchange, on_text: TextSink | None) -> ModelResponse:
         result = self.parse_response(data, request, wire)
@@ -387,7 +413,8 @@ class HttpProvider(BaseProvider, ABC):
         """A whole response body as a ModelResponse; a malformed one is a ProviderError."""
 
     @abstractmethod
-    def read_stream(
-        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
-    ) -> ModelResponse:
-        """A streamed response as a ModelResponse, each text delta passed to `on_text` as it arrives."""
+    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """A streamed response as a ModelResponse, each text delta passed to `on_text` as it arrives.
+
+        Its lines come from `stream.lines()` and each payload is decoded by `stream.event()`: both keep to the limits.
+        """

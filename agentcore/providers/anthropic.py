@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
-import httpx
-
 from ..errors import ProviderError
 from ..messages import (
     AssistantMessage,
@@ -21,7 +19,8 @@ from ..messages import (
     parse_arguments,
 )
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event, iter_sse
+from ._http import HttpProvider, HttpTransport, iter_sse
+from ._limits import ResponseReader
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
 API_VERSION = "2023-06-01"
@@ -200,30 +199,29 @@ class AnthropicProvider(HttpProvider):
         """A `message` body as a ModelResponse."""
         return parse_message(data, self.http, wire)
 
-    def read_stream(
-        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
-    ) -> ModelResponse:
+    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """Named SSE events folded into one message, up to message_stop; an `error` event is a ProviderError."""
+        wire = stream.wire
         events: list[Any] = []
         wire.response = events
-        stream = _MessageStream(on_text)
+        message = _MessageStream(on_text)
         finished = False
-        for name, data in iter_sse(response.iter_lines()):
-            event = decode_event(data, self.http, wire)
+        for name, data in iter_sse(stream.lines()):
+            event = stream.event(data)
             events.append(event)
             fields = event if isinstance(event, dict) else {}
             kind = fields.get("type", name)
             if kind == "error" or name == "error":
                 raise _stream_error(fields, data, self.http, wire)
-            finished = stream.add(kind, fields)
+            finished = message.add(kind, fields)
             if finished:
                 break
         if not finished:
             raise self.http.error("the stream ended before message_stop", wire, status=wire.status)
         return ModelResponse(
-            message=parse_blocks(stream.content(), self.http, wire),
-            usage=parse_usage(stream.usage),
-            finish_reason=STOP_REASONS.get(stream.stop_reason, stream.stop_reason),
+            message=parse_blocks(message.content(), self.http, wire),
+            usage=parse_usage(message.usage),
+            finish_reason=STOP_REASONS.get(message.stop_reason, message.stop_reason),
             wire=wire,
         )
 

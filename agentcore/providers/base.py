@@ -37,8 +37,15 @@ class ModelRequest(BaseModel):
     settings: Settings = Settings()
 
 
+WIRE_TEXT_LIMIT = 64 * 1024  # bytes of a body that is not JSON kept for the wire view
+
+
 class WireExchange(BaseModel):
-    """The request and response as they went over the wire, credentials removed."""
+    """The request and response as they went over the wire, credentials removed.
+
+    `response` is the one copy of the answer that is kept: the parsed JSON body, the list of
+    streamed events, or the text of a body that is not JSON, cut at WIRE_TEXT_LIMIT bytes.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +55,13 @@ class WireExchange(BaseModel):
     status: int | None = None
     response_headers: dict[str, str] = {}
     response: Any = None
+
+    def keep_body(self, raw: bytes | bytearray) -> None:
+        """Keep a body that is not JSON as text, cut at WIRE_TEXT_LIMIT bytes with a note saying so."""
+        text = raw[:WIRE_TEXT_LIMIT].decode("utf-8", errors="replace")
+        if len(raw) > WIRE_TEXT_LIMIT:
+            text += f"… [cut: {len(raw)} bytes in all]"
+        self.response = text
 
 
 class ModelResponse(BaseModel):

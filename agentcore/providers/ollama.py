@@ -6,12 +6,11 @@ import json
 import uuid
 from typing import Any, ClassVar, assert_never
 
-import httpx
-
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event
+from ._http import HttpProvider, HttpTransport
+from ._limits import ResponseReader
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
 
@@ -125,19 +124,18 @@ class OllamaProvider(HttpProvider):
         """A whole /api/chat body as a ModelResponse."""
         return parse_chat(data, self.http, wire)
 
-    def read_stream(
-        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
-    ) -> ModelResponse:
+    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """NDJSON lines: text deltas passed on, whole tool calls collected, usage from the final (done) line."""
+        wire = stream.wire
         lines: list[Any] = []
         wire.response = lines
         text: list[str] = []
         raw_calls: list[Any] = []
         final: dict[str, Any] | None = None
-        for line in response.iter_lines():
+        for line in stream.lines():
             if not line.strip():
                 continue
-            chunk = decode_event(line, self.http, wire)
+            chunk = stream.event(line)
             lines.append(chunk)
             if not isinstance(chunk, dict):
                 raise self.http.error("a streamed line is not a JSON object", wire, status=wire.status)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, assert_never
 
-import httpx
-
 from ..errors import ProviderError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, decode_event, iter_sse
+from ._http import HttpProvider, HttpTransport, iter_sse
+from ._limits import ResponseReader
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens, estimate_tokens
 
 
@@ -159,10 +158,9 @@ class OpenAIProvider(HttpProvider):
         """A `chat.completion` body as a ModelResponse."""
         return parse_completion(data, request, self.http, wire)
 
-    def read_stream(
-        self, response: httpx.Response, wire: WireExchange, request: ModelRequest, on_text: TextSink
-    ) -> ModelResponse:
+    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """SSE chunks: text deltas passed on, tool-call fragments merged by index, usage from the last chunk."""
+        wire = stream.wire
         chunks: list[Any] = []
         wire.response = chunks
         text: list[str] = []
@@ -170,11 +168,11 @@ class OpenAIProvider(HttpProvider):
         usage: Any = None
         finish: str | None = None
         done = False
-        for _, data in iter_sse(response.iter_lines()):
+        for _, data in iter_sse(stream.lines()):
             if data.strip() == "[DONE]":
                 done = True
                 break
-            chunk = decode_event(data, self.http, wire)
+            chunk = stream.event(data)
             chunks.append(chunk)
             if not isinstance(chunk, dict):
                 raise self.http.error("a streamed chunk is not a JSON object", wire, status=wire.status)
