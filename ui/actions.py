@@ -20,7 +20,7 @@ from agentcore.messages import validate_messages as _validate
 from agentcore.run import Run, RunConfig
 from agentcore.toolbox import TOOLBOX, get_tools
 
-from .state import Action, Session, get_session, make_provider, on_run_changed, settings_for
+from .state import Action, Session, get_session, make_provider, on_run_changed
 
 TextSink = Callable[[str], None]
 
@@ -163,11 +163,11 @@ def upcoming(session: Session) -> Run | None:
     return None if run is None else run.model_copy(update={"config": _sidebar_config(session, run)})
 
 
-def _agent(session: Session, run: Run, observers: list[Observer], stream: bool) -> Agent:
+def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     run.config = _sidebar_config(session, run)
     provider = make_provider(run.config)
     tools = get_tools([s.name for s in run.config.tools if s.name in TOOLBOX])
-    return Agent(provider, tools, observers=observers, settings=settings_for(stream))
+    return Agent(provider, tools, observers=observers)
 
 
 def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:
@@ -193,7 +193,7 @@ def run_phase(session: Session, action: Action, on_text: TextSink | None = None)
             on_text(event.text)
 
     def drive() -> None:
-        agent = _agent(session, run, [observe] if on_text else [], stream=on_text is not None)
+        agent = _agent(session, run, [observe] if on_text else [])
         if action in ("model", "retry"):
             agent.model_phase(run)
         elif action == "tools":
@@ -219,7 +219,7 @@ def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
             cancel.set()
 
     try:
-        _drive(session, run, lambda: _agent(session, run, [observe], stream=False).run(run, cancel))
+        _drive(session, run, lambda: _agent(session, run, [observe]).run(run, cancel))
     finally:
         session.running = session.stop_requested = False
 

@@ -17,7 +17,7 @@ import streamlit as st
 from agentcore.errors import AgentcoreError
 from agentcore.loop import ToolDecision
 from agentcore.messages import Message
-from agentcore.providers import REGISTRY, ProviderInfo, Settings, create_provider, default_provider
+from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.store import LAST_RUN_KEY, Store, default_path
@@ -220,8 +220,3 @@ def provider_problem(name: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - any import failure is shown, never raised into the page
         return f"provider {name!r} cannot be loaded: {type(exc).__name__}: {exc}"
     return None
-
-
-def settings_for(stream: bool) -> Settings:
-    """Generation settings for a phase: the providers' defaults (text streams when the phase passes `on_text`)."""
-    return Settings()

@@ -10,7 +10,6 @@ object with the same file and settings.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 import threading
 import time
@@ -188,7 +187,7 @@ def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[di
                         "type": "function",
                         "function": {
                             "name": c.name,
-                            "arguments": c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments),
+                            "arguments": c.arguments_text,
                         },
                     }
                     for c in m.tool_calls

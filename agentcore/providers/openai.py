@@ -33,7 +33,7 @@ def message_to_wire(m: Message) -> dict[str, Any]:
 
 def call_to_wire(call: ToolCall) -> dict[str, Any]:
     """A tool call echoed back: arguments as the JSON string, or the model's own text if it was invalid."""
-    arguments = call.raw_arguments if call.raw_arguments is not None else call.arguments_json
+    arguments = call.arguments_text
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
 
 
