@@ -53,6 +53,7 @@ class Event:
 
 
 Observer = Callable[[Event], None]
+_Result = tuple[ToolOutcome, str, float]  # a call's outcome, how it was resolved, and when it started (ms)
 
 
 class ToolDecision(BaseModel):
@@ -188,38 +189,55 @@ class Agent:
         index = len(run.steps)
         calls = self._apply_edits(run, calls, decisions)
         self._emit("phase_started", run.id, index, "tools")
+        results = self._execute(run, index, calls, decisions)
+        structured = self._append_results(run, calls, results)
+        self._emit("phase_finished", run.id, index, "tools")
+        self._emit("step_finished", run.id, index)
+        if structured:
+            run.stop_reason = "structured"
+        elif run.finished:
+            run.stop_reason = "max_steps"
+        return run.next_phase
+
+    def _execute(
+        self, run: Run, index: int, calls: list[ToolCall], decisions: dict[str, ToolDecision]
+    ) -> dict[str, _Result]:
+        """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused."""
         phase_start = time.perf_counter()
-        results: dict[str, tuple[ToolOutcome, str, float]] = {}
-        refused = {c.id for c in calls[self.max_tool_calls :]}
+        results: dict[str, _Result] = {}
+        allowed, refused = calls[: self.max_tool_calls], calls[self.max_tool_calls :]
+        refused_ids = {c.id for c in refused}
 
         def execute(call: ToolCall) -> None:
             started = (time.perf_counter() - phase_start) * 1000
             self._emit("tool_started", run.id, index, "tools", tool_call=call)
-            if call.id in refused:
-                outcome, source = self._refused(len(calls)), "denied"
+            if call.id in refused_ids:
+                outcome, source = self._refused(len(calls)), "refused"
             else:
                 outcome, source = self._resolve(run, call, decisions.get(call.id))
             results[call.id] = (outcome, source, started)
             self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
 
-        for group in self._groups(run, calls[: self.max_tool_calls]):
+        for group in self._groups(run, allowed):
             if len(group) == 1:
                 execute(group[0])
             else:
                 workers = min(len(group), self.max_tool_workers)
                 with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-tool") as pool:
                     list(pool.map(execute, group))
-        for call in calls[self.max_tool_calls :]:
+        for call in refused:
             execute(call)
+        return results
 
+    def _append_results(self, run: Run, calls: list[ToolCall], results: dict[str, _Result]) -> bool:
+        """Append each result in call order and record its tool run; whether a final answer was accepted."""
         structured = False
         step = run.steps[-1] if run.steps else None
         for call in calls:
             outcome, source, started = results[call.id]
-            message = ToolMessage(
-                tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error
+            run.append(
+                ToolMessage(tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error)
             )
-            run.append(message)
             if step is not None:
                 step.tool_runs.append(
                     ToolRun(
@@ -235,13 +253,7 @@ class Agent:
             if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source == "ran":
                 structured = True
                 run.final_output = call.arguments
-        self._emit("phase_finished", run.id, index, "tools")
-        self._emit("step_finished", run.id, index)
-        if structured:
-            run.stop_reason = "structured"
-        elif run.finished:
-            run.stop_reason = "max_steps"
-        return run.next_phase
+        return structured
 
     def _apply_edits(self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]) -> list[ToolCall]:
         edits = {cid: d.arguments for cid, d in decisions.items() if d.action == "edit" and d.arguments is not None}

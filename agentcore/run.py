@@ -9,16 +9,22 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from .errors import MessageListError, UsageError
 from .messages import (
+    MAX_COUNT,
+    MAX_DEPTH,
     AssistantMessage,
+    Count,
     Message,
+    Millis,
+    Name,
     SystemMessage,
     Usage,
     UserMessage,
     first_difference,
+    nesting,
     pending_tool_calls,
     validate_messages,
 )
@@ -28,6 +34,7 @@ from .tools import ToolSpec
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
 Phase = Literal["model", "tools", "done"]
 FINAL_ANSWER_TOOL = "final_answer"
+WIRE_DEPTH = MAX_DEPTH - 4  # a wire body sits four levels down in a transcript: run, steps, step, wire
 
 
 def _now() -> str:
@@ -39,16 +46,16 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = "scripted"
-    model: str = ""
-    base_url: str | None = None
-    scenario: str | None = None
+    provider: Name = "scripted"
+    model: Name = ""
+    base_url: Name | None = None
+    scenario: Name | None = None
     system_prompt: str | None = None
     tools: list[ToolSpec] = []
-    max_steps: int = Field(default=10, ge=1)
+    max_steps: int = Field(default=10, ge=1, le=MAX_COUNT)
     concurrency: bool = True
     pause_before_tools: bool = False  # a step stops after the model phase; the next step runs the tools
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
 
 
@@ -59,11 +66,11 @@ class ToolRun(BaseModel):
 
     tool_call_id: str
     name: str
-    duration_ms: float
+    duration_ms: Millis
     is_error: bool
     error: str | None = None
-    source: Literal["ran", "denied", "manual"] = "ran"
-    started_ms: float = 0.0
+    source: Literal["ran", "denied", "manual", "refused"] = "ran"
+    started_ms: Millis = 0.0
 
 
 class StepRecord(BaseModel):
@@ -71,15 +78,25 @@ class StepRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    index: int
+    index: Count
     usage: Usage = Usage()
     estimated: bool = False
-    latency_ms: float = 0.0
+    latency_ms: Millis = 0.0
     finish_reason: str | None = None
-    message_count: int = 0  # messages in the list when this step's model call was made
+    message_count: Count = 0  # messages in the list when this step's model call was made
     tool_runs: list[ToolRun] = []
     wire: WireExchange | None = None
-    started_at: str = Field(default_factory=_now)
+    started_at: Name = Field(default_factory=_now)
+
+    @field_validator("wire")
+    @classmethod
+    def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
+        # a server's body nested too deeply to write back is not kept, so the run stays writable and readable
+        if wire is None:
+            return None
+        too_deep = f"(not kept: nested more than {WIRE_DEPTH} levels deep)"
+        drop = {k: too_deep for k in ("request", "response") if nesting(getattr(wire, k), WIRE_DEPTH) > WIRE_DEPTH}
+        return wire.model_copy(update=drop) if drop else wire
 
 
 class ForkOrigin(BaseModel):
@@ -87,8 +104,8 @@ class ForkOrigin(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str
-    step: int
+    run_id: Name
+    step: Count
 
 
 class Run(BaseModel):
@@ -96,9 +113,9 @@ class Run(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    id: Name = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     title: str | None = None
-    created_at: str = Field(default_factory=_now)
+    created_at: Name = Field(default_factory=_now)
     config: RunConfig = RunConfig()
     messages: list[Message] = []
     steps: list[StepRecord] = []

@@ -169,6 +169,7 @@ def test_a_turn_with_hundreds_of_calls_runs_a_bounded_number_on_bounded_threads(
     assert all(r.is_error and "refused and not run" in r.content for r in refused)
     assert "calls 65 to 300 were refused" in refused[0].content
     assert {t.error for t in run_.steps[0].tool_runs[64:]} == {"too_many_calls"}
+    assert {t.source for t in run_.steps[0].tool_runs[64:]} == {"refused"}
 
 
 def test_the_per_turn_limits_are_settings_of_the_agent():
