@@ -88,9 +88,15 @@ class Pricer:
         return None
 
     def price(self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
-        """USD for one request; `input_tokens` includes the cached ones, as genai-prices and Usage count them."""
+        """USD for one request; `input_tokens` includes the cached ones, as genai-prices and Usage count them.
+
+        Cached tokens reported beyond the input (a server's or a file's mistake) are priced as if
+        they were at most the input, where genai-prices would refuse them.
+        """
         from genai_prices import Usage as PriceUsage
 
+        cache_read = min(cache_read, input_tokens)
+        cache_write = min(cache_write, input_tokens - cache_read)
         usage = PriceUsage(
             input_tokens=input_tokens,
             output_tokens=output_tokens,

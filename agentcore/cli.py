@@ -6,11 +6,15 @@ The subcommands that read or report (show, runs, compare, cost, export, ...) are
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import math
 import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from .commands import (
     _short,
@@ -24,6 +28,8 @@ from .commands import (
     cmd_validate,
 )
 from .errors import AgentcoreError, UsageError
+from .messages import MAX_COUNT
+from .transcript import describe_validation, one_line
 
 EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER = 0, 2, 3, 4
 EXIT_CANCELLED = 130
@@ -318,17 +324,41 @@ def _add_transcript_tools(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
+# option: (dest, least, most); a count outside its range is bad usage, not a database or provider error
+_COUNTS = {
+    "--max-steps": ("max_steps", 1, MAX_COUNT),
+    "--max-tokens": ("max_tokens", 1, MAX_COUNT),
+    "--limit": ("limit", 1, 1_000_000),
+}
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse counts outside their range and a temperature that is not a finite number, naming the option."""
+    for option, (dest, least, most) in _COUNTS.items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if value < least:
+            raise UsageError(f"{option} must be at least {least}")
+        if value > most:
+            raise UsageError(f"{option} must be at most {most}")
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+        raise UsageError(f"--temperature must be a finite number of at least 0, not {temperature}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a lone surrogate in a shown transcript prints as an escape
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         args = build_parser().parse_args(argv)
-        if getattr(args, "max_steps", 1) is not None and getattr(args, "max_steps", 1) < 1:
-            raise UsageError("--max-steps must be at least 1")
+        check_arguments(args)
         return args.func(args)
-    except UsageError as exc:
-        print(f"agentcore: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except AgentcoreError as exc:
-        print(f"agentcore: error: {exc}", file=sys.stderr)
+        print(f"agentcore: error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValidationError as exc:  # an option's value the run's config refuses
+        print(f"agentcore: error: {describe_validation(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("agentcore: interrupted", file=sys.stderr)

@@ -185,7 +185,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise UsageError("cost needs a transcript FILE.json (or --list-models)")
     run = load(args.file)
     report = account(run, parse_price_as(args.price_as) if args.price_as else None)
-    whatifs = what_ifs(run, report)
+    whatifs = what_ifs(run, report) if report.steps else []  # a run without model calls has nothing to trim
     if args.json:
         print(json.dumps({**report.to_dict(), "what_if": [w.to_dict() for w in whatifs]}, indent=2))
         return 0

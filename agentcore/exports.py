@@ -8,6 +8,7 @@ credential.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from typing import Any
 
@@ -43,10 +44,23 @@ def export_bundle(bundle: dict[str, Any]) -> str:
 def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
     """Several runs in one zip: `<id>.json` each, and `<id>.<format>.json` for each wire format asked for."""
     buffer = io.BytesIO()
+    taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for run in {r.id: r for r in runs}.values():
-            archive.writestr(f"{run.id}.json", export_json(run))
+            name = _file_name(run.id, taken)
+            archive.writestr(f"{name}.json", export_json(run))
             for fmt in formats:
                 if fmt != "json":
-                    archive.writestr(f"{run.id}.{fmt}.json", export_body(run, fmt))
+                    archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))
     return buffer.getvalue()
+
+
+def _file_name(run_id: str, taken: set[str]) -> str:
+    # the id of a run read from a file may hold anything (a path, a NUL): its name in the zip keeps only what is safe
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    taken.add(name)
+    return name

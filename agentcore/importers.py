@@ -28,9 +28,7 @@ from .messages import (
 )
 from .run import Run, RunConfig
 from .tools import ToolSpec
-from .transcript import from_dict
-
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
+from .transcript import describe_validation, from_dict, read_json
 
 
 def _fail(where: str, reason: str) -> TranscriptError:
@@ -223,14 +221,12 @@ def from_messages(data: Any, title: str | None = None) -> Run:
 
 
 def parse_import(raw: bytes | str, name: str = "upload") -> Run:
-    """A run from an uploaded file's bytes: a transcript, a message list or a request body."""
-    if len(raw) > MAX_IMPORT_BYTES:
-        raise TranscriptError(f"{name}: larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
+    """A run from an uploaded file's bytes: a transcript, a message list or a request body.
+
+    The limits of every reader hold (transcript.read_json); every refusal is a TranscriptError.
+    """
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise TranscriptError(f"{name}: not JSON: {exc}") from None
-    try:
+        data = read_json(raw)
         if isinstance(data, dict) and "format" in data:
             return from_dict(data)  # it refuses another format by name
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
@@ -241,8 +237,4 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
     except TranscriptError as exc:
         raise TranscriptError(f"{name}: {exc}") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise TranscriptError(f"{name}: {where}: {first['msg']}") from None
-    except RecursionError:
-        raise TranscriptError(f"{name}: nested too deeply") from None
+        raise TranscriptError(f"{name}: {describe_validation(exc)}") from None

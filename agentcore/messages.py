@@ -8,10 +8,50 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal, assert_never
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 # json.dumps with any non-default option builds a new encoder per call; this one is built once
 COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+
+# Far above any real run, and low enough that a whole file of such counts still adds up inside
+# SQLite's 64-bit INTEGER (a 64 MB file holds under a million steps).
+MAX_COUNT = 10**12
+# How deeply JSON may nest in a file agentcore reads (pydantic cannot write data past about 250 levels,
+# and json.loads recurses once a level). Tool arguments sit five levels down in a transcript, a wire
+# exchange's bodies four, so each has its own, lower limit: see MAX_ARGUMENT_DEPTH and StepRecord.
+MAX_DEPTH = 100
+MAX_ARGUMENT_DEPTH = 64  # deeper tool arguments are not used: the call is answered with an error result
+
+
+def _utf8_text(text: str) -> str:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"holds a lone surrogate ({text[exc.start]!r}) at character {exc.start}") from None
+    return text
+
+
+# A whole number of tokens, steps or messages: no bool, no float, never negative.
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
+# A duration in milliseconds: a finite number, never negative.
+Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# A name, id or timestamp: text that can be written anywhere (a lone surrogate cannot be stored as UTF-8).
+Name = Annotated[str, AfterValidator(_utf8_text)]
+
+
+def nesting(value: Any, limit: int) -> int:
+    """How deeply objects and lists nest in JSON data (a scalar is 0); counting stops just past `limit`."""
+    if not isinstance(value, dict | list):
+        return 0
+    deepest = 0
+    todo = [(value, 1)]
+    while todo and deepest <= limit:
+        item, depth = todo.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        todo.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest
 
 
 def estimate_tokens(text: str) -> int:
@@ -54,13 +94,14 @@ class _MessageBase(_Frozen):
 class Usage(_Frozen):
     """Token counts of one model call; `input_tokens` includes cached tokens."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_read_tokens: Count = 0
+    cache_write_tokens: Count = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
+        # a total may pass MAX_COUNT, the bound on what one call reports
+        return Usage.model_construct(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
@@ -75,14 +116,29 @@ class Usage(_Frozen):
 class ToolCall(_Frozen):
     """A tool call requested by the model.
 
-    `raw_arguments` holds the model's text when it was not a JSON object, so the
-    loop can return the parse error to the model as data.
+    `raw_arguments` holds the model's text when it was not a JSON object (or nested more
+    than MAX_ARGUMENT_DEPTH levels deep), so the loop can return the error to the model as data.
     """
 
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _too_deep_is_raw(cls, data: Any) -> Any:
+        # some providers hand over arguments already parsed: too deep to use, they become raw text, as in parse_arguments
+        args = data.get("arguments") if isinstance(data, dict) else None
+        if isinstance(args, dict) and nesting(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            raw = data.get("raw_arguments")
+            if raw is None:
+                try:
+                    raw = json.dumps(args)
+                except (ValueError, TypeError, RecursionError):
+                    raw = "(arguments nested too deeply to show)"
+            data = {**data, "arguments": {}, "raw_arguments": raw}
+        return data
 
     @property
     def arguments_invalid(self) -> bool:
@@ -152,14 +208,17 @@ MESSAGE_LIST = TypeAdapter(list[Message])
 
 
 def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
-    """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not an object."""
+    """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not a usable object.
+
+    Usable: a JSON object nested at most MAX_ARGUMENT_DEPTH levels deep.
+    """
     if text is None or text.strip() == "":
         return ToolCall(id=call_id, name=name, arguments={})
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ToolCall(id=call_id, name=name, raw_arguments=text)
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or nesting(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
         return ToolCall(id=call_id, name=name, raw_arguments=text)
     return ToolCall(id=call_id, name=name, arguments=value)
 
@@ -234,10 +293,10 @@ class _ListCheck:
             self.answered.add(m.tool_call_id)
             if call.name != m.name:
                 self.found.append(
-                    Violation(i, f"tool result is named {m.name!r} but call {m.tool_call_id} is {call.name!r}")
+                    Violation(i, f"tool result is named {m.name!r} but call {m.tool_call_id!r} is {call.name!r}")
                 )
         elif m.tool_call_id in self.answered:
-            self.found.append(Violation(i, f"tool call {m.tool_call_id} already has a result"))
+            self.found.append(Violation(i, f"tool call {m.tool_call_id!r} already has a result"))
         else:
             self.found.append(Violation(i, f"tool result for {m.tool_call_id!r} has no matching tool call before it"))
 
@@ -248,9 +307,9 @@ class _ListCheck:
             if not call.id:
                 self.found.append(Violation(i, f"tool call {call.name!r} has no id"))
             elif call.id in self.seen_ids:
-                self.found.append(Violation(i, f"tool call id {call.id} is used twice"))
+                self.found.append(Violation(i, f"tool call id {call.id!r} is used twice"))
             if not call.name:
-                self.found.append(Violation(i, f"tool call {call.id} has no name"))
+                self.found.append(Violation(i, f"tool call {call.id!r} has no name"))
             self.seen_ids.add(call.id)
             self.pending[call.id] = call
         self.pending_from = i
@@ -259,7 +318,7 @@ class _ListCheck:
         for call_id in self.pending:
             self.found.append(
                 Violation(
-                    self.pending_from, f"tool call {call_id} was never answered by a tool message before message {at}"
+                    self.pending_from, f"tool call {call_id!r} was never answered by a tool message before message {at}"
                 )
             )
         self.pending = {}

@@ -2,23 +2,28 @@
 
 Top level: format "agentcore.transcript", version 1, id, title, created_at, config,
 messages, steps, stop_reason, error, final_output, parent.
+
+Every reader of a file (transcripts here, imports, comparison bundles) parses it with
+`read_json`, which keeps the limits they share: MAX_FILE_BYTES and MAX_DEPTH.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from .errors import TranscriptError
-from .messages import validate_messages
+from .messages import MAX_DEPTH, validate_messages
 from .run import Run
 from .secrets import redact_headers
 
 FORMAT = "agentcore.transcript"
 VERSION = 1
+MAX_FILE_BYTES = 64 * 1024 * 1024  # the most any reader takes, stated in the README
 
 
 def to_dict(run: Run) -> dict[str, Any]:
@@ -53,6 +58,19 @@ def dumps(run: Run, indent: int | None = 2) -> str:
     return json_text(to_dict(run), indent=indent)
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def one_line(text: str) -> str:
+    """The text with each line break written as its escape, so that a message stays one line."""
+    return text.translate(_LINE_BREAKS)
+
+
 def _where(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -60,8 +78,10 @@ def _where(loc: tuple[Any, ...]) -> str:
             out += f"[{part}]"
         elif part in ("system", "user", "assistant", "tool"):
             continue  # the discriminator tag pydantic adds to the path
-        else:
-            out += f".{part}" if out else str(part)
+        elif isinstance(part, str) and part.isidentifier():
+            out += f".{part}" if out else part
+        else:  # a key of any other shape, an unknown one in the file, is shown quoted
+            out += f"[{_shown(part)}]"
     return out or "(top level)"
 
 
@@ -70,9 +90,17 @@ def check_header(data: Any, what: str, format: str, version: int) -> None:
     if not isinstance(data, dict):
         raise TranscriptError(f"{what} is a JSON object, not {type(data).__name__}")
     if data.get("format") != format:
-        raise TranscriptError(f"format: expected {format!r}, found {data.get('format')!r}")
-    if data.get("version") != version:
-        raise TranscriptError(f"version: this agentcore reads version {version}, found {data.get('version')!r}")
+        raise TranscriptError(f"format: expected {format!r}, found {_shown(data.get('format'))}")
+    found = data.get("version")
+    if type(found) is not int or found != version:  # true and 1.0 equal 1 in Python, not in the format
+        raise TranscriptError(f"version: this agentcore reads version {version}, found {_shown(found)}")
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """pydantic's first complaint as one line, `where: why`, with how many more there are."""
+    first = exc.errors()[0]
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return f"{_where(first['loc'])}: {one_line(first['msg'])}{more}"
 
 
 def from_dict(data: Any, *, check_messages: bool = True) -> Run:
@@ -82,9 +110,7 @@ def from_dict(data: Any, *, check_messages: bool = True) -> Run:
     try:
         run = Run.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise TranscriptError(f"{_where(first['loc'])}: {first['msg']}{more}") from None
+        raise TranscriptError(describe_validation(exc)) from None
     if check_messages:
         violations = validate_messages(run.messages)
         if violations:
@@ -97,19 +123,64 @@ def from_dict(data: Any, *, check_messages: bool = True) -> Run:
     return run
 
 
-def loads(text: str | bytes) -> Run:
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_ALL_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def read_json(raw: str | bytes) -> Any:
+    """JSON data from a file's text (UTF-8, -16 or -32 bytes, or str), within MAX_FILE_BYTES and MAX_DEPTH.
+
+    Every refusal is a TranscriptError that says what is wrong and where.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_FILE_BYTES:
+        raise TranscriptError(f"larger than {MAX_FILE_BYTES // 2**20} MB")
+    encoding = json.detect_encoding(raw)
     try:
-        data = json.loads(text)
+        text = raw.decode(encoding, "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"not JSON: not {encoding} text: {exc.reason} at byte {exc.start}") from None
+    _check_depth(raw if encoding.startswith("utf-8") else text.encode("utf-8", "surrogatepass"), text)
+    try:
+        return json.loads(text)
     except ValueError as exc:
         raise TranscriptError(f"not JSON: {exc}") from None
-    return from_dict(data)
+
+
+def _check_depth(utf8: bytes, text: str) -> None:
+    # A fast scan of the brackets outside strings before parsing: json.loads recurses once per
+    # level, and data far deeper than MAX_DEPTH cannot be written back
+    depth = 0
+    for byte in _STRING.sub(b"", utf8).translate(_ALL_SQUARE, _NOT_BRACKETS):
+        depth += 1 if byte == 0x5B else -1
+        if depth > MAX_DEPTH:
+            break
+    else:
+        return
+    depth, where = 0, ""
+    for m in _STRING_OR_BRACKET.finditer(text):  # again, slowly, only to say where
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(m.group(), 0)
+        if depth > MAX_DEPTH:
+            at = m.start()
+            where = f": line {text.count(chr(10), 0, at) + 1} column {at - text.rfind(chr(10), 0, at)}"
+            break
+    raise TranscriptError(f"nested more than {MAX_DEPTH} levels deep{where}")
+
+
+def loads(text: str | bytes) -> Run:
+    """A run from transcript JSON text; every refusal is a TranscriptError."""
+    return from_dict(read_json(text))
 
 
 def load(path: str | Path) -> Run:
     """Read a transcript file; every failure is a TranscriptError with the file's name."""
     path = Path(path)
     try:
-        text = path.read_bytes()
+        with path.open("rb") as f:
+            text = f.read(MAX_FILE_BYTES + 1)  # a bounded read, a device or a pipe included
     except OSError as exc:
         raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
