@@ -91,12 +91,12 @@ class StepRecord(BaseModel):
     @field_validator("wire")
     @classmethod
     def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
-        # a server's body nested too deeply to write back is not kept, so the run stays writable and readable
-        if wire is None:
-            return None
-        too_deep = f"(not kept: nested more than {WIRE_DEPTH} levels deep)"
-        drop = {k: too_deep for k in ("request", "response") if nesting(getattr(wire, k), WIRE_DEPTH) > WIRE_DEPTH}
-        return wire.model_copy(update=drop) if drop else wire
+        # a server's body nested too deeply to write back is not kept, so the run stays writable and readable;
+        # the request needs no check (and a step no scan of the whole history): it is built from messages and
+        # tool specs whose arguments and schemas are bounded when they are made
+        if wire is None or nesting(wire.response, WIRE_DEPTH) <= WIRE_DEPTH:
+            return wire
+        return wire.model_copy(update={"response": f"(not kept: nested more than {WIRE_DEPTH} levels deep)"})
 
 
 class ForkOrigin(BaseModel):

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model, field_validator
 
-from .messages import ToolCall
+from .messages import MAX_ARGUMENT_DEPTH, ToolCall, nesting
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTPUT_CHARS = 8000
@@ -47,6 +47,14 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
+
+    @field_validator("parameters")
+    @classmethod
+    def _shallow(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        # a request body holds the schema a few levels down: bounded here, every request stays writable
+        if nesting(parameters, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            raise ValueError(f"the JSON Schema is nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+        return parameters
 
 
 @dataclass(frozen=True)
