@@ -29,6 +29,7 @@ from .commands import (
 )
 from .errors import AgentcoreError, UsageError
 from .messages import MAX_COUNT
+from .terminal import guarded, shown_stream
 from .transcript import describe_validation, one_line
 
 EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER = 0, 2, 3, 4
@@ -36,10 +37,10 @@ EXIT_CANCELLED = 130
 
 
 class Printer:
-    """Prints each step of a run as it happens."""
+    """Prints each step of a run as it happens, as text: no control sequence and no known secret gets through."""
 
     def __init__(self, out=None) -> None:
-        self.out = out or sys.stdout
+        self.out = shown_stream(out or sys.stdout)
         self.streamed = False
 
     def __call__(self, event) -> None:
@@ -347,6 +348,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UsageError(f"--temperature must be a finite number of at least 0, not {temperature}")
 
 
+@guarded  # everything printed, errors included, is text without a control sequence or a known secret
 def main(argv: list[str] | None = None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # a lone surrogate in a shown transcript prints as an escape
         sys.stdout.reconfigure(errors="backslashreplace")

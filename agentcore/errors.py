@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .secrets import scrub, scrub_text
+
 
 class AgentcoreError(Exception):
     """Base class for every error agentcore raises on purpose."""
@@ -31,7 +33,9 @@ class ProviderError(AgentcoreError):
     """A model call that failed after retries: status, type, message and request id.
 
     `wire` holds what was captured of the failed exchange (a WireExchange, credentials
-    removed) when there is one, and `attempts` how many requests were sent.
+    removed) when there is one, and `attempts` how many requests were sent. Every known
+    secret is removed from what the server sent back before it is kept here: a server may
+    echo the request's key in its error body.
     """
 
     def __init__(
@@ -46,13 +50,13 @@ class ProviderError(AgentcoreError):
         wire: Any = None,
         attempts: int = 1,
     ) -> None:
-        self.message = message
+        self.message = scrub_text(message)
         self.provider = provider
         self.status = status
-        self.type = type
-        self.request_id = request_id
+        self.type = scrub_text(type) if type else type
+        self.request_id = scrub_text(request_id) if request_id else request_id
         self.retryable = retryable
-        self.wire = wire
+        self.wire = scrub(wire)
         self.attempts = attempts
         super().__init__(self.one_line())
 

@@ -1,8 +1,8 @@
 """Exports: a run's transcript, a provider request body, several runs in a zip, a comparison bundle.
 
 Every export is JSON text written by the one writer transcripts use (`transcript.json_text`),
-so text holding a lone surrogate is written too, then scrubbed of anything shaped like a
-credential.
+so text holding a lone surrogate is written too, and every known secret and anything shaped
+like a credential is removed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import zipfile
 from typing import Any
 
 from .run import Run
-from .secrets import scrub, scrub_text
+from .secrets import redact_fields
 from .transcript import json_text, to_dict
 from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
@@ -23,7 +23,7 @@ FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and t
 
 def export_text(data: Any) -> str:
     """Exported JSON data as text: indented, readable, always writable as UTF-8, no credentials."""
-    return scrub_text(json_text(scrub(data), indent=2))
+    return json_text(redact_fields(data), indent=2)
 
 
 def export_json(run: Run) -> str:

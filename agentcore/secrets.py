@@ -1,10 +1,27 @@
-"""Keeping credentials out of everything written: headers, request bodies, transcripts, the database."""
+"""Keeping credentials out of everything written, printed, stored or shown.
+
+Two nets. By name and shape: credential headers, fields named like credentials, and text
+shaped like a key (`Bearer …`, `sk-…`). By value: every key in use in this process (read
+from a key variable of the environment, given to a provider, typed in the app, taken from
+st.secrets, sent in a credential header) is registered here, held in memory only, and
+`scrub_text` removes it in each form it takes in text (as is, JSON-escaped, URL-encoded,
+HTML-escaped, inside base64 as in basic auth), whatever its shape, from whatever it is
+given: a server's answer, an error message, a file or a line about to be written.
+
+Values shorter than MIN_SECRET_LENGTH are not registered: removing every "local" or "test"
+from a transcript would remove words, not keys, and a key that short protects nothing.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import os
 import re
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 # Header names whose values are credentials; matched case-insensitively.
@@ -12,6 +29,7 @@ SECRET_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key"}
 )
 REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 8
 KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY")
 _SECRET_KEY = re.compile(r"(api[-_]?key|secret|token|password|authorization|cookie)$", re.IGNORECASE)
 _SECRET_SHAPES = (
@@ -23,17 +41,100 @@ _SCRUB_DEPTH = 5
 _CONVERSATION_KEYS = frozenset({"messages", "contents", "input", "content"})
 
 
+class _Registry:
+    """The secret values of this process and the forms they take in text, matched by one compiled pattern."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: set[str] = set()
+        self.forms: tuple[str, ...] = ()  # longest first, so a longer encoding wins where two start together
+        self.pattern: re.Pattern[str] | None = None
+        self.envs: tuple[str, ...] = KEY_ENVS
+        self.env_seen: tuple[str | None, ...] = ()
+
+    def add(self, value: str) -> None:
+        with self.lock:
+            if value in self.values:
+                return
+            self.values.add(value)
+            forms = set(self.forms) | {f for f in _encodings(value) if len(f) >= MIN_SECRET_LENGTH}
+            self.forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+            self.pattern = re.compile("|".join(map(re.escape, self.forms)))
+
+    def current(self) -> re.Pattern[str] | None:
+        """The pattern of every registered form, after registering what the watched variables hold now."""
+        seen = tuple(os.environ.get(name) for name in self.envs)
+        if seen != self.env_seen:  # a few lookups per call; the pattern is rebuilt only when a value is new
+            for value in seen:
+                register_secret(value)
+            self.env_seen = seen
+        return self.pattern
+
+
+_registry = _Registry()
+
+
+def register_secret(value: Any) -> None:
+    """Remember a credential's value (in memory only) so that `scrub_text` removes it wherever it appears."""
+    if not isinstance(value, str):
+        return
+    value = value.strip()
+    if len(value) >= MIN_SECRET_LENGTH and value != REDACTED and value not in _registry.values:
+        _registry.add(value)
+
+
+def register_headers(headers: dict[str, str] | Any) -> None:
+    """Register the values of the credential headers of an outgoing request, and the token after a scheme."""
+    for key, value in dict(headers).items():
+        if _secret_header(key.lower()) and isinstance(value, str):
+            register_secret(value)
+            scheme, _, token = value.strip().partition(" ")
+            if token and scheme.isalpha():
+                register_secret(token)
+
+
+def watch_env(*names: str | None) -> None:
+    """Also register the value of each of these environment variables whenever text is scrubbed."""
+    with _registry.lock:
+        _registry.envs = tuple(dict.fromkeys([*_registry.envs, *(n for n in names if n)]))
+
+
+def forget_secrets() -> None:
+    """Drop every registered value (the environment's are registered again on the next scrub); for tests."""
+    with _registry.lock:
+        _registry.values.clear()
+        _registry.forms, _registry.pattern, _registry.env_seen = (), None, ()
+
+
+def _encodings(value: str) -> Iterator[str]:
+    """The forms a value takes in text that agentcore writes or a server sends back."""
+    yield value
+    yield json.dumps(value)[1:-1]
+    yield json.dumps(value, ensure_ascii=False)[1:-1]
+    yield urllib.parse.quote(value, safe="")
+    yield urllib.parse.quote_plus(value, safe="")
+    yield html.escape(value)
+    raw = value.encode("utf-8")
+    for offset in range(3):
+        # inside any base64 text ("user:key" in basic auth), whatever stands before the value:
+        # the characters that depend on the value's own bits only, at each of the three alignments
+        encoded = base64.b64encode(bytes(offset) + raw).decode("ascii")
+        start = -(-8 * offset // 6)
+        end = 8 * (offset + len(raw)) // 6
+        yield encoded[start:end]
+        yield encoded[start:end].replace("+", "-").replace("/", "_")
+
+
 def redact_headers(headers: dict[str, str] | Any) -> dict[str, str]:
     """Copy headers with every credential replaced by `[redacted]`."""
-    out: dict[str, str] = {}
-    for key, value in dict(headers).items():
-        lowered = key.lower()
-        secret = lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered or "secret" in lowered
-        out[key] = REDACTED if secret else str(value)
-    return out
+    return {key: REDACTED if _secret_header(key.lower()) else str(value) for key, value in dict(headers).items()}
 
 
-def scrub(value: Any, depth: int = 0) -> Any:
+def _secret_header(lowered: str) -> bool:
+    return lowered in SECRET_HEADERS or "api-key" in lowered or "token" in lowered or "secret" in lowered
+
+
+def redact_fields(value: Any, depth: int = 0) -> Any:
     """Belt and braces on top of header redaction: blank credential-named values near the top of JSON data.
 
     Headers and settings sit a few levels down (a step's wire exchange, a request body's
@@ -52,20 +153,123 @@ def scrub(value: Any, depth: int = 0) -> Any:
             elif isinstance(v, str) and isinstance(k, str) and (k.lower() in SECRET_HEADERS or _SECRET_KEY.search(k)):
                 out[k] = REDACTED
             else:
-                out[k] = scrub(v, depth + 1)
+                out[k] = redact_fields(v, depth + 1)
         return out
     if isinstance(value, list):
-        return [scrub(v, depth + 1) for v in value]
+        return [redact_fields(v, depth + 1) for v in value]
     return value
 
 
 def scrub_text(text: str) -> str:
-    """Remove from serialised JSON every key found in the environment and anything shaped like a key."""
-    for name in KEY_ENVS:
-        key = os.environ.get(name, "")
-        if len(key) >= 8:
-            text = text.replace(json.dumps(key)[1:-1], REDACTED)
-    for marker, pattern in _SECRET_SHAPES:
+    """The text with every registered secret, in each of its forms, and anything shaped like a key replaced."""
+    pattern = _registry.current()
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    for marker, shape in _SECRET_SHAPES:
         if marker in text:  # a substring test is far cheaper than the regex over a long transcript
-            text = pattern.sub(REDACTED, text)
+            text = shape.sub(REDACTED, text)
     return text
+
+
+def scrub(value: Any) -> Any:
+    """`scrub_text` over every string in a value: text, JSON-like data, or a pydantic model.
+
+    What holds no secret comes back as the same object; what does is copied, never changed in place.
+    """
+    if isinstance(value, str):
+        clean = scrub_text(value)
+        return value if clean == value else clean
+    if isinstance(value, _CONTAINERS):
+        return _scrub_data(value)
+    fields = getattr(type(value), "model_fields", None)
+    if fields is not None and hasattr(value, "model_copy"):
+        changes = {}
+        for name in fields:
+            old = getattr(value, name)
+            new = scrub(old)
+            if new is not old:
+                changes[name] = new
+        return value.model_copy(update=changes) if changes else value
+    return value
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _scrub_data(root: dict | list | tuple) -> Any:
+    # an explicit stack, not recursion: a server's JSON may be nested as deep as its parser allowed
+    stack: list[tuple[Any, Iterator[tuple[Any, Any]], list[tuple[Any, Any]], Any]] = [(root, _pairs(root), [], None)]
+    while True:
+        node, pairs, done, key = stack[-1]
+        for k, v in pairs:
+            if isinstance(v, _CONTAINERS):
+                stack.append((v, _pairs(v), [], k))
+                break
+            done.append((k, scrub(v)))
+        else:
+            stack.pop()
+            built = _rebuilt(node, done)
+            if not stack:
+                return built
+            stack[-1][2].append((key, built))
+
+
+def _pairs(node: dict | list | tuple) -> Iterator[tuple[Any, Any]]:
+    return iter(node.items()) if isinstance(node, dict) else enumerate(node)
+
+
+def _rebuilt(node: dict | list | tuple, done: list[tuple[Any, Any]]) -> Any:
+    if isinstance(node, dict):
+        done = [(scrub(k) if isinstance(k, str) else k, v) for k, v in done]
+        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(done, node.items(), strict=True)):
+            return node
+        return dict(done)
+    if all(v is old for (_, v), old in zip(done, node, strict=True)):
+        return node
+    return type(node)(v for _, v in done)
+
+
+class StreamScrubber:
+    """Passes streamed text on scrubbed, holding back a tail that could be the start of a secret.
+
+    A key can arrive split over two deltas; what is held back goes out with the next delta,
+    or at `close()` once the stream has ended. Text shaped like a key is left to the whole
+    answer's scrub.
+    """
+
+    def __init__(self, sink: Callable[[str], Any]) -> None:
+        self.sink = sink
+        self.held = ""
+
+    def __call__(self, delta: str) -> None:
+        text = self.held + delta
+        pattern = _registry.current()
+        cut = len(text)
+        if pattern is not None:
+            whole = 0  # the hold starts after the last whole secret, so that no secret is cut in two
+            for found in pattern.finditer(text):
+                whole = found.end()
+            cut -= _partial_tail(text[whole:], _registry.forms)
+        self.held = text[cut:]
+        if cut:
+            self.sink(scrub_text(text[:cut]))
+
+    def close(self) -> None:
+        """The stream ended: pass on what was held back."""
+        if self.held:
+            held, self.held = self.held, ""
+            self.sink(scrub_text(held))
+
+
+def _partial_tail(text: str, forms: Iterable[str]) -> int:
+    """The length of the longest end of `text` that is the start of a form, not the whole of it."""
+    longest = 0
+    for form in forms:
+        tail = text[-(len(form) - 1) :]
+        at = tail.find(form[0])
+        while at != -1 and len(tail) - at > longest:
+            if form.startswith(tail[at:]):
+                longest = len(tail) - at
+                break
+            at = tail.find(form[0], at + 1)
+    return longest

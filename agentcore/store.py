@@ -27,7 +27,7 @@ from .errors import AgentcoreError
 from .loop import Event, Observer
 from .messages import UserMessage
 from .run import Run, StepRecord
-from .secrets import scrub, scrub_text
+from .secrets import redact_fields, scrub_text
 from .transcript import FORMAT, VERSION, from_dict, json_text
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
@@ -93,7 +93,7 @@ def default_path() -> Path:
 
 
 def _dump(data: Any) -> str:
-    return scrub_text(json_text(scrub(data), separators=(",", ":")))
+    return json_text(redact_fields(data), separators=(",", ":"))  # the writer removes every known secret
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -217,7 +217,7 @@ class Store:
         usage = run.usage
         row = {
             "id": run.id,
-            "title": _plain(run.title),
+            "title": _plain(scrub_text(run.title)) if run.title else run.title,
             "created_at": run.created_at,
             "updated_at": _now(),
             "provider": run.config.provider,
@@ -340,7 +340,7 @@ class Store:
 
     def set_title(self, run_id: str, title: str) -> None:
         """Rename a run."""
-        title = title.strip()
+        title = scrub_text(title.strip())
         if not title:
             raise StoreError("a title cannot be empty")
         with self._transaction() as db:

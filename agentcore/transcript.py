@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from .errors import TranscriptError
 from .messages import MAX_DEPTH, validate_messages
 from .run import Run
-from .secrets import redact_headers
+from .secrets import redact_headers, scrub_text
 
 FORMAT = "agentcore.transcript"
 VERSION = 1
@@ -38,11 +38,12 @@ def to_dict(run: Run) -> dict[str, Any]:
 
 
 def json_text(data: Any, **options: Any) -> str:
-    """JSON text that can always be written as UTF-8, read back to the same data.
+    """JSON text that can always be written as UTF-8, read back to the same data, without a known secret.
 
     Non-ASCII text stays readable; only when the data holds a lone surrogate (undecodable
     bytes from the command line, a JSON \\ud800 escape in an import) is every non-ASCII
-    character escaped instead, which JSON reads back exactly.
+    character escaped instead, which JSON reads back exactly. Every file, export and database
+    row is written through here, so this is where every registered secret is removed.
     """
     text = json.dumps(data, ensure_ascii=False, **options)
     if not text.isascii():
@@ -50,7 +51,7 @@ def json_text(data: Any, **options: Any) -> str:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = json.dumps(data, ensure_ascii=True, **options)
-    return text
+    return scrub_text(text)
 
 
 def dumps(run: Run, indent: int | None = 2) -> str:

@@ -20,6 +20,7 @@ from agentcore.messages import Message
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
+from agentcore.secrets import register_secret
 from agentcore.store import LAST_RUN_KEY, Store, default_path
 from agentcore.toolbox import TOOLBOX, get_tools
 
@@ -167,7 +168,11 @@ _typed = threading.local()  # the password box's value for the current script ru
 
 
 def set_typed_key(provider: str, key: str | None) -> None:
-    """Remember the key typed in the sidebar for this script run only (each run sets it again)."""
+    """Remember the key typed in the sidebar for this script run only (each run sets it again).
+
+    Its value is registered as a secret: removed from what the app saves and exports, and from what servers send back.
+    """
+    register_secret(key)
     _typed.keys = {provider: key} if key else {}
 
 
@@ -185,6 +190,7 @@ def resolve_api_key(info: ProviderInfo) -> tuple[str | None, str]:
     except Exception:  # noqa: BLE001 - no secrets file is the normal case
         secret = None
     if secret:
+        register_secret(str(secret))
         return str(secret), f"from st.secrets ({info.key_env})"
     return None, f"missing: type it above or set {info.key_env}"
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..secrets import watch_env
 from .base import BaseProvider, ModelRequest, ModelResponse, Provider, Settings, WireExchange
 
 
@@ -85,6 +86,7 @@ REGISTRY: dict[str, ProviderInfo] = {
     )
 }
 FREE_PROVIDERS = frozenset(name for name, info in REGISTRY.items() if info.free)
+watch_env(*(info.key_env for info in REGISTRY.values()))  # each key variable's value is scrubbed from output
 
 
 def local_available() -> tuple[bool, str]:

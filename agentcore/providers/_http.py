@@ -25,7 +25,7 @@ import httpx
 
 from ..errors import ProviderError, UsageError
 from ..messages import Violation, validate_messages
-from ..secrets import redact_headers
+from ..secrets import StreamScrubber, redact_headers, register_headers, register_secret, scrub
 from . import ProviderInfo, get_info
 from ._limits import (
     ACCEPT_ENCODING,
@@ -102,6 +102,7 @@ class HttpTransport:
     def stream(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Iterator[ResponseReader]:
         """Open a response (retries happen before the first byte), to be read within the call's limits."""
         deadline_at = time.monotonic() + self.deadline
+        register_headers(headers)  # a credential sent in any header is scrubbed from all output from now on
         response, wire = self._send(url, body, headers, deadline_at)
         try:
             yield ResponseReader(self, response, wire, deadline_at)
@@ -340,6 +341,7 @@ class HttpProvider(BaseProvider, ABC):
         info = self.info
         self.base_url = (_configured(base_url, info.base_url_env, info.default_base_url) or "").rstrip("/")
         self._api_key = _configured(api_key, info.key_env)  # memory only: never in repr, wire, transcript or error text
+        register_secret(self._api_key)
         if not self._api_key and info.key_env and self.official:
             raise UsageError(
                 f"{self.name}: no API key; set {info.key_env} or pass one (a compatible server's base URL needs none)"
@@ -374,7 +376,18 @@ class HttpProvider(BaseProvider, ABC):
         return validate_messages(list(request.messages), final=True)
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        """One call to the endpoint; streamed when `on_text` is given, unless the `stream` option turned that off."""
+        """One call to the endpoint; streamed when `on_text` is given, unless the `stream` option turned that off.
+
+        A server may echo the request's key back in its answer: every known secret is removed
+        from the streamed text and from the response before anything else sees them.
+        """
+        sink = StreamScrubber(on_text) if on_text is not None else None
+        result = self._call(request, sink)
+        if sink is not None:
+            sink.close()
+        return scrub(result)
+
+    def _call(self, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         if on_text is None or not self.stream:
             data, wire = self.http.post(self.url, self.body(request), self.headers())
             return self._whole(data, request, wire, on_text)
