@@ -416,7 +416,7 @@ def test_the_source_view_highlights_the_lines_that_just_ran():
     agent.model_phase(half)
     agent.tools_phase(half)
     view = source_view(half)
-    assert view.phase == "tools" and any("self._resolve(" in view.lines[i] for i in view.highlighted)
+    assert view.phase == "tools" and any("self._execute(" in view.lines[i] for i in view.highlighted)
     assert "ac-hl" in source_html(view) and "&lt;" not in source_html(view).split("</style>")[0]
 
 
