@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from agentcore.messages import ToolCall
-from agentcore.tools import cap_output, tool, unknown_tool_outcome
+from agentcore.tool_output import cap_output
+from agentcore.tools import tool, unknown_tool_outcome
 
 
 @tool
