@@ -137,7 +137,7 @@ def what_ifs(
     # each request is a prefix of the next (both are slices of the run's messages), so the whole
     # previous request is the cached prefix
     ins = [s.input_tokens for s in report.steps]
-    reads = [0] + [min(a, b) for a, b in zip(ins, ins[1:], strict=False)]
+    reads = [0, *(min(a, b) for a, b in zip(ins, ins[1:], strict=False))][: len(ins)]
     writes = [i - r for i, r in zip(ins, reads, strict=True)]
     label = "prompt caching (the previous request billed at the cache-read price)"
     out.append(finish("caching", label, ins, reads, writes))

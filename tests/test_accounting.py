@@ -301,3 +301,11 @@ def test_cli_rejects_an_unknown_price_as(tmp_path, capsys):
     transcript.save(hand_run(), path)
     assert cli.main(["cost", str(path), "--price-as", "openai:no-such-model-xyz"]) == 2
     assert "genai-prices does not know" in capsys.readouterr().err
+
+
+def test_a_run_with_no_steps_has_empty_what_if_curves():
+    from agentcore.whatif import what_ifs
+
+    run = Run.start("hi")
+    curves = what_ifs(run, account(run))
+    assert curves and all(c.input_tokens == [] and c.token_saving_pct == 0.0 for c in curves)
