@@ -156,6 +156,8 @@ class Agent:
         run.steps.append(
             StepRecord(
                 index=index,
+                provider=getattr(self.provider, "name", None) or run.config.provider,
+                model=getattr(self.provider, "model", None) or run.config.model or None,
                 usage=response.usage,
                 estimated=response.estimated,
                 latency_ms=latency,

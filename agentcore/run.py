@@ -79,6 +79,8 @@ class StepRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     index: Count
+    provider: Name | None = None  # who answered this step's model call (None in files from before it was kept)
+    model: Name | None = None
     usage: Usage = Usage()
     estimated: bool = False
     latency_ms: Millis = 0.0

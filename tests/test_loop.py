@@ -329,3 +329,12 @@ def test_a_run_with_its_own_tools_keeps_them():
     run = agent.run(Run.start("hi", RunConfig(tools=[TOOLBOX["get_weather"].spec()])))
     assert [s.name for s in run.config.tools] == ["get_weather"]
     assert [s.name for s in run.tool_specs] == ["get_weather"]
+
+
+def test_each_step_records_the_provider_and_model_that_answered_it():
+    calc = ToolCall(id="c1", name="calculator", arguments={"expression": "2+2"})
+    run = Run.start("2+2?")
+    Agent(replay(reply(calc)), [TOOLBOX["calculator"]]).step(run)
+    second = ScriptedProvider(scenario="weather")
+    Agent(second, [TOOLBOX["calculator"]]).model_phase(run)
+    assert [(s.provider, s.model) for s in run.steps] == [("scripted", "replay"), ("scripted", second.model)]
