@@ -62,6 +62,11 @@ _EDGES: tuple[tuple[Node, Node, str], ...] = (
 )
 
 
+def _dot_text(text: str) -> str:
+    """Text for inside a quoted DOT label: its quotes and backslashes cannot end the label or start an escape."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def loop_dot(run: Run | None) -> str:
     """The loop as a Graphviz graph, with the current node and the edge just taken highlighted."""
     pos = position(run)
@@ -73,7 +78,7 @@ def loop_dot(run: Run | None) -> str:
         if run
         else "model phase\\ncall the model",
         "tools": "tools phase\\nrun the tool calls",
-        "done": f"done\\n{run.stop_reason}" if run and pos.node == "done" and run.stop_reason else "done",
+        "done": f"done\\n{_dot_text(run.stop_reason)}" if run and pos.node == "done" and run.stop_reason else "done",
     }
     if pos.error and run is not None:
         labels["model"] = "model phase\\nthe call failed"

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from agentcore.messages import AssistantMessage, Message, ToolMessage, estimate_tokens, validate_messages
+from agentcore.messages import AssistantMessage, Message, ToolCall, ToolMessage, estimate_tokens, validate_messages
 from agentcore.run import Run
 
-from . import actions
+from . import actions, safe
 from .state import Session, get_session
 
 PAGE_SIZE = 20
@@ -31,7 +31,10 @@ def _set_page(page: int | None) -> None:
 
 
 def _text(content: str, plain: bool = False) -> None:
-    """Show text, folding long contents behind an expander; `plain` shows it as written, not as markdown."""
+    """Show text, folding long contents behind an expander; `plain` shows it as written, not as markdown.
+
+    Markdown is the safe kind (ui.safe.markdown): formatting shows, images and links become their addresses.
+    """
     looks_json = content[:1] in "[{"
     if len(content) <= FOLD_CHARS:
         if looks_json:
@@ -39,12 +42,12 @@ def _text(content: str, plain: bool = False) -> None:
         elif plain:
             st.text(content, width="stretch")
         else:
-            st.markdown(content.replace("\n", "  \n"))
+            st.markdown(safe.markdown(content))
         return
     if plain:
         st.text(content[:240] + " …", width="stretch")
     else:
-        st.markdown(content[:240].replace("\n", "  \n") + " …")
+        st.markdown(safe.markdown(content[:240] + " …"))
     with st.expander(f"Show all {len(content):,} characters"):
         st.code(content, language="json" if looks_json else None, wrap_lines=True)
 
@@ -53,25 +56,35 @@ def _header(i: int, m: Message) -> str:
     return f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
 
 
+def show_tool_call(call: ToolCall, args: str) -> None:
+    """A tool call's name, arguments (`args`, as text) and id; long arguments get a code block of their own."""
+    head = f":material/build: **{safe.code(call.name)}**"
+    if len(args) <= 100 and "\n" not in args:
+        st.markdown(f"{head} {safe.code(args)} &nbsp; {safe.code(call.id)}")
+    else:
+        st.markdown(f"{head} &nbsp; {safe.code(call.id)}")
+        st.code(args, language="json", wrap_lines=True)
+
+
 def _message_body(m: Message) -> None:
     if isinstance(m, AssistantMessage):
         if m.content:
             _text(m.content)
         for call in m.tool_calls:
-            args = json.dumps(call.arguments, ensure_ascii=False)
             if call.arguments_invalid:
-                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
-                st.warning(f"Arguments are not a JSON object: `{call.raw_arguments}`", icon=":material/warning:")
-            elif len(args) <= 100 and "`" not in args:
-                st.markdown(f":material/build: **`{call.name}`** `{args}` &nbsp; :gray[{call.id}]")
+                st.markdown(f":material/build: **{safe.code(call.name)}** &nbsp; {safe.code(call.id)}")
+                st.warning(
+                    f"Arguments are not a JSON object: {safe.code(call.raw_arguments or '')}",
+                    icon=":material/warning:",
+                )
             else:
-                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
-                st.code(args, language="json", wrap_lines=True)
+                show_tool_call(call, json.dumps(call.arguments, ensure_ascii=False))
     elif isinstance(m, ToolMessage):
+        who = f"result of **{safe.code(m.name)}** {safe.code(m.tool_call_id)}"
         if m.is_error:
-            st.markdown(f":red-badge[:material/error: error] result of **`{m.name}`** :gray[{m.tool_call_id}]")
+            st.markdown(f":red-badge[:material/error: error] {who}")
         else:
-            st.markdown(f":material/check_circle: result of **`{m.name}`** :gray[{m.tool_call_id}]")
+            st.markdown(f":material/check_circle: {who}")
         # a tool result is data the model reads: a markdown heading in it must not become a page heading
         _text(m.content, plain=True)
     else:
@@ -91,7 +104,8 @@ def _editor(i: int, m: Message) -> None:
     if isinstance(m, AssistantMessage):
         for k, call in enumerate(m.tool_calls):
             raw = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
-            st.text_area(f"Arguments of `{call.name}` ({call.id})", value=raw, key=f"edit_args_{i}_{k}", height=80)
+            label = f"Arguments of {safe.code(call.name)} ({safe.inline(call.id)})"
+            st.text_area(label, value=raw, key=f"edit_args_{i}_{k}", height=80)
     left, right, _ = st.columns([1, 1, 4])
     left.button("Save", key=f"edit_save_{i}", type="primary", on_click=actions.save_edit, args=(i,))
     right.button("Cancel", key=f"edit_cancel_{i}", on_click=actions.cancel_edit)
@@ -151,7 +165,7 @@ def _message_row(session: Session, i: int, m: Message, reasons: list[str]) -> No
         else:
             _message_body(m)
         for reason in reasons:
-            st.error(reason, icon=":material/rule:")
+            st.error(safe.block(reason), icon=":material/rule:")
 
 
 def _insert_form(total: int) -> None:
@@ -179,5 +193,5 @@ def render_messages(session: Session) -> None:
     for i in _page_range(session, len(messages)):
         _message_row(session, i, messages[i], violations.get(i, []))
     for reason in violations.get(len(messages), []):
-        st.error(reason, icon=":material/rule:")
+        st.error(safe.block(reason), icon=":material/rule:")
     _insert_form(len(messages))

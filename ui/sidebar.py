@@ -12,6 +12,7 @@ from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from agentcore.toolbox import TOOLBOX
 
+from . import safe
 from .state import MODEL_ENV, AppConfig, Session, initial_provider, provider_problem, resolve_api_key, set_typed_key
 
 DEFAULT_PROMPT = "What is the weather in Paris and Rome?"
@@ -94,7 +95,7 @@ def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[s
     info = REGISTRY[provider]
     problem = provider_problem(provider)
     if problem:
-        sb.error(problem, icon=":material/error:")
+        sb.error(safe.block(problem), icon=":material/error:")
     else:
         sb.caption(info.description)
     if provider != "scripted":
@@ -177,4 +178,4 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         final_answer_schema=schema,
     )
     if session.store_error:
-        sb.warning(session.store_error, icon=":material/database:")
+        sb.warning(safe.block(session.store_error), icon=":material/database:")

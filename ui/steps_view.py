@@ -7,7 +7,7 @@ import streamlit as st
 from agentcore.run import Run, StepRecord
 from agentcore.secrets import redact_headers
 
-from . import actions
+from . import actions, safe
 from .state import Session, get_session
 
 
@@ -54,7 +54,7 @@ def _wire(step: StepRecord) -> None:
     if wire is None:
         st.caption("This provider recorded no wire exchange for this step.")
         return
-    st.caption(f"`{wire.url or ''}` → status {wire.status}")
+    st.caption(f"{safe.code(wire.url or '')} → status {wire.status}")
     left, right = st.columns(2)
     with left:
         st.markdown("**Request**")
@@ -72,11 +72,13 @@ def _lineage(session: Session, run: Run) -> None:
     chain = lineage(session, run)
     if len(chain) < 2:
         return
-    parts = [f"**{r.title or r.id}**" if r is run else (r.title or r.id) for r in chain]
+    names = [safe.inline(r.title or r.id) for r in chain]
+    parts = [f"**{name}**" if r is run else name for r, name in zip(chain, names, strict=True)]
     st.markdown(":material/call_split: Lineage: " + " → ".join(parts))
     if run.parent is not None:
         st.caption(
-            f"Forked from run {run.parent.run_id} at step {run.parent.step}; the original is kept in the run picker."
+            f"Forked from run {safe.inline(run.parent.run_id)} at step {run.parent.step}; "
+            "the original is kept in the run picker."
         )
 
 

@@ -23,6 +23,7 @@ from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
 from agentcore.toolbox import TOOLBOX, get_tools
 from agentcore.transcript import from_dict, to_dict
+from ui import safe
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
 from ui.state import get_session
@@ -200,20 +201,20 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
 def _column_view(column: Column) -> None:
     run = column.run
     state = column.state
-    st.markdown(f"**{column.label}**  :{STATE_COLOURS[state]}-badge[{state}]")
+    st.markdown(f"**{safe.inline(column.label)}**  :{STATE_COLOURS[state]}-badge[{state}]")
     where = f"step {len(run.steps)} of {run.config.max_steps} · next phase: {run.next_phase}"
     if column.busy:
         where += f" · {column.activity}"
     elif run.stop_reason:
         where += f" · stop: {run.stop_reason}"
-    st.caption(where)
+    st.caption(safe.inline(where))
     if column.error:
-        st.error(column.error, icon=":material/error:")
+        st.error(safe.block(column.error), icon=":material/error:")
     with st.container(height=460, autoscroll=True):
         show_messages(list(run.messages))
         if column.live_text:
             with st.chat_message("assistant"):
-                st.markdown(column.live_text + " ▌")
+                st.markdown(safe.markdown(column.live_text + " ▌"))
 
 
 def _columns_view(comparison: Comparison) -> None:
@@ -269,7 +270,7 @@ def _summary(comparison: Comparison) -> None:
 def _overlay(series: pd.DataFrame, column: str, title: str) -> go.Figure:
     fig = go.Figure()
     for label, group in series.groupby("config", sort=False):
-        fig.add_scatter(x=group["step"], y=group[column], mode="lines+markers", name=str(label))
+        fig.add_scatter(x=group["step"], y=group[column], mode="lines+markers", name=safe.plotly(str(label)))
     fig.update_layout(title=title, xaxis_title="step", height=320, margin={"t": 40, "b": 30, "l": 10, "r": 10})
     fig.update_xaxes(dtick=1)
     return fig
@@ -286,12 +287,12 @@ def _wire(comparison: Comparison) -> None:
     step = int(st.number_input("Step", 1, longest, key="cmp_wire_step"))
     for slot, column in zip(st.columns(len(comparison.columns)), comparison.columns, strict=True):
         with slot:
-            st.markdown(f"**{column.label}**")
+            st.markdown(f"**{safe.inline(column.label)}**")
             record = column.run.steps[step - 1] if step <= len(column.run.steps) else None
             if record is None or record.wire is None:
                 st.caption(f"No request at step {step}.")
                 continue
-            st.caption(record.wire.url or "")
+            st.caption(safe.code(record.wire.url or ""))
             st.json(record.wire.request, expanded=3)
 
 
@@ -310,7 +311,7 @@ def _export(comparison: Comparison) -> None:
         st.code(text, language="json", height=300)
     for slot, (i, column) in zip(st.columns(len(comparison.columns)), enumerate(comparison.columns), strict=True):
         slot.button(
-            f"Open {column.label} in the playground",
+            f"Open {safe.inline(column.label)} in the playground",
             key=f"cmp_open_{i}",
             on_click=_request_open,
             args=(i,),
@@ -346,7 +347,7 @@ def main() -> None:
         st.button("Stop", on_click=_stop, disabled=not busy, icon=":material/stop:")
         st.button("New comparison", on_click=_new_comparison, disabled=busy, icon=":material/restart_alt:")
     if state.notice:
-        st.warning(state.notice)
+        st.warning(safe.block(state.notice))
         state.notice = None
     comparison = state.comparison
     if comparison is None:

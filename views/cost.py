@@ -20,6 +20,7 @@ from agentcore.errors import TranscriptError
 from agentcore.run import Run
 from agentcore.transcript import loads
 from agentcore.whatif import WhatIf, what_ifs
+from ui import safe
 from ui.page_state import CostState
 from ui.state import get_session
 
@@ -35,7 +36,7 @@ def _uploaded_run() -> Run | None:
     try:
         return loads(upload.getvalue())
     except TranscriptError as exc:
-        st.error(f"{upload.name}: {exc}")
+        st.error(f"{safe.inline(upload.name)}: {safe.block(str(exc))}")
         return None
 
 
@@ -86,7 +87,7 @@ def _cost_chart(report: CostReport) -> go.Figure:
     fig.add_bar(x=steps, y=[s.cost_usd for s in report.steps], name="cost per step")
     fig.add_scatter(x=steps, y=[s.cumulative_cost_usd for s in report.steps], name="cumulative", yaxis="y2")
     fig.update_layout(
-        title=f"Cost (USD, priced as {report.price.label})",
+        title=f"Cost (USD, priced as {safe.plotly(report.price.label)})",
         xaxis_title="step",
         yaxis={"title": "per step"},
         yaxis2={"title": "cumulative", "overlaying": "y", "side": "right"},
@@ -199,13 +200,14 @@ def _step_table(run: Run, report: CostReport) -> None:
 
 
 def _report(run: Run) -> None:
-    st.write(f"**{run.title or run.id}** · {run.config.provider}/{run.config.model} · {len(run.steps)} steps")
+    what = f"{run.config.provider}/{run.config.model}"
+    st.write(f"**{safe.inline(run.title or run.id)}** · {safe.inline(what)} · {len(run.steps)} steps")
     if not run.steps:
         st.info("This run has no steps yet: there is nothing to count.")
         return
     report = account(run, _price_ref(run))
     if report.price_note:
-        st.warning(f"{report.price_note} (under Price as). Costs are shown only for a priced model.")
+        st.warning(f"{safe.inline(report.price_note)} (under Price as). Costs are shown only for a priced model.")
     _totals(report)
     st.plotly_chart(_tokens_chart(report), key="cost_tokens")
     _growth(report)

@@ -9,9 +9,9 @@ import streamlit as st
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
 from agentcore.run import Run
 from agentcore.transcript import dumps
-from ui import actions
+from ui import actions, safe
 from ui.graph import loop_dot, source_html, source_view
-from ui.messages_view import render_messages
+from ui.messages_view import render_messages, show_tool_call
 from ui.state import Session, get_session
 from ui.steps_view import render_steps, run_label
 
@@ -76,7 +76,7 @@ def _live(session: Session, slot) -> None:
                 bar.progress(
                     min(1.0, len(r.steps) / budget), text=f"Step {len(r.steps)} of {budget} · next: {r.next_phase}"
                 )
-                line.caption(_last_line(r))
+                line.caption(safe.inline(_last_line(r)))
 
             progress(run)
             actions.run_to_end(session, progress)
@@ -89,7 +89,7 @@ def _live(session: Session, slot) -> None:
 
             def on_text(delta: str) -> None:
                 text.append(delta)
-                box.markdown("".join(text) + " ▌")
+                box.markdown(safe.markdown("".join(text) + " ▌"))
 
             actions.run_phase(session, action or "step", on_text)
     st.rerun()
@@ -107,7 +107,7 @@ def _status(session: Session, run: Run) -> None:
     if run.stop_reason and run.stop_reason != "error":
         why = STOP_REASONS.get(run.stop_reason, "")
         icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/flag:"
-        st.success(f"Stop reason: **{run.stop_reason}** — {why}.", icon=icon)
+        st.success(f"Stop reason: **{safe.inline(run.stop_reason)}** — {why}.", icon=icon)
 
 
 def _controls(session: Session, run: Run) -> None:
@@ -158,7 +158,7 @@ def _controls(session: Session, run: Run) -> None:
 
 def _error(run: Run) -> None:
     with st.container(border=True, key="error_box"):
-        st.error(f"The model call failed: {run.error}", icon=":material/error:")
+        st.error(f"The model call failed: {safe.block(run.error or '')}", icon=":material/error:")
         st.caption("Nothing in the run was lost. Retry repeats the same call.")
         st.button(
             "Retry", key="retry", type="primary", icon=":material/refresh:", on_click=actions.request, args=("retry",)
@@ -175,11 +175,7 @@ def _pending(session: Session, run: Run) -> None:
         )
         for call in calls:
             args = call.arguments_text
-            if len(args) <= 100 and "`" not in args:
-                st.markdown(f":material/build: **`{call.name}`** `{args}` &nbsp; :gray[{call.id}]")
-            else:
-                st.markdown(f":material/build: **`{call.name}`** &nbsp; :gray[{call.id}]")
-                st.code(args, language="json", wrap_lines=True)
+            show_tool_call(call, args)
             choice = st.radio(
                 "Decision",
                 ["Approve", "Edit arguments", "Deny", "Type the result"],
@@ -226,7 +222,7 @@ def main() -> None:
     st.markdown("## Playground")
     _prompt_row(session)
     if session.notice:
-        st.error(session.notice, icon=":material/error:")
+        st.error(safe.block(session.notice), icon=":material/error:")
     run = session.run
     if run is None:
         st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")

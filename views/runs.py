@@ -10,6 +10,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.exports import WIRE_FORMATS, export_body, export_json, export_zip
 from agentcore.importers import parse_import
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store
+from ui import safe
 from ui.page_state import RunsState
 from ui.state import get_session, get_store
 
@@ -86,7 +87,7 @@ def _open_in_playground(store: Store, run_id: str) -> None:
     try:
         run = store.load_run(run_id)
     except AgentcoreError as exc:
-        st.error(f"Cannot open run {run_id}: {exc}")
+        st.error(f"Cannot open run {safe.inline(run_id)}: {safe.block(str(exc))}")
         return
     store.set_meta(LAST_RUN_KEY, run_id)
     get_session().add_run(run)
@@ -112,12 +113,14 @@ def _import(store: Store, state: RunsState) -> None:
 
 def _details(store: Store, summary: RunSummary) -> None:
     run_id = summary.id
-    st.subheader(summary.title or "(untitled)")
-    cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+    st.subheader(safe.inline(summary.title or "(untitled)"))
+    cost = "unknown" if summary.cost_usd is None else f"\\${summary.cost_usd:.4f}"
+    what = f"{run_id} · {summary.provider}/{summary.model}"
+    stop = summary.stop_reason or "open"
     st.caption(
-        f"{run_id} · {summary.provider}/{summary.model} · {summary.steps} steps · stop: {summary.stop_reason or 'open'}"
+        f"{safe.inline(what)} · {summary.steps} steps · stop: {safe.inline(stop)}"
         f" · {summary.input_tokens:,} in / {summary.output_tokens:,} out tokens · cost {cost}"
-        f" · created {summary.created_at[:19].replace('T', ' ')}"
+        f" · created {safe.inline(summary.created_at[:19].replace('T', ' '))}"
     )
     cols = st.columns([4, 1])
     cols[0].text_input("Title", value=summary.title or "", key=f"runs_title_{run_id}")
@@ -126,7 +129,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     cols = st.columns(3)
     cols[0].button("Open in playground", key="runs_open_current", on_click=_open, args=(run_id,), type="primary")
     if RunsState.get().confirm_delete == run_id:
-        cols[1].warning(f"Delete run {run_id} for good?")
+        cols[1].warning(f"Delete run {safe.inline(run_id)} for good?")
         cols[1].button("Yes, delete", key="runs_delete_yes", on_click=_delete, args=(store, run_id))
         cols[2].button("Cancel", key="runs_delete_no", on_click=_confirm_delete, args=(None,))
     else:
@@ -141,7 +144,7 @@ def _details(store: Store, summary: RunSummary) -> None:
             try:
                 body = export_body(run, fmt)
             except AgentcoreError as exc:
-                st.caption(f"{fmt}: {exc}")
+                st.caption(f"{fmt}: {safe.block(str(exc))}")
                 continue
             st.download_button(
                 f"{fmt} request body", body, f"{run_id}.{fmt}.json", "application/json", key=f"runs_dl_{fmt}"
@@ -158,13 +161,16 @@ def _fork_tree(store: Store, run_id: str) -> None:
         return
     st.markdown("**Fork tree**")
     if tree.run.parent_id:
-        st.caption(f"The oldest stored run was forked from {tree.run.parent_id}, which is no longer stored.")
+        st.caption(
+            f"The oldest stored run was forked from {safe.inline(tree.run.parent_id)}, which is no longer stored."
+        )
     for node, depth in tree.walk():
         r = node.run
         here = " ← this run" if r.id == run_id else ""
         where = f" · forked at step {r.parent_step}" if r.parent_id else ""
         cols = st.columns([6, 1, 1])
-        cols[0].markdown(f"{'&nbsp;' * 6 * depth}{'↳ ' if depth else ''}`{r.id}` {r.title or ''}{where}{here}")
+        name = f"{safe.code(r.id)} {safe.inline(r.title or '')}"
+        cols[0].markdown(f"{'&nbsp;' * 6 * depth}{'↳ ' if depth else ''}{name}{where}{here}")
         cols[1].button("View", key=f"runs_view_{r.id}", on_click=_select, args=(r.id,), disabled=bool(here))
         cols[2].button("Open", key=f"runs_tree_open_{r.id}", on_click=_open, args=(r.id,))
 
@@ -181,8 +187,8 @@ def _diff(store: Store, run, summary: RunSummary) -> None:
     base = store.load_run(other_id)
     diff = diff_runs(base, run)
     if diff.related:
-        st.caption(diff.related)
-    st.info(diff.summary())
+        st.caption(safe.block(diff.related))
+    st.info(safe.block(diff.summary()))
     marks = {"same": "", "changed": "≠", "only_a": "−", "only_b": "+"}
     rows = [
         {
@@ -203,7 +209,7 @@ def main() -> None:
     try:
         store = get_store()
     except AgentcoreError as exc:
-        st.error(str(exc))
+        st.error(safe.block(str(exc)))
         return
     state = RunsState.get()
     state.restore({**WIDGETS, "runs_selected": None})
@@ -213,7 +219,7 @@ def main() -> None:
     _import(store, state)
     if state.notice:
         (kind, text), state.notice = state.notice, None
-        getattr(st, kind)(text)
+        getattr(st, kind)(safe.block(text))
 
     cols = st.columns([3, 1])
     search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
