@@ -114,8 +114,8 @@ def loop_dot(run: Run | None) -> str:
 # -- the loop's source ----------------------------------------------------------------
 
 _MARKERS = {
-    "model": ("self.provider.complete(", "run.steps.append(", "run.messages.append(response.message)"),
-    "tools": ("self._resolve(", "run.messages.append(message)"),
+    "model": ("self.provider.complete(", "run.steps.append(", "run.append(response.message)"),
+    "tools": ("self._execute(", "self._append_results("),
 }
 _STOP_MARKERS = {
     "answer": 'run.stop_reason = "answer"',
