@@ -479,3 +479,17 @@ def test_other_pages_fold_the_playground_settings_and_keep_them(app):
     app.switch_page("views/playground.py").run()
     assert app.sidebar.number_input(key="cfg_max_steps").value == 7
     assert session(app).config.max_steps == 7
+
+
+def test_a_run_opened_from_a_file_does_not_take_the_key_to_its_base_url(app, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "correct-horse-battery-staple-42")
+    foreign = Run.start("hi", RunConfig(provider="openai", model="gpt-4o-mini", base_url="http://evil.invalid/v1"))
+    session(app).add_run(foreign)
+    app.run()
+    assert not app.exception
+    assert app.text_input(key="cfg_base_url").value != "http://evil.invalid/v1"
+    assert "evil.invalid" in session(app).notice and "Base URL" in session(app).notice
+    local = Run.start("hi", RunConfig(provider="ollama", model="llama3.2", base_url="http://127.0.0.1:9/"))
+    session(app).add_run(local)
+    app.run()
+    assert app.text_input(key="cfg_base_url").value == "http://127.0.0.1:9/"  # no key goes to ollama

@@ -76,8 +76,14 @@ def _follow_run(session: Session) -> None:
             st.session_state["cfg_scenario"] = scenario
     elif config.model:
         st.session_state["cfg_model"] = config.model
-    if config.base_url:
+    if config.base_url and REGISTRY[config.provider].key_env is None:
         st.session_state["cfg_base_url"] = config.base_url
+    elif config.base_url and config.base_url != st.session_state.get("cfg_base_url"):
+        # a run may come from someone else's file: its address must not receive this person's API key
+        session.notice = (
+            f"This run was made against {config.base_url}; the sidebar keeps its own base URL, so your API key "
+            "goes only where you send it. Type that address under Base URL to go on there."
+        )
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in TOOLBOX]
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
