@@ -13,9 +13,9 @@ from functools import cache, lru_cache
 from typing import Any
 
 from .errors import UsageError
-from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, estimate_tokens
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, estimate_tokens
 from .providers import FREE_PROVIDERS
-from .run import Run
+from .run import ModelRef, Run, StepRecord
 
 PARTS = ("system", "user", "assistant_text", "tool_calls", "tool_results", "tool_specs")
 PART_LABELS = {
@@ -58,9 +58,19 @@ def parse_price_as(text: str) -> PriceRef:
 
 
 def run_price_ref(run: Run) -> PriceRef:
-    """The run's own provider and model, as genai-prices would name them."""
-    c = run.config
-    return PriceRef(_PRICED_PROVIDERS.get(c.provider, c.provider), c.model or "", c.base_url)
+    """The run's configured provider and model, as genai-prices would name them."""
+    return model_price_ref(run, ModelRef(run.config.provider, run.config.model))
+
+
+def step_price_ref(run: Run, step: StepRecord) -> PriceRef:
+    """The provider and model that answered a step, as genai-prices would name them."""
+    return model_price_ref(run, run.answered_by(step))
+
+
+def model_price_ref(run: Run, model: ModelRef) -> PriceRef:
+    """A provider and model of the run as genai-prices would name them; the run's base URL goes with its provider."""
+    base_url = run.config.base_url if model.provider == run.config.provider else None
+    return PriceRef(_PRICED_PROVIDERS.get(model.provider, model.provider), model.model, base_url)
 
 
 @dataclass(frozen=True)
@@ -113,15 +123,24 @@ def _pricer(ref: PriceRef) -> Pricer | None:
 
 
 def run_cost(run: Run) -> float | None:
-    """The run's cost in US dollars from its recorded usage; 0 for a free provider, None when the price is unknown."""
-    if run.config.provider in FREE_PROVIDERS or not run.steps:
-        return 0.0
-    pricer = _pricer(run_price_ref(run))
-    if pricer is None:
-        return None
-    u = run.usage
-    # prices are linear in tokens, so pricing the totals once equals adding up the steps
-    return pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
+    """The run's cost in US dollars from its recorded usage, each step at the price of the model that answered it.
+
+    A free provider's steps cost 0; None when a step's price is unknown.
+    """
+    usage: dict[ModelRef, Usage] = {}
+    for step in run.steps:
+        model = run.answered_by(step)
+        usage[model] = usage.get(model, Usage()) + step.usage
+    total = 0.0
+    for model, u in usage.items():
+        if model.provider in FREE_PROVIDERS:
+            continue
+        pricer = _pricer(model_price_ref(run, model))
+        if pricer is None:
+            return None
+        # prices are linear in tokens, so pricing a model's totals once equals adding up its steps
+        total += pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
+    return total
 
 
 @cache
@@ -208,6 +227,8 @@ class StepAccount:
     cumulative_output_tokens: int
     cost_usd: float | None
     cumulative_cost_usd: float | None
+    model: str = ""  # who answered the step, `provider/model`
+    priced_as: str | None = None  # the genai-prices model its cost is in, "free", or None when unpriced
 
     def row(self) -> dict[str, Any]:
         """The step as one flat table row: the same columns on the page, in the CSV and in `agentcore cost`."""
@@ -250,20 +271,42 @@ def fit_polynomial(ys: list[float], degree: int = 2) -> Fit | None:
 
 @dataclass
 class CostReport:
-    """The whole run's accounting: steps, the fits, and how it was priced (or why not)."""
+    """The whole run's accounting: steps, the fits, and how it was priced (or why not).
+
+    Each step is priced as the model that answered it, so a run continued on another model is priced
+    per step: `models` lists who answered, `prices` what the costs are in.
+    """
 
     steps: list[StepAccount]
-    price: PriceRef | None  # what the costs are in; None when unpriced
-    price_note: str | None  # why there is no cost, when there is none
+    prices: list[PriceRef]  # the genai-prices models the steps are priced as, in step order
+    price_note: str | None  # why a cost is missing, when one is
     fit: Fit | None  # cumulative input against step number, quadratic
     per_step_fit: Fit | None  # per-step input against step number, linear
     requests: list[list[Message]] = field(default_factory=list, repr=False)  # what each step sent
     scales: list[float] = field(default_factory=list, repr=False)  # each step's reported/estimated input ratio
     spec_tokens: int = 0  # estimated tokens of the tool definitions, sent with every request
 
+    models: list[ModelRef] = field(default_factory=list)  # who answered the steps, in step order
+
+    @property
+    def mixed(self) -> bool:
+        """Whether more than one provider or model answered the steps."""
+        return len(self.models) > 1
+
+    @property
+    def price(self) -> PriceRef | None:
+        """The one model every priced step is priced as; None when unpriced or priced as several."""
+        return self.prices[0] if len(self.prices) == 1 else None
+
+    @property
+    def price_label(self) -> str | None:
+        """What the costs are in, in words: `openai:gpt-4o-mini`, or several joined by arrows."""
+        return " → ".join(p.label for p in self.prices) or None
+
     @property
     def priced(self) -> bool:
-        return self.price is not None
+        """Whether every step has a cost."""
+        return bool(self.prices) and all(s.cost_usd is not None for s in self.steps)
 
     @property
     def total_cost_usd(self) -> float | None:
@@ -309,8 +352,10 @@ class CostReport:
             "steps": self.rows(),
             "fit": self.fit.to_dict() if self.fit else None,
             "per_step_fit": self.per_step_fit.to_dict() if self.per_step_fit else None,
-            "priced_as": self.price.label if self.price else None,
+            "priced_as": self.price_label,
             "price_note": self.price_note,
+            "models": [m.label for m in self.models],
+            "mixed": self.mixed,
             "total_input_tokens": self.total_input_tokens,
             "total_output_tokens": self.total_output_tokens,
             "total_cost_usd": self.total_cost_usd,
@@ -318,20 +363,34 @@ class CostReport:
         }
 
 
+def _pricing(run: Run, price_as: PriceRef | None) -> tuple[list[Pricer | str | None], list[PriceRef], str | None]:
+    """Each step's pricer, the models the costs are in, and why a cost is missing (None when none is).
+
+    A step is priced as the model that answered it, or as `price_as`; a free provider's step is "free"
+    beside priced steps (a run of free steps alone stays unpriced, to be priced as another model); None
+    when genai-prices does not know the model. A run without steps is priced as its configured model.
+    """
+    refs = [price_as or step_price_ref(run, s) for s in run.steps] or [price_as or run_price_ref(run)]
+    pricers: list[Pricer | str | None] = [_pricer(ref) for ref in refs]
+    if price_as is None and run.steps and any(p is not None for p in pricers):
+        free = [run.answered_by(s).provider in FREE_PROVIDERS for s in run.steps]
+        pricers = ["free" if f else p for p, f in zip(pricers, free, strict=True)]
+    prices = list(dict.fromkeys(p.ref for p in pricers if isinstance(p, Pricer)))
+    unknown = ", ".join(dict.fromkeys(ref.label for ref, p in zip(refs, pricers, strict=True) if p is None))
+    note = f"genai-prices does not know {unknown}: choose a model to price the same tokens as" if unknown else None
+    return pricers[: len(run.steps)], prices, note
+
+
 def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
-    """Account for every step of a run; price it as its own model, or as `price_as`."""
+    """Account for every step of a run; price each step as the model that answered it, or all as `price_as`."""
     spec_tokens = _spec_tokens(run)
-    ref = price_as or run_price_ref(run)
-    pricer = Pricer.find(ref)
-    note = None
-    if pricer is None:
-        note = f"genai-prices does not know {ref.label}: choose a model to price the same tokens as"
+    pricers, prices, note = _pricing(run, price_as)
     steps: list[StepAccount] = []
     requests: list[list[Message]] = []
     scales: list[float] = []
     cum_in = cum_out = 0
-    cum_cost = 0.0
-    for record in run.steps:
+    cum_cost: float | None = 0.0
+    for record, pricer in zip(run.steps, pricers, strict=True):
         request = list(run.messages[: record.message_count])
         raw = request_parts(request, spec_tokens)
         raw_total = sum(raw.values())
@@ -343,9 +402,12 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
             inp = raw_total
             reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
             out = estimate_tokens(reply.text) if reply is not None else 0
-        cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens) if pricer else None
+        if isinstance(pricer, Pricer):
+            cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens)
+        else:
+            cost = 0.0 if pricer == "free" else None
         cum_in, cum_out = cum_in + inp, cum_out + out
-        cum_cost += cost or 0.0
+        cum_cost = None if cum_cost is None or cost is None else cum_cost + cost
         steps.append(
             StepAccount(
                 index=record.index,
@@ -358,18 +420,21 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
                 cumulative_input_tokens=cum_in,
                 cumulative_output_tokens=cum_out,
                 cost_usd=cost,
-                cumulative_cost_usd=cum_cost if pricer else None,
+                cumulative_cost_usd=cum_cost,
+                model=run.answered_by(record).label,
+                priced_as=pricer.ref.label if isinstance(pricer, Pricer) else pricer,
             )
         )
         requests.append(request)
         scales.append(inp / raw_total if raw_total else 1.0)
     return CostReport(
         steps=steps,
-        price=pricer.ref if pricer else None,
+        prices=prices,
         price_note=note,
         fit=fit_polynomial([s.cumulative_input_tokens for s in steps], 2),
         per_step_fit=fit_polynomial([s.input_tokens for s in steps], 1),
         requests=requests,
         scales=scales,
         spec_tokens=spec_tokens,
+        models=run.models,
     )

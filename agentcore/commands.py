@@ -90,8 +90,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if action == "list":
         for r in store.list_runs(args.search, args.provider, args.limit):
             cost = "?" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            mixed = " (mixed)" if r.mixed else ""
             print(
-                f"{r.id}  {r.updated_at[:19]}  {r.provider}/{r.model}  {r.steps} steps  {r.stop_reason or 'open'}  "
+                f"{r.id}  {r.updated_at[:19]}  {r.models_label}{mixed}  {r.steps} steps  {r.stop_reason or 'open'}  "
                 f"{r.total_tokens} tokens  {cost}  {_short(r.title, 60)}"
             )
     elif action == "show":
@@ -193,7 +194,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     def usd(x: float | None) -> str:
         return "-" if x is None else f"{x:.6f}"
 
-    priced = f"priced as {report.price.label}" if report.price else f"not priced: {report.price_note}"
+    priced = f"priced as {report.price_label}" if report.priced else f"not priced: {report.price_note}"
     print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
     print(f"{'step':>4} {'input':>8} {'output':>7} {'cache r':>8} {'cache w':>8} {'cum input':>10} {'cost $':>10}")
     for s in report.steps:

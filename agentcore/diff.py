@@ -1,14 +1,18 @@
-"""Compare two runs message by message: the shared prefix, where they diverge, and what differs after."""
+"""Compare two runs message by message: the shared prefix, where they diverge, and what differs after.
+
+A tool call that a person decided (approved, edited, denied, or typed the result of) says so in its row.
+"""
 
 from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .messages import AssistantMessage, Message, ToolMessage
-from .run import Run
+from .run import Run, ToolRun
 
 RowKind = Literal["same", "changed", "only_a", "only_b"]
 
@@ -18,34 +22,44 @@ def message_key(m: Message) -> str:
     return json.dumps(m.model_dump(mode="json"), sort_keys=True)
 
 
-def message_label(m: Message) -> str:
-    """A one-line description of a message for a diff row."""
+def tool_runs_by_call(run: Run) -> dict[str, ToolRun]:
+    """Each tool run of a run by its tool call's id."""
+    return {t.tool_call_id: t for s in run.steps for t in s.tool_runs}
+
+
+def message_label(m: Message, tool_runs: Mapping[str, ToolRun] | None = None) -> str:
+    """A one-line description of a message for a diff row, with a person's decision on each tool call."""
+    tool_runs = tool_runs or {}
+
+    def decided(call_id: str) -> str:
+        t = tool_runs.get(call_id)
+        return f" [{t.decision}]" if t is not None and t.decision else ""
+
     if isinstance(m, AssistantMessage):
-        calls = ", ".join(f"{c.name}({c.arguments_text})" for c in m.tool_calls)
+        calls = ", ".join(f"{c.name}({c.arguments_text}){decided(c.id)}" for c in m.tool_calls)
         text = (m.content or "").strip()
         return "assistant: " + " → ".join(p for p in (text, calls) if p)
     if isinstance(m, ToolMessage):
-        return f"tool {m.name}{' (error)' if m.is_error else ''}: {m.content}"
+        t = tool_runs.get(m.tool_call_id)
+        by = f" [{t.decision}]" if t is not None and t.source == "typed" else ""  # the result is the person's
+        return f"tool {m.name}{' (error)' if m.is_error else ''}{by}: {m.content}"
     return f"{m.role}: {m.content}"
 
 
 @dataclass(frozen=True)
 class DiffRow:
-    """One aligned pair of messages: the same in both, changed, or present in one run only."""
+    """One aligned pair of messages: the same in both, changed, or present in one run only.
+
+    `a_text` and `b_text` describe each side in one line, a person's decisions on its tool calls included.
+    """
 
     kind: RowKind
     a_index: int | None
     b_index: int | None
     a: Message | None
     b: Message | None
-
-    @property
-    def a_text(self) -> str:
-        return message_label(self.a) if self.a is not None else ""
-
-    @property
-    def b_text(self) -> str:
-        return message_label(self.b) if self.b is not None else ""
+    a_text: str = field(default="", compare=False)
+    b_text: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -87,19 +101,25 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
     """Align the two message lists (a longest-common-subsequence match) and classify every message."""
     ka, kb = [message_key(m) for m in a.messages], [message_key(m) for m in b.messages]
     diverged = next((i for i, (x, y) in enumerate(zip(ka, kb, strict=False)) if x != y), min(len(ka), len(kb)))
+    runs_a, runs_b = tool_runs_by_call(a), tool_runs_by_call(b)
+
+    def row(kind: RowKind, i: int | None, j: int | None) -> DiffRow:
+        ma = a.messages[i] if i is not None else None
+        mb = b.messages[j] if j is not None else None
+        text_a = message_label(ma, runs_a) if ma is not None else ""
+        text_b = message_label(mb, runs_b) if mb is not None else ""
+        return DiffRow(kind, i, j, ma, mb, text_a, text_b)
+
     rows: list[DiffRow] = []
     matcher = difflib.SequenceMatcher(a=ka, b=kb, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows += [
-                DiffRow("same", i, j, a.messages[i], b.messages[j])
-                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-            ]
+            rows += [row("same", i, j) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
             continue
         # a replaced block pairs up position by position; the longer side's rest is one-sided
         n = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        rows += [DiffRow("changed", i1 + k, j1 + k, a.messages[i1 + k], b.messages[j1 + k]) for k in range(n)]
-        rows += [DiffRow("only_a", i, None, a.messages[i], None) for i in range(i1 + n, i2)]
-        rows += [DiffRow("only_b", None, j, None, b.messages[j]) for j in range(j1 + n, j2)]
+        rows += [row("changed", i1 + k, j1 + k) for k in range(n)]
+        rows += [row("only_a", i, None) for i in range(i1 + n, i2)]
+        rows += [row("only_b", None, j) for j in range(j1 + n, j2)]
     identical = ka == kb
     return RunDiff(a.id, b.id, rows, None if identical else diverged, _relation(a, b))

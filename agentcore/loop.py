@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import MessageListError, ProviderError, UsageError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import ModelRequest, Provider, Settings
-from .run import FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun
+from .run import EXECUTED, FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
@@ -53,7 +53,7 @@ class Event:
 
 
 Observer = Callable[[Event], None]
-_Result = tuple[ToolOutcome, str, float]  # a call's outcome, how it was resolved, and when it started (ms)
+_Result = tuple[ToolOutcome, ToolSource, float]  # a call's outcome, how it was resolved, and when it started (ms)
 
 
 class ToolDecision(BaseModel):
@@ -181,18 +181,24 @@ class Agent:
     # -- the tools phase -------------------------------------------------------------
 
     def tools_phase(self, run: Run, decisions: dict[str, ToolDecision] | None = None) -> Phase:
-        """Run the pending tool calls, refusing those past `max_tool_calls`, and append each result in call order."""
+        """Run the pending tool calls, refusing those past `max_tool_calls`, and append each result in call order.
+
+        Given `decisions`, or on a run paused before its tools, a person was asked: each call is recorded
+        as approved, edited, denied or typed by them. Otherwise the calls are recorded as ran.
+        """
         calls = pending_tool_calls(run.messages)
         if not calls:
             raise UsageError("the tools phase cannot run now: no tool calls are waiting")
         run.check_messages()
+        asked = decisions is not None or run.paused
         run.stop_reason = None  # going on after a Stop
         decisions = decisions or {}
         index = len(run.steps)
-        calls = self._apply_edits(run, calls, decisions)
+        calls, originals = self._apply_edits(run, calls, decisions)
+        sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
         self._emit("phase_started", run.id, index, "tools")
-        results = self._execute(run, index, calls, decisions)
-        structured = self._append_results(run, calls, results)
+        results = self._execute(run, index, calls, decisions, sources)
+        structured = self._append_results(run, calls, results, originals)
         self._emit("phase_finished", run.id, index, "tools")
         self._emit("step_finished", run.id, index)
         if structured:
@@ -202,7 +208,12 @@ class Agent:
         return run.next_phase
 
     def _execute(
-        self, run: Run, index: int, calls: list[ToolCall], decisions: dict[str, ToolDecision]
+        self,
+        run: Run,
+        index: int,
+        calls: list[ToolCall],
+        decisions: dict[str, ToolDecision],
+        sources: dict[str, ToolSource],
     ) -> dict[str, _Result]:
         """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused."""
         phase_start = time.perf_counter()
@@ -216,7 +227,7 @@ class Agent:
             if call.id in refused_ids:
                 outcome, source = self._refused(len(calls)), "refused"
             else:
-                outcome, source = self._resolve(run, call, decisions.get(call.id))
+                outcome, source = self._resolve(run, call, decisions.get(call.id)), sources[call.id]
             results[call.id] = (outcome, source, started)
             self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
 
@@ -231,7 +242,9 @@ class Agent:
             execute(call)
         return results
 
-    def _append_results(self, run: Run, calls: list[ToolCall], results: dict[str, _Result]) -> bool:
+    def _append_results(
+        self, run: Run, calls: list[ToolCall], results: dict[str, _Result], originals: dict[str, ToolCall]
+    ) -> bool:
         """Append each result in call order and record its tool run; whether a final answer was accepted."""
         structured = False
         step = run.steps[-1] if run.steps else None
@@ -241,6 +254,7 @@ class Agent:
                 ToolMessage(tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error)
             )
             if step is not None:
+                original = originals.get(call.id)
                 step.tool_runs.append(
                     ToolRun(
                         tool_call_id=call.id,
@@ -249,18 +263,32 @@ class Agent:
                         is_error=outcome.is_error,
                         error=outcome.error,
                         source=source,
+                        original_arguments=None if original is None else original.arguments,
+                        original_raw_arguments=None if original is None else original.raw_arguments,
                         started_ms=started,
                     )
                 )
-            if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source == "ran":
+            if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source in EXECUTED:
                 structured = True
                 run.final_output = call.arguments
         return structured
 
-    def _apply_edits(self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]) -> list[ToolCall]:
-        edits = {cid: d.arguments for cid, d in decisions.items() if d.action == "edit" and d.arguments is not None}
+    def _apply_edits(
+        self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]
+    ) -> tuple[list[ToolCall], dict[str, ToolCall]]:
+        """Put a person's arguments into the pending calls; the calls as they were and the model's changed ones.
+
+        An edit that leaves the arguments as the model gave them changes nothing and is not an edit.
+        """
+        edits: dict[str, dict[str, Any]] = {}
+        for call in calls:
+            d = decisions.get(call.id)
+            if d is not None and d.action == "edit" and d.arguments is not None:
+                if call.arguments_invalid or d.arguments != call.arguments:
+                    edits[call.id] = d.arguments
         if not edits:
-            return calls
+            return calls, {}
+        originals = {c.id: c for c in calls if c.id in edits}
         # an argument edit rewrites the pending assistant turn, so the history shows what really ran
         for i in range(len(run.messages) - 1, -1, -1):
             m = run.messages[i]
@@ -271,7 +299,7 @@ class Agent:
                 )
                 run.messages[i] = m.model_copy(update={"tool_calls": new_calls})
                 break
-        return pending_tool_calls(run.messages)
+        return pending_tool_calls(run.messages), originals
 
     def _groups(self, run: Run, calls: list[ToolCall]) -> list[list[ToolCall]]:
         """Consecutive calls that may overlap form one group; a sequential tool runs alone."""
@@ -301,21 +329,21 @@ class Agent:
         )
         return ToolOutcome(text, True, 0.0, "too_many_calls")
 
-    def _resolve(self, run: Run, call: ToolCall, decision: ToolDecision | None) -> tuple[ToolOutcome, str]:
+    def _resolve(self, run: Run, call: ToolCall, decision: ToolDecision | None) -> ToolOutcome:
         if decision is not None and decision.action == "deny":
             why = f": {decision.reason}" if decision.reason else ""
             text = (
                 f"Error: the user denied this call to {call.name}{why}. Do not call it again with the same arguments."
             )
-            return ToolOutcome(text, True, 0.0, "denied"), "denied"
+            return ToolOutcome(text, True, 0.0, "denied")
         if decision is not None and decision.action == "result":
-            return ToolOutcome(decision.content or "", False, 0.0), "manual"
+            return ToolOutcome(decision.content or "", False, 0.0)
         if call.name == FINAL_ANSWER_TOOL and run.config.final_answer_schema is not None:
-            return self._check_final_answer(run, call), "ran"
+            return self._check_final_answer(run, call)
         tool = self.tools.get(call.name)
         if tool is None:
-            return unknown_tool_outcome(call, list(self.tools)), "ran"
-        return tool.execute(call), "ran"
+            return unknown_tool_outcome(call, list(self.tools))
+        return tool.execute(call)
 
     def _check_final_answer(self, run: Run, call: ToolCall) -> ToolOutcome:
         import jsonschema
@@ -358,6 +386,7 @@ class Agent:
             if cancel is not None and cancel.is_set() and run.next_phase == "tools":
                 run.stop_reason = "cancelled"
                 return run.next_phase
+            decisions = None  # calls the model just made were shown to no one: they run as it asked
         if run.next_phase == "tools":
             self.tools_phase(run, decisions)
         return run.next_phase
@@ -375,6 +404,17 @@ class Agent:
             run.stop_reason = "max_steps"  # a run that starts with its budget already used up
         self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
+
+
+def _source(decision: ToolDecision | None, edited: bool, asked: bool) -> ToolSource:
+    """How a call is recorded: the person's decision when one was asked, else "ran"."""
+    if decision is not None and decision.action == "deny":
+        return "denied"
+    if decision is not None and decision.action == "result":
+        return "typed"
+    if edited:
+        return "edited"
+    return "approved" if asked else "ran"
 
 
 def check_final_schema(schema: Any, where: str = "final_answer_schema") -> None:

@@ -5,14 +5,17 @@ Everything the app and the CLI show is derived from a Run; the transcript is its
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from .errors import MessageListError, UsageError
 from .messages import (
+    MAX_ARGUMENT_DEPTH,
     MAX_COUNT,
     MAX_DEPTH,
     AssistantMessage,
@@ -33,6 +36,16 @@ from .tools import ToolSpec
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
 Phase = Literal["model", "tools", "done"]
+# how a tool call was resolved: "ran" when no person was asked; the next four are a person's decisions
+# on a paused run; "refused" when the call was past the turn's limit
+ToolSource = Literal["ran", "approved", "edited", "denied", "typed", "refused"]
+BY_PERSON: dict[str, str] = {
+    "approved": "approved by a person",
+    "edited": "edited by a person",
+    "denied": "denied by a person",
+    "typed": "result typed by a person",
+}
+EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited"})  # the tool itself ran
 FINAL_ANSWER_TOOL = "final_answer"
 WIRE_DEPTH = MAX_DEPTH - 4  # a wire body sits four levels down in a transcript: run, steps, step, wire
 
@@ -60,7 +73,12 @@ class RunConfig(BaseModel):
 
 
 class ToolRun(BaseModel):
-    """One tool call's execution in a tools phase: timing, error, and how it was resolved."""
+    """One tool call's execution in a tools phase: timing, error, and how it was resolved.
+
+    `source` says who resolved the call (see ToolSource). For "edited", `original_arguments` keeps the
+    model's own arguments and `original_raw_arguments` its text when that was not a JSON object, as a
+    ToolCall keeps them; both are None otherwise.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -69,8 +87,75 @@ class ToolRun(BaseModel):
     duration_ms: Millis
     is_error: bool
     error: str | None = None
-    source: Literal["ran", "denied", "manual", "refused"] = "ran"
+    source: ToolSource = "ran"
+    original_arguments: dict[str, Any] | None = None
+    original_raw_arguments: str | None = None
     started_ms: Millis = 0.0
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _manual_is_typed(cls, source: Any) -> Any:
+        return "typed" if source == "manual" else source  # files written before the decisions had their names
+
+    @model_validator(mode="after")
+    def _original_fits(self) -> ToolRun:
+        # like a tool call's own arguments: too deep to use, they are kept as text only
+        args = self.original_arguments
+        if args is not None and nesting(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            self.original_arguments = {}
+            if self.original_raw_arguments is None:
+                self.original_raw_arguments = f"(not kept: nested more than {MAX_ARGUMENT_DEPTH} levels deep)"
+        return self
+
+    @property
+    def by_person(self) -> bool:
+        """Whether a person decided this call: approved, edited, denied or typed its result."""
+        return self.source in BY_PERSON
+
+    @property
+    def executed(self) -> bool:
+        """Whether the tool itself ran (as the model asked, or with a person's arguments)."""
+        return self.source in EXECUTED
+
+    @property
+    def original_arguments_text(self) -> str | None:
+        """The model's arguments before a person's edit, as text; None when they were not edited."""
+        if self.original_raw_arguments is not None:
+            return self.original_raw_arguments
+        return None if self.original_arguments is None else json.dumps(self.original_arguments)
+
+    @property
+    def decision(self) -> str | None:
+        """A person's decision in words, e.g. `edited by a person; the model asked {"city": "Rome"}`; else None."""
+        words = BY_PERSON.get(self.source)
+        original = self.original_arguments_text
+        if words is not None and original is not None:
+            words += f"; the model asked {original}"
+        return words
+
+
+class ModelRef(NamedTuple):
+    """Who answered a model call: a provider's name and its model."""
+
+    provider: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}" if self.model else self.provider
+
+
+def models_label(models: Sequence[ModelRef]) -> str:
+    """Who answered, in step order: `openai/gpt-4o-mini`, or `local/SmolLM2 → scripted/weather` for a mixed run."""
+    return " → ".join(m.label for m in models)
+
+
+def describe_models(models: Sequence[ModelRef]) -> tuple[str, str]:
+    """The providers and the models in words, in step order: (`local → scripted`, `SmolLM2 → weather`)."""
+    if len(models) <= 1:
+        return (models[0].provider, models[0].model) if models else ("", "")
+    providers = " → ".join(dict.fromkeys(m.provider for m in models))
+    return providers, " → ".join(m.model or m.provider for m in models)
 
 
 class StepRecord(BaseModel):
@@ -172,6 +257,22 @@ class Run(BaseModel):
         """Nothing can happen next: an answer, a filled schema, or the step budget used up."""
         phase = self.next_phase
         return phase == "done" or (phase == "model" and not self.can_call_model)
+
+    def answered_by(self, step: StepRecord) -> ModelRef:
+        """The provider and model that answered a step; the run's config for a step that did not record it."""
+        if step.provider is None:
+            return ModelRef(self.config.provider, self.config.model)
+        return ModelRef(step.provider, step.model or "")
+
+    @property
+    def models(self) -> list[ModelRef]:
+        """The distinct providers and models that answered the steps, in step order (empty before a step)."""
+        return list(dict.fromkeys(self.answered_by(s) for s in self.steps))
+
+    @property
+    def mixed(self) -> bool:
+        """Whether more than one provider or model answered the steps."""
+        return len(self.models) > 1
 
     @property
     def usage(self) -> Usage:

@@ -26,7 +26,7 @@ from .accounting import run_cost
 from .errors import AgentcoreError
 from .loop import Event, Observer
 from .messages import UserMessage
-from .run import Run, StepRecord
+from .run import ModelRef, Run, StepRecord, describe_models, models_label
 from .secrets import redact_fields, scrub_text
 from .transcript import FORMAT, VERSION, from_dict, json_text
 
@@ -69,12 +69,27 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX runs_by_parent ON runs(parent_id)",
         "CREATE INDEX runs_by_provider ON runs(provider)",
     ),
+    # who answered the steps, [[provider, model], ...] in step order; '[]' for a row written before it was kept
+    ("ALTER TABLE runs ADD COLUMN models TEXT NOT NULL DEFAULT '[]'",),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _SUMMARY_COLUMNS = (
     "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, "
-    "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step"
+    "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step, models"
+)
+_ROW_COLUMNS = (
+    "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
+    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, revision, body, models"
+)
+# a run's providers are those that answered its steps; before a step recorded one, its configured provider
+_ANSWERED_BY = (
+    "CASE WHEN models = '[]' THEN provider = ? "
+    "ELSE EXISTS (SELECT 1 FROM json_each(models) WHERE json_extract(value, '$[0]') = ?) END"
+)
+_PROVIDERS = (
+    "SELECT provider FROM runs WHERE models = '[]' "
+    "UNION SELECT json_extract(m.value, '$[0]') FROM runs, json_each(runs.models) AS m ORDER BY 1"
 )
 
 
@@ -106,7 +121,12 @@ def _plain(text: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One row of the runs library: what the list shows without loading the transcript."""
+    """One row of the runs library: what the list shows without loading the transcript.
+
+    `models` are the providers and models that answered the steps, in step order (the configured one
+    before a step); `provider` and `model` say them in words, joined by arrows for a mixed run:
+    `local → scripted`, `SmolLM2 → weather`.
+    """
 
     id: str
     title: str | None
@@ -123,10 +143,30 @@ class RunSummary:
     duration_ms: float
     parent_id: str | None
     parent_step: int | None
+    models: tuple[ModelRef, ...] = ()
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def mixed(self) -> bool:
+        """Whether more than one provider or model answered the steps."""
+        return len(self.models) > 1
+
+    @property
+    def models_label(self) -> str:
+        """Who answered, `provider/model` joined by arrows in step order."""
+        return models_label(self.models)
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> RunSummary:
+        """A summary from the columns of _SUMMARY_COLUMNS."""
+        *columns, models_json = row
+        models = [ModelRef(str(p), str(m)) for p, m in json.loads(models_json or "[]")]
+        models = models or [ModelRef(columns[4], columns[5])]
+        columns[4], columns[5] = describe_models(models)
+        return cls(*columns, models=tuple(models))
 
 
 @dataclass
@@ -233,6 +273,7 @@ class Store:
             "parent_step": run.parent.step if run.parent else None,
             "search_text": scrub_text(_plain(first_prompt[:2000])),
             "body": body_text,
+            "models": _dump([list(m) for m in run.models]),
         }
         with self._transaction() as db:
             found = db.execute("SELECT revision FROM runs WHERE id = ?", (run.id,)).fetchone()
@@ -241,15 +282,15 @@ class Store:
             if written is None or found is None or written.revision != found[0]:
                 written = _Written(revision, [])  # another writer was here: rewrite every step
             db.execute(
-                "INSERT OR REPLACE INTO runs VALUES (:id, :title, :created_at, :updated_at, :provider, :model, "
-                ":steps, :messages, :stop_reason, :input_tokens, :output_tokens, :cost_usd, :duration_ms, "
-                ":parent_id, :parent_step, :search_text, :revision, :body)"
+                f"INSERT OR REPLACE INTO runs ({_ROW_COLUMNS}) VALUES (:id, :title, :created_at, :updated_at, "
+                ":provider, :model, :steps, :messages, :stop_reason, :input_tokens, :output_tokens, :cost_usd, "
+                ":duration_ms, :parent_id, :parent_step, :search_text, :revision, :body, :models)"
                 if found is None
                 else "UPDATE runs SET title=:title, created_at=:created_at, updated_at=:updated_at, "
                 "provider=:provider, model=:model, steps=:steps, messages=:messages, stop_reason=:stop_reason, "
                 "input_tokens=:input_tokens, output_tokens=:output_tokens, cost_usd=:cost_usd, "
                 "duration_ms=:duration_ms, parent_id=:parent_id, parent_step=:parent_step, "
-                "search_text=:search_text, revision=:revision, body=:body WHERE id=:id",
+                "search_text=:search_text, revision=:revision, body=:body, models=:models WHERE id=:id",
                 {**row, "revision": revision},
             )
             kept: list[tuple[StepRecord, tuple[Any, ...], str]] = []
@@ -301,33 +342,37 @@ class Store:
         """One run's library row, or None."""
         with self._lock:
             row = self._db.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return RunSummary(*row) if row else None
+        return RunSummary.from_row(row) if row else None
 
     def list_runs(self, search: str | None = None, provider: str | None = None, limit: int = 500) -> list[RunSummary]:
-        """Runs, most recently saved first; `search` matches id, title, model and the first prompt."""
+        """Runs, most recently saved first; `search` matches id, title, models and the first prompt.
+
+        `provider` keeps the runs it answered a step of (or, before a step, is configured for).
+        """
         where, params = [], []
         if search and search.strip():
             for word in search.split():
                 escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
                 where.append(
-                    "(id || ' ' || coalesce(title, '') || ' ' || model || ' ' || search_text) LIKE ? ESCAPE '\\'"
+                    "(id || ' ' || coalesce(title, '') || ' ' || model || ' ' || models || ' ' || search_text) "
+                    "LIKE ? ESCAPE '\\'"
                 )
                 params.append(f"%{escaped}%")
         if provider:
-            where.append("provider = ?")
-            params.append(provider)
+            where.append(_ANSWERED_BY)
+            params += [provider, provider]
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, id LIMIT ?"
         with self._lock:
             rows = self._db.execute(sql, (*params, int(limit))).fetchall()
-        return [RunSummary(*r) for r in rows]
+        return [RunSummary.from_row(r) for r in rows]
 
     def providers(self) -> list[str]:
-        """The providers of the stored runs, for the library's filter."""
+        """The providers that answered the stored runs' steps, for the library's filter."""
         with self._lock:
-            return [r[0] for r in self._db.execute("SELECT DISTINCT provider FROM runs ORDER BY provider")]
+            return [r[0] for r in self._db.execute(_PROVIDERS)]
 
     def delete_run(self, run_id: str) -> None:
         """Delete a run and its steps; runs forked from it stay, pointing at a missing parent."""
@@ -366,7 +411,7 @@ class Store:
             rows = self._db.execute(
                 f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,)
             ).fetchall()
-        return [RunSummary(*r) for r in rows]
+        return [RunSummary.from_row(r) for r in rows]
 
     def lineage(self, run_id: str) -> list[RunSummary]:
         """The run and its stored ancestors, root first; stops at a parent that is no longer stored."""

@@ -16,6 +16,7 @@ from agentcore.accounting import (
     fit_polynomial,
     parse_price_as,
     price_choices,
+    run_cost,
 )
 from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
@@ -151,6 +152,71 @@ def test_price_as_reprices_the_same_tokens():
     assert report.price.label == "anthropic:claude-3-5-haiku-latest"
     assert report.total_input_tokens == 706
     assert report.total_cost_usd == pytest.approx(706 * p_in + 40 * p_out)
+
+
+HAIKU = PriceRef("anthropic", "claude-3-5-haiku-latest")
+
+
+def answered(run: Run, *models: tuple[str, str]) -> Run:
+    """The run with its steps answered by these providers and models, in order."""
+    for step, (provider, model) in zip(run.steps, models, strict=True):
+        step.provider, step.model = provider, model
+    return run
+
+
+def test_a_run_continued_on_another_model_is_priced_step_by_step():
+    mini, haiku = ("openai", "gpt-4o-mini"), ("anthropic", "claude-3-5-haiku-latest")
+    run = answered(hand_run(provider="anthropic", model=HAIKU.model), mini, mini, haiku, haiku)
+    report = account(run)
+    (mini_in, _, mini_out), (haiku_in, _, haiku_out) = prices(MINI), prices(HAIKU)
+    expected = [13 * mini_in + 10 * mini_out, 122 * mini_in + 10 * mini_out]
+    expected += [231 * haiku_in + 10 * haiku_out, 340 * haiku_in + 10 * haiku_out]
+    assert [s.cost_usd for s in report.steps] == pytest.approx(expected)
+    assert [s.priced_as for s in report.steps] == [MINI.label] * 2 + [HAIKU.label] * 2
+    assert [s.model for s in report.steps] == ["openai/gpt-4o-mini"] * 2 + ["anthropic/claude-3-5-haiku-latest"] * 2
+    assert report.models == run.models == [mini, haiku] and report.mixed and run.mixed
+    assert report.priced and report.price is None  # no one model: the label says both
+    assert report.price_label == "openai:gpt-4o-mini → anthropic:claude-3-5-haiku-latest"
+    assert report.total_cost_usd == pytest.approx(sum(expected))
+    assert run_cost(run) == pytest.approx(sum(expected))
+    data = report.to_dict()
+    assert data["mixed"] is True and data["priced_as"] == report.price_label
+    assert data["models"] == ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]
+    assert data["steps"][0]["priced_as"] == MINI.label
+
+
+def test_price_as_still_prices_every_step_of_a_mixed_run_as_one_model():
+    run = answered(hand_run(), ("openai", "gpt-4o-mini"), ("anthropic", HAIKU.model), ("local", "x"), ("local", "x"))
+    report = account(run, HAIKU)
+    p_in, _, p_out = prices(HAIKU)
+    assert report.price == HAIKU and report.mixed and {s.priced_as for s in report.steps} == {HAIKU.label}
+    assert report.total_cost_usd == pytest.approx(706 * p_in + 40 * p_out)
+
+
+def test_a_free_models_steps_cost_nothing_beside_a_priced_models():
+    run = answered(hand_run(), ("local", "SmolLM2"), *[("openai", "gpt-4o-mini")] * 3)
+    report = account(run)
+    p_in, _, p_out = prices(MINI)
+    assert [s.priced_as for s in report.steps] == ["free", MINI.label, MINI.label, MINI.label]
+    assert report.steps[0].cost_usd == 0.0 and report.price == MINI and report.mixed
+    assert report.total_cost_usd == pytest.approx(693 * p_in + 30 * p_out)
+    assert run_cost(run) == pytest.approx(693 * p_in + 30 * p_out)
+
+
+def test_a_step_of_an_unknown_model_leaves_the_mixed_run_unpriced_and_says_which():
+    run = answered(hand_run(), *[("openai", "gpt-4o-mini")] * 2, *[("openai", "no-such-model-xyz")] * 2)
+    report = account(run)
+    assert [s.cost_usd is None for s in report.steps] == [False, False, True, True]
+    assert [s.cumulative_cost_usd is None for s in report.steps] == [False, False, True, True]
+    assert not report.priced and report.total_cost_usd is None and run_cost(run) is None
+    assert report.price_note.startswith("genai-prices does not know openai:no-such-model-xyz:")
+
+
+def test_steps_from_before_the_model_was_recorded_are_priced_as_the_runs_model():
+    run = hand_run()
+    assert all(s.provider is None for s in run.steps)
+    assert run.models == [("openai", "gpt-4o-mini")] and not run.mixed
+    assert account(run).steps[0].priced_as == MINI.label
 
 
 @pytest.mark.parametrize("text", ["gpt-4o-mini", ":gpt-4o", "openai:", "openai:no-such-model-xyz"])

@@ -234,7 +234,72 @@ def test_decisions_deny_hand_typed_result_and_edited_arguments():
     assert (b.content, b.is_error) == ("typed by hand", False)
     assert c.content == "10*10 = 100"
     assert run.messages[1].tool_calls[2].arguments == {"expression": "10*10"}
-    assert [r.source for r in run.steps[0].tool_runs] == ["denied", "manual", "ran"]
+    assert [r.source for r in run.steps[0].tool_runs] == ["denied", "typed", "edited"]
+
+
+def paused_on(*calls: ToolCall) -> tuple[Agent, Run]:
+    """An agent over the calculator and a run paused before its tools, waiting on `calls`."""
+    agent = Agent(replay(reply(*calls), reply(text="ok")), [TOOLBOX["calculator"]])
+    run = Run.start("x", RunConfig(pause_before_tools=True))
+    agent.step(run)
+    assert run.paused
+    return agent, run
+
+
+def test_each_decision_of_a_person_is_recorded_with_the_models_original_arguments():
+    calc = [ToolCall(id=c, name="calculator", arguments={"expression": f"{n}+{n}"}) for n, c in enumerate("abcde")]
+    agent, run = paused_on(*calc)
+    agent.tools_phase(
+        run,
+        {
+            "b": ToolDecision(action="edit", arguments={"expression": "10*10"}),
+            "c": ToolDecision(action="deny", reason="not now"),
+            "d": ToolDecision(action="result", content="typed by hand"),
+            "e": ToolDecision(action="edit", arguments={"expression": "4+4"}),  # as the model asked: no edit
+        },
+    )
+    runs = run.steps[0].tool_runs
+    assert [t.source for t in runs] == ["approved", "edited", "denied", "typed", "approved"]
+    assert [t.original_arguments for t in runs] == [None, {"expression": "1+1"}, None, None, None]
+    assert run.messages[1].tool_calls[1].arguments == {"expression": "10*10"}  # the edited call is what ran
+    assert run.messages[3].content == "10*10 = 100"
+    assert runs[1].decision == 'edited by a person; the model asked {"expression": "1+1"}'
+    assert all(t.by_person for t in runs)
+
+
+def test_an_edit_of_arguments_that_were_not_json_keeps_the_models_text():
+    agent, run = paused_on(ToolCall(id="a", name="calculator", raw_arguments='{"expression": 2+'))
+    agent.tools_phase(run, {"a": ToolDecision(action="edit", arguments={"expression": "2+2"})})
+    (t,) = run.steps[0].tool_runs
+    assert (t.source, t.original_raw_arguments, t.original_arguments) == ("edited", '{"expression": 2+', {})
+    assert t.original_arguments_text == '{"expression": 2+' and run.messages[-1].content == "2+2 = 4"
+
+
+def test_a_paused_run_stepped_on_without_decisions_records_its_calls_as_approved():
+    agent, run = paused_on(ToolCall(id="a", name="calculator", arguments={"expression": "1+1"}))
+    agent.step(run)
+    assert [t.source for t in run.steps[0].tool_runs] == ["approved"]
+
+
+@pytest.mark.parametrize("decisions", [None, {}])
+def test_calls_that_no_person_was_shown_are_recorded_as_ran(decisions):
+    calc = ToolCall(id="a", name="calculator", arguments={"expression": "1+1"})
+    agent = Agent(replay(reply(calc), reply(text="ok")), [TOOLBOX["calculator"]])
+    run = Run.start("x")
+    agent.step(run, decisions)  # the model phase made the call and the same step ran it: nobody saw it
+    t = run.steps[0].tool_runs[0]
+    assert (t.source, t.original_arguments, t.by_person, t.decision) == ("ran", None, False, None)
+
+
+def test_an_approved_or_edited_final_answer_ends_the_run_with_it():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    answer = ToolCall(id="f", name="final_answer", arguments={"n": 1})
+    agent = Agent(replay(reply(answer)))
+    run = Run.start("x", RunConfig(pause_before_tools=True, final_answer_schema=schema))
+    agent.step(run)
+    agent.tools_phase(run, {"f": ToolDecision(action="edit", arguments={"n": 2})})
+    assert run.stop_reason == "structured" and run.final_output == {"n": 2}
+    assert run.steps[0].tool_runs[0].original_arguments == {"n": 1}
 
 
 def test_an_edited_list_that_a_provider_would_reject_is_refused_before_sending():

@@ -12,7 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from agentcore import Agent, Run, RunConfig, WireExchange, create_provider, toolbox
+from agentcore import (
+    Agent,
+    AssistantMessage,
+    ModelResponse,
+    Run,
+    RunConfig,
+    ToolDecision,
+    Usage,
+    WireExchange,
+    cli,
+    create_provider,
+    toolbox,
+)
 from agentcore.accounting import run_cost
 from agentcore.exports import export_body, export_json, export_zip
 from agentcore.providers.scripted import get_scenario
@@ -28,6 +40,14 @@ def scripted_run(scenario: str = "research", max_steps: int = 10, observers=()) 
     config.max_steps = max_steps
     run = Run.start(sc.prompt, config)
     return Agent(create_provider("scripted", scenario, scenario=scenario), tools, observers=list(observers)), run
+
+
+def made_by(run: Run, provider: str, model: str) -> Run:
+    """The run as if `provider`'s `model` had answered every step."""
+    run.config.provider, run.config.model = provider, model
+    for step in run.steps:
+        step.provider, step.model = provider, model
+    return run
 
 
 @pytest.fixture
@@ -91,15 +111,14 @@ def test_editing_a_step_in_place_and_truncating_are_saved(store: Store) -> None:
 
 def test_the_library_row_holds_the_runs_price_from_accounting_and_its_duration(store: Store) -> None:
     agent, run = scripted_run("weather")
-    agent.run(run)
-    run.config.provider, run.config.model = "anthropic", "claude-3-5-haiku-latest"
+    made_by(agent.run(run), "anthropic", "claude-3-5-haiku-latest")
     run.steps[0].latency_ms = 120.0
     run.steps[0].tool_runs[0].started_ms, run.steps[0].tool_runs[0].duration_ms = 5.0, 30.0
     store.save_run(run)
     row = store.summary(run.id)
     assert row.cost_usd == run_cost(run) and row.cost_usd > 0
     assert row.duration_ms == run.duration_ms >= 120.0 + 35.0
-    run.config.model = "no-such-model-xyz"
+    made_by(run, "anthropic", "no-such-model-xyz")
     store.save_run(run)
     assert store.summary(run.id).cost_usd is None  # an unknown price, not a free run
 
@@ -108,9 +127,7 @@ def test_list_search_filter_title_and_delete(store: Store) -> None:
     a1, r1 = scripted_run("research")
     a2, r2 = scripted_run("weather")
     a1.run(r1)
-    a2.run(r2)
-    r2.config.provider = "openai"
-    r2.config.model = "gpt-4o-mini"
+    made_by(a2.run(r2), "openai", "gpt-4o-mini")
     store.save_run(r1)
     store.save_run(r2)
     assert {r.id for r in store.list_runs()} == {r1.id, r2.id}
@@ -130,6 +147,62 @@ def test_list_search_filter_title_and_delete(store: Store) -> None:
     with pytest.raises(StoreError, match="no run"):
         store.delete_run(r1.id)
     assert store.check() == "ok"
+
+
+class Answering:
+    """A provider that answers at once, as `name`'s `model` would, with reported usage."""
+
+    def __init__(self, name: str, model: str) -> None:
+        self.name, self.model = name, model
+
+    def complete(self, request, on_text=None) -> ModelResponse:
+        return ModelResponse(
+            message=AssistantMessage(content="Sunny."), usage=Usage(input_tokens=500, output_tokens=20)
+        )
+
+
+def test_a_run_continued_on_another_model_is_listed_as_mixed(store: Store, capsys) -> None:
+    agent, run = scripted_run("weather")
+    agent.step(run)  # the scripted model asks for the weather; its tools run
+    run.config = run.config.model_copy(update={"provider": "openai", "model": "gpt-4o-mini"})
+    Agent(Answering("openai", "gpt-4o-mini")).step(run)  # continued on another model, which answers
+    _, single = scripted_run("weather")
+    Agent(create_provider("scripted", "weather", scenario="weather"), toolbox.get_tools("get_weather")).run(single)
+    store.save_run(run)
+    store.save_run(single)
+    row = store.summary(run.id)
+    assert row.mixed and row.models == (("scripted", "weather"), ("openai", "gpt-4o-mini"))
+    assert (row.provider, row.model) == ("scripted → openai", "weather → gpt-4o-mini")
+    assert row.cost_usd == run_cost(run) and row.cost_usd > 0  # the answer is priced; the scripted step is free
+    one = store.summary(single.id)
+    assert not one.mixed and (one.provider, one.model, one.models) == (
+        "scripted",
+        "weather",
+        (("scripted", "weather"),),
+    )
+    assert [r.id for r in store.list_runs(provider="openai")] == [run.id]  # a provider that answered a step
+    assert {r.id for r in store.list_runs(provider="scripted")} == {run.id, single.id}
+    assert store.providers() == ["openai", "scripted"]
+    assert [r.id for r in store.list_runs(search="gpt-4o-mini")] == [run.id]
+    assert cli.main(["runs", "list", "--db", str(store.path)]) == 0
+    assert "scripted/weather → openai/gpt-4o-mini (mixed)" in capsys.readouterr().out
+
+
+def test_a_persons_decisions_are_kept_in_the_database(store: Store) -> None:
+    tools = toolbox.get_tools("get_weather")
+    config = RunConfig(provider="scripted", model="weather", tools=[t.spec() for t in tools], pause_before_tools=True)
+    run = Run.start("Weather in Paris, Rome and Tokyo?", config)
+    agent = Agent(create_provider("scripted", "weather", scenario="weather"), tools, observers=[store.saver(run)])
+    agent.run(run)
+    paris, rome, tokyo = run.messages[-1].tool_calls
+    decisions = {
+        rome.id: ToolDecision(action="edit", arguments={"city": "Kyoto"}),
+        tokyo.id: ToolDecision(action="deny"),
+    }
+    agent.tools_phase(run, decisions)
+    stored = store.load_run(run.id).steps[0].tool_runs
+    assert [t.source for t in stored] == ["approved", "edited", "denied"]
+    assert stored[1].original_arguments == {"city": "Rome"} and stored == run.steps[0].tool_runs
 
 
 def test_fork_tree_lineage_and_children(store: Store) -> None:
@@ -183,6 +256,25 @@ def test_an_old_schema_is_migrated_and_a_newer_one_refused(tmp_path: Path) -> No
     db.close()
     with pytest.raises(StoreError, match="newer"):
         Store(path)
+
+
+def test_a_row_written_before_the_models_were_kept_lists_its_configured_model(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    db = sqlite3.connect(path)
+    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
+        db.execute(statement)
+    db.execute(
+        "INSERT INTO runs VALUES ('old1', 'an old run', 't0', 't0', 'openai', 'gpt-4o', 1, 3, 'answer', "
+        "10, 5, 0.001, 12.0, NULL, NULL, 'hello', 1, '{}')"
+    )
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    s = Store(path)
+    row = s.summary("old1")
+    assert (row.provider, row.model, row.models, row.mixed) == ("openai", "gpt-4o", (("openai", "gpt-4o"),), False)
+    assert [r.id for r in s.list_runs(provider="openai")] == ["old1"] and s.providers() == ["openai"]
+    s.close()
 
 
 def test_a_planted_api_key_never_reaches_the_database_or_any_export(tmp_path: Path, monkeypatch) -> None:

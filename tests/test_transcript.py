@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agentcore import Agent, Run, RunConfig, ScriptedProvider, WireExchange
+from agentcore import Agent, Run, RunConfig, ScriptedProvider, ToolDecision, WireExchange
 from agentcore import transcript as tr
 from agentcore.errors import TranscriptError
 from agentcore.toolbox import TOOLBOX, get_tools
@@ -52,6 +52,42 @@ def test_round_trip_is_exact(scenario, tmp_path):
     assert tr.to_dict(again) == tr.to_dict(run)
     fork = run.fork(1)
     assert tr.loads(tr.dumps(fork)).parent == fork.parent
+
+
+def decided_run() -> Run:
+    """The weather run paused before its tools, its three calls approved, edited and typed by a person."""
+    tools = get_tools(["get_weather"])
+    config = RunConfig(provider="scripted", model="weather", tools=[t.spec() for t in tools], pause_before_tools=True)
+    agent = Agent(ScriptedProvider(scenario="weather"), tools)
+    run = agent.run(Run.start("Weather in Paris, Rome and Tokyo?", config))
+    first, second, third = run.messages[-1].tool_calls
+    agent.tools_phase(
+        run,
+        {
+            second.id: ToolDecision(action="edit", arguments={"city": "Kyoto"}),
+            third.id: ToolDecision(action="result", content="sunny"),
+        },
+    )
+    return run
+
+
+def test_a_persons_decisions_round_trip_through_the_transcript(tmp_path):
+    run = decided_run()
+    tr.save(run, tmp_path / "t.json")
+    data = json.loads((tmp_path / "t.json").read_text())
+    runs = data["steps"][0]["tool_runs"]
+    assert [t["source"] for t in runs] == ["approved", "edited", "typed"]
+    assert runs[1]["original_arguments"] == {"city": "Rome"} and runs[0]["original_arguments"] is None
+    again = tr.load(tmp_path / "t.json")
+    assert again == run and again.steps[0].tool_runs[1].original_arguments == {"city": "Rome"}
+
+
+def test_a_result_typed_by_hand_in_an_older_file_loads_as_typed():
+    data = tr.to_dict(decided_run())
+    tool_run = data["steps"][0]["tool_runs"][2]
+    tool_run["source"] = "manual"  # what files written before the decisions were named say
+    del tool_run["original_arguments"], tool_run["original_raw_arguments"]
+    assert tr.from_dict(data).steps[0].tool_runs[2].source == "typed"
 
 
 def test_no_secret_reaches_the_transcript():
