@@ -10,6 +10,7 @@ from ui.sidebar import render_sidebar
 from ui.state import init_session
 
 HERE = Path(__file__).resolve().parent
+ICON = HERE / "ui" / "static" / "icon.png"
 
 # (file, title, icon): a page is listed only once its file exists, so new pages appear by being added
 PAGES = (
@@ -22,7 +23,8 @@ PAGES = (
 
 def main() -> None:
     """Set up the page, the session, the sidebar, and run the chosen page."""
-    st.set_page_config(page_title="agentcore", page_icon=":material/autorenew:", layout="wide")
+    # the icon is a file the app serves itself: a Material icon as page_icon makes the browser ask a font host
+    st.set_page_config(page_title="agentcore", page_icon=str(ICON), layout="wide")
     session = init_session()
     pages = [
         st.Page(path, title=title, icon=icon, default=(i == 0))

@@ -236,7 +236,7 @@ def test_a_denied_tool_call_reaches_the_model_as_an_error(app):
     click(app, "run_tools")
     denied = next(m for m in run.messages if isinstance(m, ToolMessage) and m.tool_call_id == "call_1_1")
     assert denied.is_error and "denied" in denied.content and "not Rome today" in denied.content
-    assert [t.source for t in run.steps[0].tool_runs] == ["ran", "denied", "ran"]
+    assert [t.source for t in run.steps[0].tool_runs] == ["approved", "denied", "approved"]
 
 
 def test_a_hand_typed_result_replaces_running_the_tool(app):
@@ -250,7 +250,9 @@ def test_a_hand_typed_result_replaces_running_the_tool(app):
     click(app, "run_tools")
     assert run.messages[2].content == '{"city": "Paris", "temperature": 99}' and not run.messages[2].is_error
     assert run.messages[1].tool_calls[2].arguments == {"city": "Kyoto"}
-    assert [t.source for t in run.steps[0].tool_runs] == ["manual", "ran", "ran"]
+    tool_runs = run.steps[0].tool_runs
+    assert [t.source for t in tool_runs] == ["typed", "approved", "edited"]
+    assert tool_runs[2].original_arguments["city"] == "Tokyo"  # what the model asked, kept beside the edit
 
 
 def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app):

@@ -13,26 +13,13 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import pytest
-from servers import ROOT, start_app
+from servers import start_app
 from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
 from test_rendering import EVIL, hostile_run
 
 from agentcore.store import LAST_RUN_KEY, Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _page_icon() -> str | None:
-    """The one request allowed elsewhere: the tab's icon, when app.py names a Material icon for it.
-
-    Streamlit's browser code fetches such an icon from Google Fonts. That is app.py's own choice,
-    not text from a run (the run's `:material/home:` must not turn into one); an emoji or a file
-    as page_icon makes no request, and then nothing is allowed elsewhere.
-    """
-    named = re.search(r'page_icon=":material/(\w+):"', (ROOT / "app.py").read_text())
-    if named is None:
-        return None
-    return f"https://fonts.gstatic.com/s/i/short-term/release/materialsymbolsrounded/{named[1]}/"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +41,6 @@ class Visit:
 
     def __init__(self, chromium, app: str) -> None:
         self.app = urlsplit(app).netloc
-        self.icon = _page_icon()
         self.requests: list[str] = []
         self.page = chromium.new_page(viewport={"width": 1400, "height": 2400})
         self.page.on("request", lambda request: self.requests.append(request.url))
@@ -73,7 +59,7 @@ class Visit:
     def check(self, where: str, shows: str) -> None:
         """Nothing left the app, nothing links away or runs, and the hostile text is there, as text."""
         page = self.page
-        foreign = [url for url in self.requests if not self._own(url) and not (self.icon and url.startswith(self.icon))]
+        foreign = [url for url in self.requests if not self._own(url)]
         assert not foreign, f"{where}: requests to other hosts: {foreign}"
         images = page.eval_on_selector_all("img", "els => els.map(e => e.src)")
         assert not [src for src in images if not self._own(src)], f"{where}: images from other hosts: {images}"
