@@ -207,6 +207,11 @@ Message = Annotated[
 MESSAGE_LIST = TypeAdapter(list[Message])
 
 
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: Python's parser takes them, but no transcript could write them back
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
     """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not a usable object.
 
@@ -215,7 +220,7 @@ def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
     if text is None or text.strip() == "":
         return ToolCall(id=call_id, name=name, arguments={})
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return ToolCall(id=call_id, name=name, raw_arguments=text)
     if not isinstance(value, dict) or nesting(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:

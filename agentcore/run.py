@@ -6,6 +6,7 @@ Everything the app and the CLI show is derived from a Run; the transcript is its
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -211,6 +212,19 @@ class Run(BaseModel):
     final_output: Any = None
     parent: ForkOrigin | None = None
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
+
+    @field_validator("final_output")
+    @classmethod
+    def _plain_json(cls, value: Any) -> Any:
+        # a structured answer is written as JSON, which has no NaN or infinity: refused, not silently nulled
+        todo = [value]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"holds {item!r}, which JSON cannot represent")
+            if isinstance(item, dict | list):
+                todo.extend(item.values() if isinstance(item, dict) else item)
+        return value
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Run) and self.__dict__ == other.__dict__

@@ -403,3 +403,12 @@ def test_each_step_records_the_provider_and_model_that_answered_it():
     second = ScriptedProvider(scenario="weather")
     Agent(second, [TOOLBOX["calculator"]]).model_phase(run)
     assert [(s.provider, s.model) for s in run.steps] == [("scripted", "replay"), ("scripted", second.model)]
+
+
+def test_arguments_with_nan_or_infinity_go_back_to_the_model_as_not_json():
+    from agentcore.messages import parse_arguments
+
+    call = parse_arguments("c1", "calculator", '{"expression": NaN}')
+    assert call.arguments_invalid and call.raw_arguments == '{"expression": NaN}'
+    with pytest.raises(ValueError, match="JSON cannot represent"):
+        Run(final_output={"score": float("inf")})
