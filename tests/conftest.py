@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from servers import ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
@@ -17,6 +18,12 @@ from streamlit.testing.v1 import AppTest
 from agentcore import toolbox
 
 APP = str(ROOT / "app.py")
+
+# `make test` runs the same property examples every time, so a red build is the code's doing, not the draw's;
+# HYPOTHESIS_PROFILE=explore draws new ones (with AGENTCORE_FUZZ_EXAMPLES for a long run)
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 # a test that uses one of these starts a real server: it is marked slow (pytest -m "not slow" skips it)
 SERVER_FIXTURES = {"katan", "katan_pool", "llama_server"}
 
