@@ -47,6 +47,7 @@ def figures() -> dict[str, Callable[[], list[Row]]]:
         "5": local_model_rows,
         "6": lambda: importlib.import_module("app_render").measure(),
         "7": lambda: importlib.import_module("isolation").measure(),
+        "8": lambda: importlib.import_module("step_latency").measure(),
     }
 
 
