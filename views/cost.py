@@ -87,7 +87,7 @@ def _cost_chart(report: CostReport) -> go.Figure:
     fig.add_bar(x=steps, y=[s.cost_usd for s in report.steps], name="cost per step")
     fig.add_scatter(x=steps, y=[s.cumulative_cost_usd for s in report.steps], name="cumulative", yaxis="y2")
     fig.update_layout(
-        title=f"Cost (USD, priced as {safe.plotly(report.price.label)})",
+        title=f"Cost (USD, priced as {safe.plotly(report.price_label or '')})",
         xaxis_title="step",
         yaxis={"title": "per step"},
         yaxis2={"title": "cumulative", "overlaying": "y", "side": "right"},
