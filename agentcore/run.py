@@ -347,14 +347,41 @@ class Run(BaseModel):
         cut = self.steps[at_step - 1].message_count
         return self._branch(list(self.messages[:cut]), at_step - 1, ForkOrigin(run_id=self.id, step=at_step))
 
-    def fork_with_messages(self, messages: list[Message]) -> Run:
-        """A new run over an edited message list; keeps the steps made before the first change."""
+    def fork_with_messages(self, messages: list[Message], keep_later: bool = False) -> Run:
+        """A new run over an edited message list; keeps the steps made before the first change.
+
+        By default the fork ends before the first model reply after the edit: what came later answered
+        something else. With `keep_later` it keeps the whole edited list, later messages included.
+        """
         first_change = first_difference(self.messages, messages)
         kept = sum(1 for s in self.steps if s.message_count < first_change)
+        if not keep_later:
+            messages = messages[: _edit_end(self.messages, messages, first_change)]
         # like fork(at_step): the origin is the first step the branch makes again
-        return self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=kept + 1))
+        fork = self._branch(list(messages), kept, ForkOrigin(run_id=self.id, step=kept + 1))
+        if fork.steps:
+            # the last kept step records only the tool runs whose results are still in the fork
+            last = fork.steps[-1]
+            answered = {getattr(m, "tool_call_id", None) for m in messages[last.message_count :]}
+            last.tool_runs = [t for t in last.tool_runs if t.tool_call_id in answered]
+        return fork
 
     def _branch(self, messages: list[Message], keep_steps: int, origin: ForkOrigin) -> Run:
         steps = [s.model_copy(deep=True) for s in self.steps[:keep_steps]]
         title = f"{self.title or 'run'} (fork @ step {origin.step})"
         return Run(config=self.config.model_copy(deep=True), messages=messages, steps=steps, parent=origin, title=title)
+
+
+def _edit_end(before: list[Message], after: list[Message], first_change: int) -> int:
+    """Where the default fork of an edited list ends: before the first model reply that read the old messages.
+
+    An edited or inserted model turn ends the fork itself, since the tool results after it answered
+    its old calls; a changed user or tool message keeps what follows up to the next model reply.
+    """
+    if first_change >= len(after):
+        return len(after)
+    deleted = first_change + 1 < len(before) and after[first_change] == before[first_change + 1]
+    if not deleted and isinstance(after[first_change], AssistantMessage):
+        return first_change + 1
+    start = first_change if deleted else first_change + 1
+    return next((j for j in range(start, len(after)) if isinstance(after[j], AssistantMessage)), len(after))

@@ -302,7 +302,10 @@ def discard_draft() -> None:
 
 
 def apply_draft() -> None:
-    """Apply the edited list: in place after the last model call, otherwise as a fork."""
+    """Apply the edited list: in place after the last model call, otherwise as a fork.
+
+    The fork ends before the model's first reply after the edit, unless the person keeps the later messages.
+    """
     session = get_session()
     run, draft = session.run, session.draft
     if run is None or draft is None:
@@ -315,7 +318,7 @@ def apply_draft() -> None:
         discard_draft()
         return
     if run.edit_forks(draft):
-        target = run.fork_with_messages(draft)
+        target = run.fork_with_messages(draft, keep_later=bool(st.session_state.get("keep_later")))
         session.add_run(target)
     else:
         run.messages = list(draft)

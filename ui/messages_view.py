@@ -119,21 +119,33 @@ def _violations(messages: list[Message]) -> Violations:
 
 
 def _draft_bar(run: Run, draft: list[Message], violations: Violations) -> None:
-    """The unapplied edits: what applying them does, Apply and Discard."""
+    """The unapplied edits: what applying them does, whether a fork keeps the later messages, Apply and Discard."""
     with st.container(border=True):
-        fork_note = (
-            " Applying makes a **fork**: the edit changes what an earlier step saw, and the original run is kept."
-            if run.edit_forks(draft)
-            else " Applying changes this run in place (nothing the model has seen changes)."
-        )
-        st.markdown(f":orange-badge[:material/edit: editing] Unapplied edits.{fork_note}")
+        forks = run.edit_forks(draft)
+        if forks:
+            note = (
+                " Applying makes a **fork**: the edit changes what an earlier step saw, and the original run is "
+                "kept. The fork ends before the model's next reply, since what came after answered the old messages."
+            )
+        else:
+            note = " Applying changes this run in place (nothing the model has seen changes)."
+        st.markdown(f":orange-badge[:material/edit: editing] Unapplied edits.{note}")
+        if forks:
+            st.checkbox(
+                "Keep the messages after the edit",
+                key="keep_later",
+                help="The fork keeps the whole edited list; the model then reads later messages that answered the old one",
+            )
         a, b, _ = st.columns([1, 1, 4])
         a.button(
             "Apply edits", key="apply_edits", type="primary", on_click=actions.apply_draft, disabled=bool(violations)
         )
         b.button("Discard edits", key="discard_edits", on_click=actions.discard_draft)
         if violations:
-            st.error(f"{sum(map(len, violations.values()))} problem(s) in the list: fix them to apply.")
+            count = sum(map(len, violations.values()))
+            st.error(
+                f"{count} problem{'s' if count != 1 else ''} in the list: fix {'them' if count != 1 else 'it'} to apply."
+            )
 
 
 def _page_range(session: Session, total: int) -> range:
