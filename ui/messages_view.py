@@ -8,8 +8,16 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from agentcore.messages import AssistantMessage, Message, ToolCall, ToolMessage, estimate_tokens, validate_messages
-from agentcore.run import Run
+from agentcore.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    estimate_tokens,
+    first_difference,
+    validate_messages,
+)
+from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
 
 from . import actions, safe
 from .state import Session, get_session
@@ -21,6 +29,13 @@ ROLE_BADGE = {
     "user": ":blue-badge[user]",
     "assistant": ":violet-badge[assistant]",
     "tool": ":green-badge[tool]",
+}
+
+DECISION_ICON = {
+    "approved": ":material/check:",
+    "edited": ":material/edit:",
+    "denied": ":material/block:",
+    "typed": ":material/keyboard:",
 }
 
 Violations = dict[int, list[str]]
@@ -52,8 +67,46 @@ def _text(content: str, plain: bool = False) -> None:
         st.code(content, language="json" if looks_json else None, wrap_lines=True)
 
 
-def _header(i: int, m: Message) -> str:
-    return f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
+def _header(i: int, m: Message, answered: str | None = None) -> str:
+    """The message's index, role and size; for a model turn, the step and the model that wrote it."""
+    head = f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
+    return f"{head} &nbsp; {answered}" if answered else head
+
+
+class Record:
+    """What the run recorded about its messages: the step behind each model turn, the tool run behind each result.
+
+    Only the messages before `upto` are looked up (an edited list differs from there on).
+    """
+
+    def __init__(self, run: Run, upto: int) -> None:
+        self._steps: dict[int, StepRecord] = {}
+        self._tool_runs: dict[int, ToolRun] = {}
+        self._run = run
+        messages = run.messages[:upto]
+        for step in run.steps:
+            at = step.message_count
+            if at >= len(messages) or not isinstance(messages[at], AssistantMessage):
+                continue  # a file from before steps recorded their place
+            self._steps[at] = step
+            by_id = {t.tool_call_id: t for t in step.tool_runs}
+            for j in range(at + 1, len(messages)):
+                m = messages[j]
+                if not isinstance(m, ToolMessage):
+                    break
+                if m.tool_call_id in by_id:
+                    self._tool_runs[j] = by_id[m.tool_call_id]
+
+    def answered(self, i: int) -> str | None:
+        """`step 3 · local/smollm2-135m` for the model turn at `i`, as safe Markdown; None when not recorded."""
+        step = self._steps.get(i)
+        if step is None:
+            return None
+        return f"step {step.index} · {safe.code(self._run.answered_by(step).label)}"
+
+    def tool_run(self, i: int) -> ToolRun | None:
+        """The tool run recorded for the result at `i`."""
+        return self._tool_runs.get(i)
 
 
 def show_tool_call(call: ToolCall, args: str) -> None:
@@ -66,7 +119,18 @@ def show_tool_call(call: ToolCall, args: str) -> None:
         st.code(args, language="json", wrap_lines=True)
 
 
-def _message_body(m: Message) -> None:
+def _decision(tool_run: ToolRun | None) -> None:
+    """A person's decision on the call behind a result, as a badge; for an edit, what the model had asked."""
+    if tool_run is None or not tool_run.by_person:
+        return
+    icon = DECISION_ICON[tool_run.source]
+    st.markdown(f":orange-badge[{icon} {BY_PERSON[tool_run.source]}]")
+    original = tool_run.original_arguments_text
+    if tool_run.source == "edited" and original is not None:
+        st.markdown(f"The model asked {safe.code(original)}")
+
+
+def _message_body(m: Message, tool_run: ToolRun | None = None) -> None:
     if isinstance(m, AssistantMessage):
         if m.content:
             _text(m.content)
@@ -85,6 +149,7 @@ def _message_body(m: Message) -> None:
             st.markdown(f":red-badge[:material/error: error] {who}")
         else:
             st.markdown(f":material/check_circle: {who}")
+        _decision(tool_run)
         # a tool result is data the model reads: a markdown heading in it must not become a page heading
         _text(m.content, plain=True)
     else:
@@ -163,11 +228,11 @@ def _page_range(session: Session, total: int) -> range:
     return range(lo, hi)
 
 
-def _message_row(session: Session, i: int, m: Message, reasons: list[str]) -> None:
+def _message_row(session: Session, i: int, m: Message, reasons: list[str], record: Record) -> None:
     """One message with its edit and delete buttons, its editor when open, and what is wrong with it."""
     with st.container(border=True, key=f"msg_{i}"):
         head, tools = st.columns([6, 1])
-        head.markdown(_header(i, m))
+        head.markdown(_header(i, m, record.answered(i)))
         with tools:
             e, d = st.columns(2)
             e.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
@@ -175,7 +240,7 @@ def _message_row(session: Session, i: int, m: Message, reasons: list[str]) -> No
         if session.editing == i:
             _editor(i, m)
         else:
-            _message_body(m)
+            _message_body(m, record.tool_run(i))
         for reason in reasons:
             st.error(safe.block(reason), icon=":material/rule:")
 
@@ -202,8 +267,9 @@ def render_messages(session: Session) -> None:
     violations = _violations(messages)
     if session.draft is not None:
         _draft_bar(run, session.draft, violations)
+    record = Record(run, first_difference(run.messages, messages))
     for i in _page_range(session, len(messages)):
-        _message_row(session, i, messages[i], violations.get(i, []))
+        _message_row(session, i, messages[i], violations.get(i, []), record)
     for reason in violations.get(len(messages), []):
         st.error(safe.block(reason), icon=":material/rule:")
     _insert_form(len(messages))
