@@ -85,7 +85,7 @@ def start(at: AppTest, scenario: str = "weather", **widgets: Any) -> Run:
     for key, value in widgets.items():
         at.session_state[key] = value
     at.run()
-    click(at, "start")
+    click(at, "start" if session(at).run is None else "scenario_run")
     return session(at).run
 
 
@@ -140,7 +140,7 @@ def test_stop_takes_effect_between_phases(app):
     # the phase during which Stop was pressed finished; the next one never started
     assert run.stop_reason == "cancelled"
     assert len(run.steps) == 2 and run.next_phase == "tools"
-    assert any("cancelled" in s.value for s in app.success)
+    assert any("cancelled" in w.value for w in app.warning) and not app.success
     click(app, "step")  # going on after a Stop works
     assert run.stop_reason is None and run.next_phase == "model"
 
@@ -329,7 +329,7 @@ def test_stepping_stops_at_the_step_budget(app):
         presses += 1
     assert presses == 3 and len(run.steps) == 3
     assert run.stop_reason == "max_steps"
-    assert any("Stop reason: **max_steps**" in s.value for s in app.success)
+    assert any("Stop reason: **max_steps**" in w.value for w in app.warning) and not app.success
     assert any("step budget is used up" in c.value for c in app.caption)
     assert app.button(key="model_phase").disabled and app.button(key="run_to_end").disabled
     assert stored(run.id).stop_reason == "max_steps"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -17,10 +18,11 @@ from agentcore.errors import AgentcoreError
 from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
-from agentcore.run import Run, RunConfig
+from agentcore.providers.scripted import SCENARIOS
+from agentcore.run import ModelRef, Run, RunConfig
 from agentcore.toolbox import TOOLBOX, get_tools
 
-from .state import Action, Session, get_session, make_provider, on_run_changed
+from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
 
 TextSink = Callable[[str], None]
 
@@ -41,6 +43,18 @@ def start_run() -> None:
     on_run_changed(run)
 
 
+def start_scenario_run() -> None:
+    """Start the sidebar's scenario as a new run with the scenario's own prompt."""
+    session = get_session()
+    scenario = SCENARIOS.get(session.config.scenario or "")
+    if session.config.provider != "scripted" or scenario is None:
+        return
+    run = Run.start(scenario.prompt, session.config.run_config())
+    session.add_run(run)
+    session.notice = None
+    on_run_changed(run)
+
+
 def reset_run() -> None:
     """Start the current run's prompt again as a new run; the old run stays in the list."""
     session = get_session()
@@ -54,6 +68,11 @@ def reset_run() -> None:
     fresh = Run.start(prompt, session.config.run_config())
     session.add_run(fresh)
     on_run_changed(fresh)
+
+
+def reopen() -> None:
+    """Open the run offered on a fresh tab: the one last looked at."""
+    reopen_last_run(get_session())
 
 
 def select_run() -> None:
@@ -141,20 +160,30 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
 
 
 def _sidebar_config(session: Session, run: Run) -> RunConfig:
-    # the sidebar's provider and limits apply from the next phase, so a run can be continued on another model
+    """The run's config with the sidebar's provider, model, tools and limits: how a run goes on on another model.
+
+    Each step records who answered it, so such a switch is on the record. The tools change only
+    before a model phase: calls already waiting run with the tools the model was offered.
+    """
     cfg = session.config
-    return run.config.model_copy(
-        update={
-            "provider": cfg.provider,
-            "model": cfg.model,
-            "base_url": cfg.base_url or None,
-            "scenario": cfg.scenario if cfg.provider == "scripted" else None,
-            "max_steps": cfg.max_steps,
-            "concurrency": cfg.concurrency,
-            "pause_before_tools": cfg.pause_before_tools,
-            "temperature": cfg.temperature,
-        }
-    )
+    update: dict[str, Any] = {
+        "provider": cfg.provider,
+        "model": cfg.model,
+        "base_url": cfg.base_url or None,
+        "scenario": cfg.scenario if cfg.provider == "scripted" else None,
+        "max_steps": cfg.max_steps,
+        "concurrency": cfg.concurrency,
+        "pause_before_tools": cfg.pause_before_tools,
+        "temperature": cfg.temperature,
+    }
+    if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
+        update["tools"] = [t.spec() for t in get_tools([n for n in cfg.tools if n in TOOLBOX])]
+    return run.config.model_copy(update=update)
+
+
+def _tool_names(run: Run) -> list[str]:
+    # tools the app does not have (from an imported run) are kept until the person changes the tools
+    return [t.name for t in run.config.tools if t.name in TOOLBOX]
 
 
 def upcoming(session: Session) -> Run | None:
@@ -163,22 +192,58 @@ def upcoming(session: Session) -> Run | None:
     return None if run is None else run.model_copy(update={"config": _sidebar_config(session, run)})
 
 
+@dataclass(frozen=True)
+class NextCall:
+    """Who answers the run's next model call, with which tools, and what changed since its last step."""
+
+    model: ModelRef
+    tools: list[str]
+    changed: list[str]  # of "model" and "tools": what differs from the run so far
+
+
+def next_call(session: Session) -> NextCall | None:
+    """The next model call as the sidebar sets it; None when the run cannot call the model again."""
+    run = session.run
+    if run is None or run.stop_reason == "structured" or run.next_phase == "done":
+        return None
+    cfg = session.config
+    model = ModelRef(cfg.provider, (cfg.scenario or cfg.model) if cfg.provider == "scripted" else cfg.model)
+    before = run.answered_by(run.steps[-1]) if run.steps else None
+    tools = [n for n in cfg.tools if n in TOOLBOX]
+    changed = []
+    if before is not None and before != model:
+        changed.append("model")
+    if run.steps and set(tools) != set(_tool_names(run)):
+        changed.append("tools")
+    return NextCall(model, tools, changed)
+
+
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     run.config = _sidebar_config(session, run)
-    provider = make_provider(run.config)
-    tools = get_tools([s.name for s in run.config.tools if s.name in TOOLBOX])
-    return Agent(provider, tools, observers=observers)
+    provider = make_provider(run.config, session.config.provider_options)
+    return Agent(provider, get_tools(_tool_names(run)), observers=observers)
 
 
 def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:
-    """Run `drive` on the current run; every failure becomes the one-line notice, and the run is saved."""
+    """Run `drive` on the current run; a failure is shown once, and the run is saved.
+
+    A failure before the model is reached (a provider that cannot load) is the one-line notice, or,
+    on a run that stopped with an error, that run's error in place of the old one: one error on screen.
+    """
     try:
         drive()
     except AgentcoreError as exc:
-        session.notice = str(exc)
+        _failed(session, run, str(exc))
     except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
-        session.notice = f"{run.config.provider}: {type(exc).__name__}: {exc}"
+        _failed(session, run, f"{run.config.provider}: {type(exc).__name__}: {exc}")
     on_run_changed(run)
+
+
+def _failed(session: Session, run: Run, message: str) -> None:
+    if run.stop_reason == "error":
+        run.error = message  # this attempt's failure, not the last call's
+    else:
+        session.notice = message
 
 
 def run_phase(session: Session, action: Action, on_text: TextSink | None = None) -> None:
@@ -218,8 +283,14 @@ def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
         if session.stop_requested:
             cancel.set()
 
+    def drive() -> None:
+        if run.next_phase == "tools" and not run.paused:
+            # the waiting calls run with the tools the model was offered; the sidebar's apply from the model phase
+            _agent(session, run, [observe]).step(run, cancel=cancel)
+        _agent(session, run, [observe]).run(run, cancel)
+
     try:
-        _drive(session, run, lambda: _agent(session, run, [observe]).run(run, cancel))
+        _drive(session, run, drive)
     finally:
         session.running = session.stop_requested = False
 

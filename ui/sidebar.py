@@ -8,14 +8,28 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from agentcore.toolbox import TOOLBOX
 
 from . import safe
-from .state import MODEL_ENV, AppConfig, Session, initial_provider, provider_problem, resolve_api_key, set_typed_key
+from .actions import start_scenario_run
+from .state import (
+    DEFAULT_N_CTX,
+    MODEL_ENV,
+    AppConfig,
+    Session,
+    get_session,
+    initial_provider,
+    provider_problem,
+    resolve_api_key,
+    set_typed_key,
+)
 
 DEFAULT_PROMPT = "What is the weather in Paris and Rome?"
+DEFAULT_TOOLS = ["get_weather", "calculator"]
+DEFAULT_MAX_STEPS = 10
 
 
 def _seed_defaults() -> None:
@@ -31,27 +45,33 @@ def _seed_defaults() -> None:
     st.session_state.setdefault("cfg_pause", False)
 
 
-def _provider_defaults(provider: str, model: str | None = None) -> None:
+def _provider_defaults(provider: str, model: str | None = None, previous: str | None = None) -> None:
+    """A provider's own settings; leaving the scripted model also drops its scenario's tools and step budget."""
     info = REGISTRY[provider]
     st.session_state["cfg_model"] = model or info.default_model
     st.session_state["cfg_base_url"] = (os.environ.get(info.base_url_env or "") or info.default_base_url) or ""
     if provider == "scripted":
         _scenario_defaults(model if model in SCENARIOS else DEFAULT_SCENARIO)
+    elif previous == "scripted":
+        st.session_state["cfg_tools"] = list(DEFAULT_TOOLS)
+        st.session_state["cfg_max_steps"] = DEFAULT_MAX_STEPS
     else:
-        st.session_state.setdefault("cfg_tools", ["get_weather", "calculator"])
-        st.session_state.setdefault("cfg_max_steps", 10)
+        st.session_state.setdefault("cfg_tools", list(DEFAULT_TOOLS))
+        st.session_state.setdefault("cfg_max_steps", DEFAULT_MAX_STEPS)
 
 
 def _scenario_defaults(name: str) -> None:
+    """A scenario's tools and budget; its prompt too, unless a run is on screen (the box shows that run's)."""
     scenario = SCENARIOS[name]
     st.session_state["cfg_scenario"] = name
     st.session_state["cfg_tools"] = list(scenario.tools)
-    st.session_state["cfg_max_steps"] = scenario.max_steps or 10
-    st.session_state["prompt"] = scenario.prompt
+    st.session_state["cfg_max_steps"] = scenario.max_steps or DEFAULT_MAX_STEPS
+    if get_session().run is None:
+        st.session_state["prompt"] = scenario.prompt
 
 
 def _on_provider() -> None:
-    _provider_defaults(st.session_state["cfg_provider"])
+    _provider_defaults(st.session_state["cfg_provider"], previous=get_session().config.provider)
 
 
 def _on_scenario() -> None:
@@ -87,6 +107,9 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in TOOLBOX]
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
+    prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
+    if prompt is not None:
+        st.session_state["prompt"] = prompt
 
 
 def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[str, Any] | None]:
@@ -112,6 +135,22 @@ def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[s
     scenario = sb.selectbox("Scenario", list(SCENARIOS), key="cfg_scenario", on_change=_on_scenario)
     sb.caption(SCENARIOS[scenario].description)
     return info, scenario, scenario, SCENARIOS[scenario].final_answer_schema
+
+
+def _context_size(sb: DeltaGenerator, info: ProviderInfo) -> int:
+    """The embedded model's context size: a setting here, since its overflow error says to raise it."""
+    if info.name != "local":
+        return DEFAULT_N_CTX
+    size = sb.number_input(
+        "Context size",
+        min_value=256,
+        max_value=131_072,
+        value=DEFAULT_N_CTX,
+        step=256,
+        key="cfg_n_ctx",
+        help="Tokens the model reads at once (llama.cpp's n_ctx). A longer run needs more; more costs memory.",
+    )
+    return int(size)
 
 
 def _connection(sb: DeltaGenerator, info: ProviderInfo) -> str | None:
@@ -160,6 +199,10 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     sb = st.sidebar.expander("Playground settings", expanded=False) if folded else st.sidebar
 
     info, model, scenario, schema = _provider(sb)
+    if scenario is not None and session.run is not None and not folded:
+        # the prompt box shows the run on screen, so a scenario's own prompt is taken by choice
+        sb.button("New run of this scenario", key="scenario_run", on_click=start_scenario_run, width="stretch")
+    n_ctx = _context_size(sb, info)
     base_url = _connection(sb, info)
     sb.divider()
     tools = _tools(sb)
@@ -182,6 +225,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         pause_before_tools=pause,
         temperature=temperature,
         final_answer_schema=schema,
+        n_ctx=n_ctx,
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from agentcore.errors import AgentcoreError
+from agentcore.errors import AgentcoreError, UsageError
 from agentcore.loop import ToolDecision
 from agentcore.messages import Message
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store import LAST_RUN_KEY, Store, default_path
+from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
 from agentcore.toolbox import TOOLBOX, get_tools
 
 SESSION_KEY = "session"
@@ -29,6 +29,7 @@ PROVIDER_ENV = "AGENTCORE_PROVIDER"
 MODEL_ENV = "AGENTCORE_MODEL"
 
 Action = Literal["step", "model", "tools", "retry"]
+DEFAULT_N_CTX = 4096  # the local provider's own default
 
 
 @dataclass
@@ -46,6 +47,12 @@ class AppConfig:
     pause_before_tools: bool = False
     temperature: float | None = None
     final_answer_schema: dict[str, Any] | None = None
+    n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
+
+    @property
+    def provider_options(self) -> dict[str, Any]:
+        """Settings of the provider object itself, not of the run: the embedded model's context size."""
+        return {"n_ctx": self.n_ctx} if self.provider == "local" else {}
 
     def run_config(self) -> RunConfig:
         """The RunConfig of a new run made with these settings."""
@@ -81,6 +88,7 @@ class Session:
     inspect_step: int | None = None
     message_page: int | None = None  # pages back from the newest; None: the newest
     sync_sidebar: bool = False  # the sidebar shows the current run's provider and limits on its next draw
+    last_run: RunSummary | None = None  # the run the last session looked at, offered to reopen
 
     @property
     def run(self) -> Run | None:
@@ -95,6 +103,7 @@ class Session:
         self.running = self.stop_requested = False
         self.inspect_step, self.message_page = None, None
         self.sync_sidebar = True
+        self.last_run = None
 
 
 def initial_provider() -> tuple[str, str]:
@@ -112,7 +121,7 @@ def init_session() -> Session:
     """The one Session of this browser session, created on first use."""
     if SESSION_KEY not in st.session_state:
         session = Session()
-        _reopen_last_run(session)
+        _offer_last_run(session)
         st.session_state[SESSION_KEY] = session
     return st.session_state[SESSION_KEY]
 
@@ -139,15 +148,27 @@ def _store_at(path: str) -> Store:
     return Store(path)  # keyed by path, so AGENTCORE_DB changing (as between tests) opens the right database
 
 
-def _reopen_last_run(session: Session) -> None:
-    """A new browser session opens on the run the user last looked at, when it is still stored."""
+def _offer_last_run(session: Session) -> None:
+    """A new browser session starts clean and offers the run last looked at, when it is still stored.
+
+    Opening it by itself would put a run on the page that this tab never chose, under a sidebar set for another.
+    """
     try:
-        store = get_store()
-        last = store.get_meta(LAST_RUN_KEY)
-        if last and store.exists(last):
-            session.add_run(store.load_run(last))
+        last = get_store().get_meta(LAST_RUN_KEY)
+        session.last_run = get_store().summary(last) if last else None
     except Exception as exc:  # noqa: BLE001 - an unreadable store must not stop the app from opening
-        session.store_error = f"the last run could not be reopened: {type(exc).__name__}: {exc}"
+        session.store_error = f"the last run could not be found: {type(exc).__name__}: {exc}"
+
+
+def reopen_last_run(session: Session) -> None:
+    """Make the offered last run current, loaded from the store."""
+    offered, session.last_run = session.last_run, None
+    if offered is None:
+        return
+    try:
+        session.add_run(get_store().load_run(offered.id))
+    except Exception as exc:  # noqa: BLE001 - a run deleted or unreadable since is shown, not raised
+        session.notice = f"The last run could not be reopened: {type(exc).__name__}: {exc}"
 
 
 def on_run_changed(run: Run) -> None:
@@ -196,24 +217,52 @@ def resolve_api_key(info: ProviderInfo) -> tuple[str | None, str]:
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
-def _cached_provider(name: str, model: str, base_url: str | None) -> Provider:
-    return create_provider(name, model or None, base_url=base_url)
+def _cached_provider(name: str, model: str, base_url: str | None, n_ctx: int | None = None) -> Provider:
+    options = {} if n_ctx is None else {"n_ctx": n_ctx}
+    return create_provider(name, model or None, base_url=base_url, **options)
 
 
-def make_provider(config: RunConfig) -> Provider:
+def make_provider(config: RunConfig, options: dict[str, Any] | None = None) -> Provider:
     """The provider for the next call. Raises AgentcoreError (or the provider's own error) if it cannot load.
 
-    Providers that need no key are cached per (name, model, base_url); a cached object is
-    shared by every browser session, so providers that hold a key are built per call instead.
+    `options` are the provider object's own settings (AppConfig.provider_options). Providers that
+    need no key are cached per (name, model, base_url, context size); a cached object is shared by
+    every browser session, so providers that hold a key are built per call instead.
     """
     info = REGISTRY.get(config.provider)
     if info is None:
         raise AgentcoreError(f"unknown provider {config.provider!r}; available: {', '.join(REGISTRY)}")
     model = (config.scenario or config.model) if info.name == "scripted" else config.model
     if info.key_env is None:
-        return _cached_provider(info.name, model, config.base_url)
+        return _cached_provider(info.name, model, config.base_url, (options or {}).get("n_ctx"))
     key, _ = resolve_api_key(info)
+    if key is None and _vendor_url(info, config.base_url):
+        # the library's own message speaks to a caller of create_provider; this one names the app's fields
+        raise UsageError(
+            f"{info.name}: no API key: type it under API key in the sidebar, or set {info.key_env} "
+            "(a compatible server's Base URL needs none)"
+        )
     return create_provider(info.name, model or None, base_url=config.base_url, api_key=key)
+
+
+def _vendor_url(info: ProviderInfo, base_url: str | None) -> bool:
+    url = base_url or os.environ.get(info.base_url_env or "") or info.default_base_url or ""
+    return url.rstrip("/") == (info.default_base_url or "").rstrip("/")
+
+
+# the library's errors name its own options; in the app the same advice names the field to change
+_APP_WORDS = (
+    ("(n_ctx): ", "(Context size): "),
+    ("or raise n_ctx", "or raise Context size in the sidebar"),
+    ("raise max_steps to go on", "raise Max steps in the sidebar to go on"),
+)
+
+
+def in_app_words(text: str) -> str:
+    """An error from the library with its advice in the app's terms: the sidebar's fields, not option names."""
+    for library, app in _APP_WORDS:
+        text = text.replace(library, app)
+    return text
 
 
 def provider_problem(name: str) -> str | None:

@@ -7,12 +7,12 @@ from functools import partial
 import streamlit as st
 
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
-from agentcore.run import Run
+from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
 from ui import actions, safe
 from ui.graph import loop_dot, source_html, source_view
 from ui.messages_view import render_messages, show_tool_call
-from ui.state import Session, get_session
+from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
 STOP_REASONS = {
@@ -106,8 +106,28 @@ def _status(session: Session, run: Run) -> None:
     c4.metric("Tokens", f"{total.total_tokens:,}", help="Input + output over all steps")
     if run.stop_reason and run.stop_reason != "error":
         why = STOP_REASONS.get(run.stop_reason, "")
-        icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/flag:"
-        st.success(f"Stop reason: **{safe.inline(run.stop_reason)}** — {why}.", icon=icon)
+        line = f"Stop reason: **{safe.inline(run.stop_reason)}** — {why}."
+        if run.stop_reason in ("answer", "structured"):
+            st.success(line, icon=":material/flag:")
+        else:  # a used-up budget or a Stop is an interruption, not a success
+            icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/hourglass_bottom:"
+            st.warning(line, icon=icon)
+
+
+def _next_call(session: Session, run: Run) -> None:
+    """Who answers the next step, and who answered the run so far: a switch in the sidebar shows here first."""
+    nxt = actions.next_call(session)
+    if nxt is None:
+        return
+    tools = ", ".join(safe.code(n) for n in nxt.tools) if nxt.tools else "no tools"
+    line = f"Next step: {safe.code(nxt.model.label)} with {tools}"
+    if run.next_phase == "tools":
+        line = f"Next: the tools phase, then {safe.code(nxt.model.label)} with {tools}"
+    if run.steps:
+        line += f" — the run so far: {safe.code(models_label(run.models))}"
+    if nxt.changed:
+        line += f" :orange-badge[changed: {' and '.join(nxt.changed)}]"
+    st.caption(line)
 
 
 def _controls(session: Session, run: Run) -> None:
@@ -115,6 +135,7 @@ def _controls(session: Session, run: Run) -> None:
     # a structured answer ends the run for good; a used-up budget can still be raised in the sidebar
     can_model = actions.upcoming(session).can_call_model and not editing
     can_tools = run.next_phase == "tools" and not editing
+    _next_call(session, run)
     bar = st.container(horizontal=True, key="controls")
     bar.button(
         "Step",
@@ -156,10 +177,12 @@ def _controls(session: Session, run: Run) -> None:
         )
 
 
-def _error(run: Run) -> None:
+def _error(session: Session, run: Run) -> None:
     with st.container(border=True, key="error_box"):
-        st.error(f"The model call failed: {safe.block(run.error or '')}", icon=":material/error:")
-        st.caption("Nothing in the run was lost. Retry repeats the same call.")
+        st.error(f"The model call failed: {safe.block(in_app_words(run.error or ''))}", icon=":material/error:")
+        nxt = actions.next_call(session)
+        again = f" with {safe.code(nxt.model.label)}" if nxt else ""
+        st.caption(f"Nothing in the run was lost. Retry makes the call again{again}, as the sidebar is set now.")
         st.button(
             "Retry", key="retry", type="primary", icon=":material/refresh:", on_click=actions.request, args=("retry",)
         )
@@ -200,6 +223,22 @@ def _pending(session: Session, run: Run) -> None:
         )
 
 
+def _offer_last_run(session: Session) -> None:
+    """A fresh tab starts clean; the run last looked at is one click away."""
+    last = session.last_run
+    if last is None:
+        return
+    st.button(
+        f"Reopen your last run: {safe.inline(last.title or last.id)}",
+        key="reopen",
+        icon=":material/history:",
+        on_click=actions.reopen,
+    )
+    steps = f"{last.steps} step{'s' if last.steps != 1 else ''}"
+    saved = last.updated_at[:16].replace("T", " ")
+    st.caption(f"{steps} on {safe.code(last.models_label or last.provider)} · saved {safe.inline(saved)} UTC")
+
+
 def _where(run: Run | None) -> None:
     graph, code = st.columns([2, 3], gap="large")
     with graph:
@@ -222,9 +261,10 @@ def main() -> None:
     st.markdown("## Playground")
     _prompt_row(session)
     if session.notice:
-        st.error(safe.block(session.notice), icon=":material/error:")
+        st.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
     run = session.run
     if run is None:
+        _offer_last_run(session)
         st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")
         _where(None)
         return
@@ -234,7 +274,7 @@ def main() -> None:
     _controls(session, run)
     _status(session, run)
     if run.stop_reason == "error":
-        _error(run)
+        _error(session, run)
     elif run.next_phase == "tools" and session.draft is None:
         _pending(session, run)
     _where(run)
