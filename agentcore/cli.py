@@ -223,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs(sub)
     _add_compare(sub)
     _add_transcript_tools(sub)
+    _add_testing(sub)
     return parser
 
 
@@ -245,7 +246,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
     p.add_argument(
-        "--db", help="the runs database the run is saved in as it goes (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+        "--db",
+        help="the runs database the run is saved in as it goes, a SQLite file or a postgresql:// URL "
+        "(default: $AGENTCORE_DB or ~/.agentcore/runs.db)",
     )
     p.add_argument("--no-db", action="store_true", help="do not save the run in the runs database")
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
@@ -268,9 +271,11 @@ def _add_listings(sub: Any) -> None:
 def _add_runs(sub: Any) -> None:
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument(
-        "--db", default=argparse.SUPPRESS, help="the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+        "--db",
+        default=argparse.SUPPRESS,
+        help="the runs database: a SQLite file or a postgresql:// URL (default: $AGENTCORE_DB or ~/.agentcore/runs.db)",
     )
-    p = sub.add_parser("runs", parents=[db], help="the runs library: list, show, export, import, delete")
+    p = sub.add_parser("runs", parents=[db], help="the runs library: list, show, export, import, delete, copy")
     runs = p.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
     q = runs.add_parser("list", parents=[db], help="list the stored runs, newest first")
     q.add_argument("--search", help="words to find in the id, title, model or first prompt")
@@ -286,6 +291,9 @@ def _add_runs(sub: Any) -> None:
     q.add_argument("file")
     q = runs.add_parser("delete", parents=[db], help="delete a stored run")
     q.add_argument("id")
+    q = runs.add_parser("copy", help="copy every run one database lacks from another (SQLite to PostgreSQL, say)")
+    q.add_argument("--from", dest="source", required=True, metavar="DB", help="a SQLite file or postgresql:// URL")
+    q.add_argument("--to", dest="target", required=True, metavar="DB", help="a SQLite file or postgresql:// URL")
     p.set_defaults(func=cmd_runs)
 
 
@@ -323,6 +331,32 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("--format", required=True, choices=("openai", "anthropic", "ollama"), help="the wire format")
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
     p.set_defaults(func=cmd_export)
+
+
+def _add_testing(sub: Any) -> None:
+    from .testing_cli import cmd_pin, cmd_test
+
+    db_help = "the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+    p = sub.add_parser("pin", help="write a test file from a run, proposing the expectations it meets")
+    p.add_argument("run", metavar="RUN_ID_OR_TRANSCRIPT", help="a stored run's id, or a transcript file")
+    p.add_argument("-o", "--out", required=True, help="the test file to write (.json, or .yaml with PyYAML)")
+    p.add_argument("--name", help="the test's name (default: the run's title)")
+    p.add_argument("--db", help=db_help)
+    p.set_defaults(func=cmd_pin)
+
+    p = sub.add_parser("test", help="run test files on configurations; print the matrix; exit 1 if any fails")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="test files, or folders of them")
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="replay|PROVIDER[:MODEL][@BASE_URL]",
+        help="a configuration, repeatable (default: replay, the pinned run's turns with the tools run for real)",
+    )
+    p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML here")
+    p.add_argument("--db", help=db_help + "; each failing run is saved there")
+    p.add_argument("--no-db", action="store_true", help="do not save failing runs")
+    p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
+    p.set_defaults(func=cmd_test)
 
 
 # option: (dest, least, most); a count outside its range is bad usage, not a database or provider error

@@ -1,0 +1,517 @@
+"""A pinned test: a run kept as a test file, with expectations on its trajectory, its answer and its cost.
+
+Test file, version 1, JSON (or YAML when PyYAML is installed): format "agentcore.test", version 1,
+name, prompt, system_prompt, tools (toolbox names), max_steps, temperature, final_answer_schema,
+expect (the expectations below), and pinned (the transcript of the run it was pinned from).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+
+from .errors import TranscriptError, UsageError
+from .messages import MAX_COUNT, MAX_DEPTH, AssistantMessage, ToolCall
+from .run import FINAL_ANSWER_TOOL, Run, StopReason
+from .secrets import scrub_text
+from .transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
+
+FORMAT = "agentcore.test"
+VERSION = 1
+YAML_SUFFIXES = (".yaml", ".yml")
+TEST_SUFFIXES = (".json", *YAML_SUFFIXES)
+TrajectoryMode = Literal["exact", "in_order", "any_order", "contains"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    if schema is not None:
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+    return schema
+
+
+def _check_patterns(patterns: dict[str, str] | str | None) -> Any:
+    texts = [patterns] if isinstance(patterns, str) else list((patterns or {}).values())
+    for text in texts:
+        try:
+            re.compile(text)
+        except re.error as exc:
+            raise ValueError(f"regex {text!r}: {exc}") from None
+    return patterns
+
+
+class ArgMatch(_Strict):
+    """How a call's arguments must look; every matcher given must hold."""
+
+    equals: dict[str, Any] | None = None  # the arguments exactly
+    subset: dict[str, Any] | None = None  # these keys with these values, others allowed
+    regex: dict[str, str] | None = None  # each named argument, as text, matches its pattern
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")  # the arguments fill this JSON Schema
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("regex")
+    @classmethod
+    def _patterns(cls, patterns: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_patterns(patterns)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _check_schema(schema)
+
+    def mismatch(self, call: ToolCall) -> str | None:
+        """Why the call's arguments do not match, in words; None when they do."""
+        args = call.arguments
+        if self.equals is not None and args != self.equals:
+            return f"arguments {call.arguments_text} are not {json.dumps(self.equals)}"
+        for key, value in (self.subset or {}).items():
+            if key not in args or args[key] != value:
+                return f"arguments {call.arguments_text} lack {json.dumps({key: value})}"
+        for key, pattern in (self.regex or {}).items():
+            value = args.get(key)
+            text = value if isinstance(value, str) else json.dumps(value)
+            if key not in args or re.search(pattern, text) is None:
+                return f"argument {key!r} = {text} does not match /{pattern}/"
+        if self.schema_ is not None:
+            errors = _errors(self.schema_, args)
+            if errors:
+                why = jsonschema.exceptions.best_match(errors).message
+                return f"arguments {call.arguments_text} do not fill the schema: {why}"
+        return None
+
+
+def _errors(schema: dict[str, Any], value: Any) -> list[jsonschema.ValidationError]:
+    return list(jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+
+
+class CallExpect(_Strict):
+    """One expected tool call: its name, and optionally what its arguments must look like."""
+
+    name: str
+    args: ArgMatch | None = None
+
+    def mismatch(self, call: ToolCall) -> str | None:
+        if call.name != self.name:
+            return f"{call.name} is not {self.name}"
+        return self.args.mismatch(call) if self.args is not None else None
+
+    def describe(self) -> str:
+        """The expected call in words: `get_weather with arguments {"city": "Paris"}`."""
+        a = self.args
+        if a is None:
+            return self.name
+        parts = [f"arguments {json.dumps(a.equals)}" if a.equals is not None else ""]
+        parts.append(f"arguments including {json.dumps(a.subset)}" if a.subset is not None else "")
+        parts.append(f"arguments matching {json.dumps(a.regex)}" if a.regex is not None else "")
+        parts.append("arguments filling a schema" if a.schema_ is not None else "")
+        shown = " and ".join(p for p in parts if p)
+        return f"{self.name} with {shown}" if shown else self.name
+
+
+class Trajectory(_Strict):
+    """The tool calls expected: `exact` (all of them, in order, no others), `in_order` (others allowed between),
+    `any_order` (all of them, no others, in any order) or `contains` (each of them somewhere)."""
+
+    mode: TrajectoryMode = "in_order"
+    calls: list[CallExpect] = []
+
+
+class AnswerExpect(_Strict):
+    """The final answer: holds each text, matches a regex, or (a structured answer) fills a JSON Schema."""
+
+    contains: list[str] = []
+    regex: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("regex")
+    @classmethod
+    def _pattern(cls, pattern: str | None) -> str | None:
+        return _check_patterns(pattern)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _check_schema(schema)
+
+
+class Expectations(_Strict):
+    """What a run must do to pass; an expectation left out is not checked."""
+
+    tool_calls: Trajectory | None = None
+    forbidden_tools: list[str] = []
+    max_repeated_calls: int | None = Field(default=None, ge=1, le=MAX_COUNT)  # times one identical call may be made
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    stop_reason: list[StopReason] | None = None
+    answer: AnswerExpect | None = None
+    max_input_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    max_output_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    max_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
+class PinnedTest(_Strict):
+    """A test file: the task (prompt, system prompt, tools, settings), its expectations, and the pinned run."""
+
+    name: str = ""
+    prompt: str
+    system_prompt: str | None = None
+    tools: list[str] = []
+    max_steps: int = Field(default=10, ge=1, le=MAX_COUNT)
+    temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    final_answer_schema: dict[str, Any] | None = None
+    expect: Expectations = Expectations()
+    pinned: Run | None = None
+
+    @field_validator("final_answer_schema")
+    @classmethod
+    def _schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _check_schema(schema)
+
+    @field_validator("pinned", mode="before")
+    @classmethod
+    def _transcript(cls, value: Any) -> Any:
+        if value is None or isinstance(value, Run):
+            return value
+        try:
+            return from_dict(value)
+        except TranscriptError as exc:
+            raise ValueError(f"the pinned transcript: {exc}") from None
+
+    @field_serializer("pinned")
+    def _dump_pinned(self, run: Run | None) -> dict[str, Any] | None:
+        return None if run is None else to_dict(run)
+
+
+# -- what a run did ------------------------------------------------------------------------
+
+
+def tool_calls(run: Run) -> list[ToolCall]:
+    """Every tool call the model made, in order (the final-answer call excluded)."""
+    return [
+        c for m in run.messages if isinstance(m, AssistantMessage) for c in m.tool_calls if c.name != FINAL_ANSWER_TOOL
+    ]
+
+
+@dataclass(frozen=True)
+class RepeatedCall:
+    """A tool call made more than once with identical arguments."""
+
+    name: str
+    arguments: str
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.arguments}) × {self.count}"
+
+
+def _call_key(call: ToolCall) -> tuple[str, str]:
+    args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments, sort_keys=True)
+    return call.name, args
+
+
+def repeated_calls(run: Run) -> list[RepeatedCall]:
+    """Calls made more than once with the same name and arguments, most repeated first: the loop detector."""
+    counts = Counter(map(_call_key, tool_calls(run)))
+    return [RepeatedCall(n, a, k) for (n, a), k in counts.most_common() if k > 1]
+
+
+def last_turn_repeats(run: Run) -> RepeatedCall | None:
+    """A call in the model's last turn identical to one it made before, with how often it has now been made."""
+    turns = [m for m in run.messages if isinstance(m, AssistantMessage)]
+    if not turns or not turns[-1].tool_calls:
+        return None
+    counts = Counter(map(_call_key, tool_calls(run)))
+    for call in turns[-1].tool_calls:
+        key = _call_key(call)
+        if counts[key] > 1:
+            return RepeatedCall(*key, counts[key])
+    return None
+
+
+# -- the checks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One expectation a run did not meet: which, and why in words."""
+
+    expectation: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.expectation}: {self.message}"
+
+
+def _match_trajectory(expected: Trajectory, calls: list[ToolCall]) -> str | None:
+    want = expected.calls
+    names = ", ".join(c.name for c in calls) or "no calls"
+    if expected.mode == "exact":
+        for i, (e, c) in enumerate(zip(want, calls, strict=False)):
+            why = e.mismatch(c)
+            if why is not None:
+                return f"call {i + 1}: {why}"
+        if len(want) != len(calls):
+            return f"expected {len(want)} calls, the run made {len(calls)} ({names})"
+        return None
+    if expected.mode == "in_order":
+        found = 0
+        for c in calls:
+            if found < len(want) and want[found].mismatch(c) is None:
+                found += 1
+        if found < len(want):
+            return f"{want[found].describe()} (call {found + 1} of {len(want)}) not found in order among: {names}"
+        return None
+    unmatched = _unmatched(want, calls)
+    if unmatched is not None:
+        return f"{want[unmatched].describe()} not found among: {names}"
+    if expected.mode == "any_order" and len(want) != len(calls):
+        return f"expected {len(want)} calls, the run made {len(calls)} ({names})"
+    return None
+
+
+def _unmatched(want: list[CallExpect], calls: list[ToolCall]) -> int | None:
+    """The index of an expected call that no distinct actual call can match (a bipartite matching); else None."""
+    owner: dict[int, int] = {}  # actual call → expected call
+
+    def assign(i: int, seen: set[int]) -> bool:
+        for j, c in enumerate(calls):
+            if j not in seen and want[i].mismatch(c) is None:
+                seen.add(j)
+                if j not in owner or assign(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return next((i for i in range(len(want)) if not assign(i, set())), None)
+
+
+def _check_answer(expected: AnswerExpect, run: Run) -> str | None:
+    structured = run.final_output is not None
+    text = json.dumps(run.final_output) if structured else run.final_answer()
+    if text is None:
+        return f"the run has no answer (stop: {run.stop_reason})"
+    for part in expected.contains:
+        if part not in text:
+            return f"{_cut(text)!r} does not contain {part!r}"
+    if expected.regex is not None and re.search(expected.regex, text) is None:
+        return f"{_cut(text)!r} does not match /{expected.regex}/"
+    if expected.schema_ is not None:
+        value = run.final_output if structured else _as_json(text)
+        errors = _errors(expected.schema_, value)
+        if errors:
+            return f"the answer does not fill the schema: {jsonschema.exceptions.best_match(errors).message}"
+    return None
+
+
+def _as_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _cut(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _ceiling(what: str, found: float, most: float | None, unit: str = "") -> Failure | None:
+    if most is None or found <= most:
+        return None
+    return Failure(what, f"{found:g}{unit} is over the ceiling of {most:g}{unit}")
+
+
+def check(expect: Expectations, run: Run, cost_usd: float | None = None) -> list[Failure]:
+    """Every expectation the run does not meet, in the order the file lists them; empty when it passes."""
+    failures: list[Failure] = []
+    if run.stop_reason == "error":
+        failures.append(Failure("run", f"provider error: {run.error}"))
+    calls = tool_calls(run)
+    if expect.tool_calls is not None:
+        why = _match_trajectory(expect.tool_calls, calls)
+        if why is not None:
+            failures.append(Failure(f"tool_calls ({expect.tool_calls.mode})", why))
+    used = [c.name for c in calls if c.name in expect.forbidden_tools]
+    if used:
+        failures.append(Failure("forbidden_tools", f"the run called {used[0]}"))
+    repeats = repeated_calls(run)
+    if expect.max_repeated_calls is not None and repeats and repeats[0].count > expect.max_repeated_calls:
+        failures.append(Failure("max_repeated_calls", f"{repeats[0]}, over {expect.max_repeated_calls}"))
+    if expect.max_steps is not None and len(run.steps) > expect.max_steps:
+        failures.append(Failure("max_steps", f"the run took {len(run.steps)} steps, over {expect.max_steps}"))
+    if expect.stop_reason is not None and run.stop_reason not in expect.stop_reason:
+        failures.append(Failure("stop_reason", f"{run.stop_reason} is not {' or '.join(expect.stop_reason)}"))
+    if expect.answer is not None:
+        why = _check_answer(expect.answer, run)
+        if why is not None:
+            failures.append(Failure("answer", why))
+    usage = run.usage
+    found = (
+        _ceiling("max_input_tokens", usage.input_tokens, expect.max_input_tokens, " tokens"),
+        _ceiling("max_output_tokens", usage.output_tokens, expect.max_output_tokens, " tokens"),
+    )
+    failures += [f for f in found if f is not None]
+    if expect.max_cost_usd is not None:
+        if cost_usd is None:
+            failures.append(Failure("max_cost_usd", "the run's cost is unknown (no price for its model)"))
+        elif (over := _ceiling("max_cost_usd", cost_usd, expect.max_cost_usd, " $")) is not None:
+            failures.append(over)
+    return failures
+
+
+# -- proposing a test from a run ---------------------------------------------------------
+
+
+def _call_expect(call: ToolCall) -> CallExpect:
+    if call.raw_arguments is not None:
+        return CallExpect(name=call.name)  # arguments that were not JSON: the name is what can be pinned
+    return CallExpect(name=call.name, args=ArgMatch(equals=call.arguments))
+
+
+def propose(run: Run, name: str | None = None) -> PinnedTest:
+    """A test from a run, with the expectations it meets: its tool sequence, its answer, generous ceilings."""
+    prompt = next((m.content for m in run.messages if m.role == "user"), None)
+    if not prompt:
+        raise UsageError(f"run {run.id} has no user prompt to pin")
+    usage = run.usage
+    answer = None
+    if run.final_output is not None and run.config.final_answer_schema is not None:
+        answer = AnswerExpect(schema=run.config.final_answer_schema)
+    elif run.stop_reason == "answer" and run.final_answer():
+        answer = AnswerExpect(contains=[run.final_answer().strip()])
+    repeats = repeated_calls(run)
+    expect = Expectations(
+        tool_calls=Trajectory(mode="in_order", calls=[_call_expect(c) for c in tool_calls(run)]),
+        max_repeated_calls=max(2, repeats[0].count if repeats else 1),
+        max_steps=min(MAX_COUNT, max(2 * len(run.steps), len(run.steps) + 2)),
+        stop_reason=[run.stop_reason] if run.stop_reason and run.stop_reason != "error" else None,
+        answer=answer,
+        max_input_tokens=min(MAX_COUNT, max(2 * usage.input_tokens, usage.input_tokens + 1000)),
+        max_output_tokens=min(MAX_COUNT, max(2 * usage.output_tokens, usage.output_tokens + 500)),
+    )
+    return PinnedTest(
+        name=name or run.title or run.id,
+        prompt=prompt,
+        system_prompt=run.config.system_prompt,
+        tools=[t.name for t in run.config.tools if t.name != FINAL_ANSWER_TOOL],
+        max_steps=run.config.max_steps,
+        temperature=run.config.temperature,
+        final_answer_schema=run.config.final_answer_schema,
+        expect=expect,
+        pinned=_without_wire(run),
+    )
+
+
+def _without_wire(run: Run) -> Run:
+    """The run as a test keeps it: the wire bodies (every request resends the whole history) are left out."""
+    kept = run.model_copy(deep=True)
+    for step in kept.steps:
+        step.wire = None
+    return kept
+
+
+# -- reading and writing ------------------------------------------------------------------
+
+
+def to_data(test: PinnedTest) -> dict[str, Any]:
+    """The test as plain data, header first; empty expectations left out."""
+    body = test.model_dump(mode="json", by_alias=True, exclude_none=True)
+    expect = test.expect.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    if test.expect.tool_calls is not None:  # the mode is said even when it is the default
+        expect["tool_calls"] = {"mode": test.expect.tool_calls.mode, **expect.get("tool_calls", {})}
+    body["expect"] = expect
+    return {"format": FORMAT, "version": VERSION, **body}
+
+
+def dumps(test: PinnedTest, yaml_format: bool = False) -> str:
+    """The test file's text: JSON, or YAML when asked (PyYAML needed)."""
+    if not yaml_format:
+        return json_text(to_data(test), indent=2) + "\n"
+    yaml = _yaml()
+    return scrub_text(yaml.safe_dump(to_data(test), sort_keys=False, allow_unicode=True))
+
+
+def from_data(data: Any) -> PinnedTest:
+    """A test from parsed file data; a TranscriptError names the field and the reason."""
+    check_header(data, "a test file", FORMAT, VERSION)
+    try:
+        return PinnedTest.model_validate({k: v for k, v in data.items() if k not in ("format", "version")})
+    except ValidationError as exc:
+        raise TranscriptError(describe_validation(exc)) from None
+
+
+def loads(raw: str | bytes, yaml_format: bool = False) -> PinnedTest:
+    """A test from a file's text."""
+    return from_data(_read_yaml(raw) if yaml_format else read_json(raw))
+
+
+def load(path: str | Path) -> PinnedTest:
+    """Read a test file (JSON, or YAML by its suffix); every failure is a TranscriptError naming the file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        test = loads(raw, path.suffix.lower() in YAML_SUFFIXES)
+    except (TranscriptError, UsageError) as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
+    return test if test.name else test.model_copy(update={"name": path.stem})
+
+
+def find_tests(paths: list[str | Path]) -> list[Path]:
+    """The test files named, and those directly inside each folder named, sorted; a missing path is a UsageError."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in TEST_SUFFIXES)
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise UsageError(f"{p}: no such file or folder")
+    return list(dict.fromkeys(found))
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise UsageError("YAML test files need PyYAML (pip install pyyaml); JSON needs nothing") from None
+    return yaml
+
+
+def _read_yaml(raw: str | bytes) -> Any:
+    """YAML data within the same limits as read_json: size, nesting, and no aliases (which multiply data)."""
+    yaml = _yaml()
+    if len(raw) > MAX_FILE_BYTES:
+        raise TranscriptError(f"larger than {MAX_FILE_BYTES // 2**20} MB")
+    try:
+        depth = 0
+        for event in yaml.parse(raw, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise TranscriptError("YAML aliases are not read in test files")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise TranscriptError(f"nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise TranscriptError(f"not YAML: {' '.join(str(exc).split())}") from None
+    return read_json(json.dumps(data, default=str))  # dates and the like become text, as JSON has no such types

@@ -1,0 +1,112 @@
+"""`agentcore pin` and `agentcore test`: a run kept as a test file, and test files run as a pass/fail matrix."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .errors import AgentcoreError, UsageError
+
+EXIT_PASS, EXIT_FAIL = 0, 1
+
+
+def _source_run(ref: str, db: str | None):
+    """A run from a transcript file, or else from the runs database by id."""
+    from .store import Store
+    from .transcript import load
+
+    if Path(ref).is_file():
+        return load(ref)
+    try:
+        return Store(db).load_run(ref)
+    except AgentcoreError as exc:
+        raise UsageError(f"{ref}: not a transcript file, nor a run in the database: {exc}") from None
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    """Write a test file from a run, with the expectations it meets proposed."""
+    from . import pinned
+    from .transcript import write_atomic
+
+    run = _source_run(args.run, getattr(args, "db", None))
+    test = pinned.propose(run, args.name)
+    out = Path(args.out)
+    text = pinned.dumps(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES)
+    try:
+        write_atomic(out, text)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: cannot write: {exc.strerror or exc}") from None
+    expect = test.expect
+    calls = len(expect.tool_calls.calls) if expect.tool_calls else 0
+    print(f"pinned run {run.id} as {out}: {calls} tool calls in order, {len(run.steps)} steps")
+    print(f"run it: agentcore test {out}")
+    return EXIT_PASS
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    """Run every test file on every configuration; print the matrix; exit 0 all pass, 1 any fails."""
+    from . import pinned
+    from .testrun import REPLAY, junit_xml, parse_config, run_matrix
+
+    files = pinned.find_tests(args.paths)
+    if not files:
+        raise UsageError(f"no test files (*.json, *.yaml) in {', '.join(args.paths)}")
+    tests = [pinned.load(f) for f in files]
+    if args.diff:
+        if len(tests) != 1:
+            raise UsageError("--diff compares a run with one test file's pinned run: name one file")
+        return _print_diff(tests[0], args.diff, getattr(args, "db", None))
+    specs = [parse_config(text) for text in args.config or [REPLAY]]
+    print(f"running {len(tests)} tests × {len(specs)} configurations concurrently")
+    matrix = run_matrix(tests, specs)
+    print(matrix.table())
+    store = None if args.no_db or matrix.passed else _store(getattr(args, "db", None))
+    by_name = dict(zip([t.name for t in tests], files, strict=True))
+    for cell in matrix.failed:
+        print(f"\nFAIL {cell.test} × {cell.config}: {cell.first_failure}")
+        if cell.departed_at is not None:
+            print(f"  departed from the pinned run at step {cell.departed_at}")
+        if store is not None and cell.run is not None:
+            cell.run.title = f"{cell.run.title} (failed)"
+            store.save_run(cell.run)
+            print(f"  saved as run {cell.run.id}; diff: agentcore test {by_name[cell.test]} --diff {cell.run.id}")
+    passed = sum(c.passed for row in matrix.cells for c in row)
+    print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
+    if args.junit:
+        from .transcript import write_atomic
+
+        write_atomic(args.junit, junit_xml(matrix))
+        print(f"junit: {args.junit}")
+    return EXIT_PASS if matrix.passed else EXIT_FAIL
+
+
+def _store(db: str | None):
+    from .store import Store
+
+    try:
+        return Store(db)
+    except (AgentcoreError, OSError) as exc:
+        if db:
+            raise UsageError(f"--db {db}: {exc}") from None
+        print(f"agentcore: warning: failing runs are not saved: {exc}")
+        return None
+
+
+def _print_diff(test, run_id: str, db: str | None) -> int:
+    from .commands import _short
+    from .diff import diff_runs
+    from .store import Store
+
+    if test.pinned is None:
+        raise UsageError(f"test {test.name!r} has no pinned run to compare with")
+    diff = diff_runs(test.pinned, Store(db).load_run(run_id))
+    print(f"pinned run {diff.a_id} vs run {diff.b_id}: {diff.summary()}")
+    for row in diff.rows:  # `-` the pinned run's side, `+` the new run's
+        if row.kind == "same":
+            print(f"  [{row.a_index}] {_short(row.a_text, 120)}")
+            continue
+        if row.a_index is not None:
+            print(f"- [{row.a_index}] {_short(row.a_text, 200)}")
+        if row.b_index is not None:
+            print(f"+ [{row.b_index}] {_short(row.b_text, 200)}")
+    return EXIT_PASS

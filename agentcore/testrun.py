@@ -1,0 +1,262 @@
+"""Running pinned tests: each test against each configuration, concurrently, as a pass/fail matrix.
+
+A configuration is `replay` (the model's turns come from the pinned run and the tools run for
+real: deterministic and offline) or a live one, `PROVIDER[:MODEL][@BASE_URL]` as compare writes it.
+Every cell runs on its own thread with its own provider and agent, as compare's columns do, so the
+matrix lasts as long as its slowest cell.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from . import toolbox
+from .accounting import run_cost
+from .compare import ColumnSpec, column_labels, parse_spec
+from .errors import AgentcoreError, UsageError
+from .loop import Agent
+from .messages import AssistantMessage, ToolMessage, first_difference
+from .pinned import Failure, PinnedTest, check
+from .providers import create_provider, get_info
+from .providers.scripted import ScriptedProvider
+from .run import Run, RunConfig
+from .secrets import scrub_text
+from .tools import Tool
+
+REPLAY = "replay"
+MAX_WORKERS = 16
+Factory = Callable[..., Any]
+
+
+def parse_config(text: str) -> ColumnSpec:
+    """`replay`, or `PROVIDER[:MODEL][@BASE_URL]`; an unknown provider is a UsageError."""
+    spec = parse_spec(text)
+    if spec.provider != REPLAY:
+        get_info(spec.provider)
+    elif spec.model or spec.base_url:
+        raise UsageError(f"config {text!r}: replay takes no model or base URL")
+    return spec
+
+
+@dataclass
+class Cell:
+    """One test on one configuration: the run it made and the expectations it missed."""
+
+    test: str
+    config: str
+    run: Run | None = None
+    failures: list[Failure] = field(default_factory=list)
+    wall_s: float = 0.0
+    departed_at: int | None = None  # the step where the run left the pinned run's path
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def first_failure(self) -> str | None:
+        return str(self.failures[0]) if self.failures else None
+
+
+def departure_step(pinned: Run, run: Run) -> int | None:
+    """The step of `run` whose model call or tools first made its messages differ from the pinned run's; None if none."""
+    at = first_difference(pinned.messages, run.messages)
+    if at >= len(pinned.messages) and at >= len(run.messages):
+        return None
+    if not run.steps:
+        return None
+    started = [s.index for s in run.steps if s.message_count <= at]
+    return started[-1] if started else 1
+
+
+def _tools(test: PinnedTest, tools: Sequence[Tool] | None) -> list[Tool]:
+    if tools is None:
+        return toolbox.get_tools(test.tools)
+    by_name = {t.name: t for t in tools}
+    missing = [n for n in test.tools if n not in by_name]
+    if missing:
+        raise UsageError(f"test {test.name!r} needs the tool {missing[0]!r}, which was not given")
+    return [by_name[n] for n in test.tools]
+
+
+def prepare(
+    test: PinnedTest, spec: ColumnSpec, *, tools: Sequence[Tool] | None = None, factory: Factory | None = None
+) -> tuple[Agent, Run]:
+    """The agent and the fresh run for one cell. A provider that cannot start raises (an AgentcoreError)."""
+    chosen = _tools(test, tools)
+    if spec.provider == REPLAY:
+        if test.pinned is None:
+            raise UsageError(f"test {test.name!r} has no pinned run to replay")
+        turns = [m for m in test.pinned.messages if isinstance(m, AssistantMessage)]
+        provider: Any = ScriptedProvider(replay=turns)
+    else:
+        options = {"scenario": spec.model} if spec.provider == "scripted" and spec.model else {}
+        provider = (factory or create_provider)(spec.provider, spec.model, base_url=spec.base_url, **options)
+    config = RunConfig(
+        provider=provider.name,
+        model=getattr(provider, "model", None) or spec.model or "",
+        base_url=spec.base_url,
+        scenario=spec.model if spec.provider == "scripted" else None,
+        system_prompt=test.system_prompt,
+        tools=[t.spec() for t in chosen],
+        max_steps=test.max_steps,
+        temperature=test.temperature,
+        final_answer_schema=test.final_answer_schema,
+    )
+    run = Run.start(test.prompt, config, title=f"test {test.name} · {spec.name}")
+    return Agent(provider, chosen), run
+
+
+def run_cell(
+    test: PinnedTest, spec: ColumnSpec, *, tools: Sequence[Tool] | None = None, factory: Factory | None = None
+) -> Cell:
+    """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell."""
+    cell = Cell(test.name, spec.name)
+    started = time.perf_counter()
+    try:
+        agent, run = prepare(test, spec, tools=tools, factory=factory)
+    except UsageError:
+        raise  # bad input (a tool unknown, nothing to replay) stops the whole matrix
+    except AgentcoreError as exc:
+        cell.failures = [Failure("setup", str(exc))]
+        return cell
+    try:
+        agent.run(run)
+    except AgentcoreError as exc:  # a message list the provider refuses, before any call
+        run.stop_reason, run.error = "error", str(exc)
+    cell.run = run
+    cell.wall_s = time.perf_counter() - started
+    cell.failures = check(test.expect, run, run_cost(run))
+    if test.pinned is not None:
+        cell.departed_at = departure_step(test.pinned, run)
+        if spec.provider == REPLAY:
+            cell.failures[:0] = replay_failures(test.pinned, run)
+    return cell
+
+
+def replay_failures(pinned: Run, run: Run) -> list[Failure]:
+    """In replay the model's turns are the pinned ones: a message that differs was made by the tools or the loop."""
+    at = first_difference(pinned.messages, run.messages)
+    if at >= len(pinned.messages) and at >= len(run.messages):
+        return []
+    if at >= len(run.messages):
+        return [Failure("replay", f"the run ended at message {at}; the pinned run went on to {len(pinned.messages)}")]
+    new = run.messages[at]
+    what = f"tool {new.name}" if isinstance(new, ToolMessage) else new.role
+    was = f"{pinned.messages[at].text!r}" if at < len(pinned.messages) else "nothing"
+    return [
+        Failure("replay", f"message {at} ({what}) differs from the pinned run: {_cut(new.text)!r}, was {_cut(was)}")
+    ]
+
+
+def _cut(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass
+class Matrix:
+    """Tests × configurations: every cell, the labels, and how long the whole took."""
+
+    tests: list[str]
+    configs: list[str]
+    cells: list[list[Cell]]  # [test][config]
+    wall_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for row in self.cells for c in row)
+
+    @property
+    def failed(self) -> list[Cell]:
+        return [c for row in self.cells for c in row if not c.passed]
+
+    def table(self) -> str:
+        """The matrix as text: one row per test, one column per configuration, `pass` or `FAIL`."""
+        first = max(len("test"), *(len(t) for t in self.tests))
+        widths = [max(len(c), 4) for c in self.configs]
+        lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(self.configs, widths, strict=True))])]
+        for name, row in zip(self.tests, self.cells, strict=True):
+            marks = ("pass" if c.passed else "FAIL" for c in row)
+            lines.append("  ".join([name.ljust(first), *(m.ljust(w) for m, w in zip(marks, widths, strict=True))]))
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def run_matrix(
+    tests: Sequence[PinnedTest],
+    specs: Sequence[ColumnSpec],
+    *,
+    tools: Sequence[Tool] | None = None,
+    factory: Factory | None = None,
+    max_workers: int = MAX_WORKERS,
+) -> Matrix:
+    """Run every test on every configuration, each cell on its own thread; bad input raises before any run."""
+    if not tests or not specs:
+        raise UsageError("a test run needs at least one test and one configuration")
+    for test in tests:  # bad input is found before a model is paid for
+        _tools(test, tools)
+        if test.pinned is None and any(s.provider == REPLAY for s in specs):
+            raise UsageError(f"test {test.name!r} has no pinned run to replay")
+    labels = column_labels(specs)
+    started = time.perf_counter()
+    jobs = [(t, j) for t in tests for j in range(len(specs))]
+
+    def one(job: tuple[PinnedTest, int]) -> Cell:
+        cell = run_cell(job[0], specs[job[1]], tools=tools, factory=factory)
+        cell.config = labels[job[1]]
+        return cell
+
+    workers = max(1, min(max_workers, len(jobs)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-test") as pool:
+        done = list(pool.map(one, jobs))
+    rows = [done[i * len(specs) : (i + 1) * len(specs)] for i in range(len(tests))]
+    names = [t.name for t in tests]
+    return Matrix(names, labels, rows, time.perf_counter() - started)
+
+
+# -- JUnit XML ------------------------------------------------------------------------------
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text XML 1.0 can hold, without a known secret: other characters written as escapes."""
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], scrub_text(text))
+
+
+def junit_xml(matrix: Matrix) -> str:
+    """The matrix as JUnit XML: a testsuite per configuration, a testcase per test, a failure per failing cell."""
+    root = ET.Element("testsuites", name="agentcore", tests=str(len(matrix.tests) * len(matrix.configs)))
+    root.set("failures", str(len(matrix.failed)))
+    root.set("errors", "0")
+    root.set("time", f"{matrix.wall_s:.3f}")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    for j, config in enumerate(matrix.configs):
+        column = [row[j] for row in matrix.cells]
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(config), tests=str(len(column)))
+        suite.set("failures", str(sum(not c.passed for c in column)))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        suite.set("time", f"{sum(c.wall_s for c in column):.3f}")
+        suite.set("timestamp", stamp)
+        for cell in column:
+            case = ET.SubElement(
+                suite, "testcase", name=_xml_text(cell.test), classname=_xml_text(f"agentcore.{config}")
+            )
+            case.set("time", f"{cell.wall_s:.3f}")
+            if not cell.passed:
+                failure = ET.SubElement(
+                    case, "failure", message=_xml_text(cell.first_failure or ""), type="expectation"
+                )
+                failure.text = _xml_text("\n".join(map(str, cell.failures)))
+            if cell.run is not None:
+                out = ET.SubElement(case, "system-out")
+                out.text = _xml_text(f"run {cell.run.id} · {len(cell.run.steps)} steps · stop: {cell.run.stop_reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
