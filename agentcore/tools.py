@@ -37,6 +37,7 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    source: str | None = None  # where the tool came from when not built in, e.g. "mcp:SERVER"
 
     @field_validator("parameters")
     @classmethod

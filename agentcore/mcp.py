@@ -1,0 +1,539 @@
+"""Tools from MCP servers, through the official `mcp` SDK (the `mcp` extra).
+
+A server is a `ServerConfig`: a command (stdio) or a URL (streamable HTTP, with headers).
+`connect` starts it once per process and keeps it: its SDK session lives in an asyncio loop
+on a background thread of its own, and the sync loop of agentcore reaches it through
+`Connection.call`. Its tools become `MCPTool`s, which follow the rules of every tool:
+arguments are checked against the server's `inputSchema` before the call, the call has a
+time limit, `isError` becomes an error result, and a server that dies or hangs is an error
+result the model can read, not a hung step; the next call starts a dead server again.
+
+A server is untrusted input: its names, descriptions and schemas are bounded before they
+reach a model, its text is capped like any tool output, and each JSON-RPC message it
+exchanges is kept (the last `WIRE_KEEP`) for the wire view with secrets removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import contextvars
+import json
+import os
+import re
+import shlex
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import AgentcoreError, UsageError
+from .messages import ToolCall
+from .secrets import register_headers, register_secret, scrub
+from .tool_output import cap_output, describe, utf8_safe
+from .tools import DEFAULT_TIMEOUT_S, Tool, ToolOutcome, ToolSpec
+
+CONNECT_TIMEOUT_S = 20.0
+CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that ended, not an answer from the server
+WIRE_KEEP = 500
+MAX_TOOLS_PER_SERVER = 128
+MAX_DESCRIPTION_CHARS = 2000
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_SECRET_ENV = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# the agentcore tool call a tools/call request is made for: the SDK writes the request in the task
+# that asked, so the record of the message can say which call it belongs to
+_TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcp_tool_call_id", default=None)
+
+
+class MCPServerError(AgentcoreError):
+    """An MCP server that cannot be started, reached or listed."""
+
+
+def _require_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UsageError("MCP servers need the official SDK: pip install 'agentcore[mcp]'") from None
+
+
+# -- configuration ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One MCP server: `command` and `args` (stdio) or `url` and `headers` (streamable HTTP)."""
+
+    name: str | None = None  # None: the name the server gives itself in `initialize`
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S  # each tool call's limit
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise UsageError(f"MCP server {self.name or ''}: give either a command or a url")
+        register_headers(dict(self.headers))
+        for key, value in self.env:
+            if _SECRET_ENV.search(key):
+                register_secret(value)
+
+    @property
+    def label(self) -> str:
+        """Where the server is, for messages: its URL or its command line."""
+        return self.url or shlex.join([self.command or "", *self.args])
+
+
+def stdio_server(command_line: str, name: str | None = None) -> ServerConfig:
+    """A stdio server from one command line, split as a shell would: `--mcp-stdio "CMD ARGS"`."""
+    try:
+        words = shlex.split(command_line)
+    except ValueError as exc:
+        raise UsageError(f"--mcp-stdio {command_line!r}: {exc}") from None
+    if not words:
+        raise UsageError("--mcp-stdio needs a command")
+    return ServerConfig(name=name, command=words[0], args=tuple(words[1:]))
+
+
+def http_server(url: str, headers: dict[str, str] | None = None, name: str | None = None) -> ServerConfig:
+    """A streamable HTTP server at `url`; header values are registered as secrets."""
+    if not re.match(r"https?://", url):
+        raise UsageError(f"--mcp-url {url!r}: an MCP URL starts with http:// or https://")
+    return ServerConfig(name=name, url=url, headers=tuple((headers or {}).items()))
+
+
+def _expand(value: Any, where: str) -> str:
+    """A config string with each `${VAR}` replaced by the environment's value, so secrets stay out of the file."""
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: must be a string")
+
+    def lookup(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise UsageError(f"{where}: the environment variable {m.group(1)} is not set")
+        return os.environ[m.group(1)]
+
+    return _ENV_REF.sub(lookup, value)
+
+
+def parse_config(data: Any, where: str = "MCP config") -> list[ServerConfig]:
+    """The servers of a config in the common `{"mcpServers": {NAME: {...}}}` shape.
+
+    Keys other MCP clients add (`disabled` is honoured; others such as `autoApprove`) are
+    ignored, so one file serves several clients. `timeout` (seconds per call) is agentcore's.
+    """
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError(f'{where}: expected {{"mcpServers": {{"name": {{...}}}}}}')
+    configs = []
+    for name, entry in servers.items():
+        at = f"{where}: mcpServers.{name}"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{at}: must be an object")
+        if entry.get("disabled") is True:
+            continue
+        kind = entry.get("type", "http" if "url" in entry else "stdio")
+        timeout = entry.get("timeout", DEFAULT_TIMEOUT_S)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
+            raise UsageError(f"{at}.timeout: a number of seconds from 0 to 3600")
+        if kind == "stdio" and isinstance(entry.get("command"), str):
+            args = entry.get("args", [])
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise UsageError(f"{at}.args: must be a list of strings")
+            env = {k: _expand(v, f"{at}.env.{k}") for k, v in (entry.get("env") or {}).items()}
+            cwd = entry.get("cwd")
+            configs.append(
+                ServerConfig(name, entry["command"], tuple(args), tuple(env.items()), cwd, timeout_s=float(timeout))
+            )
+        elif kind in ("http", "streamable-http", "streamableHttp") and isinstance(entry.get("url"), str):
+            headers = {k: _expand(v, f"{at}.headers.{k}") for k, v in (entry.get("headers") or {}).items()}
+            config = http_server(_expand(entry["url"], f"{at}.url"), headers, name)
+            configs.append(replace(config, timeout_s=float(timeout)))
+        elif kind == "sse":
+            raise UsageError(f"{at}: the old SSE transport is not supported; use the server's streamable HTTP URL")
+        else:
+            raise UsageError(f"{at}: needs a string `command` (stdio) or `url` (streamable HTTP)")
+    return configs
+
+
+def load_config(path: str | Path) -> list[ServerConfig]:
+    """The servers of a JSON config file in the `mcpServers` shape."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"MCP config {path}: {exc}") from None
+    return parse_config(data, f"MCP config {path}")
+
+
+# -- one server: its session on a loop of its own ------------------------------------
+
+
+class _Recorded:
+    """A transport stream that keeps each message going through it, for the wire view."""
+
+    def __init__(self, stream: Any, keep: Any, direction: str) -> None:
+        self._stream, self._keep, self._direction = stream, keep, direction
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def __aiter__(self) -> _Recorded:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self._stream.__anext__()
+        self._keep(self._direction, item)
+        return item
+
+    async def receive(self) -> Any:
+        item = await self._stream.receive()
+        self._keep(self._direction, item)
+        return item
+
+    async def send(self, item: Any) -> None:
+        self._keep(self._direction, item)
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> _Recorded:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class Connection:
+    """One running MCP server: its SDK session held by a task on a background event loop."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        _require_sdk()
+        self.config = config
+        self.name = config.name or "mcp"
+        self.server_info: dict[str, Any] = {}
+        self.tools: list[Any] = []  # the SDK's Tool objects from tools/list
+        self.wire: deque[dict[str, Any]] = deque(maxlen=WIRE_KEEP)
+        self._call_ids: dict[Any, str] = {}  # JSON-RPC id of a tools/call in flight -> tool call id
+        self.starts = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._hold: asyncio.Future[Any] | None = None
+        self._stop: asyncio.Event | None = None
+        self._session: Any = None
+        self._stderr: Any = None
+
+    # the JSON-RPC record
+
+    def _keep(self, direction: str, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if message is not None:
+            body = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        else:
+            body = {"transport_error": describe(item)} if isinstance(item, BaseException) else {"item": repr(item)}
+        entry = {"server": self.name, "direction": direction, "at": time.time(), "message": scrub(body)}
+        rpc_id = body.get("id") if isinstance(body, dict) else None
+        call_id = _TOOL_CALL_ID.get() if direction == "→" else self._call_ids.pop(rpc_id, None)
+        if call_id is not None:
+            entry["tool_call_id"] = call_id
+            if direction == "→" and rpc_id is not None:
+                self._call_ids[rpc_id] = call_id
+        self.wire.append(entry)
+
+    def exchange(self, tool_call_id: str) -> list[dict[str, Any]]:
+        """The recorded `tools/call` request made for this tool call, and the server's response."""
+        return [w for w in list(self.wire) if w.get("tool_call_id") == tool_call_id]
+
+    # starting and stopping
+
+    @property
+    def alive(self) -> bool:
+        return self._hold is not None and not self._hold.done() and self._session is not None
+
+    def start(self) -> None:
+        """Start the server (again, if it died), initialize the session and list its tools."""
+        with self._lock:
+            if self.alive:
+                return
+            self._shutdown()
+            self.starts += 1
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name=f"mcp-{self.name}", daemon=True)
+            thread.start()
+            self._loop = loop
+            ready = asyncio.run_coroutine_threadsafe(self._begin(), loop)
+            try:
+                ready.result(CONNECT_TIMEOUT_S)
+            except BaseException as exc:  # noqa: BLE001 - every way a start fails is said the same way
+                self._shutdown()
+                why = "it did not answer in time" if isinstance(exc, TimeoutError) else describe(_leaf(exc))
+                raise MCPServerError(f"MCP server {self.name} ({self.config.label}) could not start: {why}") from None
+
+    async def _begin(self) -> None:
+        self._stop = asyncio.Event()
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._hold = asyncio.ensure_future(self._serve(started))
+        self._hold.add_done_callback(lambda f: f.cancelled() or f.exception())  # its error is said by start()
+        done, _ = await asyncio.wait({started, self._hold}, return_when=asyncio.FIRST_COMPLETED)
+        if started.done():
+            return started.result()
+        exc = self._hold.exception() or MCPServerError("the session ended before it began")
+        raise exc
+
+    def _transport(self) -> Any:
+        c = self.config
+        if c.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers=dict(c.headers) or None)
+            return streamable_http_client(c.url, http_client=client), client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        params = StdioServerParameters(command=c.command or "", args=list(c.args), env=dict(c.env) or None, cwd=c.cwd)
+        return stdio_client(params, errlog=self._stderr), None
+
+    async def _serve(self, started: asyncio.Future[None]) -> None:
+        from mcp import ClientSession
+
+        transport, client = self._transport()
+        async with contextlib.AsyncExitStack() as stack:
+            if client is not None:
+                await stack.enter_async_context(client)
+            read, write = await stack.enter_async_context(transport)
+            session = ClientSession(_Recorded(read, self._keep, "←"), _Recorded(write, self._keep, "→"))
+            session = await stack.enter_async_context(session)
+            init = await session.initialize()
+            self.server_info = init.server_info.model_dump(mode="json")
+            if self.config.name is None:
+                self.name = _NAME_CHARS.sub("_", init.server_info.name)[:32] or "mcp"
+            self.tools = (await session.list_tools()).tools[:MAX_TOOLS_PER_SERVER]
+            self._session = session
+            started.set_result(None)
+            assert self._stop is not None
+            await self._stop.wait()
+
+    def _shutdown(self) -> None:
+        """Stop the session and its loop, waiting a few seconds at most."""
+        loop, hold = self._loop, self._hold
+        self._session, self._loop, self._hold = None, None, None
+        if loop is None:
+            return
+        if hold is not None and self._stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop.set)
+            waiting = asyncio.run_coroutine_threadsafe(asyncio.wait({hold}, timeout=5), loop)
+            with contextlib.suppress(BaseException):
+                waiting.result(6)
+        loop.call_soon_threadsafe(loop.stop)
+
+    def close(self) -> None:
+        """Stop the server; a later call starts it again."""
+        with self._lock:
+            self._shutdown()
+
+    def stderr_tail(self, chars: int = 400) -> str:
+        """The last lines a stdio server wrote to its stderr, for error messages."""
+        if self._stderr is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(0)
+            return scrub(self._stderr.read()[-chars:].strip())
+        return ""
+
+    # calling
+
+    def call(self, name: str, arguments: dict[str, Any], timeout_s: float, tool_call_id: str | None = None) -> Any:
+        """`tools/call` on the server; raises TimeoutError, or MCPServerError when the server is gone."""
+        if not self.alive:
+            self.start()
+        loop, session, hold = self._loop, self._session, self._hold
+        if loop is None or session is None or hold is None:
+            raise MCPServerError(f"MCP server {self.name} is not running")
+
+        async def race() -> Any:
+            _TOOL_CALL_ID.set(tool_call_id)
+            task = asyncio.ensure_future(session.call_tool(name, arguments))
+            done, _ = await asyncio.wait({task, hold}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if task in done:
+                return task.result()
+            task.cancel()
+            if hold in done:
+                raise MCPServerError(f"MCP server {self.name} ended during the call")
+            raise TimeoutError
+
+        try:
+            return asyncio.run_coroutine_threadsafe(race(), loop).result(timeout_s + 5)
+        except (TimeoutError, MCPServerError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors (closed connection, protocol error) alike
+            exc = _leaf(exc)
+            if getattr(exc, "code", None) not in (None, CONNECTION_CLOSED):
+                raise MCPServerError(f"MCP server {self.name} refused the call: {describe(exc)}") from None
+            self.close()  # the connection is gone (a process that died, a server that went away): restart next time
+            raise MCPServerError(f"MCP server {self.name} ended during the call ({describe(exc)})") from None
+
+
+# -- the tools ---------------------------------------------------------------------
+
+
+class _AnyArguments(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def content_text(result: Any) -> str:
+    """A `tools/call` result's content as the text the model reads."""
+    parts = []
+    for block in result.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {block.mime_type}, about {len(block.data) * 3 // 4} bytes, not shown]")
+        elif kind == "resource_link":
+            parts.append(f"[resource {block.uri}]")
+        elif kind == "resource":
+            text = getattr(block.resource, "text", None)
+            parts.append(text if text is not None else f"[resource {block.resource.uri}, binary, not shown]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content, not shown]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class MCPTool(Tool):
+    """A tool that a server offers: the call goes to the server as `tools/call`."""
+
+    connection: Connection | None = field(default=None, compare=False, repr=False)
+    remote_name: str = ""
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters, source=self.source)
+
+    @property
+    def source(self) -> str:
+        """Which server the tool came from, as a transcript records it: `mcp:NAME`."""
+        return f"mcp:{self.connection.name if self.connection else '?'}"
+
+    def execute(self, call: ToolCall) -> ToolOutcome:
+        """Check the arguments against the server's schema, call the server with a time limit."""
+        import jsonschema
+
+        started = time.perf_counter()
+
+        def done(content: str, error: str | None = None) -> ToolOutcome:
+            text = cap_output(utf8_safe(scrub(content)), self.max_output_chars)
+            return ToolOutcome(text, error is not None, (time.perf_counter() - started) * 1000, error)
+
+        if call.arguments_invalid:
+            return done(
+                f"Error: the arguments for {self.name} are not a JSON object: {call.raw_arguments!r}. "
+                f"Call {self.name} again with arguments that match its schema.",
+                "invalid_json",
+            )
+        problems = sorted(
+            jsonschema.Draft202012Validator(self.parameters).iter_errors(call.arguments), key=lambda e: list(e.path)
+        )
+        if problems:
+            said = "; ".join(f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in problems[:5])
+            return done(
+                f"Error: invalid arguments for {self.name}: {said}. Fix them and call it again.", "invalid_arguments"
+            )
+        assert self.connection is not None and self.timeout_s is not None
+        try:
+            result = self.connection.call(self.remote_name, call.arguments, self.timeout_s, call.id)
+        except TimeoutError:
+            return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was cancelled.", "timeout")
+        except MCPServerError as exc:
+            tail = self.connection.stderr_tail()
+            return done(
+                f"Error: {self.name} failed: {exc}" + (f" (its stderr: {tail})" if tail else ""), "server_error"
+            )
+        text = content_text(result)
+        if result.is_error:
+            return done(text if text.startswith("Error:") else f"Error: {text}", "tool_error")
+        return done(text)
+
+
+def _tool(connection: Connection, remote: Any, name: str) -> MCPTool | None:
+    """An MCPTool of one listed tool, or None when its schema cannot be used."""
+    import jsonschema
+
+    schema = remote.input_schema
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        ToolSpec(name=name, parameters=schema)  # bounds the nesting, as for every tool
+    except (jsonschema.SchemaError, ValidationError):
+        return None
+    description = utf8_safe(remote.description or remote.title or "")[:MAX_DESCRIPTION_CHARS]
+    return MCPTool(
+        name=name,
+        description=description,
+        fn=lambda **kwargs: connection.call(remote.name, kwargs, connection.config.timeout_s),
+        args_model=_AnyArguments,
+        timeout_s=connection.config.timeout_s,
+        _schema=schema,
+        connection=connection,
+        remote_name=remote.name,
+    )
+
+
+_OPEN: dict[ServerConfig, Connection] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def connect(config: ServerConfig) -> Connection:
+    """The process's connection to this server, started the first time and again if it died."""
+    with _OPEN_LOCK:
+        connection = _OPEN.get(config) or _OPEN.setdefault(config, Connection(config))
+    connection.start()
+    return connection
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every server this process started."""
+    with _OPEN_LOCK:
+        connections = list(_OPEN.values())
+        _OPEN.clear()
+    for connection in connections:
+        connection.close()
+
+
+def mcp_tools(configs: list[ServerConfig], taken: list[str] = ()) -> list[MCPTool]:
+    """The tools of these servers; a name two of them share (or a `taken` one) becomes `SERVER__NAME`."""
+    connections = [connect(c) for c in configs]
+    seen: set[str] = set()
+    for c in connections:  # two servers that call themselves the same are told apart
+        base, n = c.name, 2
+        while c.name in seen:
+            c.name, n = f"{base}_{n}", n + 1
+        seen.add(c.name)
+    counts: dict[str, int] = {n: 1 for n in taken}
+    for c in connections:
+        for t in c.tools:
+            counts[t.name] = counts.get(t.name, 0) + 1
+    tools = []
+    for c in connections:
+        for remote in c.tools:
+            plain = _NAME_CHARS.sub("_", remote.name)[:64] or "tool"
+            name = plain if counts[remote.name] == 1 and plain == remote.name else f"{c.name}__{plain}"[:64]
+            made = _tool(c, remote, name)
+            if made is not None:
+                tools.append(made)
+    return tools
