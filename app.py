@@ -18,6 +18,7 @@ PAGES = (
     ("views/runs.py", "Runs", ":material/history:"),
     ("views/cost.py", "Cost", ":material/payments:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
+    ("views/tests.py", "Tests", ":material/checklist:"),
 )
 
 

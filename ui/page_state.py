@@ -69,3 +69,15 @@ class CompareState(PageState):
     live: bool = False  # columns were started and the page is following them
     open_index: int | None = None  # a column to open in the playground on this draw
     notice: str | None = None
+
+
+@dataclass
+class TestsState(PageState):
+    """The tests page: the last matrix, what the next draw does, and the cell to open in the playground."""
+
+    KEY: ClassVar[str] = "tests_state"
+    matrix: Any = None  # the last agentcore.testrun.Matrix
+    files: list[str] = field(default_factory=list)  # the test files of the last matrix, in its row order
+    run_requested: bool = False
+    open_cell: tuple[int, int] | None = None  # (test row, configuration column) to open in the playground
+    notice: Notice | None = None

@@ -1,0 +1,66 @@
+"""The Tests page (AppTest over the app and a real database): pin a run, run the matrix, open a failing cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.pinned import load
+from agentcore.store import Store
+
+PAGE = "views/tests.py"
+
+
+@pytest.fixture
+def stored_run(tmp_path: Path, monkeypatch) -> Run:
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    monkeypatch.setenv("AGENTCORE_TESTS", str(tmp_path / "suite"))
+    tools = toolbox.get_tools("get_weather")
+    run = Run.start("Weather in Paris and Rome?", RunConfig(provider="scripted", model="weather"))
+    Agent(create_provider("scripted", "weather", scenario="weather"), tools).run(run)
+    Store(tmp_path / "runs.db").save_run(run)
+    return run
+
+
+def test_pin_as_test_writes_a_file_that_proposes_the_run_tool_sequence(stored_run, open_app, tmp_path) -> None:
+    at = open_app(PAGE)
+    assert "No test files" in at.info[0].value
+    at.selectbox(key="tests_pin").set_value(stored_run.id).run()
+    assert at.json, "the proposed expectations are shown before pinning"
+    at.button(key="tests_pin_button").click().run()
+    assert not at.exception
+    (path,) = (tmp_path / "suite").iterdir()
+    test = load(path)
+    assert [c.name for c in test.expect.tool_calls.calls] == ["get_weather", "get_weather"]
+    assert list(at.dataframe[0].value["file"]) == [path.name]
+
+
+def test_the_matrix_shows_each_cell_and_a_failing_cell_opens_its_run_at_the_departing_step(
+    stored_run, open_app, tmp_path
+) -> None:
+    at = open_app(PAGE)
+    at.selectbox(key="tests_pin").set_value(stored_run.id).run()
+    at.button(key="tests_pin_button").click().run()
+    at.text_area(key="tests_configs").set_value("replay\nscripted:runaway").run()
+    at.button(key="tests_run").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success if s.value == "pass"] == ["pass"]
+    (failure,) = [e.value for e in at.error]
+    assert failure.startswith("FAIL: tool") and "weather" in failure
+    saved = Store(tmp_path / "runs.db").list_runs()
+    assert len(saved) == 2, "the failing run is kept in the runs library"
+    at.button(key="tests_open_0_1").click().run()
+    assert not at.exception
+    session = at.session_state["session"]
+    assert session.run.config.model == "runaway" and session.inspect_step == 1
+
+
+def test_a_bad_configuration_is_said_in_one_line(stored_run, open_app) -> None:
+    at = open_app(PAGE)
+    at.selectbox(key="tests_pin").set_value(stored_run.id).run()
+    at.button(key="tests_pin_button").click().run()
+    at.text_area(key="tests_configs").set_value("nosuch:model").run()
+    at.button(key="tests_run").click().run()
+    assert "unknown provider 'nosuch'" in at.error[0].value

@@ -1,0 +1,188 @@
+"""Tests: pin stored runs as test files, run the test files of a folder on chosen configurations, see the matrix.
+
+A failing cell opens its run in the playground at the step where it departed from the pinned run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from agentcore import pinned
+from agentcore.errors import AgentcoreError
+from agentcore.testrun import REPLAY, Matrix, parse_config, run_matrix
+from agentcore.transcript import write_atomic
+from ui import safe, words
+from ui.page_state import TestsState
+from ui.state import get_session, get_store
+
+PLAYGROUND = "views/playground.py"
+TESTS_ENV = "AGENTCORE_TESTS"
+WIDGETS = {"tests_folder": os.environ.get(TESTS_ENV, "agentcore-tests"), "tests_configs": REPLAY, "tests_pin": None}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "test"
+
+
+# -- actions (callbacks change state; the page redraws from it) ---------------------------
+
+
+def _pin(run_id: str | None) -> None:
+    state = TestsState.get()
+    if not run_id:
+        state.notice = ("error", "Choose a run to pin.")
+        return
+    folder = Path(st.session_state["tests_folder"])
+    try:
+        run = get_store().load_run(run_id)
+        test = pinned.propose(run)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{_slug(test.name)}-{run.id}.json"
+        write_atomic(path, pinned.dumps(test))
+    except (AgentcoreError, OSError) as exc:
+        state.notice = ("error", f"Not pinned: {exc}")
+        return
+    state.notice = ("success", f"Pinned run {run.id} as {path}.")
+
+
+def _request_run() -> None:
+    TestsState.get().run_requested = True
+
+
+def _open(row: int, column: int) -> None:
+    TestsState.get().open_cell = (row, column)
+
+
+# -- the work the page does on a draw ------------------------------------------------------
+
+
+def _run_tests(state: TestsState, files: list[Path]) -> None:
+    state.run_requested = False
+    lines = [line.strip() for line in st.session_state["tests_configs"].splitlines() if line.strip()]
+    try:
+        specs = [parse_config(line) for line in lines or [REPLAY]]
+        tests = [pinned.load(f) for f in files]
+        with st.spinner(f"Running {words.plural(len(tests), 'test')} on {words.plural(len(specs), 'configuration')}…"):
+            matrix = run_matrix(tests, specs)
+    except AgentcoreError as exc:
+        state.notice = ("error", f"Not run: {exc}")
+        return
+    store = get_store()
+    for cell in matrix.failed:  # each failure is kept in the runs library, as `agentcore test` keeps it
+        if cell.run is not None:
+            store.save_run(cell.run)
+    state.matrix, state.files = matrix, [str(f) for f in files]
+
+
+def _open_cell(state: TestsState) -> None:
+    row, column = state.open_cell
+    state.open_cell = None
+    cell = state.matrix.cells[row][column]
+    if cell.run is None:
+        return
+    session = get_session()
+    session.add_run(cell.run)
+    session.inspect_step = cell.departed_at
+    st.switch_page(PLAYGROUND)
+
+
+# -- drawing -------------------------------------------------------------------------------
+
+
+def _pin_section() -> None:
+    st.subheader("Pin a run as a test")
+    runs = get_store().list_runs(limit=200)
+    labels = {
+        r.id: f"{r.title or '(untitled)'} · {r.models_label} · {words.plural(r.steps, 'step')} · {r.id}" for r in runs
+    }
+    chosen = st.selectbox("Run", list(labels), format_func=labels.get, key="tests_pin", index=None)
+    if chosen:
+        try:
+            test = pinned.propose(get_store().load_run(chosen))
+        except AgentcoreError as exc:
+            st.error(f"This run cannot be pinned: {safe.block(str(exc))}")
+            return
+        st.caption("Proposed expectations (the file can be edited after):")
+        st.json(pinned.to_data(test)["expect"], expanded=False)
+    st.button("Pin as test", on_click=_pin, args=(chosen,), disabled=not chosen, key="tests_pin_button")
+
+
+def _files_section(folder: Path) -> list[Path]:
+    st.subheader("Test files")
+    try:
+        files = pinned.find_tests([folder]) if folder.is_dir() else []
+    except AgentcoreError as exc:
+        st.error(safe.block(str(exc)))
+        return []
+    if not files:
+        st.info(f"No test files in {safe.code(str(folder))} yet: pin a run above, or set {TESTS_ENV}.")
+        return []
+    rows = []
+    for f in files:
+        try:
+            test = pinned.load(f)
+            rows.append({"file": f.name, "test": test.name, "prompt": test.prompt, "problem": ""})
+        except AgentcoreError as exc:
+            rows.append({"file": f.name, "test": "", "prompt": "", "problem": str(exc)})
+    st.dataframe(rows, hide_index=True, use_container_width=True)  # table cells are text, not Markdown
+    return files
+
+
+def _matrix_section(matrix: Matrix) -> None:
+    passed = sum(c.passed for row in matrix.cells for c in row)
+    total = len(matrix.tests) * len(matrix.configs)
+    st.subheader(f"Matrix: {passed} of {total} passed in {matrix.wall_s:.2f} s")
+    head = st.columns([2] + [3] * len(matrix.configs))
+    head[0].markdown("**test**")
+    for col, config in zip(head[1:], matrix.configs, strict=True):
+        col.markdown(f"**{safe.inline(config)}**")
+    for i, (name, row) in enumerate(zip(matrix.tests, matrix.cells, strict=True)):
+        cols = st.columns([2] + [3] * len(row))
+        cols[0].markdown(safe.inline(name))
+        for j, (col, cell) in enumerate(zip(cols[1:], row, strict=True)):
+            if cell.passed:
+                col.success("pass", icon=":material/check:")
+                continue
+            where = f" at step {cell.departed_at}" if cell.departed_at else ""
+            col.error(f"FAIL: {safe.inline(cell.first_failure or '')}", icon=":material/close:")
+            col.button(
+                f"Open in the playground{where}",
+                key=f"tests_open_{i}_{j}",
+                on_click=_open,
+                args=(i, j),
+                disabled=cell.run is None,
+            )
+
+
+def main() -> None:
+    state = TestsState.get()
+    state.restore(WIDGETS)
+    if state.open_cell is not None and state.matrix is not None:
+        _open_cell(state)
+    st.title("Tests")
+    st.caption(
+        "A pinned run is a test: its tool calls, answer and ceilings are checked on each configuration. "
+        "`replay` replays the pinned model turns with the tools run for real; any other line is a live "
+        "configuration, `PROVIDER[:MODEL][@BASE_URL]`."
+    )
+    st.text_input("Test folder", key="tests_folder")
+    folder = Path(st.session_state["tests_folder"])
+    _pin_section()
+    files = _files_section(folder)
+    st.text_area("Configurations, one a line", key="tests_configs", height=100)
+    st.button("Run tests", type="primary", on_click=_request_run, disabled=not files, key="tests_run")
+    if state.run_requested:
+        _run_tests(state, files)
+    if state.notice is not None:
+        kind, text = state.notice
+        (st.success if kind == "success" else st.error)(safe.block(text))
+    if state.matrix is not None:
+        _matrix_section(state.matrix)
+    state.keep(WIDGETS)
+
+
+main()
