@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
+from typing import Any
+
 import streamlit as st
 
 from agentcore.run import Run, StepRecord
 from agentcore.secrets import redact_headers
+from agentcore.transcript import json_text
 
-from . import actions, safe
+from . import actions, safe, words
 from .state import Session, get_session
 
 
@@ -49,23 +53,41 @@ def _pick_step(newest: int) -> None:
     get_session().inspect_step = None if chosen == newest else chosen
 
 
+def status_badge(status: int | None) -> str:
+    """An HTTP status as a badge with its reason phrase (`200 OK` in green), or says there was none."""
+    if status is None:
+        return ":gray-badge[no HTTP status]"
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:  # a status outside the standard list
+        reason = ""
+    colour = "green" if status < 300 else "blue" if status < 400 else "orange" if status < 500 else "red"
+    return f":{colour}-badge[{status} {reason}]".replace(" ]", "]")
+
+
+def _body(label: str, headers: dict[str, str], body: Any, key: str) -> None:
+    """One side of the exchange: its headers, and its body as a tree and as JSON text to copy."""
+    st.markdown(f"**{label}**")
+    if headers:
+        st.json(redact_headers(headers), expanded=False)
+    tree, text = st.tabs(["Tree", "JSON text"], key=key)
+    with tree:
+        st.json(body, expanded=1)
+    with text:  # st.code has a copy button; a body kept as text (not JSON) is shown as it is
+        st.code(body if isinstance(body, str) else json_text(body, indent=2), language="json", wrap_lines=True)
+
+
 def _wire(step: StepRecord) -> None:
     wire = step.wire
     if wire is None:
         st.caption("This provider recorded no wire exchange for this step.")
         return
-    st.caption(f"{safe.code(wire.url or '')} → status {wire.status}")
+    st.caption(f"{safe.code(wire.url or '(no URL: in-process)')} {status_badge(wire.status)}")
     left, right = st.columns(2)
     with left:
-        st.markdown("**Request**")
-        if wire.request_headers:
-            st.json(redact_headers(wire.request_headers), expanded=False)
-        st.json(wire.request, expanded=1)
+        _body("Request", wire.request_headers, wire.request, "wire_request")
     with right:
-        st.markdown("**Response**")
-        if wire.response_headers:
-            st.json(redact_headers(wire.response_headers), expanded=False)
-        st.json(wire.response, expanded=1)
+        _body("Response", wire.response_headers, wire.response, "wire_response")
 
 
 def _lineage(session: Session, run: Run) -> None:
@@ -88,12 +110,12 @@ def _steps_table(session: Session, run: Run) -> None:
         {
             "step": s.index,
             "from": "parent" if s.index <= inherited else "this run",
-            "latency ms": round(s.latency_ms, 1),
+            "latency ms": words.number(s.latency_ms),
             "input tok": s.usage.input_tokens,
             "output tok": s.usage.output_tokens,
             "usage": "estimated" if s.estimated else "exact",
-            "finish": s.finish_reason or "",
-            "tools": ", ".join(t.name for t in s.tool_runs),
+            "finish": words.text(s.finish_reason),
+            "tools": words.text(", ".join(t.name for t in s.tool_runs)),
             "tool errors": sum(t.is_error for t in s.tool_runs),
         }
         for s in run.steps
@@ -118,8 +140,8 @@ def _tool_runs(step: StepRecord) -> None:
                 "tool": t.name,
                 "call id": t.tool_call_id,
                 "how": t.source,
-                "started ms": round(t.started_ms, 1),
-                "duration ms": round(t.duration_ms, 1),
+                "started ms": words.number(t.started_ms),
+                "duration ms": words.number(t.duration_ms),
                 "error": t.error or ("yes" if t.is_error else ""),
             }
             for t in step.tool_runs
@@ -133,7 +155,7 @@ def _step_details(step: StepRecord) -> None:
     """One step: latency, usage, its tool runs, Fork, and the wire view."""
     with st.container(border=True):
         m1, m2, m3, m4 = st.columns(4)
-        m1.metric("Latency", f"{step.latency_ms:,.0f} ms")
+        m1.metric("Latency", f"{words.shown(step.latency_ms, ',.0f')} ms")
         m2.metric("Input tokens", f"{step.usage.input_tokens:,}")
         m3.metric("Output tokens", f"{step.usage.output_tokens:,}")
         m4.metric("Usage", "estimated" if step.estimated else "exact")

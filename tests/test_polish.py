@@ -1,0 +1,87 @@
+"""What daily use of the pages needs: counts in words, dashes for missing values, the wire view's status and
+JSON text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.providers.scripted import get_scenario
+from agentcore.transcript import json_text
+from ui import words
+
+
+def scripted_run(scenario: str = "weather") -> Run:
+    """A finished run of a scripted scenario, with its wire exchanges."""
+    sc = get_scenario(scenario)
+    tools = toolbox.get_tools(",".join(sc.tools))
+    run = Run.start(sc.prompt, RunConfig(provider="scripted", model=scenario, tools=[t.spec() for t in tools]))
+    Agent(create_provider("scripted", scenario, scenario=scenario), tools).run(run)
+    return run
+
+
+@pytest.fixture
+def playground(open_app):
+    """The app on the playground with `run` as its current run."""
+    from ui.state import Session
+
+    def open_(run: Run) -> AppTest:
+        session = Session()
+        session.add_run(run)
+        return open_app(session=session)
+
+    return open_
+
+
+# -- the words ---------------------------------------------------------------------------
+
+
+def test_numbers_read_as_ranges_and_counts_take_their_plural():
+    assert words.numbered("step", range(1, 31)) == "steps 1–30"
+    assert words.numbered("step", [4]) == "step 4"
+    assert words.numbered("step", [1, 2]) == "steps 1 and 2"
+    assert words.numbered("step", [9, 1, 2, 3, 7, 10]) == "steps 1–3, 7, 9 and 10"
+    assert words.numbered("column", [2, 3]) == "columns 2 and 3"
+    assert [words.plural(n, "step") for n in (0, 1, 2)] == ["0 steps", "1 step", "2 steps"]
+
+
+def test_a_missing_value_is_a_dash_and_zero_has_no_sign():
+    assert words.shown(None) == words.shown(float("nan")) == words.text(None) == words.text("") == "—"
+    assert words.shown(-0.04) == "0.0" and words.shown(-0.0, ".6f") == "0.000000"
+    assert words.shown(-1.5) == "-1.5"  # a real negative keeps its sign
+    assert str(words.number(-0.04)) == "0.0" and words.number(None) is None
+    assert words.usd(2.355e-05) == "$0.000024" and words.usd(None) == "—"
+
+
+# -- the steps table and the wire view (ui/steps_view.py) --------------------------------
+
+
+def test_the_steps_table_shows_dashes_and_no_negative_zero(playground):
+    run = scripted_run()
+    run.steps[0].latency_ms = -0.01  # a clock step back: rounds to -0.0
+    run.steps[0].finish_reason = None
+    at = playground(run)
+    assert not at.exception
+    table = at.dataframe[0].value
+    cells = {str(v) for v in table.to_numpy().ravel()}
+    assert not {"None", "-0.0", "nan"} & cells
+    assert table["finish"].iloc[0] == "—"
+    assert str(table["latency ms"].iloc[0]) == "0.0"
+
+
+def test_the_wire_view_shows_the_status_as_a_status_and_the_json_to_copy(playground):
+    run = scripted_run()
+    at = playground(run)
+    assert not at.exception
+    step = run.steps[-1]
+    head = next(c.value for c in at.main.caption if "scripted://weather" in c.value)
+    assert head.endswith(":green-badge[200 OK]") and "status 200" not in head  # a badge, not a bare number
+    codes = [c.value for c in at.main.code if c.language == "json"]
+    assert json_text(step.wire.request, indent=2) in codes  # the request as JSON text, with a copy button
+    assert json_text(step.wire.response, indent=2) in codes
+    trees = [j.value for j in at.main.json]
+    bodies = [json.loads(t) if isinstance(t, str) else t for t in trees]
+    assert step.wire.request in bodies and step.wire.response in bodies  # and as a tree
