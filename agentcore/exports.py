@@ -19,6 +19,24 @@ from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
 
 FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
+# the other files a page offers for a run: its cost table, and a comparison it is the first column of
+_OTHER_KINDS = {"cost": ".cost.csv", "comparison": ".comparison.json"}
+
+
+def export_filename(run: Run, kind: str) -> str:
+    """The one name a download of `run` gets on every page: `agentcore-run-<id>.json`, `….openai.json`, `….cost.csv`.
+
+    `kind` is one of FORMATS, `cost` or `comparison`.
+    """
+    if kind == "json":
+        suffix = ".json"
+    elif kind in WIRE_FORMATS:
+        suffix = f".{kind}.json"
+    elif kind in _OTHER_KINDS:
+        suffix = _OTHER_KINDS[kind]
+    else:
+        raise ValueError(f"no export of kind {kind!r}")
+    return f"agentcore-run-{_safe_name(run.id)}{suffix}"
 
 
 def export_text(data: Any) -> str:
@@ -55,9 +73,13 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
     return buffer.getvalue()
 
 
+def _safe_name(run_id: str) -> str:
+    # the id of a run read from a file may hold anything (a path, a NUL): a file name keeps only what is safe
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
+
+
 def _file_name(run_id: str, taken: set[str]) -> str:
-    # the id of a run read from a file may hold anything (a path, a NUL): its name in the zip keeps only what is safe
-    base = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
+    base = _safe_name(run_id)
     name, n = base, 1
     while name in taken:
         n += 1

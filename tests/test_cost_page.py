@@ -80,9 +80,9 @@ def test_the_current_research_run_shows_the_quadratic_fit(research_file, page_wi
     assert {t["name"] for t in tokens["data"]} >= {"system prompt", "user", "tool calls", "tool results"}
     fit = next(t for t in specs[1]["data"] if t["name"].startswith("fit"))
     assert fit["x"][-1] == 20  # projected to the default step, past the 10 recorded
-    # the scripted model is not in genai-prices: no cost, and the page says so
-    assert "genai-prices does not know scripted:research" in at.warning[0].value
-    assert at.metric[3].value == "n/a"
+    # the scripted model is not in genai-prices: no cost, and the page says so in one line under Price as
+    assert any("genai-prices does not know scripted:research" in c.value for c in at.caption)
+    assert at.metric[3].value == "—"
 
 
 def test_the_step_table_matches_agentcore_cost(research_file, page_with, capsys):
@@ -97,12 +97,12 @@ def test_the_step_table_matches_agentcore_cost(research_file, page_with, capsys)
     for (_, row), step in zip(table.iterrows(), data["steps"], strict=True):
         for key in ("index", "input_tokens", "output_tokens", "cumulative_input_tokens"):
             assert row[key] == step[key]
-        assert row["cost_usd"] == pytest.approx(step["cost_usd"])
+        assert float(row["cost_usd"]) == pytest.approx(step["cost_usd"], abs=1e-8)
     assert at.metric[3].value == f"${data['total_cost_usd']:.6f}"
     savings = at.dataframe[0].value
     by_cli = {w["label"]: w for w in data["what_if"]}
     for _, row in savings.iterrows():
-        assert row["cost saving %"] == pytest.approx(round(by_cli[row["strategy"]]["cost_saving_pct"], 1))
+        assert float(row["cost saving %"]) == pytest.approx(round(by_cli[row["strategy"]]["cost_saving_pct"], 1))
 
 
 def test_price_as_adds_the_cost_charts(research_file, page_with):
@@ -113,9 +113,9 @@ def test_price_as_adds_the_cost_charts(research_file, page_with):
     assert "What-if: cumulative cost (USD)" in titles
     assert not at.warning
     savings = at.dataframe[0].value
-    assert savings["cost saving %"].notna().all()
+    assert "—" not in set(savings["cost saving %"])
     caching = savings[savings["strategy"].str.startswith("prompt caching")].iloc[0]
-    assert caching["token saving %"] == 0 and caching["cost saving %"] > 0
+    assert caching["token saving %"] == 0 and float(caching["cost saving %"]) > 0
 
 
 def test_what_if_settings_change_the_savings(research_file, page_with):
@@ -174,3 +174,84 @@ def test_the_what_if_settings_are_kept_while_another_page_is_open(research_file,
     assert at.number_input(key="cost_keep_turns").value == 1
     assert at.selectbox(key="cost_price_as").value == "openai:gpt-4o-mini"
     assert at.dataframe[0].value["strategy"].iloc[2] == "drop turns older than 1 steps"
+
+
+def mixed_run() -> Run:
+    """Two steps, the first answered by gpt-4o-mini and the second by Claude after a switch."""
+    run = two_step_run()
+    run.steps[0].provider, run.steps[0].model = "openai", "gpt-4o-mini"
+    run.steps[1].provider, run.steps[1].model = "anthropic", "claude-3-5-haiku-latest"
+    return run
+
+
+def test_the_cumulative_cost_axis_starts_at_zero_and_goes_up(page_with):
+    at = page_with(two_step_run())
+    cost = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Cost (USD"))
+    values = [y for trace in cost["data"] for y in trace["y"]]
+    assert values and min(values) >= 0
+    for axis in ("yaxis", "yaxis2"):
+        layout = cost["layout"][axis]
+        # an autoranged axis of a line with markers is padded below its lowest point: below 0 for costs
+        assert layout["rangemode"] == "tozero" and layout.get("autorange") != "reversed", axis
+        assert "range" not in layout or min(layout["range"]) == 0
+
+
+def test_price_as_keeps_the_choice_when_the_run_changes(research_file, page_with, tmp_path):
+    two = tmp_path / "two.json"
+    two.write_text(transcript.dumps(two_step_run()))
+    at = page_with(None)
+
+    def upload(path: Path | None) -> None:
+        data = None if path is None else (path.name, path.read_bytes(), "application/json")
+        at.file_uploader(key="cost_upload").set_value(data).run()
+        assert not at.exception
+
+    upload(two)
+    at.selectbox(key="cost_price_as").set_value("anthropic:claude-3-5-haiku-latest").run()
+    upload(None)  # a draw without a run, so without the Price as box, as between two uploads
+    upload(research_file)
+    assert at.selectbox(key="cost_price_as").value == "anthropic:claude-3-5-haiku-latest"
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert "Cost (USD, priced as anthropic:claude-3-5-haiku-latest)" in titles
+
+
+def test_the_unpriced_notice_does_not_push_the_quadratic_chart_down(research_file, page_with):
+    at = page_with(transcript.load(research_file))
+    before: list[str] = []
+    for node in at.main:
+        if node.type == "plotly_chart" and "Cumulative input" in node.proto.spec:
+            break
+        before.append(node.type)
+    else:
+        raise AssertionError("no cumulative input chart")
+    assert "alert" not in before and not at.warning  # a one-line caption, not a banner above the charts
+    notice = next(c.value for c in at.caption if "does not know scripted:research" in c.value)
+    assert "\n" not in notice
+
+
+def test_a_mixed_run_is_priced_step_by_step_and_said_to_be_mixed(page_with):
+    at = page_with(mixed_run())
+    assert not at.exception
+    head = next(m.value for m in at.markdown if "2 steps" in m.value)
+    assert "mixed run" in head and "openai/gpt-4o-mini → anthropic/claude-3-5-haiku-latest" in head
+    own = at.selectbox(key="cost_price_as").format_func("(the run's own model)")
+    assert own.startswith("openai:gpt-4o-mini → anthropic:claude-3-5-haiku-latest")
+    assert any(c.value.startswith("A mixed run, answered by") for c in at.caption)
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert "Cost (USD, priced as openai:gpt-4o-mini → anthropic:claude-3-5-haiku-latest)" in titles
+    table = at.dataframe[1].value
+    assert list(table["priced_as"]) == ["openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"]
+
+
+def test_counts_and_missing_values_are_words_not_none_or_step_lists(research_file, page_with):
+    at = page_with(transcript.load(research_file))
+    captions = "\n".join(c.value for c in at.caption)
+    assert "on steps 1–10." in captions and "step(s)" not in captions
+    savings, steps = at.dataframe[0].value, at.dataframe[1].value
+    assert set(savings["cost saving %"]) == {"—"}  # unpriced: a dash, not None
+    assert set(steps["cost_usd"]) == set(steps["priced_as"]) == {"—"}
+    shown = [str(v) for table in (savings, steps) for v in table.to_numpy().ravel()]
+    assert not {"None", "nan", "-0.0"} & set(shown)
+    one = two_step_run()
+    one.steps.pop()
+    assert any(m.value.endswith("· 1 step") for m in page_with(one).markdown)

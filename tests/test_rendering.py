@@ -346,7 +346,7 @@ def test_the_cost_page_shows_a_hostile_run_and_file_name_inert(open_app):
     session = Session()
     session.add_run(hostile_run())
     at = open_app("views/cost.py", session=session)
-    assert any("genai-prices does not know" in w.value for w in at.warning)
+    assert any("genai-prices does not know" in c.value for c in at.caption)
     assert_inert(at, shows=f"{EVIL}/model-img")
     upload = (f"{breakout('upload')}.json", b'{"format": "nope"}', "application/json")
     at.file_uploader(key="cost_upload").set_value(upload).run()

@@ -32,9 +32,13 @@ class PageState:
         return st.session_state[cls.KEY]
 
     def restore(self, defaults: dict[str, Any]) -> None:
-        """Give each widget its kept value (or its default) when it has none, before the widgets are drawn."""
+        """Give each widget its kept value (or its default) when it has none, before the widgets are drawn.
+
+        A value the key still holds is written back: Streamlit forgets a widget drawn again after one draw
+        without it (the cost page between two uploads) unless its value is set before it is drawn.
+        """
         for key, value in defaults.items():
-            st.session_state.setdefault(key, self.widgets.get(key, value))
+            st.session_state[key] = st.session_state[key] if key in st.session_state else self.widgets.get(key, value)
 
     def keep(self, keys: Iterable[str]) -> None:
         """Remember the widgets' current values, after they are drawn."""

@@ -12,15 +12,17 @@ from agentcore.accounting import (
     CostReport,
     PriceRef,
     account,
+    model_price_ref,
     parse_price_as,
     price_choices,
     run_price_ref,
 )
 from agentcore.errors import TranscriptError
-from agentcore.run import Run
+from agentcore.exports import export_filename
+from agentcore.run import Run, models_label
 from agentcore.transcript import loads
 from agentcore.whatif import WhatIf, what_ifs
-from ui import safe
+from ui import safe, words
 from ui.page_state import CostState
 from ui.state import get_session
 
@@ -40,13 +42,21 @@ def _uploaded_run() -> Run | None:
         return None
 
 
+def _own_price(run: Run) -> str:
+    """What "the run's own model" prices as, in words: one model, or each step's own for a mixed run."""
+    if not run.mixed:
+        return f"{run_price_ref(run).label} (the run's own model)"
+    labels = dict.fromkeys(model_price_ref(run, m).label for m in run.models)
+    return f"{' → '.join(labels)} (each step as the model that answered it)"
+
+
 def _price_ref(run: Run) -> PriceRef | None:
-    own = run_price_ref(run).label
+    own = _own_price(run)
     choice = st.selectbox(
         "Price as",
         [OWN_MODEL, *price_choices()],
         key="cost_price_as",
-        format_func=lambda c: f"{own} (the run's own model)" if c == OWN_MODEL else c,
+        format_func=lambda c: own if c == OWN_MODEL else c,
         help="Re-price the same token counts as another provider's model, from the genai-prices database.",
     )
     return None if choice == OWN_MODEL else parse_price_as(choice)
@@ -89,8 +99,13 @@ def _cost_chart(report: CostReport) -> go.Figure:
     fig.update_layout(
         title=f"Cost (USD, priced as {safe.plotly(report.price_label or '')})",
         xaxis_title="step",
-        yaxis={"title": "per step"},
-        yaxis2={"title": "cumulative", "overlaying": "y", "side": "right"},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+    )
+    # costs are never negative: both axes start at 0 and go up, where autorange padded the line's axis below 0
+    money = {"rangemode": "tozero", "autorange": True, "tickformat": "$.2~g"}
+    fig.update_layout(
+        yaxis={"title": "per step", **money},
+        yaxis2={"title": "cumulative", "overlaying": "y", "side": "right", **money},
     )
     return fig
 
@@ -120,8 +135,8 @@ def _savings_table(whatifs: list[WhatIf]) -> pd.DataFrame:
             {
                 "strategy": w.label,
                 "input tokens": sum(w.input_tokens),
-                "token saving %": round(w.token_saving_pct, 1),
-                "cost saving %": None if w.cost_saving_pct is None else round(w.cost_saving_pct, 1),
+                "token saving %": words.number(w.token_saving_pct),
+                "cost saving %": words.shown(w.cost_saving_pct),
             }
             for w in whatifs
         ]
@@ -134,10 +149,10 @@ def _totals(report: CostReport) -> None:
     cols[1].metric("input tokens", f"{report.total_input_tokens:,}")
     cols[2].metric("output tokens", f"{report.total_output_tokens:,}")
     total = report.total_cost_usd
-    cols[3].metric("cost (USD)", "n/a" if total is None else f"${total:.6f}")
+    cols[3].metric("cost (USD)", words.usd(total))
     estimated = [s.index for s in report.steps if s.estimated]
     if estimated:
-        st.caption(f"Estimated usage (about four characters a token) on step(s) {', '.join(map(str, estimated))}.")
+        st.caption(f"Estimated usage (about four characters a token) on {words.numbered('step', estimated)}.")
 
 
 def _growth(report: CostReport) -> None:
@@ -160,6 +175,11 @@ def _growth(report: CostReport) -> None:
 
 def _cost(report: CostReport) -> None:
     st.subheader("Cost")
+    if report.mixed:
+        st.caption(
+            f"A mixed run, answered by {safe.inline(models_label(report.models))}: "
+            f"its costs are in {safe.inline(report.price_label or 'no known price')}."
+        )
     if report.priced:
         st.plotly_chart(_cost_chart(report), key="cost_cost")
     else:
@@ -186,28 +206,39 @@ def _what_if(run: Run, report: CostReport) -> None:
     st.dataframe(_savings_table(whatifs), hide_index=True, key="cost_savings")
 
 
+def _shown_steps(table: pd.DataFrame) -> pd.DataFrame:
+    """The step table as the page shows it: a dash for a cost or a price it does not have."""
+    shown = table.copy()
+    for column in ("cost_usd", "cumulative_cost_usd"):
+        shown[column] = [words.shown(c, ".8f") for c in table[column]]
+    shown["priced_as"] = [words.text(p) for p in table["priced_as"]]
+    return shown
+
+
 def _step_table(run: Run, report: CostReport) -> None:
     st.subheader("Every step")
     table = pd.DataFrame(report.rows())
-    st.dataframe(table, hide_index=True, key="cost_steps")
+    st.dataframe(_shown_steps(table), hide_index=True, key="cost_steps")
     st.download_button(
         "Download CSV",
-        table.to_csv(index=False).encode("utf-8"),
-        file_name=f"run-{run.id}-cost.csv",
+        table.to_csv(index=False).encode("utf-8"),  # the numbers as they are: an unknown cost is an empty cell
+        file_name=export_filename(run, "cost"),
         mime="text/csv",
         key="cost_csv",
     )
 
 
 def _report(run: Run) -> None:
-    what = f"{run.config.provider}/{run.config.model}"
-    st.write(f"**{safe.inline(run.title or run.id)}** · {safe.inline(what)} · {len(run.steps)} steps")
+    what = models_label(run.models) if run.mixed else f"{run.config.provider}/{run.config.model}"
+    mixed = " :orange-badge[mixed run]" if run.mixed else ""
+    steps = words.plural(len(run.steps), "step")
+    st.write(f"**{safe.inline(run.title or run.id)}** · {safe.inline(what)} · {steps}{mixed}")
     if not run.steps:
         st.info("This run has no steps yet: there is nothing to count.")
         return
     report = account(run, _price_ref(run))
-    if report.price_note:
-        st.warning(f"{safe.inline(report.price_note)} (under Price as). Costs are shown only for a priced model.")
+    if report.price_note:  # one line under the box it asks for, not a banner that pushes the charts down
+        st.caption(f"{safe.inline(report.price_note)} (under Price as); costs are shown only for a priced model.")
     _totals(report)
     st.plotly_chart(_tokens_chart(report), key="cost_tokens")
     _growth(report)
