@@ -15,6 +15,8 @@ from .messages import AssistantMessage, Message, ToolMessage
 from .run import Run, ToolRun
 
 RowKind = Literal["same", "changed", "only_a", "only_b"]
+CELL_WIDTH = 300  # characters of a row's text a table cell shows
+_LEAD = 40  # characters kept before the first difference, so the cell shows what the change follows
 
 
 def message_key(m: Message) -> str:
@@ -60,6 +62,30 @@ class DiffRow:
     b: Message | None
     a_text: str = field(default="", compare=False)
     b_text: str = field(default="", compare=False)
+
+    def cells(self, width: int = CELL_WIDTH) -> tuple[str, str]:
+        """Both sides' text for a table cell of `width` characters: a changed row is cut around its first difference."""
+        if self.kind != "changed":
+            return cut(self.a_text, 0, width), cut(self.b_text, 0, width)
+        at = _differs_at(self.a_text, self.b_text)
+        return cut(self.a_text, at, width), cut(self.b_text, at, width)
+
+
+def _differs_at(a: str, b: str) -> int:
+    """The index of the first character where two texts differ (the shorter's length when one begins the other)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def cut(text: str, at: int, width: int = CELL_WIDTH) -> str:
+    """At most `width` characters of `text` that show position `at`, with … where text was left out."""
+    if len(text) <= width:
+        return text
+    start = max(0, min(at - _LEAD, len(text) - width + 1))
+    head = "…" if start else ""
+    end = start + width - len(head)
+    if end < len(text):
+        end -= 1  # room for the … that says more follows
+    return head + text[start:end] + ("…" if end < len(text) else "")
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,20 @@
 """What daily use of the pages needs: counts in words, dashes for missing values, the wire view's status and
-JSON text."""
+JSON text, and one name for each download whichever page offers it."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.exports import export_filename
 from agentcore.providers.scripted import get_scenario
+from agentcore.store import Store
 from agentcore.transcript import json_text
 from ui import words
 
@@ -34,6 +39,37 @@ def playground(open_app):
         return open_app(session=session)
 
     return open_
+
+
+class FileNames:
+    """The file name each download button hands the browser, recorded while AppTest draws the page."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, str | None] = {}
+
+    def of(self, button) -> str | None:
+        proto = button.proto
+        return self.by_id[proto.deferred_file_id or Path(proto.url).stem]
+
+
+@pytest.fixture
+def file_names(monkeypatch) -> FileNames:
+    seen = FileNames()
+    store, defer = MemoryMediaFileStorage.load_and_get_id, MediaFileManager.add_deferred
+
+    def load_and_get_id(self, path_or_data, mimetype, kind, filename=None):
+        file_id = store(self, path_or_data, mimetype, kind, filename)
+        seen.by_id[file_id] = filename
+        return file_id
+
+    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        file_id = defer(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+        seen.by_id[file_id] = file_name
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+    return seen
 
 
 # -- the words ---------------------------------------------------------------------------
@@ -85,3 +121,26 @@ def test_the_wire_view_shows_the_status_as_a_status_and_the_json_to_copy(playgro
     trees = [j.value for j in at.main.json]
     bodies = [json.loads(t) if isinstance(t, str) else t for t in trees]
     assert step.wire.request in bodies and step.wire.response in bodies  # and as a tree
+
+
+# -- one file name per download -----------------------------------------------------------
+
+
+def test_a_run_downloads_under_the_same_name_from_every_page(tmp_path, monkeypatch, playground, file_names):
+    run = scripted_run()
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    Store(tmp_path / "runs.db").save_run(run)
+    at = playground(run)
+    assert file_names.of(at.download_button(key="export")) == export_filename(run, "json")
+    at.switch_page("views/runs.py").run()
+    at.selectbox(key="runs_selected").set_value(run.id).run()
+    assert not at.exception
+    assert file_names.of(at.download_button(key="runs_dl_json")) == export_filename(run, "json")
+    assert file_names.of(at.download_button(key="runs_dl_openai")) == export_filename(run, "openai")
+    at.switch_page("views/cost.py").run()
+    assert file_names.of(at.download_button(key="cost_csv")) == export_filename(run, "cost")
+    assert export_filename(run, "json") == f"agentcore-run-{run.id}.json"
+    assert export_filename(run, "openai") == f"agentcore-run-{run.id}.openai.json"
+    assert export_filename(run, "cost") == f"agentcore-run-{run.id}.cost.csv"
+    odd = run.model_copy(update={"id": "../x\x00y"})
+    assert export_filename(odd, "json") == "agentcore-run-_x_y.json"

@@ -136,17 +136,22 @@ def test_diff_of_identical_runs_and_of_a_fork() -> None:
     assert d.diverged_at == run.steps[1].message_count
     assert {r.kind for r in d.rows[d.diverged_at :]} == {"only_a"}
     edited = run.fork_with_messages(
-        [*run.messages[:3], run.messages[3].model_copy(update={"content": "changed result"}), *run.messages[4:]]
+        [*run.messages[:3], run.messages[3].model_copy(update={"content": "changed result"}), *run.messages[4:]],
+        keep_later=True,
     )
     d = diff_runs(run, edited)
     assert [(r.kind, r.a_index) for r in d.rows if r.kind != "same"] == [("changed", 3)]
     assert "changed result" in d.rows[3].b_text
 
 
-def test_a_fresh_app_session_over_the_same_database_reopens_the_last_run(library, open_app) -> None:
+def test_a_fresh_app_session_over_the_same_database_offers_the_last_run(library, open_app) -> None:
     store, root, fork, other = library
     store.set_meta(LAST_RUN_KEY, fork.id)
     app = open_app()
+    session = app.session_state["session"]
+    assert session.run is None and session.last_run.id == fork.id  # a fresh tab starts clean, one click away
+    app.button(key="reopen").click().run()
+    assert not app.exception
     session = app.session_state["session"]
     assert session.run is not None and session.run.id == fork.id
     assert session.run.model_dump() == store.load_run(fork.id).model_dump()
@@ -174,3 +179,51 @@ def test_the_exports_are_the_stored_run_as_a_transcript_request_bodies_and_a_zip
         runs = {name: transcript.loads(bundle.read(name)) for name in bundle.namelist()}
     assert runs[f"{root.id}.json"].messages == store.load_run(root.id).messages
     assert runs[f"{other.id}.json"].messages == store.load_run(other.id).messages
+
+
+def _saved(store: Store, title: str, answer: str, **config) -> Run:
+    """A stored one-step run whose answer is `answer`."""
+    from agentcore.messages import AssistantMessage, Usage, UserMessage
+    from agentcore.run import StepRecord
+
+    run = Run(
+        config=RunConfig(**{"provider": "scripted", "model": "weather", **config}),
+        messages=[UserMessage(content="Tell me a long story."), AssistantMessage(content=answer)],
+        steps=[StepRecord(index=1, usage=Usage(input_tokens=12, output_tokens=300), message_count=1)],
+        title=title,
+    )
+    store.save_run(run)
+    return run
+
+
+def test_the_diff_names_the_runs_by_title_and_a_cut_cell_shows_the_change(tmp_path, monkeypatch, page) -> None:
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    store = Store(tmp_path / "runs.db")
+    story = "Once upon a time " + "and then " * 60
+    before = _saved(store, "Before the edit", story + "the OLD ending.")
+    after = _saved(store, "After the edit", story + "the NEW ending.")
+    at = page()
+    at.selectbox(key="runs_selected").set_value(after.id).run()
+    at.selectbox(key=f"runs_diff_{after.id}").set_value(before.id).run()
+    assert not at.exception
+    table = at.dataframe[1].value
+    assert list(table.columns) == ["", "# Before the edit", "Before the edit", "# After the edit", "After the edit"]
+    changed = table[table[""] == "≠"].iloc[0]
+    # the answers differ after 557 characters: the cells show that part, not only the same beginning
+    assert "OLD ending" in changed["Before the edit"] and "NEW ending" in changed["After the edit"]
+    assert changed["Before the edit"].startswith("…") and len(changed["Before the edit"]) <= 300
+    assert list(table["# Before the edit"]) == ["0", "1"]
+
+
+def test_the_library_writes_counts_in_words_and_a_dash_for_an_unknown_cost(tmp_path, monkeypatch, page) -> None:
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    store = Store(tmp_path / "runs.db")
+    unpriced = _saved(store, "No price", "Hello.", provider="openai", model="no-such-model")
+    at = page()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["cost ($)"].iloc[0] == "—"
+    assert not {"None", "nan"} & {str(v) for v in table.to_numpy().ravel()}
+    label = at.selectbox(key="runs_selected").format_func(unpriced.id)
+    assert " · 1 step · " in label
+    assert any(" · 1 step · " in c.value for c in at.caption)

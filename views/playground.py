@@ -6,6 +6,7 @@ from functools import partial
 
 import streamlit as st
 
+from agentcore.exports import export_filename
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
 from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
@@ -160,7 +161,7 @@ def _controls(session: Session, run: Run) -> None:
     bar.download_button(
         "Export JSON",
         data=partial(dumps, run),  # built on click: a long run's transcript is megabytes
-        file_name=f"agentcore-run-{run.id}.json",
+        file_name=export_filename(run, "json"),
         mime="application/json",
         key="export",
         icon=":material/download:",

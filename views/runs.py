@@ -5,12 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from agentcore.diff import diff_runs
+from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
-from agentcore.exports import WIRE_FORMATS, export_body, export_json, export_zip
+from agentcore.exports import WIRE_FORMATS, export_body, export_filename, export_json, export_zip
 from agentcore.importers import parse_import
+from agentcore.run import Run
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store
-from ui import safe
+from ui import safe, words
 from ui.page_state import RunsState
 from ui.state import get_session, get_store
 
@@ -20,7 +21,7 @@ WIDGETS = {"runs_search": "", "runs_provider": ALL}
 
 
 def _label(r: RunSummary) -> str:
-    return f"{r.title or '(untitled)'} · {r.provider}/{r.model} · {r.steps} steps · {r.id}"
+    return f"{r.title or '(untitled)'} · {r.provider}/{r.model} · {words.plural(r.steps, 'step')} · {r.id}"
 
 
 def _table(runs: list[RunSummary]) -> pd.DataFrame:
@@ -33,7 +34,7 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
                 "steps": r.steps,
                 "stop": r.stop_reason or "open",
                 "tokens": r.total_tokens,
-                "cost ($)": r.cost_usd,
+                "cost ($)": words.shown(r.cost_usd, ".6f"),
                 "time (s)": round(r.duration_ms / 1000, 2),
                 "saved": r.updated_at[:19].replace("T", " "),
                 "forked from": f"{r.parent_id} @ step {r.parent_step}" if r.parent_id else "",
@@ -118,7 +119,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     what = f"{run_id} · {summary.provider}/{summary.model}"
     stop = summary.stop_reason or "open"
     st.caption(
-        f"{safe.inline(what)} · {summary.steps} steps · stop: {safe.inline(stop)}"
+        f"{safe.inline(what)} · {words.plural(summary.steps, 'step')} · stop: {safe.inline(stop)}"
         f" · {summary.input_tokens:,} in / {summary.output_tokens:,} out tokens · cost {cost}"
         f" · created {safe.inline(summary.created_at[:19].replace('T', ' '))}"
     )
@@ -138,7 +139,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     run = store.load_run(run_id)
     with st.expander("Export"):
         st.download_button(
-            "Transcript JSON", export_json(run), f"{run_id}.json", "application/json", key="runs_dl_json"
+            "Transcript JSON", export_json(run), export_filename(run, "json"), "application/json", key="runs_dl_json"
         )
         for fmt in WIRE_FORMATS:
             try:
@@ -146,9 +147,8 @@ def _details(store: Store, summary: RunSummary) -> None:
             except AgentcoreError as exc:
                 st.caption(f"{fmt}: {safe.block(str(exc))}")
                 continue
-            st.download_button(
-                f"{fmt} request body", body, f"{run_id}.{fmt}.json", "application/json", key=f"runs_dl_{fmt}"
-            )
+            name = export_filename(run, fmt)
+            st.download_button(f"{fmt} request body", body, name, "application/json", key=f"runs_dl_{fmt}")
 
     _fork_tree(store, run_id)
     _diff(store, run, summary)
@@ -175,7 +175,7 @@ def _fork_tree(store: Store, run_id: str) -> None:
         cols[2].button("Open", key=f"runs_tree_open_{r.id}", on_click=_open, args=(r.id,))
 
 
-def _diff(store: Store, run, summary: RunSummary) -> None:
+def _diff(store: Store, run: Run, summary: RunSummary) -> None:
     others = [r for r in store.list_runs(limit=500) if r.id != run.id]
     if not others:
         return
@@ -189,18 +189,34 @@ def _diff(store: Store, run, summary: RunSummary) -> None:
     if diff.related:
         st.caption(safe.block(diff.related))
     st.info(safe.block(diff.summary()))
+    st.dataframe(_diff_table(diff, base, run), hide_index=True, width="stretch")
+
+
+def _diff_names(a: Run, b: Run) -> tuple[str, str]:
+    """The two runs' names for the diff's column titles: their titles, with the ids when the titles alone are the same."""
+    name_a, name_b = a.title or a.id, b.title or b.id
+    if name_a == name_b:
+        name_a, name_b = f"{name_a} ({a.id})", f"{name_b} ({b.id})"
+    return name_a, name_b
+
+
+def _diff_table(diff: RunDiff, a: Run, b: Run) -> pd.DataFrame:
+    """One row per aligned message: a mark, then each run's message number and text, a changed text cut where it differs."""
+    name_a, name_b = _diff_names(a, b)
     marks = {"same": "", "changed": "≠", "only_a": "−", "only_b": "+"}
-    rows = [
-        {
-            "": marks[r.kind],
-            f"#{base.id}": r.a_index,
-            base.id: r.a_text[:300],
-            f"#{run.id}": r.b_index,
-            run.id: r.b_text[:300],
-        }
-        for r in diff.rows
-    ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    rows = []
+    for r in diff.rows:
+        text_a, text_b = r.cells()
+        rows.append(
+            {
+                "": marks[r.kind],
+                f"# {name_a}": words.text(r.a_index),
+                name_a: text_a,
+                f"# {name_b}": words.text(r.b_index),
+                name_b: text_b,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
