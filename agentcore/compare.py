@@ -41,6 +41,7 @@ __all__ = [
     "Column",
     "ColumnSpec",
     "Comparison",
+    "column_labels",
     "format_table",
     "load_bundle",
     "make_bundle",
@@ -74,6 +75,27 @@ class ColumnSpec:
         """`provider:model@base_url`, as the command line writes it."""
         text = self.provider + (f":{self.model}" if self.model else "")
         return text + (f"@{self.base_url}" if self.base_url else "")
+
+
+def column_labels(specs: Sequence[ColumnSpec]) -> list[str]:
+    """Each column's title: provider and model, then the settings that differ between the columns; `#2` for a repeat.
+
+    `openai:gpt-4o-mini · T=0.2` beside `openai:gpt-4o-mini · T=1.0`; a spec's own label is kept as it is.
+    """
+
+    def differs(name: str) -> bool:
+        return len({getattr(s, name) for s in specs}) > 1
+
+    shown = {
+        "temperature": lambda v: f"T={'default' if v is None else round(v, 2)}",
+        "max_tokens": lambda v: "default max tokens" if v is None else f"max {v:,} tokens",
+        "seed": lambda v: f"seed {'none' if v is None else v}",
+    }
+    labels = []
+    for spec in specs:
+        parts = [spec.name, *(say(getattr(spec, name)) for name, say in shown.items() if differs(name))]
+        labels.append(spec.label or " · ".join(parts))
+    return unique_labels(labels)
 
 
 def parse_spec(text: str) -> ColumnSpec:
@@ -202,7 +224,7 @@ class Comparison:
         self._factory = factory or create_provider
         self._options = dict(provider_options or {})
         keys = api_keys or {}
-        labels = unique_labels([s.label or s.name for s in specs])
+        labels = column_labels(specs)
         self.columns = [self._column(spec, labels[i], keys.get(i)) for i, spec in enumerate(specs)]
 
     def _provider(self, spec: ColumnSpec, key: str | None) -> tuple[Any, str | None]:

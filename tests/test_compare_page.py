@@ -9,6 +9,8 @@ from servers import free_port
 from streamlit.testing.v1 import AppTest
 from test_compare import holds_text
 
+from agentcore.providers import REGISTRY
+
 PAGE = "views/compare.py"
 SECRET = "sk-page-secret-51d0e2"
 
@@ -170,3 +172,55 @@ def test_the_setup_survives_a_visit_to_another_page(page):
     assert at.text_area(key="cmp_prompt").value == "What is 17 * 23 + 4?"
     assert at.selectbox(key="cmp_scenario_0").value == "recovery"
     assert at.number_input(key="cmp_max_steps").value == 7
+
+
+def test_column_titles_say_what_differs_between_the_configurations(page):
+    at = page(("scripted", "weather"), ("scripted", "weather"))
+    at.number_input(key="cmp_temperature_0").set_value(0.2)
+    at.number_input(key="cmp_temperature_1").set_value(1.0)
+    at.run()
+    button(at, "Step all").click()
+    settle(at)
+    assert not at.exception
+    labels = ["scripted:weather · T=0.2", "scripted:weather · T=1.0"]
+    assert [c.label for c in comparison(at).columns] == labels
+    assert list(at.dataframe[0].value["configuration"]) == labels
+
+
+def test_a_new_configuration_is_not_a_copy_of_another(page):
+    at = page(("scripted", "weather"), ("scripted", "recovery"))
+    at.number_input(key="cmp_n").set_value(4).run()
+    assert not at.exception
+
+    def chosen(i: int) -> tuple[str, str]:
+        provider = at.selectbox(key=f"cmp_provider_{i}").value
+        if provider == "scripted":
+            return provider, at.selectbox(key=f"cmp_scenario_{i}").value
+        return provider, at.text_input(key=f"cmp_model_{i}").value
+
+    columns = [chosen(i) for i in range(4)]
+    assert len(set(columns)) == 4, columns  # each new column starts on a provider or scenario not yet used
+    for provider, model in columns:
+        if provider != "scripted":
+            assert model == REGISTRY[provider].default_model
+
+
+def test_columns_on_the_same_embedded_model_say_they_take_turns(page):
+    at = page(("scripted", "weather"), ("scripted", "runaway"), ("scripted", "recovery"))
+    for i in (0, 2):
+        at.selectbox(key=f"cmp_provider_{i}").set_value("local")
+        at.run()
+    assert not at.exception
+    captions = [c.value for c in at.main.caption if "Takes turns" in c.value]
+    assert len(captions) == 2
+    assert "column 3" in captions[0] and "column 1" in captions[1]
+    assert "one call at a time" in captions[0]
+
+
+def test_the_summary_shows_a_dash_where_a_column_has_no_value(page):
+    at = page(("scripted", "weather"), ("scripted", "runaway"))
+    button(at, "Step all").click()
+    settle(at)
+    table = at.dataframe[0].value
+    assert list(table["stop reason"]) == ["—", "—"]  # neither column has stopped after one step
+    assert not {"None", "nan"} & {str(v) for v in table.to_numpy().ravel()}

@@ -9,6 +9,7 @@ password boxes on each action and handed to the provider for that action only.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Literal
 
 import pandas as pd
@@ -17,13 +18,13 @@ import streamlit as st
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
 from agentcore.errors import AgentcoreError
-from agentcore.exports import export_bundle
+from agentcore.exports import export_bundle, export_filename
 from agentcore.providers import REGISTRY, local_available
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
 from agentcore.toolbox import TOOLBOX, get_tools
 from agentcore.transcript import from_dict, to_dict
-from ui import safe
+from ui import safe, words
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
 from ui.state import get_session
@@ -50,35 +51,57 @@ def _state() -> CompareState:
     return CompareState.get()
 
 
+COLUMN_WIDGETS = ("provider", "scenario", "model", "base_url", "temperature", "max_tokens")
+# the setup widgets shared by every column, with their first values
+SHARED = {
+    "cmp_n": 2,
+    "cmp_prompt": "What is the weather in Paris?",
+    "cmp_system": "",
+    "cmp_tools": ["get_weather"],
+    "cmp_max_steps": 4,
+}
+
+
 def _default_model(provider: str) -> str:
     info = REGISTRY.get(provider)
     return info.default_model if info else ""
 
 
 @functools.cache
-def _second_provider() -> str:
-    return "local" if local_available()[0] else "scripted"
+def _local_runs_here() -> bool:
+    return local_available()[0]
 
 
-def _defaults() -> dict[str, Any]:
-    """The setup widgets' first values; a provider that cannot run here still shows why when run."""
-    second = _second_provider()
-    values: dict[str, Any] = {
-        "cmp_n": 2,
-        "cmp_prompt": "What is the weather in Paris?",
-        "cmp_system": "",
-        "cmp_tools": ["get_weather"],
-        "cmp_max_steps": 4,
-    }
-    for i in range(MAX_COLUMNS):
-        provider = "scripted" if i == 0 else second
-        values[f"cmp_provider_{i}"] = provider
-        values[f"cmp_scenario_{i}"] = "weather" if i == 0 else "runaway"
-        values[f"cmp_model_{i}"] = _default_model(provider)
-        values[f"cmp_base_url_{i}"] = ""
-        values[f"cmp_temperature_{i}"] = None
-        values[f"cmp_max_tokens_{i}"] = None
-    return values
+def _ready_providers() -> list[str]:
+    """Providers that answer here with nothing typed: scripted, the embedded model when installed, a key in the env."""
+    ready = ["scripted", *(["local"] if _local_runs_here() else [])]
+    return ready + [name for name, info in REGISTRY.items() if info.key_env and os.environ.get(info.key_env)]
+
+
+def _column_defaults(i: int, used: list[tuple[str, str]]) -> dict[str, Any]:
+    """A new column's first values: the next provider that runs here and no column uses yet, with its default model.
+
+    When every such provider is taken, the scripted model on a scenario no column uses: never a copy of a column.
+    """
+    taken = [provider for provider, _ in used]
+    provider = next((p for p in _ready_providers() if p not in taken), "scripted")
+    scenarios = [model for p, model in used if p == "scripted"]
+    scenario = next((s for s in SCENARIOS if s not in scenarios), "weather")
+    values = {"provider": provider, "scenario": scenario, "model": _default_model(provider), "base_url": ""}
+    values |= {"temperature": None, "max_tokens": None}
+    return {f"cmp_{name}_{i}": value for name, value in values.items()}
+
+
+def _widget_keys() -> list[str]:
+    """Every setup widget's key, the shared ones and each possible column's."""
+    return [*SHARED, *(f"cmp_{name}_{i}" for i in range(MAX_COLUMNS) for name in COLUMN_WIDGETS)]
+
+
+def _chosen(i: int) -> tuple[str, str]:
+    """Column i's provider and model (the scenario, for the scripted model) as its widgets hold them now."""
+    provider = st.session_state[f"cmp_provider_{i}"]
+    detail = st.session_state[f"cmp_scenario_{i}"] if provider == "scripted" else st.session_state[f"cmp_model_{i}"]
+    return provider, detail
 
 
 def _on_provider(i: int) -> None:
@@ -154,7 +177,27 @@ def _column_setup(i: int, locked: bool) -> tuple[ColumnSpec, str | None]:
     return spec, key or None
 
 
-def _setup(locked: bool) -> tuple[list[ColumnSpec], dict[int, str]]:
+def _sharing(specs: list[ColumnSpec], i: int) -> list[int]:
+    """The other columns (numbered from 1) that run the same embedded model as column i, so take turns with it."""
+    if specs[i].provider != "local":
+        return []
+    model = specs[i].model or _default_model("local")
+    return [
+        j + 1
+        for j, other in enumerate(specs)
+        if j != i and other.provider == "local" and (other.model or _default_model("local")) == model
+    ]
+
+
+def _say_sharing(others: list[int]) -> None:
+    if others:
+        st.caption(
+            f":material/hourglass_top: Takes turns with {words.numbered('column', others)}: the embedded model "
+            "is loaded once and answers one call at a time, so these columns wait for each other."
+        )
+
+
+def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[int, str]]:
     st.text_area("Prompt (the same for every configuration)", key="cmp_prompt", height=80, disabled=locked)
     left, mid, right = st.columns([3, 3, 1])
     left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
@@ -162,12 +205,17 @@ def _setup(locked: bool) -> tuple[list[ColumnSpec], dict[int, str]]:
     right.number_input("Max steps", 1, 100, key="cmp_max_steps", disabled=locked)
     right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
     specs, keys = [], {}
-    for i, slot in enumerate(st.columns(int(st.session_state["cmp_n"]))):
+    slots = st.columns(int(st.session_state["cmp_n"]))
+    for i, slot in enumerate(slots):
+        state.restore(_column_defaults(i, [_chosen(j) for j in range(i)]))  # a new column: not a copy of one
         with slot, st.container(border=True):
             spec, key = _column_setup(i, locked)
         specs.append(spec)
         if key:
             keys[i] = key
+    for i, slot in enumerate(slots):
+        with slot:
+            _say_sharing(_sharing(specs, i))
     return specs, keys
 
 
@@ -198,7 +246,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
 # -- the columns ---------------------------------------------------------------------
 
 
-def _column_view(column: Column) -> None:
+def _column_view(column: Column, sharing: list[int]) -> None:
     run = column.run
     state = column.state
     st.markdown(f"**{safe.inline(column.label)}**  :{STATE_COLOURS[state]}-badge[{state}]")
@@ -208,6 +256,7 @@ def _column_view(column: Column) -> None:
     elif run.stop_reason:
         where += f" · stop: {run.stop_reason}"
     st.caption(safe.inline(where))
+    _say_sharing(sharing)
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")
     with st.container(height=460, autoscroll=True):
@@ -218,9 +267,10 @@ def _column_view(column: Column) -> None:
 
 
 def _columns_view(comparison: Comparison) -> None:
-    for slot, column in zip(st.columns(len(comparison.columns)), comparison.columns, strict=True):
+    specs = [c.spec for c in comparison.columns]
+    for i, (slot, column) in enumerate(zip(st.columns(len(specs)), comparison.columns, strict=True)):
         with slot:
-            _column_view(column)
+            _column_view(column, _sharing(specs, i))
 
 
 @st.fragment(run_every=POLL_S)
@@ -245,6 +295,10 @@ def _summary(comparison: Comparison) -> None:
         f"error: {r['error']}" if r["error"] else ("" if r["final_answer"] is None else str(r["final_answer"]))
         for r in rows
     ]
+    # a column that has not stopped, or has no price or no step yet: a dash, not None
+    table["stop reason"] = [words.text(r["stop_reason"]) for r in rows]
+    table["cost (USD)"] = [words.usd(r["cost_usd"]) for r in rows]
+    table["ms per step"] = [words.shown(r["ms_per_step"]) for r in rows]
     st.dataframe(table, hide_index=True)
     if any(r["estimated"] for r in rows):
         st.caption("Token counts of the scripted model (and of any step without reported usage) are estimates.")
@@ -302,7 +356,7 @@ def _export(comparison: Comparison) -> None:
     st.download_button(
         "Export the comparison (JSON bundle)",
         text,
-        file_name=f"comparison-{comparison.columns[0].run.id}.json",
+        file_name=export_filename(comparison.columns[0].run, "comparison"),
         mime="application/json",
         on_click="ignore",
         icon=":material/download:",
@@ -330,15 +384,15 @@ def _open_in_playground(run: Run) -> None:
 def main() -> None:
     """Draw the compare page from its state."""
     state = _state()
-    state.restore(_defaults())
+    state.restore(SHARED)
     st.markdown("## Compare providers")
     st.caption(
         "One prompt, system prompt and tool set on 2 to 4 configurations. **Step all** advances every column "
         "one iteration in lockstep; **Run all** runs each to its end. Columns run at the same time, so the "
         "wait is the slowest column's, and one failing column never stops the others."
     )
-    specs, keys = _setup(locked=state.comparison is not None or state.action is not None)
-    state.keep(_defaults())
+    specs, keys = _setup(state, locked=state.comparison is not None or state.action is not None)
+    state.keep(_widget_keys())
     _act(state, specs, keys)  # before the buttons, so they show whether the columns are now busy
     busy = state.comparison is not None and state.comparison.running
     with st.container(horizontal=True):
