@@ -33,6 +33,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     out = Path(args.out)
     text = pinned.dumps(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES)
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, text)
     except OSError as exc:
         raise UsageError(f"-o {out}: cannot write: {exc.strerror or exc}") from None
