@@ -50,9 +50,14 @@ class Visit:
         parts = urlsplit(url)
         return parts.scheme in ("data", "blob") or parts.netloc == self.app
 
-    def open(self, url: str, ready: Callable[[], None]) -> None:
-        """Go to `url`, wait until `ready` passes, then give late images and scripts time to load."""
+    def open(self, url: str, ready: Callable[[], None], *, reopen: bool = False) -> None:
+        """Go to `url` (taking the offer of the last run when `reopen`), wait until `ready` passes, then give late
+        images and scripts time to load."""
         self.page.goto(url)
+        if reopen:  # a fresh tab offers the last run rather than opening it
+            button = self.page.locator(".st-key-reopen button")
+            expect(button).to_be_visible(timeout=30_000)
+            button.click()
         ready()
         self.page.wait_for_timeout(1500)
 
@@ -77,7 +82,7 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
     visit = Visit(browser, url)
     page = visit.page
 
-    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000))
+    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000), reopen=True)
     expect(page.get_by_text("The model call failed")).to_be_visible()
     page.get_by_role("tab", name=re.compile(r"^Steps")).click()
     page.get_by_text("Wire view: the exact request").click()
@@ -91,13 +96,16 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
     visit.check("runs", f"{EVIL}/title-img")
 
     store.set_meta(LAST_RUN_KEY, pending.id)
-    visit.open(url, lambda: expect(page.locator(".st-key-pending")).to_be_visible(timeout=30_000))
+    visit.open(url, lambda: expect(page.locator(".st-key-pending")).to_be_visible(timeout=30_000), reopen=True)
     page.locator(".st-key-edit_2 button").first.click()
     expect(page.get_by_text("Arguments of").first).to_be_visible(timeout=20_000)
     visit.check("playground, pending calls and the editor", f"{EVIL}/name-img")
 
     store.set_meta(LAST_RUN_KEY, run.id)
-    visit.open(f"{url}/cost", lambda: expect(page.get_by_text("Every step").first).to_be_visible(timeout=30_000))
+    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000), reopen=True)
+    page.get_by_role("link", name="Cost").click()  # in-app navigation keeps the reopened run current
+    expect(page.get_by_text("Every step").first).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(1500)
     visit.check("cost", f"{EVIL}/model-img")
 
     visit.open(f"{url}/compare", lambda: expect(page.get_by_text("Compare providers")).to_be_visible(timeout=30_000))
