@@ -28,6 +28,7 @@ from .commands import (
     cmd_validate,
 )
 from .errors import AgentcoreError, UsageError
+from .mcp import add_mcp_arguments, with_mcp_tools
 from .messages import MAX_COUNT
 from .terminal import guarded, shown_stream
 from .transcript import describe_validation, one_line
@@ -101,7 +102,7 @@ def _build_run(args: argparse.Namespace):
         except (OSError, ValueError) as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
         check_final_schema(final_schema, f"--final-schema {args.final_schema}")
-    tools = toolbox.get_tools(tool_names or "")
+    tools = with_mcp_tools(args, toolbox.get_tools(tool_names or ""))
     model = args.model or (scenario.name if scenario else info.default_model)
     options: dict[str, Any] = {}
     if scenario:
@@ -146,7 +147,7 @@ def _build_replay(args: argparse.Namespace):
     source = load(args.replay)
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
     names = args.tools.split(",") if args.tools else [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
-    tools = toolbox.get_tools(names)
+    tools = with_mcp_tools(args, toolbox.get_tools(names))
     config = source.config.model_copy(update={"provider": "scripted", "model": "replay", "max_steps": args.max_steps})
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_transcript_tools(sub)
     _add_testing(sub)
+    _add_mcp(sub)
     return parser
 
 
@@ -250,6 +252,7 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument("--no-db", action="store_true", help="do not save the run in the runs database")
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -259,6 +262,7 @@ def _add_listings(sub: Any) -> None:
 
     p = sub.add_parser("tools", help="list the built-in tools")
     p.add_argument("--schema", action="store_true", help="print each tool's JSON Schema")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_tools)
 
     p = sub.add_parser("show", help="print a transcript readably")
@@ -304,6 +308,7 @@ def _add_compare(sub: Any) -> None:
     p.add_argument("--max-steps", type=int, default=10, help="the step budget of each configuration (default 10)")
     p.add_argument("--temperature", type=float, help="sampling temperature for every configuration")
     p.add_argument("--out", help="write the comparison bundle JSON here")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_compare)
 
 
@@ -350,6 +355,22 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--no-db", action="store_true", help="do not save failing runs")
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
     p.set_defaults(func=cmd_test)
+
+
+def _add_mcp(sub: Any) -> None:
+    p = sub.add_parser("mcp-demo", help="serve the bundled demo MCP tools over stdio, or streamable HTTP with --http")
+    p.add_argument("--http", type=int, metavar="PORT", help="serve over streamable HTTP at http://HOST:PORT/mcp")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on with --http (default 127.0.0.1)")
+    p.set_defaults(func=cmd_mcp_demo)
+
+
+def cmd_mcp_demo(args: argparse.Namespace) -> int:
+    from .mcp import require_sdk
+    from .mcp_demo import serve
+
+    require_sdk()
+    serve(args.http, args.host)
+    return 0
 
 
 # option: (dest, least, most); a count outside its range is bad usage, not a database or provider error

@@ -28,8 +28,14 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    from .mcp import servers_from_args, with_mcp_tools
     from .toolbox import TOOLBOX
 
+    if servers_from_args(args):  # the servers' tools, each with the server it came from and its schema
+        for t in with_mcp_tools(args, []):
+            print(f"{t.name:<13}{t.description} [{t.spec().source}]")
+            print(json.dumps(t.parameters, indent=2))
+        return 0
     for t in TOOLBOX.values():
         flags = " [sequential]" if t.sequential else ""
         print(f"{t.name:<13}{t.description}{flags}")
@@ -129,6 +135,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from . import toolbox
     from .compare import Comparison, format_table, parse_spec
+    from .mcp import with_mcp_tools
     from .providers import get_info
     from .providers.scripted import SCENARIOS
 
@@ -139,9 +146,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if names is None:  # a scripted scenario needs its own tools to play; other providers get none unless asked
         scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
         names = ",".join(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
-    comparison = Comparison(
-        args.prompt, specs, system_prompt=args.system, tools=toolbox.get_tools(names), max_steps=args.max_steps
-    )
+    tools = with_mcp_tools(args, toolbox.get_tools(names))
+    comparison = Comparison(args.prompt, specs, system_prompt=args.system, tools=tools, max_steps=args.max_steps)
     print(f"comparing {len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}")
     comparison.start("run")
     try:

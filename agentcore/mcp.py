@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ class MCPServerError(AgentcoreError):
     """An MCP server that cannot be started, reached or listed."""
 
 
-def _require_sdk() -> None:
+def require_sdk() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -221,7 +222,7 @@ class Connection:
     """One running MCP server: its SDK session held by a task on a background event loop."""
 
     def __init__(self, config: ServerConfig) -> None:
-        _require_sdk()
+        require_sdk()
         self.config = config
         self.name = config.name or "mcp"
         self.server_info: dict[str, Any] = {}
@@ -515,7 +516,7 @@ def close_all() -> None:
         connection.close()
 
 
-def mcp_tools(configs: list[ServerConfig], taken: list[str] = ()) -> list[MCPTool]:
+def mcp_tools(configs: list[ServerConfig], taken: Iterable[str] = ()) -> list[MCPTool]:
     """The tools of these servers; a name two of them share (or a `taken` one) becomes `SERVER__NAME`."""
     connections = [connect(c) for c in configs]
     seen: set[str] = set()
@@ -537,3 +538,45 @@ def mcp_tools(configs: list[ServerConfig], taken: list[str] = ()) -> list[MCPToo
             if made is not None:
                 tools.append(made)
     return tools
+
+
+# -- the command line ----------------------------------------------------------------
+
+
+def add_mcp_arguments(parser: Any) -> None:
+    """The options that name MCP servers, for every subcommand that takes tools."""
+    parser.add_argument(
+        "--mcp-stdio", action="append", metavar='"CMD ARGS"', help="an MCP server to start over stdio (repeatable)"
+    )
+    parser.add_argument("--mcp-url", action="append", metavar="URL", help="a streamable HTTP MCP server (repeatable)")
+    parser.add_argument(
+        "--mcp-header",
+        action="append",
+        metavar="NAME: VALUE",
+        help="a header sent to every --mcp-url server, e.g. 'Authorization: Bearer ...' (kept out of all output)",
+    )
+    parser.add_argument("--mcp-config", metavar="FILE", help='MCP servers in a JSON file: {"mcpServers": {...}}')
+
+
+def servers_from_args(args: Any) -> list[ServerConfig]:
+    """The MCP servers the command line names, in the order given: config file, stdio, then URLs."""
+    headers = {}
+    for line in getattr(args, "mcp_header", None) or []:
+        key, colon, value = line.partition(":")
+        if not colon or not key.strip():
+            raise UsageError(f"--mcp-header {line!r}: write it as 'Name: value'")
+        headers[key.strip()] = value.strip()
+    configs = load_config(args.mcp_config) if getattr(args, "mcp_config", None) else []
+    configs += [stdio_server(line) for line in getattr(args, "mcp_stdio", None) or []]
+    configs += [http_server(url, headers) for url in getattr(args, "mcp_url", None) or []]
+    if headers and not getattr(args, "mcp_url", None):
+        raise UsageError("--mcp-header applies to --mcp-url servers; give one")
+    return configs
+
+
+def with_mcp_tools(args: Any, tools: list[Tool]) -> list[Tool]:
+    """These tools and those of the MCP servers the command line names (a clashing name gets its server's)."""
+    configs = servers_from_args(args)
+    if not configs:
+        return list(tools)
+    return [*tools, *mcp_tools(configs, taken=[t.name for t in tools])]
