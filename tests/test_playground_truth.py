@@ -336,3 +336,12 @@ def _plan_is_empty():
     PLAN.clear()
     yield
     PLAN.clear()
+
+
+def test_the_playground_says_when_the_model_repeats_an_identical_call(app):
+    start(app, "runaway", cfg_max_steps=5)
+    click(app, "step")
+    assert not any("repeated an identical call" in w.value for w in app.warning)
+    click(app, "step")
+    repeated = [w.value for w in app.warning if "repeated an identical call" in w.value]
+    assert repeated and "search_notes" in repeated[0] and "2 times" in repeated[0]

@@ -8,6 +8,7 @@ import streamlit as st
 
 from agentcore.exports import export_filename
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
+from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
 from ui import actions, safe
@@ -113,6 +114,13 @@ def _status(session: Session, run: Run) -> None:
         else:  # a used-up budget or a Stop is an interruption, not a success
             icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/hourglass_bottom:"
             st.warning(line, icon=icon)
+    repeat = last_turn_repeats(run)
+    if repeat is not None and not run.finished:
+        st.warning(
+            f"The model repeated an identical call: {safe.code(f'{repeat.name}({repeat.arguments})')}, "
+            f"made {repeat.count} times so far. A model stuck in a loop runs until the step budget stops it.",
+            icon=":material/repeat:",
+        )
 
 
 def _next_call(session: Session, run: Run) -> None:
