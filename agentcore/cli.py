@@ -248,7 +248,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
     p.add_argument(
-        "--db", help="the runs database the run is saved in as it goes (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+        "--db",
+        help="the runs database the run is saved in as it goes, a SQLite file or a postgresql:// URL "
+        "(default: $AGENTCORE_DB or ~/.agentcore/runs.db)",
     )
     p.add_argument("--no-db", action="store_true", help="do not save the run in the runs database")
     p.add_argument("--replay", help="replay the assistant turns of this transcript; the tools run for real")
@@ -273,9 +275,11 @@ def _add_listings(sub: Any) -> None:
 def _add_runs(sub: Any) -> None:
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument(
-        "--db", default=argparse.SUPPRESS, help="the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+        "--db",
+        default=argparse.SUPPRESS,
+        help="the runs database: a SQLite file or a postgresql:// URL (default: $AGENTCORE_DB or ~/.agentcore/runs.db)",
     )
-    p = sub.add_parser("runs", parents=[db], help="the runs library: list, show, export, import, delete")
+    p = sub.add_parser("runs", parents=[db], help="the runs library: list, show, export, import, delete, copy")
     runs = p.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
     q = runs.add_parser("list", parents=[db], help="list the stored runs, newest first")
     q.add_argument("--search", help="words to find in the id, title, model or first prompt")
@@ -291,6 +295,9 @@ def _add_runs(sub: Any) -> None:
     q.add_argument("file")
     q = runs.add_parser("delete", parents=[db], help="delete a stored run")
     q.add_argument("id")
+    q = runs.add_parser("copy", help="copy every run one database lacks from another (SQLite to PostgreSQL, say)")
+    q.add_argument("--from", dest="source", required=True, metavar="DB", help="a SQLite file or postgresql:// URL")
+    q.add_argument("--to", dest="target", required=True, metavar="DB", help="a SQLite file or postgresql:// URL")
     p.set_defaults(func=cmd_runs)
 
 

@@ -85,14 +85,19 @@ def _print_run(run) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """`agentcore runs list|show|export|import|delete`, over the runs database."""
+    """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
     from .exports import export_body, export_json, export_zip
     from .importers import parse_import
     from .store import Store
     from .transcript import write_atomic
 
-    store = Store(getattr(args, "db", None))
     action = args.runs_command
+    if action == "copy":
+        source, target = Store(args.source), Store(args.target)
+        copied, skipped = target.copy_from(source)
+        print(f"copied {copied} runs, skipped {skipped} already in {target.location} (from {source.location})")
+        return 0
+    store = Store(getattr(args, "db", None))
     if action == "list":
         for r in store.list_runs(args.search, args.provider, args.limit):
             cost = "?" if r.cost_usd is None else f"${r.cost_usd:.4f}"

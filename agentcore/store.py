@@ -1,18 +1,24 @@
-"""The runs library: every run saved in an embedded SQLite database as it happens.
+"""The runs library: every run saved as it happens, in SQLite (the default) or PostgreSQL (`postgresql://…`).
 
 One row per run holds the run without its steps plus the summary columns the
 library lists; one row per step holds that step's record. Saving rewrites the
 run row and only the steps that changed, so saving after every phase of a long
 run stays cheap even though each step carries its whole wire request. Each save
-is one transaction in WAL mode: a killed process loses at most the phase in flight.
+is one transaction: a killed process loses at most the phase in flight.
+
+The SQL here is written once, with `?` placeholders; what the two databases say
+differently (connecting, the schema version, JSON functions, row locks) lives in
+store_sqlite.py and store_postgres.py. Each run row has a revision: a save that
+started from an older revision than the stored one is refused (see `RunChanged`),
+so two sessions saving the same run never silently lose one's work.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -28,6 +34,8 @@ from .loop import Event, Observer
 from .messages import UserMessage
 from .run import ModelRef, Run, StepRecord, describe_models, models_label
 from .secrets import redact_fields, scrub_text
+from .store_postgres import PostgresBackend, redact_url
+from .store_sqlite import SqliteBackend
 from .transcript import FORMAT, VERSION, from_dict, json_text
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
@@ -71,52 +79,74 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # who answered the steps, [[provider, model], ...] in step order; '[]' for a row written before it was kept
     ("ALTER TABLE runs ADD COLUMN models TEXT NOT NULL DEFAULT '[]'",),
+    # who saved the run first; NULL for a row written before owners were kept, which anyone may delete
+    ("ALTER TABLE runs ADD COLUMN owner TEXT", "CREATE INDEX runs_by_owner ON runs(owner)"),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _SUMMARY_COLUMNS = (
     "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, "
-    "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step, models"
+    "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step, owner, models"
 )
-_ROW_COLUMNS = (
-    "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
-    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, revision, body, models"
+_UPDATED = (
+    "title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
+    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models"
 )
-# a run's providers are those that answered its steps; before a step recorded one, its configured provider
-_ANSWERED_BY = (
-    "CASE WHEN models = '[]' THEN provider = ? "
-    "ELSE EXISTS (SELECT 1 FROM json_each(models) WHERE json_extract(value, '$[0]') = ?) END"
+_INSERT = (
+    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 20)}) ON CONFLICT (id) DO NOTHING"
 )
-_PROVIDERS = (
-    "SELECT provider FROM runs WHERE models = '[]' "
-    "UNION SELECT json_extract(m.value, '$[0]') FROM runs, json_each(runs.models) AS m ORDER BY 1"
-)
+_UPDATE = f"UPDATE runs SET {', '.join(c + ' = ?' for c in _UPDATED.split(', '))}, revision = ? WHERE id = ?"
+_PUT_STEP = "INSERT INTO steps (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body"
+ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
 
 
 class StoreError(AgentcoreError):
     """The runs database cannot be used, or a run is not in it."""
 
 
+class RunChanged(StoreError):
+    """Another session saved the run since this one read or saved it: saving now would erase that session's work.
+
+    Reload the run to go on from what is stored, or `run.fork(...)` to keep these changes as a new run.
+    """
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def default_path() -> Path:
-    """AGENTCORE_DB if set, else ~/.agentcore/runs.db."""
+def is_url(location: str | Path) -> bool:
+    """Whether a database location names a PostgreSQL server rather than a SQLite file."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def default_path() -> Path | str:
+    """AGENTCORE_DB if set (a file path or a postgresql:// URL), else ~/.agentcore/runs.db."""
     env = os.environ.get("AGENTCORE_DB")
+    if env and is_url(env):
+        return env
     return Path(env).expanduser() if env else DEFAULT_PATH.expanduser()
+
+
+def default_owner() -> str:
+    """Whose runs this process saves: AGENTCORE_USER, else the login name."""
+    try:
+        return os.environ.get("AGENTCORE_USER") or getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container
+        return "anonymous"
 
 
 def _dump(data: Any) -> str:
     return json_text(redact_fields(data), separators=(",", ":"))  # the writer removes every known secret
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 
 def _plain(text: str | None) -> str | None:
-    # a summary column is plain text for SQLite, which cannot store a lone surrogate; the body keeps it exactly
-    return _SURROGATE.sub("\ufffd", text) if text and not text.isascii() else text
+    # a summary column is plain text: SQLite cannot store a lone surrogate, PostgreSQL neither that nor a NUL;
+    # the body is JSON, which escapes both and keeps them exactly
+    return _UNSTORABLE.sub("\ufffd", text) if text else text
 
 
 @dataclass(frozen=True)
@@ -143,6 +173,7 @@ class RunSummary:
     duration_ms: float
     parent_id: str | None
     parent_step: int | None
+    owner: str | None = None
     models: tuple[ModelRef, ...] = ()
 
     @property
@@ -195,104 +226,113 @@ def _signature(step: StepRecord) -> tuple[Any, ...]:
 
 
 class Store:
-    """The runs database. Safe to share between threads; every write is one transaction."""
+    """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL.
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_path()
+    Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
+    login name) is recorded on the runs this Store saves first, and is whose runs `delete_run` may delete.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, owner: str | None = None) -> None:
+        where = path if path is not None else default_path()
+        backend = PostgresBackend if is_url(where) else SqliteBackend
+        self.location = redact_url(where) if is_url(where) else str(Path(where).expanduser())
+        self.owner = owner or default_owner()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.execute("PRAGMA secure_delete=ON")  # a deleted run leaves no readable trace
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the runs database: {exc}") from None
+            self._backend = backend(where if is_url(where) else Path(where).expanduser())
+            self._backend.migrate(MIGRATIONS, self._newer)
+        except ImportError as exc:
+            raise StoreError(f"{self.location}: {exc}") from None
+        except (*backend.errors(), OSError) as exc:
+            raise StoreError(f"{self.location}: cannot open the runs database: {exc}") from None
+        self.path: Path | str = self._backend.path
         self._lock = threading.RLock()
         self._written: OrderedDict[str, _Written] = OrderedDict()
+        self._revisions: dict[str, int] = {}  # the revision this Store last read or wrote, per run
 
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: schema version {version} is newer than this agentcore reads")
-        for number in range(version, SCHEMA_VERSION):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in MIGRATIONS[number]:
-                    self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {number + 1}")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+    def _newer(self, version: int) -> StoreError:
+        return StoreError(f"{self.location}: schema version {version} is newer than this agentcore reads")
 
     @property
     def schema_version(self) -> int:
-        return self._db.execute("PRAGMA user_version").fetchone()[0]
+        with self._lock:
+            return self._backend.schema_version()
+
+    @property
+    def backend(self) -> str:
+        """ "sqlite" or "postgresql"."""
+        return "postgresql" if isinstance(self._backend, PostgresBackend) else "sqlite"
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
         with self._lock:
-            self._db.close()
+            self._backend.close()
+
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        with self._lock:
+            return self._backend.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._backend.execute(sql, params).fetchall())
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock, self._backend.transaction():
+            yield self._backend
+
+    def _no_run(self, run_id: str) -> StoreError:
+        return StoreError(f"no run {run_id!r} in {self.location}")
 
     # -- runs --------------------------------------------------------------------------
 
-    def save_run(self, run: Run) -> None:
-        """Insert or replace the whole run in one transaction, rewriting only the steps that changed."""
+    def save_run(self, run: Run, *, owner: str | None = None) -> None:
+        """Insert or update the whole run in one transaction, rewriting only the steps that changed.
+
+        Raises RunChanged, writing nothing, when another Store (another process or machine) saved the run
+        after this one last read or wrote it. `owner` names who owns a run saved here for the first time.
+        """
+        self._save(run, owner or self.owner, _now())
+
+    def _save(self, run: Run, owner: str | None, updated_at: str) -> None:
         body = run.model_dump(mode="json", exclude={"steps"})
-        body_text = _dump({"format": FORMAT, "version": VERSION, **body})
         first_prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), "")
         usage = run.usage
-        row = {
-            "id": run.id,
-            "title": _plain(scrub_text(run.title)) if run.title else run.title,
-            "created_at": run.created_at,
-            "updated_at": _now(),
-            "provider": run.config.provider,
-            "model": run.config.model,
-            "steps": len(run.steps),
-            "messages": len(run.messages),
-            "stop_reason": run.stop_reason,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cost_usd": run_cost(run),
-            "duration_ms": run.duration_ms,
-            "parent_id": run.parent.run_id if run.parent else None,
-            "parent_step": run.parent.step if run.parent else None,
-            "search_text": scrub_text(_plain(first_prompt[:2000])),
-            "body": body_text,
-            "models": _dump([list(m) for m in run.models]),
-        }
+        values = (
+            _plain(scrub_text(run.title)) if run.title else run.title,
+            run.created_at,
+            updated_at,
+            run.config.provider,
+            run.config.model,
+            len(run.steps),
+            len(run.messages),
+            run.stop_reason,
+            usage.input_tokens,
+            usage.output_tokens,
+            run_cost(run),
+            run.duration_ms,
+            run.parent.run_id if run.parent else None,
+            run.parent.step if run.parent else None,
+            scrub_text(_plain(first_prompt[:2000])),
+            _dump({"format": FORMAT, "version": VERSION, **body}),
+            _dump([list(m) for m in run.models]),
+        )
         with self._transaction() as db:
-            found = db.execute("SELECT revision FROM runs WHERE id = ?", (run.id,)).fetchone()
+            found = db.execute(f"SELECT revision FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
+            known = self._revisions.get(run.id)
+            if found is not None and known is not None and known != found[0]:
+                raise RunChanged(
+                    f"run {run.id} was saved elsewhere (revision {found[0]}) since this session read revision "
+                    f"{known}: nothing was written; reload it to go on from what is stored, or fork it to keep "
+                    "these changes as a new run"
+                )
             revision = (found[0] if found else 0) + 1
             written = self._written.get(run.id)
             if written is None or found is None or written.revision != found[0]:
                 written = _Written(revision, [])  # another writer was here: rewrite every step
-            db.execute(
-                f"INSERT OR REPLACE INTO runs ({_ROW_COLUMNS}) VALUES (:id, :title, :created_at, :updated_at, "
-                ":provider, :model, :steps, :messages, :stop_reason, :input_tokens, :output_tokens, :cost_usd, "
-                ":duration_ms, :parent_id, :parent_step, :search_text, :revision, :body, :models)"
-                if found is None
-                else "UPDATE runs SET title=:title, created_at=:created_at, updated_at=:updated_at, "
-                "provider=:provider, model=:model, steps=:steps, messages=:messages, stop_reason=:stop_reason, "
-                "input_tokens=:input_tokens, output_tokens=:output_tokens, cost_usd=:cost_usd, "
-                "duration_ms=:duration_ms, parent_id=:parent_id, parent_step=:parent_step, "
-                "search_text=:search_text, revision=:revision, body=:body, models=:models WHERE id=:id",
-                {**row, "revision": revision},
-            )
+            if found is not None:
+                db.execute(_UPDATE, (*values, revision, run.id))
+            elif db.execute(_INSERT, (run.id, *values, revision, owner)).rowcount == 0:
+                raise RunChanged(f"run {run.id} was saved elsewhere at the same moment: nothing was written")
             kept: list[tuple[StepRecord, tuple[Any, ...], str]] = []
             for i, step in enumerate(run.steps):
                 sig = _signature(step)
@@ -301,13 +341,14 @@ class Store:
                     kept.append(old)
                     continue
                 text = _dump(step.model_dump(mode="json"))
-                db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?)", (run.id, i, text))
+                db.execute(_PUT_STEP, (run.id, i, text))
                 kept.append((step, sig, text))
             db.execute("DELETE FROM steps WHERE run_id = ? AND idx >= ?", (run.id, len(run.steps)))
         self._remember(run.id, _Written(revision, kept))
 
     def _remember(self, run_id: str, written: _Written) -> None:
         with self._lock:
+            self._revisions[run_id] = written.revision
             self._written[run_id] = written
             self._written.move_to_end(run_id)
             while len(self._written) > 16:
@@ -315,39 +356,41 @@ class Store:
 
     def load_data(self, run_id: str) -> dict[str, Any]:
         """The stored run as transcript JSON data (what an export writes)."""
-        with self._lock:
-            found = self._db.execute("SELECT body FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return self._load(run_id)[0]
+
+    def _load(self, run_id: str) -> tuple[dict[str, Any], int]:
+        with self._transaction() as db:  # the run row and its steps as of one moment
+            found = db.execute("SELECT body, revision FROM runs WHERE id = ?", (run_id,)).fetchone()
             if found is None:
-                raise StoreError(f"no run {run_id!r} in {self.path}")
-            steps = self._db.execute("SELECT body FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
+                raise self._no_run(run_id)
+            steps = db.execute("SELECT body FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
         data = json.loads(found[0])
         data["steps"] = [json.loads(s[0]) for s in steps]
-        return data
+        return data, found[1]
 
     def load_run(self, run_id: str) -> Run:
-        """The stored run, exactly as last saved (wire headers redacted)."""
-        run = from_dict(self.load_data(run_id), check_messages=False)
-        with self._lock:
-            found = self._db.execute("SELECT revision FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if found is not None:
-            self._remember(run_id, _Written(found[0], []))
+        """The stored run, exactly as last saved (wire headers redacted); this Store may save it over that revision."""
+        data, revision = self._load(run_id)
+        run = from_dict(data, check_messages=False)
+        self._remember(run_id, _Written(revision, []))
         return run
 
     def exists(self, run_id: str) -> bool:
         """Whether a run with this id is stored."""
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
+        return self._one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
     def summary(self, run_id: str) -> RunSummary | None:
         """One run's library row, or None."""
-        with self._lock:
-            row = self._db.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self._one(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,))
         return RunSummary.from_row(row) if row else None
 
-    def list_runs(self, search: str | None = None, provider: str | None = None, limit: int = 500) -> list[RunSummary]:
+    def list_runs(
+        self, search: str | None = None, provider: str | None = None, limit: int = 500, *, owner: str | None = None
+    ) -> list[RunSummary]:
         """Runs, most recently saved first; `search` matches id, title, models and the first prompt.
 
-        `provider` keeps the runs it answered a step of (or, before a step, is configured for).
+        `provider` keeps the runs it answered a step of (or, before a step, is configured for); `owner` keeps
+        that person's runs.
         """
         where, params = [], []
         if search and search.strip():
@@ -355,46 +398,65 @@ class Store:
                 escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
                 where.append(
                     "(id || ' ' || coalesce(title, '') || ' ' || model || ' ' || models || ' ' || search_text) "
-                    "LIKE ? ESCAPE '\\'"
+                    f"{self._backend.like} ? ESCAPE '\\'"
                 )
                 params.append(f"%{escaped}%")
         if provider:
-            where.append(_ANSWERED_BY)
+            where.append(self._backend.answered_by)
             params += [provider, provider]
+        if owner:
+            where.append("owner = ?")
+            params.append(owner)
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, id LIMIT ?"
-        with self._lock:
-            rows = self._db.execute(sql, (*params, int(limit))).fetchall()
-        return [RunSummary.from_row(r) for r in rows]
+        return [RunSummary.from_row(r) for r in self._all(sql, (*params, int(limit)))]
 
     def providers(self) -> list[str]:
         """The providers that answered the stored runs' steps, for the library's filter."""
-        with self._lock:
-            return [r[0] for r in self._db.execute(_PROVIDERS)]
+        return [r[0] for r in self._all(self._backend.providers_sql)]
 
-    def delete_run(self, run_id: str) -> None:
-        """Delete a run and its steps; runs forked from it stay, pointing at a missing parent."""
+    def owners(self) -> list[str]:
+        """Everyone who owns a stored run."""
+        return [r[0] for r in self._all("SELECT DISTINCT owner FROM runs WHERE owner IS NOT NULL ORDER BY 1")]
+
+    def delete_run(self, run_id: str, *, user: str | None = None) -> None:
+        """Delete a run and its steps; runs forked from it stay, pointing at a missing parent.
+
+        Only the run's owner (`user`, default this Store's owner) may delete it, unless the deployment sets
+        AGENTCORE_ALLOW_DELETE_OTHERS=1; a run saved before owners were kept has none, and anyone may.
+        """
+        user = user or self.owner
         with self._transaction() as db:
-            if db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
-                raise StoreError(f"no run {run_id!r} in {self.path}")
+            found = db.execute(f"SELECT owner FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
+            if found is None:
+                raise self._no_run(run_id)
+            if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
+                raise StoreError(
+                    f"run {run_id} belongs to {found[0]}, not {user}: only its owner may delete it "
+                    f"(a deployment that wants otherwise sets {ALLOW_DELETE_OTHERS}=1)"
+                )
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)
+            self._revisions.pop(run_id, None)
 
     def set_title(self, run_id: str, title: str) -> None:
-        """Rename a run."""
+        """Rename a run (not a new revision: a rename never conflicts with a session stepping the run)."""
         title = scrub_text(title.strip())
         if not title:
             raise StoreError("a title cannot be empty")
         with self._transaction() as db:
-            changed = db.execute(
-                "UPDATE runs SET title = ?, body = json_set(body, '$.title', ?), updated_at = ? WHERE id = ?",
-                (title, title, _now(), run_id),
-            ).rowcount
-            if changed == 0:
-                raise StoreError(f"no run {run_id!r} in {self.path}")
+            found = db.execute(f"SELECT body FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
+            if found is None:
+                raise self._no_run(run_id)
+            body = {**json.loads(found[0]), "title": title}
+            db.execute(
+                "UPDATE runs SET title = ?, body = ?, updated_at = ? WHERE id = ?",
+                (_plain(title), _dump(body), _now(), run_id),
+            )
 
     def import_run(self, run: Run) -> Run:
         """Store an imported run; an id already taken (or not a plain id) gets a fresh one, so nothing is overwritten."""
@@ -403,14 +465,22 @@ class Store:
         self.save_run(run)
         return run
 
+    def copy_from(self, source: Store) -> tuple[int, int]:
+        """Copy every run of `source` that this store lacks, keeping ids, owners and times; (copied, skipped)."""
+        copied = skipped = 0
+        for run_id, owner, updated_at in source._all("SELECT id, owner, updated_at FROM runs ORDER BY created_at, id"):
+            if self.exists(run_id):
+                skipped += 1
+                continue
+            self._save(from_dict(source.load_data(run_id), check_messages=False), owner, updated_at)
+            copied += 1
+        return copied, skipped
+
     # -- lineage -----------------------------------------------------------------------
 
     def children(self, run_id: str) -> list[RunSummary]:
         """The runs forked directly from this one, oldest first."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,)
-            ).fetchall()
+        rows = self._all(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,))
         return [RunSummary.from_row(r) for r in rows]
 
     def lineage(self, run_id: str) -> list[RunSummary]:
@@ -448,14 +518,16 @@ class Store:
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         """A stored setting, such as the last run the user viewed."""
-        with self._lock:
-            found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        found = self._one("SELECT value FROM meta WHERE key = ?", (key,))
         return found[0] if found else default
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a setting."""
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, str(value)),
+            )
 
     # -- saving as a run goes ----------------------------------------------------------
 
@@ -469,6 +541,6 @@ class Store:
         return observe
 
     def check(self) -> str:
-        """SQLite's integrity check: "ok" for a sound database."""
+        """The database's own consistency check: "ok" for a sound one."""
         with self._lock:
-            return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+            return self._backend.check()

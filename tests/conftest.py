@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
 from servers import ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage

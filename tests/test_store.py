@@ -1,4 +1,5 @@
-"""The runs store: round trips, saving as a run goes, lineage, migrations, kill -9 safety, no secrets on disk."""
+"""The runs store on both backends (SQLite; PostgreSQL when a throwaway server can be started): round trips,
+saving as a run goes, lineage, migrations, kill -9 safety, concurrent writers, owners, no secrets on disk."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from agentcore import (
 from agentcore.accounting import run_cost
 from agentcore.exports import export_body, export_json, export_zip
 from agentcore.providers.scripted import get_scenario
-from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, RunChanged, Store, StoreError
 
 PLANTED = "sk-planted-0123456789abcdefSECRET"
 
@@ -50,20 +51,26 @@ def made_by(run: Run, provider: str, model: str) -> Run:
     return run
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path: Path) -> str:
+    """A test's runs database: a SQLite file, or a database of its own on the session's PostgreSQL cluster."""
+    return str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "runs.db")
+def store(location: str) -> Store:
+    s = Store(location)
     yield s
     s.close()
 
 
-def test_a_saved_run_loads_back_equal_after_a_restart(tmp_path: Path) -> None:
+def test_a_saved_run_loads_back_equal_after_a_restart(location: str) -> None:
     agent, run = scripted_run()
     agent.run(run)
-    first = Store(tmp_path / "runs.db")
+    first = Store(location)
     first.save_run(run)
     first.close()
-    again = Store(tmp_path / "runs.db")
+    again = Store(location)
     loaded = again.load_run(run.id)
     assert loaded.model_dump() == run.model_dump()
     assert again.check() == "ok"
@@ -88,10 +95,10 @@ def test_the_saver_observer_keeps_the_stored_run_equal_to_the_live_one_after_eve
     assert store.summary(run.id).stop_reason == "answer"
 
 
-def test_steps_are_rewritten_when_another_writer_changed_the_run(tmp_path: Path) -> None:
+def test_steps_are_rewritten_when_another_writer_changed_the_run(location: str) -> None:
     agent, run = scripted_run()
     agent.run(run)
-    a, b = Store(tmp_path / "runs.db"), Store(tmp_path / "runs.db")
+    a, b = Store(location), Store(location)
     a.save_run(run)
     b.delete_run(run.id)
     a.save_run(run)  # a's memory of written steps is stale: every step must be written again
@@ -247,7 +254,7 @@ def test_an_old_schema_is_migrated_and_a_newer_one_refused(tmp_path: Path) -> No
     db.close()
     s = Store(path)
     assert s.schema_version == SCHEMA_VERSION
-    names = {r[0] for r in s._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    names = {r[0] for r in s._backend.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "runs_by_parent" in names
     s.close()
     db = sqlite3.connect(path)
@@ -277,7 +284,7 @@ def test_a_row_written_before_the_models_were_kept_lists_its_configured_model(tm
     s.close()
 
 
-def test_a_planted_api_key_never_reaches_the_database_or_any_export(tmp_path: Path, monkeypatch) -> None:
+def test_a_planted_api_key_never_reaches_the_database_or_any_export(location: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
     agent, run = scripted_run("weather")
     agent.run(run)
@@ -290,13 +297,17 @@ def test_a_planted_api_key_never_reaches_the_database_or_any_export(tmp_path: Pa
         response={"note": f"echo {PLANTED}"},
     )
     run.messages[0] = run.messages[0].model_copy(update={"content": f"my key is {PLANTED}"})
-    s = Store(tmp_path / "runs.db")
+    s = Store(location)
     s.save_run(run)
     s.set_title(run.id, "a title")
     loaded = s.load_run(run.id)
     exports = [export_json(loaded), export_zip([loaded], ("json", "openai", "anthropic"))]
     exports += [export_body(loaded, f) for f in ("openai", "anthropic")]
-    files = [p.read_bytes() for p in tmp_path.iterdir()]  # the database, its WAL and shared memory
+    if s.backend == "sqlite":
+        files = [p.read_bytes() for p in tmp_path.iterdir()]  # the database, its WAL and shared memory
+    else:  # every row of every table, as PostgreSQL prints it
+        tables = ("runs", "steps", "meta")
+        files = [r[0].encode() for t in tables for r in s._backend.execute(f"SELECT t::text FROM {t} AS t").fetchall()]
     assert files and all(PLANTED.encode() not in blob for blob in files)
     import io
     import zipfile
@@ -336,11 +347,11 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_process_killed_mid_run_leaves_every_completed_phase_readable(tmp_path: Path) -> None:
+def test_a_process_killed_mid_run_leaves_every_completed_phase_readable(location: str, tmp_path: Path) -> None:
     script = tmp_path / "slow_run.py"
     script.write_text(KILL_SCRIPT)
-    db = tmp_path / "runs.db"
-    proc = subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True)
+    db = location
+    proc = subprocess.Popen([sys.executable, str(script), db], stdout=subprocess.PIPE, text=True)
     completed = 0
     try:
         for line in proc.stdout:
@@ -362,3 +373,132 @@ def test_a_process_killed_mid_run_leaves_every_completed_phase_readable(tmp_path
         assert run.messages[step.message_count].tool_calls[0].id == f"call_{step.index}"
     results = [m for m in run.messages if m.role == "tool"]
     assert len(results) >= completed and not any(m.is_error for m in results)
+
+
+def test_a_session_saving_over_a_revision_it_never_saw_is_refused_and_writes_nothing(location: str) -> None:
+    agent, run = scripted_run()
+    agent.run(run)
+    Store(location).save_run(run)
+    mine, theirs = Store(location), Store(location)
+    mine_run, theirs_run = mine.load_run(run.id), theirs.load_run(run.id)
+    theirs_run.title = "their edit"
+    theirs.save_run(theirs_run)
+    mine_run.steps, mine_run.title = mine_run.steps[:2], "my edit"
+    with pytest.raises(RunChanged, match="saved elsewhere .* reload it .* or fork it"):
+        mine.save_run(mine_run)
+    stored = Store(location).load_run(run.id)
+    assert stored.title == "their edit" and len(stored.steps) == len(run.steps)
+    again = mine.load_run(run.id)  # after a reload the session goes on from what is stored
+    again.title = "my edit"
+    mine.save_run(again)
+    assert Store(location).load_run(run.id).title == "my edit"
+
+
+RACE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from agentcore.store import RunChanged, Store
+
+    store = Store(sys.argv[1])
+    run = store.load_run(sys.argv[2])
+    run.title = sys.argv[3]
+    run.steps = run.steps[: int(sys.argv[4])]
+    print("loaded", flush=True)
+    sys.stdin.readline()  # both writers hold the same revision; the test releases them together
+    try:
+        store.save_run(run)
+        print("saved", flush=True)
+    except RunChanged as exc:
+        print(f"refused: {exc}", flush=True)
+    """
+)
+
+
+def test_two_processes_saving_the_same_run_at_once_one_wins_and_the_other_is_refused(
+    location: str, tmp_path: Path
+) -> None:
+    agent, run = scripted_run()
+    agent.run(run)
+    script = tmp_path / "race.py"
+    script.write_text(RACE_SCRIPT)
+    for round_ in range(3):
+        Store(location).save_run(run)  # a Store that never read the run writes it whole: every round starts alike
+        writers = {
+            name: subprocess.Popen(
+                [sys.executable, str(script), location, run.id, name, str(keep)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for name, keep in ((f"A{round_}", 2), (f"B{round_}", 4))
+        }
+        assert all(p.stdout.readline().strip() == "loaded" for p in writers.values())
+        for p in writers.values():
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        said = {name: p.communicate(timeout=60)[0].strip() for name, p in writers.items()}
+        winners = [name for name, line in said.items() if line == "saved"]
+        assert len(winners) == 1, said
+        (loser,) = set(said) - set(winners)
+        assert said[loser].startswith(f"refused: run {run.id} was saved elsewhere"), said
+        stored = Store(location).load_run(run.id)
+        assert stored.title == winners[0] and len(stored.steps) == (2 if winners[0].startswith("A") else 4)
+
+
+def test_runs_carry_their_owner_and_only_the_owner_deletes_unless_allowed(location: str, monkeypatch) -> None:
+    ada, bob = Store(location, owner="ada"), Store(location, owner="bob")
+    _, mine = scripted_run("weather")
+    _, theirs = scripted_run("weather")
+    ada.save_run(mine)
+    bob.save_run(theirs)
+    ada.save_run(bob.load_run(theirs.id))  # saving another's run does not take it over
+    assert {r.id: r.owner for r in ada.list_runs()} == {mine.id: "ada", theirs.id: "bob"}
+    assert [r.id for r in ada.list_runs(owner="ada")] == [mine.id] and ada.owners() == ["ada", "bob"]
+    with pytest.raises(StoreError, match="belongs to bob, not ada.*AGENTCORE_ALLOW_DELETE_OTHERS=1"):
+        ada.delete_run(theirs.id)
+    assert ada.exists(theirs.id)
+    monkeypatch.setenv("AGENTCORE_ALLOW_DELETE_OTHERS", "1")
+    ada.delete_run(theirs.id)
+    assert not bob.exists(theirs.id)
+
+
+def test_the_owner_comes_from_agentcore_user(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "grace")
+    s = Store(tmp_path / "runs.db")
+    _, run = scripted_run("weather")
+    s.save_run(run)
+    assert s.owner == "grace" and s.summary(run.id).owner == "grace"
+
+
+def test_a_postgresql_url_in_agentcore_db_selects_postgresql(pg_url: str, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_DB", pg_url)
+    s = Store()
+    assert s.backend == "postgresql" and s.path == pg_url and s.schema_version == SCHEMA_VERSION
+
+
+def test_runs_copy_moves_a_sqlite_library_to_postgresql_keeping_ids_owners_and_forks(
+    tmp_path: Path, pg_url: str, capsys
+) -> None:
+    source = Store(tmp_path / "runs.db", owner="ada")
+    agent, root = scripted_run()
+    agent.run(root)
+    fork = root.fork(3)
+    for r in (root, fork):
+        source.save_run(r)
+    source.set_title(root.id, "the root")
+    argv = ["runs", "copy", "--from", str(tmp_path / "runs.db"), "--to", pg_url]
+    assert cli.main(argv) == 0
+    assert "copied 2 runs" in capsys.readouterr().out
+    target = Store(pg_url)
+    assert target.load_run(root.id).model_dump() == source.load_run(root.id).model_dump()
+    assert [r.id for r in target.children(root.id)] == [fork.id]
+    assert {r.owner for r in target.list_runs()} == {"ada"}
+    assert [(r.id, r.updated_at) for r in target.list_runs()] == [(r.id, r.updated_at) for r in source.list_runs()]
+    assert cli.main(argv) == 0  # again: nothing is copied twice
+    assert "copied 0 runs, skipped 2" in capsys.readouterr().out
+
+
+def test_a_bad_postgresql_url_is_a_store_error_without_the_password(tmp_path: Path) -> None:
+    with pytest.raises(StoreError) as caught:
+        Store("postgresql://ada:hunter2@127.0.0.1:1/nowhere")
+    assert "hunter2" not in str(caught.value)
