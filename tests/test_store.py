@@ -502,3 +502,16 @@ def test_a_bad_postgresql_url_is_a_store_error_without_the_password(tmp_path: Pa
     with pytest.raises(StoreError) as caught:
         Store("postgresql://ada:hunter2@127.0.0.1:1/nowhere")
     assert "hunter2" not in str(caught.value)
+
+
+def test_the_runs_page_lists_my_runs_until_asked_for_everyones(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "ada")
+    _, mine = scripted_run("weather")
+    _, theirs = scripted_run("research")
+    Store(os.environ["AGENTCORE_DB"], owner="ada").save_run(mine)
+    Store(os.environ["AGENTCORE_DB"], owner="bob").save_run(theirs)
+    at = open_app("views/runs.py")
+    assert list(at.dataframe[0].value["id"]) == [mine.id]
+    at.toggle(key="runs_mine").set_value(False).run()
+    table = at.dataframe[0].value
+    assert dict(zip(table["id"], table["owner"], strict=True)) == {mine.id: "ada", theirs.id: "bob"}

@@ -45,6 +45,27 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
     )
 
 
+# -- owners: a shared database lists one's own runs unless asked for everyone's -------------
+
+
+def _owner_filter(store: Store) -> tuple[str | None, bool]:
+    """Whose runs to list (None: everyone's), and whether to show the owner column.
+
+    A database that holds nobody else's runs shows neither the toggle nor the column.
+    """
+    others = [o for o in store.owners() if o != store.owner]
+    if not others:
+        return None, False
+    mine = st.toggle(
+        f"Only my runs ({safe.inline(store.owner)})",
+        value=True,
+        key="runs_mine",
+        help=f"{words.plural(len(others), 'other person', 'other people')} saved runs here. Deleting their runs "
+        "is refused unless the deployment sets AGENTCORE_ALLOW_DELETE_OTHERS=1.",
+    )
+    return (store.owner if mine else None), True
+
+
 # -- actions (callbacks change state; the page redraws from it) ---------------------------
 
 
@@ -241,11 +262,19 @@ def main() -> None:
     search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
     provider = cols[1].selectbox("Provider", [ALL, *store.providers()], key="runs_provider")
     state.keep(WIDGETS)
-    runs = store.list_runs(search or None, None if provider == ALL else provider)
+    owner, show_owner = _owner_filter(store)
+    runs = store.list_runs(search or None, None if provider == ALL else provider, owner=owner)
     if not runs:
-        st.info("No runs match." if search or provider != ALL else "No saved runs yet: runs are saved as they happen.")
+        st.info(
+            "No runs match."
+            if search or provider != ALL or owner
+            else "No saved runs yet: runs are saved as they happen."
+        )
         return
-    st.dataframe(_table(runs), hide_index=True, width="stretch")
+    table = _table(runs)
+    if show_owner:
+        table.insert(1, "owner", [r.owner or "" for r in runs])
+    st.dataframe(table, hide_index=True, width="stretch")
 
     ids = [r.id for r in runs]
     by_id = {r.id: r for r in runs}
