@@ -242,3 +242,22 @@ def test_the_tools_command_lists_a_servers_tools_with_their_schemas(capsys):
     assert main(["tools", "--mcp-stdio", DEMO]) == 0
     out = capsys.readouterr().out
     assert "add" in out and "mcp:agentcore-demo" in out and '"required"' in out
+
+
+def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatch, tmp_path):
+    from ui import mcp_view
+
+    path = tmp_path / "mcp.json"
+    command = {"command": sys.executable, "args": ["-m", "agentcore.mcp_demo"]}
+    path.write_text(json.dumps({"mcpServers": {"demo": command, "broken": {"command": "/nonexistent/server"}}}))
+    monkeypatch.setenv(mcp_view.CONFIG_ENV, str(path))
+    mcp_view._started.clear()
+    try:
+        at = open_app()
+        picker = next(w for w in at.multiselect if w.key == "cfg_tools")
+        assert {"calculator", "add", "divide"} <= set(picker.options)
+        shown = " ".join(m.value for m in at.markdown) + " ".join(w.value for w in at.warning)
+        assert "demo" in shown and "broken" in shown and "could not start" in shown
+        assert [t.name for t in mcp_view.resolve_tools(["add", "calculator", "gone"])] == ["add", "calculator"]
+    finally:
+        mcp_view._started.clear()

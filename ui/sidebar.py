@@ -11,10 +11,10 @@ from streamlit.delta_generator import DeltaGenerator
 from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
-from agentcore.toolbox import TOOLBOX
 
 from . import safe
 from .actions import start_scenario_run
+from .mcp_view import available_tools, render_mcp_servers, tool_spec
 from .state import (
     DEFAULT_N_CTX,
     MODEL_ENV,
@@ -104,7 +104,7 @@ def _follow_run(session: Session) -> None:
             f"This run was made against {config.base_url}; the sidebar keeps its own base URL, so your API key "
             "goes only where you send it. Type that address under Base URL to go on there."
         )
-    st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in TOOLBOX]
+    st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in available_tools()]
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
@@ -173,14 +173,15 @@ def _connection(sb: DeltaGenerator, info: ProviderInfo) -> str | None:
 
 
 def _tools(sb: DeltaGenerator) -> list[str]:
-    tools = sb.multiselect("Tools", list(TOOLBOX), key="cfg_tools", help="The tools offered to the model")
+    tools = sb.multiselect("Tools", list(available_tools()), key="cfg_tools", help="The tools offered to the model")
     with sb.expander("What these tools do"):
         for name in tools:
-            spec = TOOLBOX[name].spec()
+            spec = tool_spec(name)
             st.markdown(f"**`{name}`** — {spec.description}")
             st.json(spec.parameters, expanded=False)
         if not tools:
             st.caption("No tools: the model can only answer.")
+    render_mcp_servers(sb)
     return list(tools)
 
 

@@ -22,7 +22,8 @@ from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
-from agentcore.toolbox import TOOLBOX, get_tools
+
+from .mcp_view import resolve_tools
 
 SESSION_KEY = "session"
 PROVIDER_ENV = "AGENTCORE_PROVIDER"
@@ -62,7 +63,7 @@ class AppConfig:
             base_url=self.base_url or None,
             scenario=self.scenario if self.provider == "scripted" else None,
             system_prompt=self.system_prompt or None,
-            tools=[t.spec() for t in get_tools([n for n in self.tools if n in TOOLBOX])],
+            tools=[t.spec() for t in resolve_tools(self.tools)],
             max_steps=self.max_steps,
             concurrency=self.concurrency,
             temperature=self.temperature,
