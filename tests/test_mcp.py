@@ -18,8 +18,10 @@ import pytest
 
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed: pip install -e '.[mcp]'")
 
-from agentcore.errors import UsageError  # noqa: E402
-from agentcore.mcp import (  # noqa: E402
+from servers import ROOT, free_port
+
+from agentcore.errors import UsageError
+from agentcore.mcp import (
     MCPServerError,
     ServerConfig,
     close_all,
@@ -30,9 +32,8 @@ from agentcore.mcp import (  # noqa: E402
     parse_config,
     stdio_server,
 )
-from agentcore.messages import AssistantMessage, ToolCall  # noqa: E402
-from agentcore.secrets import scrub_text  # noqa: E402
-from servers import ROOT, free_port  # noqa: E402
+from agentcore.messages import AssistantMessage, ToolCall
+from agentcore.secrets import scrub_text
 
 DEMO = f"{shlex.quote(sys.executable)} -m agentcore.mcp_demo"
 
@@ -208,7 +209,10 @@ def test_the_config_file_takes_the_common_mcp_servers_shape(tmp_path, monkeypatc
             {
                 "mcpServers": {
                     "demo": {"command": "python", "args": ["-m", "agentcore.mcp_demo"], "timeout": 5},
-                    "remote": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${DEMO_MCP_TOKEN}"}},
+                    "remote": {
+                        "url": "http://127.0.0.1:1/mcp",
+                        "headers": {"Authorization": "Bearer ${DEMO_MCP_TOKEN}"},
+                    },
                     "off": {"command": "nothing", "disabled": True},
                 }
             }
