@@ -263,5 +263,15 @@ def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatc
         shown = " ".join(m.value for m in at.markdown) + " ".join(w.value for w in at.warning)
         assert "demo" in shown and "broken" in shown and "could not start" in shown
         assert [t.name for t in mcp_view.resolve_tools(["add", "calculator", "gone"])] == ["add", "calculator"]
+        picker.set_value(["add"]).run()
+        at.text_input(key="prompt").set_value("add 2 and 3").run()
+        at.button(key="start").click().run()
+        session = at.session_state["session"]
+        assert [t.name for t in session.run.config.tools] == ["add"]  # the run offers the server's tool
+        from ui import actions
+
+        agent = actions._agent(session, session.run, [])
+        assert list(agent.tools) == ["add"]  # and the agent that steps it can run that tool
+        assert agent.tools["add"].execute(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})).content == "5"
     finally:
         mcp_view._started.clear()

@@ -20,8 +20,8 @@ from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessa
 from agentcore.messages import validate_messages as _validate
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
-from agentcore.toolbox import TOOLBOX, get_tools
 
+from .mcp_view import available_tools, resolve_tools
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
 
 TextSink = Callable[[str], None]
@@ -177,13 +177,14 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
         "temperature": cfg.temperature,
     }
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
-        update["tools"] = [t.spec() for t in get_tools([n for n in cfg.tools if n in TOOLBOX])]
+        update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]
     return run.config.model_copy(update=update)
 
 
 def _tool_names(run: Run) -> list[str]:
     # tools the app does not have (from an imported run) are kept until the person changes the tools
-    return [t.name for t in run.config.tools if t.name in TOOLBOX]
+    available = available_tools()
+    return [t.name for t in run.config.tools if t.name in available]
 
 
 def upcoming(session: Session) -> Run | None:
@@ -209,7 +210,7 @@ def next_call(session: Session) -> NextCall | None:
     cfg = session.config
     model = ModelRef(cfg.provider, (cfg.scenario or cfg.model) if cfg.provider == "scripted" else cfg.model)
     before = run.answered_by(run.steps[-1]) if run.steps else None
-    tools = [n for n in cfg.tools if n in TOOLBOX]
+    tools = [t.name for t in resolve_tools(cfg.tools)]
     changed = []
     if before is not None and before != model:
         changed.append("model")
@@ -221,7 +222,7 @@ def next_call(session: Session) -> NextCall | None:
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     run.config = _sidebar_config(session, run)
     provider = make_provider(run.config, session.config.provider_options)
-    return Agent(provider, get_tools(_tool_names(run)), observers=observers)
+    return Agent(provider, resolve_tools(_tool_names(run)), observers=observers)
 
 
 def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:

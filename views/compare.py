@@ -22,9 +22,9 @@ from agentcore.exports import export_bundle, export_filename
 from agentcore.providers import REGISTRY, local_available
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
-from agentcore.toolbox import TOOLBOX, get_tools
 from agentcore.transcript import from_dict, to_dict
 from ui import safe, words
+from ui.mcp_view import available_tools, resolve_tools
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
 from ui.state import get_session
@@ -201,7 +201,7 @@ def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[in
     st.text_area("Prompt (the same for every configuration)", key="cmp_prompt", height=80, disabled=locked)
     left, mid, right = st.columns([3, 3, 1])
     left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
-    mid.multiselect("Tools", list(TOOLBOX), key="cmp_tools", disabled=locked)
+    mid.multiselect("Tools", list(available_tools()), key="cmp_tools", disabled=locked)
     right.number_input("Max steps", 1, 100, key="cmp_max_steps", disabled=locked)
     right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
     specs, keys = [], {}
@@ -230,7 +230,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
                 st.session_state["cmp_prompt"],
                 specs,
                 system_prompt=st.session_state["cmp_system"] or None,
-                tools=get_tools(st.session_state["cmp_tools"]),
+                tools=resolve_tools(st.session_state["cmp_tools"]),
                 max_steps=int(st.session_state["cmp_max_steps"]),
                 api_keys=keys,
             )
