@@ -62,7 +62,7 @@ def _last_line(run: Run) -> str:
 
 
 def _live(session: Session, slot) -> None:
-    """Run the requested phase (or the whole run) in its slot, showing streamed text or progress, then redraw."""
+    """Run the requested phase (or the whole run) in its slot, showing streamed text or progress, then clear it."""
     run = session.run
     assert run is not None
     with slot.container(border=True, key="live"):
@@ -94,7 +94,7 @@ def _live(session: Session, slot) -> None:
                 box.markdown(safe.markdown("".join(text) + " ▌"))
 
             actions.run_phase(session, action or "step", on_text)
-    st.rerun()
+    slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run
 
 
 def _status(session: Session, run: Run) -> None:
@@ -264,15 +264,20 @@ def _where(run: Run | None) -> None:
             st.html(source_html(view, whole=True))
 
 
+def _notice(session: Session, slot) -> None:
+    if session.notice:
+        slot.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
+
+
 def main() -> None:
     """Draw the playground from the Session."""
     session = get_session()
     st.markdown("## Playground")
     _prompt_row(session)
-    if session.notice:
-        st.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
+    notice = st.empty()  # filled after a phase runs, so the notice it leaves shows in the same draw
     run = session.run
     if run is None:
+        _notice(session, notice)
         _offer_last_run(session)
         st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")
         _where(None)
@@ -280,6 +285,7 @@ def main() -> None:
     slot = st.empty()  # always drawn, so the live box never lands on the controls' place
     if session.running or session.action:
         _live(session, slot)
+    _notice(session, notice)
     _controls(session, run)
     _status(session, run)
     if run.stop_reason == "error":
