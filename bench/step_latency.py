@@ -64,18 +64,18 @@ def start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
 
 
 def open_run(page, url: str) -> None:
-    """Load the app and bring the seeded run on screen (offered for reopening, or opened at once)."""
+    """Load the app and bring the seeded run on screen: a fresh tab offers the last run, so take the offer."""
     page.goto(url)
+    reopen = page.locator(".st-key-reopen button")
     step = page.get_by_role("button", name="Step", exact=True)
-    reopen = page.get_by_role("button", name="Reopen", exact=False)
+    reopen.or_(step).first.wait_for(state="visible", timeout=60_000)
+    if reopen.count():
+        reopen.click()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if step.count() and step.first.is_enabled():
-            return
-        if reopen.count() and reopen.first.is_visible():
-            reopen.first.click()
-        page.wait_for_timeout(200)
-    raise RuntimeError("the seeded run did not come on screen with Step enabled")
+    while not (step.count() and step.first.is_enabled()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the seeded run did not come on screen with Step enabled")
+        page.wait_for_timeout(100)
 
 
 def click_ms(page, next_index: int) -> float:
