@@ -361,6 +361,7 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--db", help=db_help + "; each failing run is saved there")
     p.add_argument("--no-db", action="store_true", help="do not save failing runs")
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
+    add_mcp_arguments(p)
     p.set_defaults(func=cmd_test)
 
 

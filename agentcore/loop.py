@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
-from .providers.base import ModelRequest, Provider, Settings
+from .providers.base import ModelRequest, Provider, Settings, WireExchange
 from .run import EXECUTED, FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
@@ -53,7 +53,8 @@ class Event:
 
 
 Observer = Callable[[Event], None]
-_Result = tuple[ToolOutcome, ToolSource, float]  # a call's outcome, how it was resolved, and when it started (ms)
+# a call's outcome, how it was resolved, when it started (ms), and the tool's own wire exchange if it kept one
+_Result = tuple[ToolOutcome, ToolSource, float, WireExchange | None]
 
 
 class ToolDecision(BaseModel):
@@ -228,7 +229,7 @@ class Agent:
                 outcome, source = self._refused(len(calls)), "refused"
             else:
                 outcome, source = self._resolve(run, call, decisions.get(call.id)), sources[call.id]
-            results[call.id] = (outcome, source, started)
+            results[call.id] = (outcome, source, started, self._tool_wire(call, source))
             self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
 
         for group in self._groups(run, allowed):
@@ -249,7 +250,7 @@ class Agent:
         structured = False
         step = run.steps[-1] if run.steps else None
         for call in calls:
-            outcome, source, started = results[call.id]
+            outcome, source, started, wire = results[call.id]
             run.append(
                 ToolMessage(tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error)
             )
@@ -266,6 +267,7 @@ class Agent:
                         original_arguments=None if original is None else original.arguments,
                         original_raw_arguments=None if original is None else original.raw_arguments,
                         started_ms=started,
+                        wire=wire,
                     )
                 )
             if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source in EXECUTED:
@@ -319,6 +321,11 @@ class Agent:
         if current:
             groups.append(current)
         return groups
+
+    def _tool_wire(self, call: ToolCall, source: ToolSource) -> WireExchange | None:
+        """The exchange a tool that talks to a server kept for this call (`exchange_for`), if it ran."""
+        exchange_for = getattr(self.tools.get(call.name), "exchange_for", None)
+        return exchange_for(call.id) if exchange_for is not None and source in EXECUTED else None
 
     def _refused(self, asked: int) -> ToolOutcome:
         """The result of a call beyond the turn's limit: not run, and the model is told which calls ran."""

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import AgentcoreError, UsageError
 from .messages import ToolCall
+from .providers.base import WireExchange
 from .secrets import register_headers, register_secret, scrub
 from .tool_output import cap_output, describe, utf8_safe
 from .tools import DEFAULT_TIMEOUT_S, Tool, ToolOutcome, ToolSpec
@@ -430,6 +431,22 @@ class MCPTool(Tool):
     def source(self) -> str:
         """Which server the tool came from, as a transcript records it: `mcp:NAME`."""
         return f"mcp:{self.connection.name if self.connection else '?'}"
+
+    def exchange_for(self, tool_call_id: str) -> WireExchange | None:
+        """This call's `tools/call` request and the server's response as a wire exchange; None if none was sent."""
+        if self.connection is None:
+            return None
+        recorded = self.connection.exchange(tool_call_id)
+        sent = [w["message"] for w in recorded if w["direction"] == "→"]
+        if not sent:
+            return None
+        answered = [w["message"] for w in recorded if w["direction"] == "←"]
+        # scrubbed again: a secret registered after the message was kept is removed too
+        return WireExchange(
+            url=scrub(self.connection.config.label),
+            request=scrub(sent[0]),
+            response=scrub(answered[0]) if answered else None,
+        )
 
     def execute(self, call: ToolCall) -> ToolOutcome:
         """Check the arguments against the server's schema, call the server with a time limit."""

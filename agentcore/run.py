@@ -92,11 +92,23 @@ class ToolRun(BaseModel):
     original_arguments: dict[str, Any] | None = None
     original_raw_arguments: str | None = None
     started_ms: Millis = 0.0
+    wire: WireExchange | None = None  # the tool's own exchange where it has one: an MCP server's tools/call
 
     @field_validator("source", mode="before")
     @classmethod
     def _manual_is_typed(cls, source: Any) -> Any:
         return "typed" if source == "manual" else source  # files written before the decisions had their names
+
+    @field_validator("wire")
+    @classmethod
+    def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
+        # as a step's wire, but two levels further down (tool_runs, the tool run): a body too deep is not kept
+        depth = WIRE_DEPTH - 2
+        if wire is None:
+            return wire
+        cut = {k: f"(not kept: nested more than {depth} levels deep)" for k in ("request", "response")}
+        deep = {k: v for k, v in cut.items() if nesting(getattr(wire, k), depth) > depth}
+        return wire.model_copy(update=deep) if deep else wire
 
     @model_validator(mode="after")
     def _original_fits(self) -> ToolRun:

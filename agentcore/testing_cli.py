@@ -58,8 +58,9 @@ def cmd_test(args: argparse.Namespace) -> int:
             raise UsageError("--diff compares a run with one test file's pinned run: name one file")
         return _print_diff(tests[0], args.diff, getattr(args, "db", None))
     specs = [parse_config(text) for text in args.config or [REPLAY]]
+    tools = _tools(args, tests)
     print(f"running {len(tests)} tests × {len(specs)} configurations concurrently")
-    matrix = run_matrix(tests, specs)
+    matrix = run_matrix(tests, specs, tools=tools)
     print(matrix.table())
     store = None if args.no_db or matrix.passed else _store(getattr(args, "db", None))
     by_name = dict(zip([t.name for t in tests], files, strict=True))
@@ -79,6 +80,17 @@ def cmd_test(args: argparse.Namespace) -> int:
         write_atomic(args.junit, junit_xml(matrix))
         print(f"junit: {args.junit}")
     return EXIT_PASS if matrix.passed else EXIT_FAIL
+
+
+def _tools(args: argparse.Namespace, tests: list):
+    """The toolbox tools the tests name and the MCP servers' tools, as `run` merges them; None without servers."""
+    from . import toolbox
+    from .mcp import servers_from_args, with_mcp_tools
+
+    if not servers_from_args(args):
+        return None  # each test takes its toolbox tools by name, as before
+    names = sorted({n for t in tests for n in t.tools if n in toolbox.TOOLBOX})
+    return with_mcp_tools(args, toolbox.get_tools(names))
 
 
 def _store(db: str | None):

@@ -275,3 +275,83 @@ def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatc
         assert agent.tools["add"].execute(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})).content == "5"
     finally:
         mcp_view._started.clear()
+
+
+def _added(tool, secret: str):
+    """A run through the Agent loop in which the model asks `tool` (the demo's word_count) about a secret."""
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.run import Run
+
+    turns = [
+        AssistantMessage(tool_calls=(ToolCall(id="wc1", name=tool.name, arguments={"text": f"key {secret}"}),)),
+        AssistantMessage(content="Two words."),
+    ]
+    return Agent(ScriptedProvider(replay=turns), [tool]).run(Run.start("Count the words."))
+
+
+@pytest.fixture(scope="module")
+def secret_run():
+    """A run whose MCP server was started with a secret in its environment, which the model then repeats."""
+    secret = "sk-mcp-wire-0123456789abcdef"
+    config = replace(stdio_server(DEMO), name="keyed", env=(("DEMO_API_KEY", secret),))
+    tool = next(t for t in mcp_tools([config]) if t.name == "word_count")
+    return _added(tool, secret), secret
+
+
+def test_a_tool_run_records_its_tools_call_request_and_response_secrets_removed(secret_run, tmp_path):
+    from agentcore.transcript import load, save
+
+    run, secret = secret_run
+    (tool_run,) = run.steps[0].tool_runs
+    assert tool_run.wire is not None and "agentcore.mcp_demo" in tool_run.wire.url
+    assert tool_run.wire.request["method"] == "tools/call"
+    assert tool_run.wire.request["params"]["name"] == "word_count"
+    assert tool_run.wire.response["result"]["content"] == [{"type": "text", "text": "2 words"}]
+    assert tool_run.wire.response["id"] == tool_run.wire.request["id"]
+    save(run, tmp_path / "run.json")
+    loaded = load(tmp_path / "run.json").steps[0].tool_runs[0].wire
+    assert loaded == tool_run.wire
+    assert secret not in loaded.model_dump_json() and "key " in loaded.request["params"]["arguments"]["text"]
+
+
+def test_a_tool_run_without_a_wire_loads_as_before():
+    from agentcore.run import ToolRun
+
+    old = ToolRun.model_validate({"tool_call_id": "c1", "name": "add", "duration_ms": 1.0, "is_error": False})
+    assert old.wire is None
+
+
+def test_the_step_detail_shows_each_tool_runs_jsonrpc(secret_run, open_app):
+    from ui.state import Session
+
+    run, secret = secret_run
+    session = Session()
+    session.add_run(run)
+    session.inspect_step = 1  # the step whose tools ran; the picker otherwise follows the newest
+    at = open_app(session=session)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "tools/call" in shown and "word_count" in shown
+    bodies = [b for b in [*(j.value for j in at.json), *(c.value for c in at.code)] if "jsonrpc" in b]
+    assert len(bodies) == 4  # the request and the response, each as a tree and as text
+    assert any('"tools/call"' in b for b in bodies) and any("2 words" in b for b in bodies)
+    assert not any(secret in b for b in bodies)
+
+
+def test_agentcore_test_runs_a_pinned_test_on_the_servers_tools(tmp_path, capsys):
+    from agentcore import pinned
+    from agentcore.cli import main
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.run import Run
+
+    turns = [
+        AssistantMessage(tool_calls=(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}),)),
+        AssistantMessage(content="5"),
+    ]
+    add = next(t for t in mcp_tools([stdio_server(DEMO)]) if t.name == "add")
+    run = Agent(ScriptedProvider(replay=turns), [add]).run(Run.start("2 + 3?"))
+    path = tmp_path / "adds.json"
+    path.write_text(pinned.dumps(pinned.propose(run, "adds")))
+    assert main(["test", str(path), "--no-db", "--mcp-stdio", DEMO]) == 0
+    assert "1 of 1 passed" in capsys.readouterr().out

@@ -90,6 +90,21 @@ def _wire(step: StepRecord) -> None:
         _body("Response", wire.response_headers, wire.response, "wire_response")
 
 
+def _tool_wires(step: StepRecord) -> None:
+    """Each tool run's own exchange under the model's: an MCP server's tools/call request and response."""
+    kept = [(t, t.wire) for t in step.tool_runs if t.wire is not None]
+    for i, (t, wire) in enumerate(kept):
+        st.markdown(f"**Tool {safe.inline(t.name)}** {safe.code(t.tool_call_id)}: JSON-RPC `tools/call`")
+        st.caption(f"Server: {safe.code(wire.url or '(unknown)')}")
+        if wire.response is None:
+            st.caption("No response was recorded: the call timed out or the server ended first.")
+        left, right = st.columns(2)
+        with left:
+            _body("Request", {}, wire.request, f"tool_wire_request_{i}")
+        with right:
+            _body("Response", {}, wire.response, f"tool_wire_response_{i}")
+
+
 def _lineage(session: Session, run: Run) -> None:
     chain = lineage(session, run)
     if len(chain) < 2:
@@ -175,6 +190,7 @@ def _step_details(step: StepRecord) -> None:
         )
         with st.expander("Wire view: the exact request and response (credentials removed)"):
             _wire(step)
+            _tool_wires(step)
 
 
 def render_steps(session: Session) -> None:
