@@ -231,12 +231,11 @@ def _page_range(session: Session, total: int) -> range:
 def _message_row(session: Session, i: int, m: Message, reasons: list[str], record: Record) -> None:
     """One message with its edit and delete buttons, its editor when open, and what is wrong with it."""
     with st.container(border=True, key=f"msg_{i}"):
-        head, tools = st.columns([6, 1])
-        head.markdown(_header(i, m, record.answered(i)))
-        with tools:
-            e, d = st.columns(2)
-            e.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
-            d.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+        # one horizontal row, not nested columns: each element is a delta sent and drawn on every Step
+        head = st.container(horizontal=True, vertical_alignment="center", gap="small")
+        head.markdown(_header(i, m, record.answered(i)), width="stretch")
+        head.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
+        head.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
         if session.editing == i:
             _editor(i, m)
         else:

@@ -24,6 +24,7 @@ STOP_REASONS = {
     "error": "the model call failed",
     "cancelled": "stopped by you",
 }
+SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
 HOW_IT_WORKS = (
     "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
     "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
@@ -269,10 +270,21 @@ def _notice(session: Session, slot) -> None:
         slot.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
 
 
-def main() -> None:
-    """Draw the playground from the Session."""
-    session = get_session()
-    st.markdown("## Playground")
+def _sidebar_key(session: Session) -> tuple:
+    """What the sidebar draws from the session: the run on screen, a run to follow, a store error."""
+    return (session.current_id, session.sync_sidebar, session.store_error)
+
+
+def _refresh_sidebar_if_changed(session: Session) -> None:
+    """A page-only redraw leaves the sidebar as it was: when what it shows changed, redraw the whole app."""
+    if _sidebar_key(session) != st.session_state.get(SIDEBAR_DRAWN_FOR):
+        st.rerun(scope="app")
+
+
+@st.fragment
+def _page(session: Session) -> None:
+    """Everything below the title: a click here redraws only this part, not the sidebar and the navigation."""
+    _refresh_sidebar_if_changed(session)  # a callback may have opened, forked or dropped a run
     _prompt_row(session)
     notice = st.empty()  # filled after a phase runs, so the notice it leaves shows in the same draw
     run = session.run
@@ -285,6 +297,7 @@ def main() -> None:
     slot = st.empty()  # always drawn, so the live box never lands on the controls' place
     if session.running or session.action:
         _live(session, slot)
+        _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
     _notice(session, notice)
     _controls(session, run)
     _status(session, run)
@@ -298,6 +311,14 @@ def main() -> None:
         render_messages(session)
     with steps:
         render_steps(session)
+
+
+def main() -> None:
+    """Draw the playground from the Session."""
+    session = get_session()
+    st.session_state[SIDEBAR_DRAWN_FOR] = _sidebar_key(session)  # the sidebar was drawn just before this
+    st.markdown("## Playground")
+    _page(session)
 
 
 main()
