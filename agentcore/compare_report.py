@@ -10,6 +10,7 @@ from typing import Any
 
 from .accounting import account
 from .errors import TranscriptError
+from .exports import numbered
 from .providers import FREE_PROVIDERS
 from .run import Run
 
@@ -19,14 +20,8 @@ VERSION = 1
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
     """Make column labels unique by numbering repeats: `scripted:weather`, `scripted:weather #2`."""
-    out: list[str] = []
-    for label in labels:
-        candidate, n = label, 1
-        while candidate in out:
-            n += 1
-            candidate = f"{label} #{n}"
-        out.append(candidate)
-    return out
+    taken: set[str] = set()
+    return [numbered(label, taken) for label in labels]
 
 
 def _step_costs(run: Run) -> list[float | None]:

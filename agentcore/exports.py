@@ -65,7 +65,7 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
     taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for run in {r.id: r for r in runs}.values():
-            name = _file_name(run.id, taken)
+            name = numbered(_safe_name(run.id), taken, sep="-")
             archive.writestr(f"{name}.json", export_json(run))
             for fmt in formats:
                 if fmt != "json":
@@ -78,11 +78,11 @@ def _safe_name(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
 
 
-def _file_name(run_id: str, taken: set[str]) -> str:
-    base = _safe_name(run_id)
+def numbered(base: str, taken: set[str], sep: str = " #") -> str:
+    """`base`, or `base` with the first free number after `sep` when it is taken; the result is added to `taken`."""
     name, n = base, 1
     while name in taken:
         n += 1
-        name = f"{base}-{n}"
+        name = f"{base}{sep}{n}"
     taken.add(name)
     return name

@@ -25,7 +25,7 @@ def _escape(found: re.Match[str]) -> str:
     char = found.group()
     if char < " ":
         return _NAMED.get(char, f"\\x{ord(char):02x}")
-    # \uXXXX for the rest: JSON text on stdout holds DEL, C1 and bidi characters raw, and this
+    # a four-digit \u escape for the rest: JSON text on stdout holds DEL, C1 and bidi characters raw, and this
     # form keeps it valid JSON that reads back the same
     return f"\\u{ord(char):04x}"
 
