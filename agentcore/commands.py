@@ -71,8 +71,7 @@ def _print_run(run) -> None:
             if m.content:
                 print(f"[{i}] assistant: {m.content}")
             for call in m.tool_calls:
-                args_text = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-                print(f"[{i}] assistant → {call.name}({args_text}) [{call.id}]")
+                print(f"[{i}] assistant → {call.name}({call.arguments_text}) [{call.id}]")
         elif isinstance(m, ToolMessage):
             mark = "error" if m.is_error else "result"
             print(f"[{i}] tool {m.name} {mark}: {_short(m.content, 500)}")
