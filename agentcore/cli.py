@@ -28,7 +28,8 @@ from .commands import (
     cmd_validate,
 )
 from .errors import AgentcoreError, UsageError
-from .mcp import add_mcp_arguments, with_mcp_tools
+from .mcp import with_mcp_tools
+from .mcp_config import add_mcp_arguments
 from .messages import MAX_COUNT
 from .terminal import guarded, shown_stream
 from .transcript import describe_validation, one_line

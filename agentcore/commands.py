@@ -28,7 +28,8 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from .mcp import servers_from_args, with_mcp_tools
+    from .mcp import with_mcp_tools
+    from .mcp_config import servers_from_args
     from .toolbox import TOOLBOX
 
     if servers_from_args(args):  # the servers' tools, each with the server it came from and its schema

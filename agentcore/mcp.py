@@ -20,26 +20,24 @@ import atexit
 import contextlib
 import contextvars
 import json
-import os
 import re
-import shlex
 import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import AgentcoreError, UsageError
+from .mcp_config import ServerConfig, servers_from_args
 from .messages import ToolCall
 from .providers.base import WireExchange
-from .secrets import register_headers, register_secret, scrub
+from .secrets import scrub
 from .tool_output import cap_output, describe, utf8_safe
-from .tools import DEFAULT_TIMEOUT_S, Tool, ToolOutcome, ToolSpec
+from .tools import Tool, ToolOutcome, ToolSpec
 
 CONNECT_TIMEOUT_S = 20.0
 CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that ended, not an answer from the server
@@ -47,8 +45,6 @@ WIRE_KEEP = 500
 MAX_TOOLS_PER_SERVER = 128
 MAX_DESCRIPTION_CHARS = 2000
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_SECRET_ENV = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # the agentcore tool call a tools/call request is made for: the SDK writes the request in the task
 # that asked, so the record of the message can say which call it belongs to
 _TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcp_tool_call_id", default=None)
@@ -63,116 +59,6 @@ def require_sdk() -> None:
         import mcp  # noqa: F401
     except ImportError:
         raise UsageError("MCP servers need the official SDK: pip install 'agentcore[mcp]'") from None
-
-
-# -- configuration ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """One MCP server: `command` and `args` (stdio) or `url` and `headers` (streamable HTTP)."""
-
-    name: str | None = None  # None: the name the server gives itself in `initialize`
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    cwd: str | None = None
-    url: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout_s: float = DEFAULT_TIMEOUT_S  # each tool call's limit
-
-    def __post_init__(self) -> None:
-        if (self.command is None) == (self.url is None):
-            raise UsageError(f"MCP server {self.name or ''}: give either a command or a url")
-        register_headers(dict(self.headers))
-        for key, value in self.env:
-            if _SECRET_ENV.search(key):
-                register_secret(value)
-
-    @property
-    def label(self) -> str:
-        """Where the server is, for messages: its URL or its command line."""
-        return self.url or shlex.join([self.command or "", *self.args])
-
-
-def stdio_server(command_line: str, name: str | None = None) -> ServerConfig:
-    """A stdio server from one command line, split as a shell would: `--mcp-stdio "CMD ARGS"`."""
-    try:
-        words = shlex.split(command_line)
-    except ValueError as exc:
-        raise UsageError(f"--mcp-stdio {command_line!r}: {exc}") from None
-    if not words:
-        raise UsageError("--mcp-stdio needs a command")
-    return ServerConfig(name=name, command=words[0], args=tuple(words[1:]))
-
-
-def http_server(url: str, headers: dict[str, str] | None = None, name: str | None = None) -> ServerConfig:
-    """A streamable HTTP server at `url`; header values are registered as secrets."""
-    if not re.match(r"https?://", url):
-        raise UsageError(f"--mcp-url {url!r}: an MCP URL starts with http:// or https://")
-    return ServerConfig(name=name, url=url, headers=tuple((headers or {}).items()))
-
-
-def _expand(value: Any, where: str) -> str:
-    """A config string with each `${VAR}` replaced by the environment's value, so secrets stay out of the file."""
-    if not isinstance(value, str):
-        raise UsageError(f"{where}: must be a string")
-
-    def lookup(m: re.Match[str]) -> str:
-        if m.group(1) not in os.environ:
-            raise UsageError(f"{where}: the environment variable {m.group(1)} is not set")
-        return os.environ[m.group(1)]
-
-    return _ENV_REF.sub(lookup, value)
-
-
-def parse_config(data: Any, where: str = "MCP config") -> list[ServerConfig]:
-    """The servers of a config in the common `{"mcpServers": {NAME: {...}}}` shape.
-
-    Keys other MCP clients add (`disabled` is honoured; others such as `autoApprove`) are
-    ignored, so one file serves several clients. `timeout` (seconds per call) is agentcore's.
-    """
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise UsageError(f'{where}: expected {{"mcpServers": {{"name": {{...}}}}}}')
-    configs = []
-    for name, entry in servers.items():
-        at = f"{where}: mcpServers.{name}"
-        if not isinstance(entry, dict):
-            raise UsageError(f"{at}: must be an object")
-        if entry.get("disabled") is True:
-            continue
-        kind = entry.get("type", "http" if "url" in entry else "stdio")
-        timeout = entry.get("timeout", DEFAULT_TIMEOUT_S)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
-            raise UsageError(f"{at}.timeout: a number of seconds from 0 to 3600")
-        if kind == "stdio" and isinstance(entry.get("command"), str):
-            args = entry.get("args", [])
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise UsageError(f"{at}.args: must be a list of strings")
-            env = {k: _expand(v, f"{at}.env.{k}") for k, v in (entry.get("env") or {}).items()}
-            cwd = entry.get("cwd")
-            configs.append(
-                ServerConfig(name, entry["command"], tuple(args), tuple(env.items()), cwd, timeout_s=float(timeout))
-            )
-        elif kind in ("http", "streamable-http", "streamableHttp") and isinstance(entry.get("url"), str):
-            headers = {k: _expand(v, f"{at}.headers.{k}") for k, v in (entry.get("headers") or {}).items()}
-            config = http_server(_expand(entry["url"], f"{at}.url"), headers, name)
-            configs.append(replace(config, timeout_s=float(timeout)))
-        elif kind == "sse":
-            raise UsageError(f"{at}: the old SSE transport is not supported; use the server's streamable HTTP URL")
-        else:
-            raise UsageError(f"{at}: needs a string `command` (stdio) or `url` (streamable HTTP)")
-    return configs
-
-
-def load_config(path: str | Path) -> list[ServerConfig]:
-    """The servers of a JSON config file in the `mcpServers` shape."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"MCP config {path}: {exc}") from None
-    return parse_config(data, f"MCP config {path}")
 
 
 # -- one server: its session on a loop of its own ------------------------------------
@@ -555,40 +441,6 @@ def mcp_tools(configs: list[ServerConfig], taken: Iterable[str] = ()) -> list[MC
             if made is not None:
                 tools.append(made)
     return tools
-
-
-# -- the command line ----------------------------------------------------------------
-
-
-def add_mcp_arguments(parser: Any) -> None:
-    """The options that name MCP servers, for every subcommand that takes tools."""
-    parser.add_argument(
-        "--mcp-stdio", action="append", metavar='"CMD ARGS"', help="an MCP server to start over stdio (repeatable)"
-    )
-    parser.add_argument("--mcp-url", action="append", metavar="URL", help="a streamable HTTP MCP server (repeatable)")
-    parser.add_argument(
-        "--mcp-header",
-        action="append",
-        metavar="NAME: VALUE",
-        help="a header sent to every --mcp-url server, e.g. 'Authorization: Bearer ...' (kept out of all output)",
-    )
-    parser.add_argument("--mcp-config", metavar="FILE", help='MCP servers in a JSON file: {"mcpServers": {...}}')
-
-
-def servers_from_args(args: Any) -> list[ServerConfig]:
-    """The MCP servers the command line names, in the order given: config file, stdio, then URLs."""
-    headers = {}
-    for line in getattr(args, "mcp_header", None) or []:
-        key, colon, value = line.partition(":")
-        if not colon or not key.strip():
-            raise UsageError(f"--mcp-header {line!r}: write it as 'Name: value'")
-        headers[key.strip()] = value.strip()
-    configs = load_config(args.mcp_config) if getattr(args, "mcp_config", None) else []
-    configs += [stdio_server(line) for line in getattr(args, "mcp_stdio", None) or []]
-    configs += [http_server(url, headers) for url in getattr(args, "mcp_url", None) or []]
-    if headers and not getattr(args, "mcp_url", None):
-        raise UsageError("--mcp-header applies to --mcp-url servers; give one")
-    return configs
 
 
 def with_mcp_tools(args: Any, tools: list[Tool]) -> list[Tool]:

@@ -85,7 +85,8 @@ def cmd_test(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace, tests: list):
     """The toolbox tools the tests name and the MCP servers' tools, as `run` merges them; None without servers."""
     from . import toolbox
-    from .mcp import servers_from_args, with_mcp_tools
+    from .mcp import with_mcp_tools
+    from .mcp_config import servers_from_args
 
     if not servers_from_args(args):
         return None  # each test takes its toolbox tools by name, as before

@@ -21,17 +21,8 @@ pytest.importorskip("mcp", reason="the `mcp` extra is not installed: pip install
 from servers import ROOT, free_port
 
 from agentcore.errors import UsageError
-from agentcore.mcp import (
-    MCPServerError,
-    ServerConfig,
-    close_all,
-    connect,
-    http_server,
-    load_config,
-    mcp_tools,
-    parse_config,
-    stdio_server,
-)
+from agentcore.mcp import MCPServerError, close_all, connect, mcp_tools
+from agentcore.mcp_config import ServerConfig, http_server, load_config, parse_config, stdio_server
 from agentcore.messages import AssistantMessage, ToolCall
 from agentcore.secrets import scrub_text
 
