@@ -5,6 +5,7 @@ from .loop import Agent, Event, ToolDecision, resolve_schema
 from .messages import (
     AssistantMessage,
     Message,
+    ReasoningPart,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -35,6 +36,7 @@ __all__ = [
     "ModelResponse",
     "Provider",
     "ProviderError",
+    "ReasoningPart",
     "Run",
     "RunConfig",
     "ScriptedProvider",

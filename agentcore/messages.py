@@ -92,12 +92,14 @@ class _MessageBase(_Frozen):
 
 
 class Usage(_Frozen):
-    """Token counts of one model call; `input_tokens` includes cached tokens."""
+    """Token counts of one model call; `input_tokens` includes cached tokens, `output_tokens` reasoning tokens."""
 
     input_tokens: Count = 0
     output_tokens: Count = 0
     cache_read_tokens: Count = 0
     cache_write_tokens: Count = 0
+    # the part of output_tokens the model spent reasoning; left out of the plain form when 0
+    reasoning_tokens: Count = Field(default=0, exclude_if=lambda n: n == 0)
 
     def __add__(self, other: Usage) -> Usage:
         # a total may pass MAX_COUNT, the bound on what one call reports
@@ -106,6 +108,7 @@ class Usage(_Frozen):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
     @property
@@ -174,12 +177,55 @@ class UserMessage(_MessageBase):
     content: str
 
 
+class ReasoningPart(_Frozen):
+    """The model's reasoning before a reply, as one provider returned it.
+
+    `provider` names the wire format that made it ("anthropic", "openai-responses", "ollama").
+    `text` is the readable reasoning (Anthropic's thinking, Ollama's thinking, or raw reasoning
+    text where the Responses API gives it) and `summary` the Responses API's summary parts.
+    The opaque fields are kept exactly as they came and never parsed: Anthropic's `signature`
+    and `redacted` (a redacted_thinking block's data), the Responses API's item `id` and
+    `encrypted_content`.
+
+    The rule when a run moves to another provider: reasoning is shown, not sent. Each adapter
+    sends back only the parts whose `provider` is its own (AssistantMessage.reasoning_for), so a
+    signature or encrypted content only ever goes back to the API that made it.
+    """
+
+    provider: Name
+    text: str = ""
+    summary: tuple[str, ...] = ()
+    signature: str | None = None
+    redacted: str | None = None
+    id: str | None = None
+    encrypted_content: str | None = None
+
+    @property
+    def display_text(self) -> str:
+        """What a person can read of it: the text, else the summary; redacted reasoning says so."""
+        if self.text:
+            return self.text
+        if self.summary:
+            return "\n\n".join(self.summary)
+        return "(redacted by the provider)" if self.redacted is not None else ""
+
+
 class AssistantMessage(_MessageBase):
-    """A model reply: text, tool calls, or both."""
+    """A model reply: text, tool calls, or both, after any reasoning the provider returned.
+
+    `reasoning` is kept in transcripts but is not part of `text` or the token estimate: providers
+    do not count earlier turns' reasoning as input. Its parts go back before the text and calls.
+    """
 
     role: Literal["assistant"] = "assistant"
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    # left out of the plain form when empty, so transcripts without reasoning read as before
+    reasoning: tuple[ReasoningPart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
+
+    def reasoning_for(self, provider: str) -> tuple[ReasoningPart, ...]:
+        """The reasoning parts to send back to `provider`: only its own; another provider's are dropped."""
+        return tuple(p for p in self.reasoning if p.provider == provider)
 
     @cached_property
     def text(self) -> str:
@@ -335,6 +381,13 @@ def first_difference(before: list[Message], after: list[Message]) -> int:
         (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
         min(len(before), len(after)),
     )
+
+
+def reasoning_not_sent(messages: list[Message] | tuple[Message, ...], provider: str) -> list[ReasoningPart]:
+    """The reasoning parts in `messages` that `provider` will not be sent: those another provider made."""
+    return [
+        part for m in messages if isinstance(m, AssistantMessage) for part in m.reasoning if part.provider != provider
+    ]
 
 
 def pending_tool_calls(messages: list[Message]) -> list[ToolCall]:
