@@ -144,6 +144,28 @@ def _play_recovery(turn: Turn) -> AssistantMessage:
     return _say(f"After two failed attempts the calculator worked: 17 * 23 + 4 = {result}.")
 
 
+# -- a tool that fails, and the model reading its error --------------------------------
+
+
+def _play_tool_error(turn: Turn) -> AssistantMessage:
+    # the first call makes the calculator raise; what comes next depends on the result the model reads
+    if turn.number == 0:
+        return AssistantMessage(
+            content="I'll use the calculator.",
+            tool_calls=(turn.call(0, "calculator", {"expression": "17 \u00d7 23"}),),
+        )
+    last = turn.last
+    if turn.number == 1 and last is not None and last.is_error:
+        return AssistantMessage(
+            content="The calculator cannot read the \u00d7 sign, its error says; writing * instead.",
+            tool_calls=(turn.call(0, "calculator", {"expression": "17 * 23"}),),
+        )
+    if last is not None and last.is_error:
+        return _say(f"The calculator failed again, so I cannot give the result: {last.content}")
+    result = last.content.split("=")[-1].strip() if last else "unknown"
+    return _say(f"17 \u00d7 23 = {result}.")
+
+
 # -- long research with a growing context ---------------------------------------------
 
 _RESEARCH_QUERIES = ("agent loop tool calls cost", "tokens caching context", "errors retries debugging")
@@ -257,6 +279,13 @@ SCENARIOS: dict[str, Scenario] = {
             ("calculator",),
             _play_recovery,
             "What is 17 * 23 + 4?",
+        ),
+        Scenario(
+            "tool_error",
+            "A failing tool: the calculator raises, and the model reads the error and calls it again correctly.",
+            ("calculator",),
+            _play_tool_error,
+            "What is 17 \u00d7 23?",
         ),
         Scenario(
             "research",
