@@ -204,3 +204,71 @@ def source_html(view: SourceView, whole: bool = False) -> str:
         "</style>"
     )
     return f'{style}<div class="ac-src">{"".join(rows)}</div>'
+
+
+# -- both phases of the newest step, for the lesson view ------------------------------------
+
+
+def step_views(run: Run | None) -> list[SourceView]:
+    """The source of each phase the newest step ran, model phase first, with the lines that did the work marked.
+
+    A step that ended on an answer (or paused before its tools) ran only its model phase; a failed call
+    shows the model phase's error lines.
+    """
+    if run is None or not run.steps or run.stop_reason == "error":
+        return [source_view(run)]
+    step = run.steps[-1]
+    ran_tools = any(isinstance(m, ToolMessage) for m in run.messages[step.message_count :])
+    stop = _STOP_MARKERS.get(run.stop_reason or "")
+    views = []
+    for phase in ("model", "tools") if ran_tools else ("model",):
+        wanted = list(_MARKERS[phase])
+        if stop is not None and (phase == "tools") == ran_tools:
+            wanted.append(stop)  # the stop reason is set by the phase that ran last
+        lines, start = phase_source(phase)
+        marked = frozenset(i for i, line in enumerate(lines) if any(m in line for m in wanted))
+        caption = (
+            "The model phase: the whole list went to the model, and its reply was appended."
+            if phase == "model"
+            else "The tools phase: each call ran, and each result was appended in call order."
+        )
+        views.append(SourceView(phase, lines, start, marked, caption))
+    return views
+
+
+def key_lines(view: SourceView) -> list[int | None]:
+    """The signature and the highlighted lines only (the first lines before a phase ran); None is a gap."""
+    if not view.highlighted:
+        return excerpt(view)
+    shown: list[int | None] = [0]
+    for i in sorted(view.highlighted):
+        if shown[-1] is not None and i > shown[-1] + 1:
+            shown.append(None)
+        shown.append(i)
+    return shown
+
+
+def key_lines_html(view: SourceView, font_px: int = 16) -> str:
+    """A phase's key lines, numbered, large and wrapped rather than cut off: code for a projector."""
+    rows = []
+    for i in key_lines(view):
+        if i is None:
+            rows.append('<div class="ac-kl ac-gap"><span class="ac-no">⋮</span></div>')
+            continue
+        cls = "ac-kl ac-hl" if i in view.highlighted else "ac-kl"
+        rows.append(
+            f'<div class="{cls}"><span class="ac-no">{view.first_line + i}</span>'
+            f'<span class="ac-tx">{html.escape(view.lines[i].strip()) or " "}</span></div>'
+        )
+    style = (
+        "<style>"
+        f".ac-klsrc{{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:{font_px}px;"
+        "line-height:1.35;background:#f8f9fa;border:1px solid #e9ecef;border-radius:6px;padding:4px 0}"
+        ".ac-kl{display:flex;padding:1px 8px 1px 0}"
+        ".ac-kl .ac-no{flex:0 0 2.6em;color:#adb5bd;text-align:right;margin-right:10px;user-select:none}"
+        ".ac-kl .ac-tx{white-space:pre-wrap;overflow-wrap:anywhere;min-width:0}"
+        f".ac-kl.ac-hl{{background:#dbe4ff;box-shadow:inset 3px 0 0 {ACCENT}}}"
+        ".ac-kl.ac-gap{color:#adb5bd}"
+        "</style>"
+    )
+    return f'{style}<div class="ac-klsrc">{"".join(rows)}</div>'
