@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
+from .policies import prepare
 from .providers.base import ModelRequest, Provider, Settings, WireExchange
 from .run import EXECUTED, FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
@@ -131,8 +132,12 @@ class Agent:
         settings = self.settings
         if run.config.temperature is not None and settings.temperature is None:
             settings = settings.model_copy(update={"temperature": run.config.temperature})
+        try:  # the context policies choose what is sent; a summary they ask for is a model call
+            prepared = prepare(run, self.provider)
+        except ProviderError as exc:
+            return self._fail(run, index, exc.one_line())
         request = ModelRequest.model_construct(
-            messages=tuple(run.messages), tools=tuple(run.tool_specs), settings=settings
+            messages=tuple(prepared.messages), tools=tuple(run.tool_specs), settings=settings
         )
         preflight = getattr(self.provider, "preflight", None)
         if preflight is not None:
@@ -165,6 +170,8 @@ class Agent:
                 finish_reason=response.finish_reason,
                 message_count=len(run.messages),
                 wire=response.wire,
+                sent=prepared.sent,
+                policy_calls=prepared.calls,
             )
         )
         run.append(response.message)

@@ -32,6 +32,7 @@ from .messages import (
     pending_tool_calls,
     validate_messages,
 )
+from .policies import ContextPolicies, PolicyCall, SentRequest
 from .providers.base import WireExchange
 from .tools import ToolSpec
 
@@ -71,6 +72,8 @@ class RunConfig(BaseModel):
     pause_before_tools: bool = False  # a step stops after the model phase; the next step runs the tools
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
+    # what each model call sends (see agentcore.policies); left out of the plain form when unset
+    policies: ContextPolicies | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ToolRun(BaseModel):
@@ -187,6 +190,10 @@ class StepRecord(BaseModel):
     tool_runs: list[ToolRun] = []
     wire: WireExchange | None = None
     started_at: Name = Field(default_factory=_now)
+    # what the call sent when a policy shaped it (None: the first message_count messages), and the calls
+    # a policy made for it (the summariser's), charged to this step
+    sent: SentRequest | None = Field(default=None, exclude_if=lambda v: v is None)
+    policy_calls: list[PolicyCall] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @field_validator("wire")
     @classmethod

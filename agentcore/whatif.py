@@ -5,13 +5,12 @@ Computed from the recorded messages, never by calling the model again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from itertools import accumulate
 from typing import Any
 
-from .accounting import CLEARED, CostReport, Pricer
-from .messages import Message, SystemMessage, ToolMessage, UserMessage
+from .accounting import CostReport, Pricer
+from .policies import ContextPolicies, project
 from .run import Run
 
 # -- what-if --------------------------------------------------------------------------
@@ -42,52 +41,6 @@ class WhatIf:
         return asdict(self)
 
 
-Transform = Callable[[list[Message], int, list[int]], list[Message]]
-
-
-def _with_content(m: ToolMessage, content: str) -> ToolMessage:
-    return m.model_copy(update={"content": content})  # a message's copy drops its cached text and token count
-
-
-def _keep_last_results(k: int) -> Transform:
-    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
-        tool_at = [i for i, m in enumerate(request) if isinstance(m, ToolMessage)]
-        old = set(tool_at[: max(len(tool_at) - k, 0)])
-        return [_with_content(m, CLEARED) if i in old else m for i, m in enumerate(request)]
-
-    return apply
-
-
-def _truncate_results(n: int) -> Transform:
-    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
-        return [_with_content(m, m.content[: n * 4]) if isinstance(m, ToolMessage) else m for m in request]
-
-    return apply
-
-
-def _drop_old_turns(k: int) -> Transform:
-    def apply(request: list[Message], step: int, origin: list[int]) -> list[Message]:
-        # system and user messages stay; a step's assistant turn and its tool results go together
-        return [
-            m
-            for i, m in enumerate(request)
-            if isinstance(m, SystemMessage | UserMessage) or origin[i] == 0 or origin[i] >= step - k
-        ]
-
-    return apply
-
-
-def _origins(run: Run, length: int) -> list[int]:
-    """For each message position, the step whose model phase produced it (0 for the opening prompt)."""
-    starts = [s.message_count for s in run.steps]
-    out, j = [], 0
-    for p in range(length):
-        while j < len(starts) and starts[j] <= p:
-            j += 1
-        out.append(j)
-    return out
-
-
 def _saving(actual: float, other: float) -> float:
     return (actual - other) / actual * 100 if actual else 0.0
 
@@ -111,7 +64,6 @@ def what_ifs(
     outputs = [s.output_tokens for s in report.steps]
     actual_in = report.total_input_tokens
     actual_cost = report.total_cost_usd
-    origin = _origins(run, len(run.messages))
     out: list[WhatIf] = []
 
     def finish(key: str, label: str, ins: list[int], reads: list[int], writes: list[int]) -> WhatIf:
@@ -121,16 +73,18 @@ def what_ifs(
         cost_saving = _saving(actual_cost, sum(costs)) if costs is not None and actual_cost is not None else None
         return WhatIf(key, label, ins, reads, writes, costs, _saving(actual_in, sum(ins)), cost_saving)
 
-    strategies: list[tuple[str, str, Transform]] = [
-        ("keep_results", f"keep only the last {keep_results} tool results", _keep_last_results(keep_results)),
-        ("truncate", f"truncate each tool result to {truncate_tokens} tokens", _truncate_results(truncate_tokens)),
-        ("drop_turns", f"drop turns older than {keep_turns} steps", _drop_old_turns(keep_turns)),
+    strategies = [
+        ("keep_results", f"keep only the last {keep_results} tool results", {"keep_tool_results": keep_results}),
+        (
+            "truncate",
+            f"truncate each tool result to {truncate_tokens} tokens",
+            {"truncate_tool_results": truncate_tokens},
+        ),
+        ("drop_turns", f"drop turns older than {keep_turns} steps", {"drop_turns_older_than": keep_turns}),
     ]
-    for key, label, transform in strategies:
-        ins = [
-            report.rescaled_input(i, transform(request, s.index, origin))
-            for i, (s, request) in enumerate(zip(report.steps, report.requests, strict=True))
-        ]
+    for key, label, policy in strategies:
+        policies = ContextPolicies(**policy)
+        ins = [report.rescaled_input(i, project(run, policies, i)) for i in range(len(report.steps))]
         zeros = [0] * len(ins)
         out.append(finish(key, label, ins, zeros, zeros))
 

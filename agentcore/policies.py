@@ -1,0 +1,396 @@
+"""Context policies: what each model call sends, chosen from the run's full history before the model phase.
+
+The run keeps every message; a policy only shapes the request. They compose in one order, POLICY_ORDER:
+
+1. `drop_turns_older_than=k`: the model turns of steps older than k, with their tool results, are left out;
+2. `summarize_older_than=k`: the turns older than k that are left are replaced by one summary, written by
+   a model call whose usage and cost are recorded on the step;
+3. `keep_tool_results=k`: all but the last k tool results are replaced by a short placeholder;
+4. `truncate_tool_results=n`: each tool result is cut to about n tokens.
+
+The system prompt and the user's messages are never left out, and a tool call and its result are always
+sent or left out together. Each step records what was sent as a `SentRequest` against the history.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import UsageError
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage
+
+if TYPE_CHECKING:
+    from .providers.base import Provider
+    from .run import Run
+
+CLEARED = "[cleared]"  # what an older tool result is replaced with, so each call keeps its answer
+POLICY_ORDER = ("drop_turns_older_than", "summarize_older_than", "keep_tool_results", "truncate_tool_results")
+SUMMARY_MAX_TOKENS = 200  # the summariser's answer is asked to fit this; a projection assumes this length
+SUMMARY_PROMPT = (
+    "Summarise the earlier part of this agent's conversation for the agent itself: the facts found, "
+    f"the tools called and what they returned, in at most {SUMMARY_MAX_TOKENS} tokens. Plain text only."
+)
+SUMMARY_HEADING = "Summary of the earlier steps:"
+
+Mark = Literal["shortened", "cleared", "dropped", "summarised"]
+
+
+class ContextPolicies(BaseModel):
+    """The context policies of a run; None leaves a policy off. `cache_breakpoints` asks for prompt caching."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    drop_turns_older_than: int | None = Field(default=None, ge=1, le=10_000)
+    summarize_older_than: int | None = Field(default=None, ge=1, le=10_000)
+    keep_tool_results: int | None = Field(default=None, ge=0, le=10_000)
+    truncate_tool_results: int | None = Field(default=None, ge=1, le=1_000_000)
+    cache_breakpoints: bool = False  # Anthropic: cache_control on the tools, the system prompt, the last turn
+
+    @property
+    def shapes_request(self) -> bool:
+        """Whether any policy changes what is sent (caching does not)."""
+        return any(getattr(self, name) is not None for name in POLICY_ORDER)
+
+    def labels(self) -> list[str]:
+        """The policies that are on, as `NAME=VALUE`, in the order they apply."""
+        out = [f"{name}={getattr(self, name)}" for name in POLICY_ORDER if getattr(self, name) is not None]
+        return [*out, "cache_breakpoints=on"] if self.cache_breakpoints else out
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.labels()) or "none"
+
+
+POLICY_NAMES = (*POLICY_ORDER, "cache_breakpoints")
+
+
+def parse_policy(text: str) -> tuple[str, int | bool]:
+    """`NAME=VALUE` as a (name, value) pair; an unknown name or a bad value is a one-line UsageError."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or name not in POLICY_NAMES:
+        raise UsageError(f"--policy {text!r}: expected NAME=VALUE with NAME one of {', '.join(POLICY_NAMES)}")
+    if name == "cache_breakpoints":
+        if value.lower() not in ("on", "off", "true", "false", "1", "0"):
+            raise UsageError(f"--policy {text!r}: cache_breakpoints is on or off")
+        return name, value.lower() in ("on", "true", "1")
+    if not value.isdigit() or len(value) > 7:
+        raise UsageError(f"--policy {text!r}: {name} takes a whole number")
+    number = int(value)
+    if number < (0 if name == "keep_tool_results" else 1):
+        raise UsageError(f"--policy {text!r}: {name} must be at least {0 if name == 'keep_tool_results' else 1}")
+    return name, number
+
+
+def policies_from(texts: Sequence[str]) -> ContextPolicies:
+    """Policies from `NAME=VALUE` texts (the CLI's repeated --policy); a later one wins."""
+    return ContextPolicies(**dict(parse_policy(t) for t in texts))
+
+
+# -- what one request sent ------------------------------------------------------------
+
+
+class Change(BaseModel):
+    """How one history message was sent: shortened or cleared (with what was sent), or left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mark: Mark
+    content: str | None = None  # the text sent in its place, for shortened and cleared
+
+
+class SentRequest(BaseModel):
+    """What a model call sent, against the first `message_count` messages of the history.
+
+    Messages not in `changes` went as they are; a summary, when there is one, went as a user
+    message right after the history message `summary_after`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    policies: list[str] = []
+    changes: dict[int, Change] = {}
+    summary: str | None = None
+    summary_after: int = 0
+
+    def marks(self, count: int) -> list[str]:
+        """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`."""
+        return [self.changes[i].mark if i in self.changes else "sent" for i in range(count)]
+
+    def messages(self, history: Sequence[Message]) -> list[Message]:
+        """The messages this call sent, rebuilt from the history."""
+        out: list[Message] = []
+        for i, m in enumerate(history):
+            change = self.changes.get(i)
+            if change is None:
+                out.append(m)
+            elif change.mark in ("shortened", "cleared") and isinstance(m, ToolMessage):
+                out.append(m.model_copy(update={"content": change.content or ""}))
+            if i == self.summary_after and self.summary is not None:
+                out.append(UserMessage(content=f"{SUMMARY_HEADING}\n{self.summary}"))
+        return out
+
+
+class PolicyCall(BaseModel):
+    """A model call a policy made for a step (the summariser's), with its usage and cost, charged to the step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["summary"] = "summary"
+    provider: str | None = None
+    model: str | None = None
+    usage: Usage = Usage()
+    estimated: bool = False
+    cost_usd: float | None = None
+    latency_ms: float = Field(default=0.0, ge=0)
+    summarised: int = 0  # history messages the summary covers
+
+
+# -- planning a request ---------------------------------------------------------------
+
+
+def origins(run: Run, length: int) -> list[int]:
+    """For each message position, the step whose model phase produced it (0 for the opening prompt)."""
+    starts = [s.message_count for s in run.steps]
+    out, j = [], 0
+    for p in range(length):
+        while j < len(starts) and starts[j] <= p:
+            j += 1
+        out.append(j)
+    return out
+
+
+@dataclass
+class Plan:
+    """The changes the policies make to one request, before any summary is written."""
+
+    changes: dict[int, Change] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def to_summarise(self) -> list[int]:
+        return [i for i, c in self.changes.items() if c.mark == "summarised"]
+
+
+def plan_request(history: Sequence[Message], origin: Sequence[int], step: int, policies: ContextPolicies) -> Plan:
+    """Apply the policies, in POLICY_ORDER, to the request of step `step` over `history`."""
+    plan = Plan(labels=[label for label in policies.labels() if not label.startswith("cache_")])
+    changes = plan.changes
+
+    def old(i: int, m: Message, k: int) -> bool:
+        # the system prompt and the user's messages always go; the opening prompt has origin 0
+        return not isinstance(m, SystemMessage | UserMessage) and 0 < origin[i] < step - k
+
+    for mark, k in (("dropped", policies.drop_turns_older_than), ("summarised", policies.summarize_older_than)):
+        if k is not None:
+            for i, m in enumerate(history):
+                if i not in changes and old(i, m, k):
+                    changes[i] = Change(mark=mark)  # type: ignore[arg-type]
+    _keep_pairs(history, changes)
+    results = [i for i, m in enumerate(history) if isinstance(m, ToolMessage) and i not in changes]
+    if policies.keep_tool_results is not None:
+        cut = max(len(results) - policies.keep_tool_results, 0)
+        for i in results[:cut]:
+            changes[i] = Change(mark="cleared", content=CLEARED)
+        results = results[cut:]
+    if policies.truncate_tool_results is not None:
+        chars = policies.truncate_tool_results * 4  # the estimate's own four characters a token
+        for i in results:
+            text = history[i].content  # type: ignore[union-attr]
+            if len(text) > chars:
+                changes[i] = Change(mark="shortened", content=text[:chars])
+    return plan
+
+
+def _keep_pairs(history: Sequence[Message], changes: dict[int, Change]) -> None:
+    """A call and its results are sent or left out together: one left out takes the others with it."""
+    # a tool result belongs to the nearest model turn before it that made its call (ids may repeat in a run)
+    groups: dict[int, set[int]] = {}
+    turn, calls = -1, set[str]()
+    for i, m in enumerate(history):
+        if isinstance(m, AssistantMessage):
+            turn, calls = i, {c.id for c in m.tool_calls}
+            groups[i] = {i}
+        elif isinstance(m, ToolMessage):
+            groups.setdefault(turn if m.tool_call_id in calls else i, {i}).add(i)
+    for group in groups.values():
+        gone = [changes[i].mark for i in group if i in changes and changes[i].mark in ("dropped", "summarised")]
+        if gone:
+            mark = "dropped" if "dropped" in gone else "summarised"
+            for i in group:
+                changes[i] = Change(mark=mark)  # type: ignore[arg-type]
+
+
+def sent_request(plan: Plan, summary: str | None) -> SentRequest:
+    """The record of a planned request, with the summary that replaced the summarised messages."""
+    summarised = plan.to_summarise
+    after = min(summarised) - 1 if summarised else 0
+    return SentRequest(
+        policies=plan.labels,
+        changes=plan.changes,
+        summary=summary if summarised else None,
+        summary_after=max(after, 0),
+    )
+
+
+# -- before each model phase ------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """What the model phase sends, the record of it, and the calls the policies made for it."""
+
+    messages: list[Message]
+    sent: SentRequest | None = None
+    calls: list[PolicyCall] = field(default_factory=list)
+
+
+def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
+    """The request of the run's next model phase under its policies; the whole history without any.
+
+    `summarise_older_than` asks `summariser` (the run's own model) for a summary unless the previous
+    step already summarised the same messages; a failed summary raises the provider's error.
+    """
+    policies = run.config.policies
+    if hasattr(summariser, "cache_breakpoints"):  # a provider that can place cache breakpoints
+        summariser.cache_breakpoints = policies is not None and policies.cache_breakpoints  # type: ignore[union-attr]
+    if policies is None or not policies.shapes_request:
+        return Prepared(run.messages)
+    history = run.messages
+    step = len(run.steps) + 1
+    plan = plan_request(history, origins(run, len(history)), step, policies)
+    summary, calls = None, []
+    summarised = plan.to_summarise
+    if summarised:
+        summary, covered = _previous_summary(run)
+        if summary is None or covered != summarised:
+            if summariser is None:
+                raise UsageError("summarize_older_than needs a model to write the summary")
+            # the summary grows: the previous one, and only the messages that became old since
+            new = [history[i] for i in summarised if i not in set(covered)] if summary else None
+            summary, call = summarise(run, new or [history[i] for i in summarised], summariser, summary)
+            calls.append(call)
+    sent = sent_request(plan, summary)
+    return Prepared(sent.messages(history), sent, calls)
+
+
+def _previous_summary(run: Run) -> tuple[str | None, list[int]]:
+    """The previous step's summary and the history messages it covered (none without one)."""
+    sent = run.steps[-1].sent if run.steps else None
+    if sent is None or sent.summary is None:
+        return None, []
+    return sent.summary, sorted(i for i, c in sent.changes.items() if c.mark == "summarised")
+
+
+def transcript_text(messages: Sequence[Message]) -> str:
+    """Messages as plain text for the summariser: one `role: text` paragraph each."""
+    lines = []
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            lines.append(f"tool {m.name} result: {m.content}")
+        elif isinstance(m, AssistantMessage):
+            calls = "; ".join(f"{c.name}({c.arguments_text})" for c in m.tool_calls)
+            lines.append(f"assistant: {m.content or ''}" + (f" [calls {calls}]" if calls else ""))
+        else:
+            lines.append(f"{m.role}: {m.text}")
+    return "\n\n".join(lines)
+
+
+def summarise(
+    run: Run, messages: Sequence[Message], provider: Provider, earlier: str | None = None
+) -> tuple[str, PolicyCall]:
+    """Ask `provider` to summarise `messages` (after an `earlier` summary); the summary and the call, priced."""
+    from .providers.base import ModelRequest, Settings
+
+    text = transcript_text(messages)
+    if earlier:
+        text = f"{SUMMARY_HEADING}\n{earlier}\n\nWhat happened next:\n\n{text}"
+    request = ModelRequest(
+        messages=(SystemMessage(content=SUMMARY_PROMPT), UserMessage(content=text)),
+        settings=Settings(max_tokens=SUMMARY_MAX_TOKENS),
+    )
+    started = time.perf_counter()
+    response = provider.complete(request)
+    latency = (time.perf_counter() - started) * 1000
+    # a model that answers with a tool call still wrote text; an empty answer is said to be one
+    text = (response.message.content or "").strip() or "(the model wrote no summary)"
+    name = getattr(provider, "name", None) or run.config.provider
+    model = getattr(provider, "model", None) or run.config.model
+    call = PolicyCall(
+        provider=name,
+        model=model,
+        usage=response.usage,
+        estimated=response.estimated,
+        cost_usd=call_cost(run, name, model, response.usage),
+        latency_ms=latency,
+        summarised=len(messages),
+    )
+    return text, call
+
+
+def call_cost(run: Run, provider: str, model: str, usage: Usage) -> float | None:
+    """What one call cost at its model's price: 0 for a free provider, None when the price is unknown."""
+    from .accounting import _pricer, model_price_ref
+    from .providers import FREE_PROVIDERS
+    from .run import ModelRef
+
+    if provider in FREE_PROVIDERS:
+        return 0.0
+    pricer = _pricer(model_price_ref(run, ModelRef(provider, model)))
+    if pricer is None:
+        return None
+    return pricer.price(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+
+
+def stand_in_summary() -> str:
+    """A summary of the longest allowed length, for projections that cannot call a model."""
+    return "x" * (SUMMARY_MAX_TOKENS * 4)
+
+
+def project(run: Run, policies: ContextPolicies, position: int) -> list[Message]:
+    """What the step at `position` (0-based) of a recorded run would have sent under `policies`, from its history.
+
+    A summary is taken to be as long as the summariser may write (SUMMARY_MAX_TOKENS), its call not counted.
+    """
+    step = run.steps[position]
+    history = run.messages[: step.message_count]
+    plan = plan_request(history, origins(run, step.message_count), step.index, policies)
+    return sent_request(plan, stand_in_summary() if plan.to_summarise else None).messages(history)
+
+
+def sent_messages(run: Run, index: int) -> list[Message]:
+    """What step `index` (1-based) actually sent: its record against the history, or the history itself."""
+    step = run.steps[index - 1]
+    history = run.messages[: step.message_count]
+    sent: SentRequest | None = getattr(step, "sent", None)
+    return list(history) if sent is None else sent.messages(history)
+
+
+def request_tokens(messages: Sequence[Message], tool_tokens: int = 0) -> int:
+    """Estimated input tokens of a request: its messages and the tool definitions."""
+    return sum(m.tokens for m in messages) + tool_tokens
+
+
+__all__ = [
+    "CLEARED",
+    "POLICY_NAMES",
+    "POLICY_ORDER",
+    "Change",
+    "ContextPolicies",
+    "PolicyCall",
+    "Prepared",
+    "SentRequest",
+    "parse_policy",
+    "plan_request",
+    "policies_from",
+    "prepare",
+    "project",
+    "sent_messages",
+    "summarise",
+    "transcript_text",
+]
