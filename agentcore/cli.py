@@ -111,8 +111,8 @@ def _build_run(args: argparse.Namespace):
     if provider_name == "local":  # loading a large GGUF takes seconds: say so as it happens
         options["on_progress"] = lambda line: print(line, file=sys.stderr, flush=True)
     if getattr(args, "no_stream", False):
-        if provider_name not in ("openai", "anthropic", "ollama"):
-            raise UsageError("--no-stream applies to the openai, anthropic and ollama providers")
+        if provider_name not in ("openai", "openai-responses", "anthropic", "ollama"):
+            raise UsageError("--no-stream applies to the openai, openai-responses, anthropic and ollama providers")
         options["stream"] = False
     provider = create_provider(provider_name, model, base_url=args.base_url, **options)
     config = RunConfig(
@@ -126,6 +126,8 @@ def _build_run(args: argparse.Namespace):
         concurrency=not args.sequential_tools,
         temperature=args.temperature,
         final_answer_schema=final_schema,
+        thinking_budget=args.thinking_budget,
+        reasoning_effort=args.reasoning_effort,
     )
     prompt = args.prompt if args.prompt is not None else (scenario.prompt if scenario else None)
     if not prompt:
@@ -159,6 +161,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import transcript
 
     agent, run = _build_run(args)
+    if args.policy:  # what each model call sends; the history is kept whole
+        from .policies import policies_from
+
+        run.config = run.config.model_copy(update={"policies": policies_from(args.policy)})
     saver = None
     if args.out:
         out = Path(args.out)
@@ -233,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run the loop on a prompt and print each step")
     p.add_argument("prompt", nargs="?", help="the user prompt (a scripted scenario has its own)")
-    p.add_argument("--provider", help="local, scripted, openai, anthropic or ollama (default: local if installed)")
+    p.add_argument(
+        "--provider",
+        help="local, scripted, openai, openai-responses, anthropic or ollama (default: local if installed)",
+    )
     p.add_argument("--model", help="the model name, or a GGUF path for local")
     p.add_argument("--base-url", help="the server's base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--scenario", help="the scripted provider's scenario (see `agentcore scenarios`)")
@@ -243,10 +252,29 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--temperature", type=float, help="sampling temperature")
     p.add_argument("--max-tokens", type=int, help="the most tokens the model may write per step")
     p.add_argument(
+        "--thinking-budget",
+        type=int,
+        metavar="N",
+        help="reasoning: Anthropic's extended thinking with N budget tokens (Ollama: think; Responses: summaries)",
+    )
+    p.add_argument(
+        "--reasoning-effort",
+        choices=("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+        help="reasoning effort: the Responses API's, Anthropic's adaptive thinking, Ollama's think level",
+    )
+    p.add_argument(
         "--no-stream", action="store_true", help="ask for whole responses (some servers give usage only then)"
     )
     p.add_argument("--sequential-tools", action="store_true", help="run the tool calls of a turn one at a time")
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
+    p.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a context policy, repeatable: keep_tool_results=K, truncate_tool_results=N, drop_turns_older_than=K, "
+        "summarize_older_than=K, cache_breakpoints=on (Anthropic)",
+    )
     p.add_argument("--out", help="write the transcript JSON here, as the run goes")
     p.add_argument(
         "--db",
@@ -288,9 +316,9 @@ def _add_runs(sub: Any) -> None:
     q.add_argument("--limit", type=int, default=50)
     q = runs.add_parser("show", parents=[db], help="print a stored run")
     q.add_argument("id")
-    q = runs.add_parser("export", parents=[db], help="write a run as JSON or as a provider's request body")
+    q = runs.add_parser("export", parents=[db], help="write a run as JSON, as a provider's request body, or as a replay page (html)")
     q.add_argument("ids", nargs="+", metavar="ID")
-    q.add_argument("--format", default="json", choices=["json", "openai", "anthropic", "ollama"])
+    q.add_argument("--format", default="json", choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html"])
     q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
     q = runs.add_parser("import", parents=[db], help="store a transcript, or an OpenAI/Anthropic message list")
     q.add_argument("file")
@@ -332,9 +360,14 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("--list-models", action="store_true", help="list the models --price-as accepts")
     p.set_defaults(func=cmd_cost)
 
-    p = sub.add_parser("export", help="print a transcript's conversation as a provider's request body")
+    p = sub.add_parser("export", help="print a transcript as a provider's request body, or as a replay page (--format html)")
     p.add_argument("file")
-    p.add_argument("--format", required=True, choices=("openai", "anthropic", "ollama"), help="the wire format")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=("openai", "openai-responses", "anthropic", "ollama", "html"),
+        help="the wire format, or html: one self-contained page that steps through the run",
+    )
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
     p.set_defaults(func=cmd_export)
 
@@ -386,6 +419,7 @@ def cmd_mcp_demo(args: argparse.Namespace) -> int:
 _COUNTS = {
     "--max-steps": ("max_steps", 1, MAX_COUNT),
     "--max-tokens": ("max_tokens", 1, MAX_COUNT),
+    "--thinking-budget": ("thinking_budget", 1, MAX_COUNT),
     "--limit": ("limit", 1, 1_000_000),
 }
 

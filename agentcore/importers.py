@@ -4,8 +4,10 @@ Accepted shapes: a transcript (format "agentcore.transcript"); a list of OpenAI 
 messages (tool_calls with JSON-string arguments, role "tool" results); a list of
 Anthropic messages (content blocks, tool_use in assistant turns, tool_result blocks
 in user turns); or a whole request body of either with "messages" (Anthropic's
-top-level "system", "model" and "tools" are read too). Every refusal is a
-TranscriptError that names the field and the reason.
+top-level "system", "model" and "tools" are read too). Anthropic thinking and
+redacted_thinking blocks, and an assistant message's Ollama-style "thinking" text,
+are kept as ReasoningParts. Every refusal is a TranscriptError that names the field
+and the reason.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .errors import TranscriptError
 from .messages import (
     AssistantMessage,
     Message,
+    ReasoningPart,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -62,6 +65,29 @@ def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")
+
+
+def _opaque(block: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
+    """A reasoning block's text or opaque field: a string kept exactly, never changed."""
+    value = block.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise _fail(f"{where}.{key}", "expected a string")
+    return value
+
+
+def _anthropic_reasoning(block: dict[str, Any], where: str) -> ReasoningPart:
+    if block.get("type") == "redacted_thinking":
+        return ReasoningPart(provider="anthropic", redacted=_opaque(block, "data", where))
+    return ReasoningPart(
+        provider="anthropic",
+        text=_opaque(block, "thinking", where) or "",
+        signature=_opaque(block, "signature", where, required=False),
+    )
+
+
 def _is_anthropic(messages: list[Any], body: dict[str, Any]) -> bool:
     tools = body.get("tools")
     if "system" in body or (
@@ -70,7 +96,7 @@ def _is_anthropic(messages: list[Any], body: dict[str, Any]) -> bool:
         return True
     for m in messages:
         if isinstance(m, dict) and isinstance(m.get("content"), list):
-            if any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in m["content"]):
+            if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in m["content"]):
                 return True
     return False
 
@@ -107,7 +133,9 @@ def _openai_messages(items: list[Any]) -> tuple[list[Message], list[str]]:
                 names[call.id] = call.name
                 calls.append(call)
             content = _text(m.get("content"), f"{at}.content") or None
-            out.append(AssistantMessage(content=content, tool_calls=tuple(calls)))
+            thinking = _opaque(m, "thinking", at, required=False)  # Ollama's reasoning text
+            reasoning = (ReasoningPart(provider="ollama", text=thinking),) if thinking else ()
+            out.append(AssistantMessage(content=content, tool_calls=tuple(calls), reasoning=reasoning))
         elif role == "tool":
             call_id = _str_field(m, "tool_call_id", at)
             name = names.get(call_id) or m.get("name")
@@ -142,13 +170,14 @@ def _anthropic_messages(items: list[Any], system: Any) -> tuple[list[Message], l
             raise _fail(f"{at}.content", "expected a string or a list of content blocks")
         texts: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[ReasoningPart] = []
         for k, b in enumerate(content):
             bat = f"{at}.content[{k}]"
             kind = b.get("type") if isinstance(b, dict) else None
             if kind == "text" and isinstance(b.get("text"), str):
                 texts.append(b["text"])
-            elif kind in ("thinking", "redacted_thinking"):
-                continue  # the loop keeps no reasoning blocks
+            elif kind in ("thinking", "redacted_thinking") and role == "assistant":
+                reasoning.append(_anthropic_reasoning(b, bat))
             elif kind == "tool_use" and role == "assistant":
                 args = b.get("input", {})
                 if not isinstance(args, dict):
@@ -169,7 +198,9 @@ def _anthropic_messages(items: list[Any], system: Any) -> tuple[list[Message], l
             else:
                 raise _fail(f"{bat}.type", f"a {role} message cannot hold a {kind!r} block here")
         if role == "assistant":
-            out.append(AssistantMessage(content="\n".join(texts) or None, tool_calls=tuple(calls)))
+            out.append(
+                AssistantMessage(content="\n".join(texts) or None, tool_calls=tuple(calls), reasoning=tuple(reasoning))
+            )
             where_of.append(at)
         elif texts:
             out.append(UserMessage(content="\n".join(texts)))

@@ -132,6 +132,9 @@ class Agent:
         settings = self.settings
         if run.config.temperature is not None and settings.temperature is None:
             settings = settings.model_copy(update={"temperature": run.config.temperature})
+        for name in ("thinking_budget", "reasoning_effort"):  # a resumed run keeps its reasoning settings
+            if getattr(run.config, name) is not None and getattr(settings, name) is None:
+                settings = settings.model_copy(update={name: getattr(run.config, name)})
         try:  # the context policies choose what is sent; a summary they ask for is a model call
             prepared = prepare(run, self.provider)
         except ProviderError as exc:

@@ -33,7 +33,7 @@ from .messages import (
     validate_messages,
 )
 from .policies import ContextPolicies, PolicyCall, SentRequest
-from .providers.base import WireExchange
+from .providers.base import ReasoningEffort, WireExchange
 from .tools import ToolSpec
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
@@ -74,6 +74,9 @@ class RunConfig(BaseModel):
     final_answer_schema: dict[str, Any] | None = None
     # what each model call sends (see agentcore.policies); left out of the plain form when unset
     policies: ContextPolicies | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the reasoning settings of every call (see Settings), left out of the plain form when unset
+    thinking_budget: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    reasoning_effort: ReasoningEffort | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ToolRun(BaseModel):

@@ -8,13 +8,14 @@ from .errors import UsageError
 from .providers.base import ModelRequest, Settings
 from .run import Run
 
-FORMATS = ("openai", "anthropic", "ollama")
+FORMATS = ("openai", "openai-responses", "anthropic", "ollama")
 
 
 def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool = False) -> dict[str, Any]:
     """The request body `fmt` would receive for the run's messages and tools (the final-answer tool included).
 
     The model is the run's own when the run used that provider, else the registry's default for it.
+    The run's reasoning settings go with it; reasoning another provider made is left out (see ReasoningPart).
     """
     from .providers import get_info
 
@@ -26,12 +27,20 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     request = ModelRequest(
         messages=tuple(run.messages),
         tools=tuple(specs),
-        settings=Settings(temperature=run.config.temperature),
+        settings=Settings(
+            temperature=run.config.temperature,
+            thinking_budget=run.config.thinking_budget,
+            reasoning_effort=run.config.reasoning_effort,
+        ),
     )
     if fmt == "openai":
         from .providers import openai
 
         return openai.build_body(model, request, stream=stream)
+    if fmt == "openai-responses":
+        from .providers import openai_responses
+
+        return openai_responses.build_body(model, request, stream=stream)
     if fmt == "anthropic":
         from .providers import anthropic
 

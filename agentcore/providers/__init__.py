@@ -65,6 +65,16 @@ REGISTRY: dict[str, ProviderInfo] = {
             default_base_url="https://api.openai.com/v1",
         ),
         ProviderInfo(
+            "openai-responses",
+            "agentcore.providers.openai_responses:OpenAIResponsesProvider",
+            "gpt-5.4-mini",
+            ("gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.4", "gpt-5.5", "o4-mini"),
+            "OpenAI Responses API, stateless (reasoning passed back encrypted), or a server that speaks it",
+            key_env="OPENAI_API_KEY",
+            base_url_env="OPENAI_BASE_URL",
+            default_base_url="https://api.openai.com/v1",
+        ),
+        ProviderInfo(
             "anthropic",
             "agentcore.providers.anthropic:AnthropicProvider",
             "claude-3-5-haiku-latest",

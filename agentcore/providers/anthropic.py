@@ -1,4 +1,9 @@
-"""Anthropic Messages API: system prompt on top, tool results as user content blocks, named SSE events."""
+"""Anthropic Messages API: system prompt on top, tool results as user content blocks, named SSE events.
+
+Extended thinking: `Settings.thinking_budget` turns it on with that budget (`reasoning_effort` alone asks
+for adaptive thinking at that effort). thinking and redacted_thinking blocks become ReasoningParts and go
+back verbatim, first in their assistant turn, on every later request to this API.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from ..errors import ProviderError
 from ..messages import (
     AssistantMessage,
     Message,
+    ReasoningPart,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -23,6 +29,7 @@ from ._http import HttpProvider, HttpTransport, iter_sse
 from ._limits import ResponseReader
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
+PROVIDER = "anthropic"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 STOP_REASONS = {
@@ -49,9 +56,35 @@ def build_body(
             body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
     if request.settings.temperature is not None:
         body["temperature"] = request.settings.temperature
+    add_thinking(body, request.settings.thinking_budget, request.settings.reasoning_effort)
     if stream:
         body["stream"] = True
     return body
+
+
+def add_thinking(body: dict[str, Any], budget: int | None, effort: str | None) -> None:
+    """The thinking settings: a budget is extended thinking, an effort alone adaptive thinking.
+
+    The budget counts toward max_tokens, so max_tokens is raised above it when it is not already.
+    """
+    if budget:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if body["max_tokens"] <= budget:
+            body["max_tokens"] = budget + body["max_tokens"]
+    elif effort and effort != "none":
+        body["thinking"] = {"type": "adaptive"}
+    if effort and effort != "none":
+        body["output_config"] = {"effort": effort}
+
+
+def reasoning_to_wire(part: ReasoningPart) -> dict[str, Any]:
+    """A thinking or redacted_thinking block, exactly as the API returned it."""
+    if part.redacted is not None:
+        return {"type": "redacted_thinking", "data": part.redacted}
+    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+    if part.signature is not None:
+        block["signature"] = part.signature
+    return block
 
 
 def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
@@ -76,7 +109,8 @@ def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict
             else:
                 turns.append({"role": "user", "content": m.content})
         elif isinstance(m, AssistantMessage):
-            content: list[dict[str, Any]] = []
+            # this API's own thinking first, unchanged; another provider's reasoning is not sent
+            content: list[dict[str, Any]] = [reasoning_to_wire(p) for p in m.reasoning_for(PROVIDER)]
             if m.content:
                 content.append({"type": "text", "text": m.content})
             for call in m.tool_calls:
@@ -99,11 +133,14 @@ def parse_usage(data: Any) -> Usage:
         return Usage()
     read = int(data.get("cache_read_input_tokens") or 0)
     write = int(data.get("cache_creation_input_tokens") or 0)
+    details = data.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
     return Usage(
         input_tokens=int(data.get("input_tokens") or 0) + read + write,
         output_tokens=int(data.get("output_tokens") or 0),
         cache_read_tokens=read,
         cache_write_tokens=write,
+        reasoning_tokens=int(thinking or 0),
     )
 
 
@@ -111,10 +148,22 @@ def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> 
     """Content blocks as an AssistantMessage; a tool_use without id or name is a ProviderError."""
     text: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[ReasoningPart] = []
     for k, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
             text.append(block.get("text") or "")
+        elif kind == "thinking":
+            signature = block.get("signature")
+            reasoning.append(
+                ReasoningPart(
+                    provider=PROVIDER,
+                    text=_text(block.get("thinking")),
+                    signature=signature if isinstance(signature, str) else None,
+                )
+            )
+        elif kind == "redacted_thinking":
+            reasoning.append(ReasoningPart(provider=PROVIDER, redacted=_text(block.get("data"))))
         elif kind == "tool_use":
             call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
             if not call_id:
@@ -129,7 +178,14 @@ def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> 
                 raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
                 calls.append(parse_arguments(call_id, name, raw))
     content = "".join(text)
-    return AssistantMessage(content=content or (None if calls else ""), tool_calls=tuple(calls))
+    return AssistantMessage(
+        content=content or (None if calls else ""), tool_calls=tuple(calls), reasoning=tuple(reasoning)
+    )
+
+
+def _text(value: Any) -> str:
+    # a block's text or opaque data is a string; anything else a server sends is not kept
+    return value if isinstance(value, str) else ""
 
 
 def parse_message(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
@@ -149,7 +205,7 @@ def parse_message(data: Any, http: HttpTransport, wire: WireExchange) -> ModelRe
 class AnthropicProvider(HttpProvider):
     """The Messages API over httpx."""
 
-    name: ClassVar[str] = "anthropic"
+    name: ClassVar[str] = PROVIDER
     extra_options: ClassVar[frozenset[str]] = frozenset({"max_tokens", "anthropic_version"})
 
     @property
@@ -257,6 +313,10 @@ class _MessageStream:
                 self.on_text(delta["text"])
         elif delta.get("type") == "input_json_delta":
             self.partial.setdefault(index, []).append(delta.get("partial_json", ""))
+        elif delta.get("type") == "thinking_delta":
+            block["thinking"] = _text(block.get("thinking")) + _text(delta.get("thinking"))
+        elif delta.get("type") == "signature_delta":  # one, just before the block ends
+            block["signature"] = _text(delta.get("signature"))
 
     def content(self) -> list[dict[str, Any]]:
         """The content blocks in order, each tool_use's input parsed from its pieces at the block's end."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import COMPACT_JSON, AssistantMessage, Message, Usage, estimate_tokens
 from ..tools import ToolSpec
@@ -14,6 +14,7 @@ from ..tools import ToolSpec
 _TOKENS = attrgetter("tokens")
 
 TextSink = Callable[[str], None]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
 class Settings(BaseModel):
@@ -25,6 +26,10 @@ class Settings(BaseModel):
     max_tokens: int | None = None
     seed: int | None = None
     parallel_tool_calls: bool | None = None
+    # reasoning: Anthropic's thinking budget (Ollama: think on), and the effort of the Responses API,
+    # Anthropic's adaptive thinking and Ollama's think levels; a provider without one ignores it
+    thinking_budget: int | None = Field(default=None, ge=1)
+    reasoning_effort: ReasoningEffort | None = None
 
 
 class ModelRequest(BaseModel):

@@ -1,4 +1,8 @@
-"""Ollama's native /api/chat: arguments as objects, tool results named by tool_name, NDJSON streaming."""
+"""Ollama's native /api/chat: arguments as objects, tool results named by tool_name, NDJSON streaming.
+
+Thinking: `think` is sent when a reasoning setting asks for it (a level for an effort, else true for a
+budget); the reply's `thinking` text becomes a ReasoningPart and goes back as the assistant's `thinking`.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,24 @@ import json
 import uuid
 from typing import Any, ClassVar, assert_never
 
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
 from ._http import HttpProvider, HttpTransport
 from ._limits import ResponseReader
-from .base import ModelRequest, ModelResponse, TextSink, WireExchange
+from .base import ModelRequest, ModelResponse, Settings, TextSink, WireExchange
+
+PROVIDER = "ollama"
+THINK_LEVELS = ("low", "medium", "high", "max")
 
 
 def message_to_wire(m: Message) -> dict[str, Any]:
@@ -20,6 +36,9 @@ def message_to_wire(m: Message) -> dict[str, Any]:
         return {"role": m.role, "content": m.content}
     if isinstance(m, AssistantMessage):
         out: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+        thinking = "".join(p.text for p in m.reasoning_for(PROVIDER))
+        if thinking:
+            out["thinking"] = thinking
         if m.tool_calls:
             out["tool_calls"] = [
                 {"id": c.id, "function": {"index": k, "name": c.name, "arguments": c.arguments}}
@@ -53,8 +72,21 @@ def build_body(model: str, request: ModelRequest, *, stream: bool = False) -> di
     }
     if options:
         body["options"] = options
+    think = think_value(s)
+    if think is not None:
+        body["think"] = think
     body["stream"] = stream
     return body
+
+
+def think_value(settings: Settings) -> bool | str | None:
+    """`think` for the settings: a level for an effort Ollama knows, off for "none", on for a budget; else unset."""
+    effort = settings.reasoning_effort
+    if effort == "none":
+        return False
+    if effort is not None:
+        return effort if effort in THINK_LEVELS else True
+    return True if settings.thinking_budget else None
 
 
 def parse_usage(data: dict[str, Any]) -> Usage:
@@ -75,8 +107,11 @@ def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -
     return parse_argument_text(str(call_id), str(fn["name"]), text)
 
 
-def _response(content: str, calls: tuple[ToolCall, ...], final: dict[str, Any], wire: WireExchange) -> ModelResponse:
-    message = AssistantMessage(content=content or (None if calls else ""), tool_calls=calls)
+def _response(
+    content: str, thinking: str, calls: tuple[ToolCall, ...], final: dict[str, Any], wire: WireExchange
+) -> ModelResponse:
+    reasoning = (ReasoningPart(provider=PROVIDER, text=thinking),) if thinking else ()
+    message = AssistantMessage(content=content or (None if calls else ""), tool_calls=calls, reasoning=reasoning)
     reason = final.get("done_reason")
     # Ollama ends a tool-calling turn with "stop" too; the calls decide
     return ModelResponse(
@@ -92,13 +127,17 @@ def parse_chat(data: Any, http: HttpTransport, wire: WireExchange) -> ModelRespo
         raise http.error(str(data["error"]), wire, status=wire.status)
     message = data["message"]
     calls = tuple(parse_tool_call(k, c, http, wire) for k, c in enumerate(message.get("tool_calls") or []))
-    return _response(message.get("content") or "", calls, data, wire)
+    return _response(message.get("content") or "", _text(message.get("thinking")), calls, data, wire)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 class OllamaProvider(HttpProvider):
     """Ollama's native chat API over httpx; no key needed (one is sent as a bearer token if given)."""
 
-    name: ClassVar[str] = "ollama"
+    name: ClassVar[str] = PROVIDER
 
     def __init__(self, model: str, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
@@ -130,6 +169,7 @@ class OllamaProvider(HttpProvider):
         lines: list[Any] = []
         wire.response = lines
         text: list[str] = []
+        thinking: list[str] = []
         raw_calls: list[Any] = []
         final: dict[str, Any] | None = None
         for line in stream.lines():
@@ -142,6 +182,7 @@ class OllamaProvider(HttpProvider):
             if chunk.get("error"):
                 raise self.http.error(f"error in the stream: {chunk['error']}", wire, status=wire.status)
             message = chunk.get("message") or {}
+            thinking.append(_text(message.get("thinking")))
             if message.get("content"):
                 text.append(message["content"])
                 on_text(message["content"])
@@ -152,4 +193,4 @@ class OllamaProvider(HttpProvider):
         if final is None:
             raise self.http.error("the stream ended before the final (done) line", wire, status=wire.status)
         calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
-        return _response("".join(text), calls, final, wire)
+        return _response("".join(text), "".join(thinking), calls, final, wire)

@@ -1,0 +1,284 @@
+"""OpenAI Responses API: typed input and output items, flat function tools, named SSE events.
+
+Stateless: every request sends `store: false` and the whole conversation, and asks for
+`include: ["reasoning.encrypted_content"]`, so each reasoning item comes back with its encrypted
+content and goes back, unchanged, before the message or function calls that followed it.
+`Settings.reasoning_effort` sets `reasoning.effort`; either reasoning setting asks for summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, assert_never
+
+from ..errors import ProviderError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    parse_arguments,
+)
+from ..tools import ToolSpec
+from ._http import HttpProvider, HttpTransport, iter_sse
+from ._limits import ResponseReader
+from .base import ModelRequest, ModelResponse, TextSink, WireExchange
+
+PROVIDER = "openai-responses"
+INCLUDE = ["reasoning.encrypted_content"]
+# codes of a failed response or an error event that a later attempt may not meet
+RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_overloaded"})
+
+
+def build_body(model: str, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+    """The request body: system text as `instructions`, the conversation as input items, nothing stored."""
+    system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+    body: dict[str, Any] = {"model": model}
+    if system:
+        body["instructions"] = "\n\n".join(system)
+    body["input"] = messages_to_wire(request.messages)
+    body["store"] = False
+    body["include"] = list(INCLUDE)
+    s = request.settings
+    if request.tools:
+        body["tools"] = [tool_to_wire(t) for t in request.tools]
+        if s.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = s.parallel_tool_calls
+    if s.reasoning_effort is not None or s.thinking_budget is not None:
+        reasoning: dict[str, Any] = {"summary": "auto"}
+        if s.reasoning_effort is not None:
+            reasoning = {"effort": s.reasoning_effort, **reasoning}
+        body["reasoning"] = reasoning
+    if s.temperature is not None:
+        body["temperature"] = s.temperature
+    if s.max_tokens is not None:
+        body["max_output_tokens"] = s.max_tokens
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """Typed messages as input items; an assistant turn is its own reasoning items, its text, then its calls."""
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue  # sent as `instructions`
+        if isinstance(m, UserMessage):
+            items.append({"role": "user", "content": m.content})
+        elif isinstance(m, AssistantMessage):
+            # only this API's reasoning goes back; another provider's is shown, not sent
+            items.extend(reasoning_to_wire(p) for p in m.reasoning_for(PROVIDER))
+            if m.content:
+                items.append({"role": "assistant", "content": m.content})
+            items.extend(call_to_wire(c) for c in m.tool_calls)
+        elif isinstance(m, ToolMessage):
+            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
+        else:
+            assert_never(m)
+    return items
+
+
+def reasoning_to_wire(part: ReasoningPart) -> dict[str, Any]:
+    """A reasoning item as it came: its id, summary parts, any reasoning text, and the encrypted content."""
+    item: dict[str, Any] = {"type": "reasoning"}
+    if part.id is not None:
+        item["id"] = part.id
+    item["summary"] = [{"type": "summary_text", "text": t} for t in part.summary]
+    if part.text:
+        item["content"] = [{"type": "reasoning_text", "text": part.text}]
+    if part.encrypted_content is not None:
+        item["encrypted_content"] = part.encrypted_content
+    return item
+
+
+def call_to_wire(call: ToolCall) -> dict[str, Any]:
+    """A function_call item echoed back: arguments as the JSON string, or the model's own text if invalid."""
+    return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments_text}
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    """A flat function tool; `strict` off, since the server's default would demand a closed schema."""
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": False,
+    }
+
+
+def parse_usage(data: Any) -> Usage:
+    """Usage from a response's `usage`: cached tokens within the input, reasoning tokens within the output."""
+    if not isinstance(data, dict):
+        return Usage()
+    inp = data.get("input_tokens_details")
+    inp = inp if isinstance(inp, dict) else {}
+    out = data.get("output_tokens_details")
+    out = out if isinstance(out, dict) else {}
+    return Usage(
+        input_tokens=int(data.get("input_tokens") or 0),
+        output_tokens=int(data.get("output_tokens") or 0),
+        cache_read_tokens=int(inp.get("cached_tokens") or 0),
+        cache_write_tokens=int(inp.get("cache_write_tokens") or 0),
+        reasoning_tokens=int(out.get("reasoning_tokens") or 0),
+    )
+
+
+def parse_items(items: list[Any], http: HttpTransport, wire: WireExchange) -> AssistantMessage:
+    """Output items as an AssistantMessage; a function_call without call_id or name is a ProviderError."""
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[ReasoningPart] = []
+    for k, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            text.extend(_part_texts(item.get("content"), ("output_text", "refusal"), "text", "refusal"))
+        elif kind == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if not call_id or not isinstance(call_id, str):
+                raise http.error(
+                    f"output item {k} (function_call {name or 'unnamed'}) has no call_id", wire, status=wire.status
+                )
+            if not name or not isinstance(name, str):
+                raise http.error(f"output item {k} (function_call {call_id}) has no name", wire, status=wire.status)
+            arguments = item.get("arguments")
+            calls.append(parse_arguments(call_id, name, arguments if isinstance(arguments, str) else None))
+        elif kind == "reasoning":
+            reasoning.append(parse_reasoning(item))
+    content = "".join(text)
+    return AssistantMessage(
+        content=content or (None if calls else ""), tool_calls=tuple(calls), reasoning=tuple(reasoning)
+    )
+
+
+def parse_reasoning(item: dict[str, Any]) -> ReasoningPart:
+    """A reasoning item as a ReasoningPart; its id and encrypted content are kept exactly."""
+    item_id, encrypted = item.get("id"), item.get("encrypted_content")
+    return ReasoningPart(
+        provider=PROVIDER,
+        text="".join(_part_texts(item.get("content"), ("reasoning_text",), "text")),
+        summary=tuple(_part_texts(item.get("summary"), ("summary_text",), "text")),
+        id=item_id if isinstance(item_id, str) else None,
+        encrypted_content=encrypted if isinstance(encrypted, str) else None,
+    )
+
+
+def _part_texts(parts: Any, kinds: tuple[str, ...], *keys: str) -> list[str]:
+    # the text of each part of the given kinds; a part that is not an object with string text is skipped
+    found: list[str] = []
+    for part in parts if isinstance(parts, list) else []:
+        if isinstance(part, dict) and part.get("type") in kinds:
+            found.extend(part[k] for k in keys if isinstance(part.get(k), str))
+    return found
+
+
+def parse_response(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
+    """A response object as a ModelResponse; a failed or malformed one is a ProviderError."""
+    if not isinstance(data, dict) or not isinstance(data.get("output"), list):
+        raise http.error("the response is not a response object with an output list", wire, status=wire.status)
+    if data.get("status") == "failed":
+        raise _failure(data.get("error"), http, wire)
+    message = parse_items(data["output"], http, wire)
+    return ModelResponse(
+        message=message, usage=parse_usage(data.get("usage")), finish_reason=_finish(data, message), wire=wire
+    )
+
+
+def _finish(data: dict[str, Any], message: AssistantMessage) -> str:
+    # there is no finish_reason: calls make a tool turn, an incomplete status says why it stopped
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return "length" if reason in (None, "max_output_tokens") else str(reason)
+    return "tool_calls" if message.tool_calls else "stop"
+
+
+def _failure(error: Any, http: HttpTransport, wire: WireExchange, prefix: str = "") -> ProviderError:
+    err = error if isinstance(error, dict) else {}
+    code = err.get("code") if isinstance(err.get("code"), str) else None
+    message = err.get("message") or "the response failed with no reason given"
+    return http.error(f"{prefix}{message}", wire, status=wire.status, type=code, retryable=code in RETRYABLE_CODES)
+
+
+class OpenAIResponsesProvider(HttpProvider):
+    """The Responses API over httpx, stateless; any server that speaks it with a base URL."""
+
+    name: ClassVar[str] = PROVIDER
+
+    @property
+    def url(self) -> str:
+        """The responses endpoint under the base URL (which ends in /v1 for OpenAI)."""
+        return f"{self.base_url}/responses"
+
+    def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The request body this provider sends."""
+        return build_body(self.model, request, stream=stream)
+
+    def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+        """A whole response object as a ModelResponse."""
+        return parse_response(data, self.http, wire)
+
+    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Named SSE events up to response.completed (or .incomplete); an error or failed event is a ProviderError."""
+        wire = stream.wire
+        events: list[Any] = []
+        wire.response = events
+        folded = _ResponseStream(on_text)
+        for name, data in iter_sse(stream.lines()):
+            event = stream.event(data)
+            events.append(event)
+            fields = event if isinstance(event, dict) else {}
+            kind = fields.get("type") or name
+            if kind == "error":
+                raise _failure(fields, self.http, wire, "error in the stream: ")
+            if kind == "response.failed":
+                response = fields.get("response")
+                raise _failure(response.get("error") if isinstance(response, dict) else None, self.http, wire)
+            if folded.add(kind, fields):
+                break
+        if folded.final is None:
+            raise self.http.error("the stream ended before response.completed", wire, status=wire.status)
+        message = parse_items(folded.items(), self.http, wire)
+        return ModelResponse(
+            message=message,
+            usage=parse_usage(folded.final.get("usage")),
+            finish_reason=_finish(folded.final, message),
+            wire=wire,
+        )
+
+
+@dataclass
+class _ResponseStream:
+    """A streamed response as its events arrive: finished output items by index, and the final response."""
+
+    on_text: TextSink
+    done: dict[int, Any] = field(default_factory=dict)
+    final: dict[str, Any] | None = None
+
+    def add(self, kind: str | None, event: dict[str, Any]) -> bool:
+        """Fold one event in; True once the response is complete or incomplete."""
+        if kind == "response.output_text.delta":
+            delta = event.get("delta")
+            if isinstance(delta, str) and delta:
+                self.on_text(delta)
+        elif kind == "response.output_item.done":
+            # the finished item: an `added` event's encrypted content may still be incomplete
+            index = event.get("output_index")
+            self.done[index if isinstance(index, int) else len(self.done)] = event.get("item")
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.get("response")
+            self.final = response if isinstance(response, dict) else {}
+            return True
+        return False
+
+    def items(self) -> list[Any]:
+        """The output items in order: the finished ones seen, else the final response's own list."""
+        if self.done:
+            return [self.done[i] for i in sorted(self.done)]
+        output = (self.final or {}).get("output")
+        return output if isinstance(output, list) else []
