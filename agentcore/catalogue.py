@@ -168,3 +168,113 @@ def suggested_models(provider: str, limit: int = SUGGESTIONS) -> tuple[str, ...]
     default = default_model(provider)
     rest = [m.id for m in models(provider) if m.current and m.id != default]
     return tuple([default] if default else []) + tuple(rest[: limit - bool(default)])
+
+
+# -- the parameters a model accepts ---------------------------------------------------------------
+
+# The temperature each wire format takes (None: no upper bound documented).
+TEMPERATURE_RANGE: dict[str, tuple[float, float | None]] = {
+    "openai": (0.0, 2.0),
+    "openai-responses": (0.0, 2.0),
+    "anthropic": (0.0, 1.0),
+    "ollama": (0.0, None),
+}
+# The reasoning efforts each wire format names ("none" is off, and is never sent).
+EFFORTS: dict[str, tuple[str, ...]] = {
+    "openai-responses": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+    "anthropic": ("none", "low", "medium", "high", "xhigh", "max"),
+    "ollama": ("none", "low", "medium", "high", "max"),
+}
+MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
+
+# Per-model rules, matched on the catalogue's id (so a dated id follows its model). Sources: Anthropic's
+# thinking troubleshooting table and Sonnet 5 migration guide, and the 400s users report (Opus 4.7,
+# Opus 5); the Claude 5 models after those follow their rules until the docs say otherwise.
+# Claude models that take adaptive thinking only, and reject any temperature.
+_ADAPTIVE_ONLY = re.compile(r"claude-(opus-4-[78]|(sonnet|opus|haiku|fable|mythos)-5\b).*")
+# Claude models with extended thinking (a budget) only: adaptive is a 400.
+_EXTENDED_ONLY = re.compile(r"claude-(opus-4-[15]|haiku-4-5|sonnet-4-5)\b.*")
+# Claude models whose efforts stop at max without xhigh ("Supported levels: high, low, max, medium").
+_NO_XHIGH = re.compile(r"claude-(opus|sonnet)-4-6\b.*")
+# OpenAI reasoning models that take only the default temperature, 1.
+_FIXED_TEMPERATURE = re.compile(r"o\d(-mini)?|gpt-5(-mini|-nano)?")
+
+
+def _canonical(provider: str, model: str) -> str:
+    entry = find(provider, model)
+    return entry.id if entry else model.strip().lower()
+
+
+def check_settings(provider: str, model: str, settings: Any) -> str | None:
+    """Why `provider` would refuse `settings` for `model`, in one line; None when it would take them.
+
+    `settings` is a providers.base.Settings (read by attribute, so an older one without the
+    reasoning fields works too). Checked before sending, so a bad setting is a clear message
+    rather than a 400 from the server.
+    """
+    temperature = getattr(settings, "temperature", None)
+    budget = getattr(settings, "thinking_budget", None)
+    effort = getattr(settings, "reasoning_effort", None)
+    return (
+        _check_temperature(provider, temperature)
+        or _check_effort(provider, effort)
+        or _check_model(provider, _canonical(provider, model), temperature, budget, effort)
+    )
+
+
+def _check_temperature(provider: str, temperature: float | None) -> str | None:
+    bounds = TEMPERATURE_RANGE.get(provider)
+    if temperature is None or bounds is None:
+        return None
+    low, high = bounds
+    if temperature < low or (high is not None and temperature > high):
+        allowed = f"{low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        return f"temperature {temperature:g} is out of range for {provider}: {allowed}"
+    return None
+
+
+def _check_effort(provider: str, effort: str | None) -> str | None:
+    known = EFFORTS.get(provider)
+    if effort is None or known is None or effort in known:
+        return None
+    return f"{provider} has no reasoning effort {effort!r}: {', '.join(known)}"
+
+
+def _check_model(
+    provider: str, model: str, temperature: float | None, budget: int | None, effort: str | None
+) -> str | None:
+    if provider == "anthropic":
+        return _check_claude(model, temperature, budget, effort)
+    fixed = provider in ("openai", "openai-responses") and _FIXED_TEMPERATURE.fullmatch(model)
+    if fixed and temperature is not None and temperature != 1:
+        return f"{model} takes the default temperature (1) only: leave it unset"
+    return None
+
+
+def _check_claude(model: str, temperature: float | None, budget: int | None, effort: str | None) -> str | None:
+    thinking = bool(budget) or effort not in (None, "none")
+    if _ADAPTIVE_ONLY.fullmatch(model):
+        if temperature is not None:
+            return f"{model} does not accept temperature: leave it unset"
+        if budget:
+            return f"{model} takes adaptive thinking only: set a reasoning effort instead of a thinking budget"
+    if budget is not None and budget < MIN_THINKING_BUDGET:
+        return f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens, not {budget}"
+    if thinking and temperature is not None and temperature != 1:
+        return f"with thinking on, {model} takes temperature 1 only: leave it unset"
+    if effort not in (None, "none") and not budget and _EXTENDED_ONLY.fullmatch(model):
+        return f"{model} has no adaptive thinking: set a thinking budget ({MIN_THINKING_BUDGET} or more) instead"
+    if effort == "xhigh" and _NO_XHIGH.fullmatch(model):
+        return f"{model} has no reasoning effort 'xhigh': low, medium, high or max"
+    return None
+
+
+def overflow(provider: str, model: str, request_tokens: int) -> str | None:
+    """A one-line warning when a request of about `request_tokens` would not fit the model's window."""
+    window = context_window(provider, model)
+    if window is None or request_tokens <= window:
+        return None
+    return (
+        f"the request is about {request_tokens:,} tokens, more than {model}'s context window of {window:,}: "
+        "fork from an earlier step or trim the messages"
+    )

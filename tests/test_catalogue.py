@@ -5,7 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from agentcore import catalogue
+from agentcore.errors import UsageError
+from agentcore.loop import Agent
+from agentcore.messages import UserMessage
+from agentcore.providers.anthropic import AnthropicProvider
+from agentcore.providers.base import ModelRequest, Settings
+from agentcore.providers.openai import OpenAIProvider
+from agentcore.run import Run, RunConfig
 
 
 def test_context_window_comes_from_genai_prices_for_plain_and_dated_ids():
@@ -62,3 +71,84 @@ def test_import_agentcore_does_not_load_genai_prices():
     code = "import sys, agentcore, agentcore.catalogue; print('genai_prices' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the parameters a model accepts ---------------------------------------------------------------
+
+
+def refusal(provider: str, model: str, **settings) -> str | None:
+    return catalogue.check_settings(provider, model, Settings(**settings))
+
+
+def test_temperature_is_range_checked_per_provider():
+    assert refusal("openai", "gpt-5.4-mini", temperature=2.0) is None
+    assert refusal("openai", "gpt-5.4-mini", temperature=2.5) == "temperature 2.5 is out of range for openai: 0 to 2"
+    assert refusal("anthropic", "claude-haiku-4-5", temperature=1.0) is None
+    assert refusal("anthropic", "claude-haiku-4-5", temperature=1.5) == (
+        "temperature 1.5 is out of range for anthropic: 0 to 1"
+    )
+    assert refusal("openai-responses", "my-model", temperature=3) is not None
+    assert refusal("ollama", "llama3.2", temperature=5) is None
+    assert "0 or more" in refusal("ollama", "llama3.2", temperature=-1)
+
+
+def test_claude_models_that_reject_temperature_are_refused_even_by_a_dated_id():
+    assert refusal("anthropic", "claude-sonnet-5", temperature=0.5) == (
+        "claude-sonnet-5 does not accept temperature: leave it unset"
+    )
+    assert "does not accept temperature" in refusal("anthropic", "claude-opus-4-7", temperature=1.0)
+    assert "claude-haiku-5-5 does not" in refusal("anthropic", "claude-haiku-5-5-20261015", temperature=0.2)
+    assert refusal("anthropic", "claude-sonnet-5") is None
+    assert refusal("anthropic", "claude-opus-4-6", temperature=0.2) is None
+
+
+def test_thinking_allows_only_the_values_the_model_takes():
+    assert refusal("anthropic", "claude-haiku-4-5", thinking_budget=2048, temperature=0.3) == (
+        "with thinking on, claude-haiku-4-5 takes temperature 1 only: leave it unset"
+    )
+    assert refusal("anthropic", "claude-haiku-4-5", thinking_budget=2048, temperature=1) is None
+    assert refusal("anthropic", "claude-haiku-4-5", thinking_budget=500) == (
+        "a thinking budget must be at least 1024 tokens, not 500"
+    )
+    assert "adaptive thinking only" in refusal("anthropic", "claude-opus-4-7", thinking_budget=2048)
+    assert refusal("anthropic", "claude-opus-4-7", reasoning_effort="high") is None
+    assert "no adaptive thinking" in refusal("anthropic", "claude-haiku-4-5", reasoning_effort="high")
+    assert refusal("anthropic", "claude-opus-4-6", reasoning_effort="xhigh") == (
+        "claude-opus-4-6 has no reasoning effort 'xhigh': low, medium, high or max"
+    )
+    assert refusal("anthropic", "claude-opus-4-6", reasoning_effort="max") is None
+    assert "no reasoning effort 'minimal'" in refusal("anthropic", "claude-opus-4-6", reasoning_effort="minimal")
+    assert refusal("ollama", "qwen3", reasoning_effort="xhigh") is not None
+    assert refusal("openai-responses", "gpt-6-luna", reasoning_effort="minimal") is None
+
+
+def test_openai_reasoning_models_take_only_the_default_temperature():
+    assert refusal("openai", "o3", temperature=0.2) == "o3 takes the default temperature (1) only: leave it unset"
+    assert refusal("openai", "gpt-5-mini-2025-08-07", temperature=0) is not None
+    assert refusal("openai", "o4-mini", temperature=1) is None
+    assert refusal("openai", "gpt-4.1-mini", temperature=0.2) is None
+
+
+def test_a_refused_setting_stops_the_model_phase_before_anything_is_sent(katan):
+    provider = AnthropicProvider("claude-sonnet-5", base_url=katan.url, api_key="katan-key")
+    agent = Agent(provider)
+    run = Run.start("Weather?", RunConfig(provider="anthropic", model="claude-sonnet-5", temperature=0.5))
+    before = katan.requests_seen()
+    with pytest.raises(UsageError) as refused:
+        agent.model_phase(run)
+    assert str(refused.value) == "anthropic: claude-sonnet-5 does not accept temperature: leave it unset"
+    assert katan.requests_seen() == before
+    assert run.steps == [] and run.next_phase == "model"
+    with pytest.raises(UsageError):  # a caller that skips the loop is refused too
+        provider.complete(ModelRequest(messages=tuple(run.messages), settings=Settings(temperature=0.5)))
+    assert katan.requests_seen() == before
+
+
+def test_a_request_past_the_context_window_is_refused_before_sending(katan):
+    provider = OpenAIProvider("gpt-4o-mini", base_url=katan.url, api_key="katan-key")
+    huge = UserMessage(content="word " * 110_000)  # about 137,500 tokens, past gpt-4o-mini's 128,000
+    before = katan.requests_seen()
+    with pytest.raises(UsageError, match="context window of 128,000"):
+        provider.complete(ModelRequest(messages=(huge,)))
+    assert katan.requests_seen() == before
+    assert catalogue.overflow("openai", "gpt-4o-mini", 1000) is None

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .. import catalogue
 from ..errors import ProviderError, UsageError
 from ..messages import Violation, validate_messages
 from ..secrets import StreamScrubber, redact_headers, register_headers, register_secret, scrub
@@ -40,7 +41,7 @@ from ._limits import (
     describe,
     snippet,
 )
-from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
+from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "anthropic-request-id")
@@ -372,8 +373,21 @@ class HttpProvider(BaseProvider, ABC):
         return self.base_url == self.info.default_base_url
 
     def preflight(self, request: ModelRequest) -> list[Violation]:
-        """Rules every tool-calling API enforces: no orphan tool result, no unanswered tool call."""
+        """Rules every tool-calling API enforces: no orphan tool result, no unanswered tool call.
+
+        A setting the model refuses, or a request past its context window, is a UsageError (check_request).
+        """
+        self.check_request(request)
         return validate_messages(list(request.messages), final=True)
+
+    def check_request(self, request: ModelRequest) -> None:
+        """Refuse before sending what the server would answer with a 400: a setting this model does not
+        take (the catalogue's rules) or a request larger than its context window."""
+        problem = catalogue.check_settings(self.name, self.model, request.settings) or catalogue.overflow(
+            self.name, self.model, estimate_request_tokens(request)
+        )
+        if problem:
+            raise UsageError(f"{self.name}: {problem}")
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         """One call to the endpoint; streamed when `on_text` is given, unless the `stream` option turned that off.
@@ -381,6 +395,7 @@ class HttpProvider(BaseProvider, ABC):
         A server may echo the request's key back in its answer: every known secret is removed
         from the streamed text and from the response before anything else sees them.
         """
+        self.check_request(request)
         sink = StreamScrubber(on_text) if on_text is not None else None
         result = self._call(request, sink)
         if sink is not None:
