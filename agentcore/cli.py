@@ -316,9 +316,13 @@ def _add_runs(sub: Any) -> None:
     q.add_argument("--limit", type=int, default=50)
     q = runs.add_parser("show", parents=[db], help="print a stored run")
     q.add_argument("id")
-    q = runs.add_parser("export", parents=[db], help="write a run as JSON, as a provider's request body, or as a replay page (html)")
+    q = runs.add_parser(
+        "export", parents=[db], help="write a run as JSON, as a provider's request body, or as a replay page (html)"
+    )
     q.add_argument("ids", nargs="+", metavar="ID")
-    q.add_argument("--format", default="json", choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html"])
+    q.add_argument(
+        "--format", default="json", choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html"]
+    )
     q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
     q = runs.add_parser("import", parents=[db], help="store a transcript, or an OpenAI/Anthropic message list")
     q.add_argument("file")
@@ -360,7 +364,9 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("--list-models", action="store_true", help="list the models --price-as accepts")
     p.set_defaults(func=cmd_cost)
 
-    p = sub.add_parser("export", help="print a transcript as a provider's request body, or as a replay page (--format html)")
+    p = sub.add_parser(
+        "export", help="print a transcript as a provider's request body, or as a replay page (--format html)"
+    )
     p.add_argument("file")
     p.add_argument(
         "--format",
@@ -369,7 +375,19 @@ def _add_transcript_tools(sub: Any) -> None:
         help="the wire format, or html: one self-contained page that steps through the run",
     )
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=cmd_export_noted)
+
+
+def cmd_export_noted(args: argparse.Namespace) -> int:
+    """`agentcore export`, then a note on stderr when the body leaves out reasoning another provider made."""
+    from .messages import reasoning_note
+    from .transcript import load
+
+    code = cmd_export(args)
+    note = reasoning_note(load(args.file).messages, args.format)
+    if note:
+        print(f"agentcore: note: {note}", file=sys.stderr)
+    return code
 
 
 def _add_testing(sub: Any) -> None:

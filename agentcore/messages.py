@@ -390,6 +390,19 @@ def reasoning_not_sent(messages: list[Message] | tuple[Message, ...], provider: 
     ]
 
 
+def reasoning_note(messages: list[Message] | tuple[Message, ...], provider: str) -> str | None:
+    """One line saying which reasoning in `messages` is kept and shown but not sent to `provider`; None if none."""
+    parts = reasoning_not_sent(messages, provider)
+    if not parts:
+        return None
+    makers = ", ".join(dict.fromkeys(p.provider for p in parts))
+    count = f"{len(parts)} reasoning part{'s' if len(parts) != 1 else ''}"
+    return (
+        f"{count} from {makers} {'is' if len(parts) == 1 else 'are'} kept and shown but not sent to {provider}: "
+        "reasoning goes back only to the provider that made it"
+    )
+
+
 def pending_tool_calls(messages: list[Message]) -> list[ToolCall]:
     """The tool calls of the last assistant message that have no result yet, in call order."""
     answered = set()
