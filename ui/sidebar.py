@@ -26,6 +26,7 @@ from .state import (
     resolve_api_key,
     set_typed_key,
 )
+from .user_view import render_conflict, render_user
 
 DEFAULT_PROMPT = "What is the weather in Paris and Rome?"
 DEFAULT_TOOLS = ["get_weather", "calculator"]
@@ -197,6 +198,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     st.session_state.setdefault("prompt", DEFAULT_PROMPT)
     st.sidebar.markdown("### agentcore")
     st.sidebar.caption("Step through the ReAct loop: call the model, run the tools it asks for, repeat.")
+    render_user(st.sidebar, session)
     sb = st.sidebar.expander("Playground settings", expanded=False) if folded else st.sidebar
 
     info, model, scenario, schema = _provider(sb)
@@ -230,3 +232,4 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")
+        render_conflict(sb, session)

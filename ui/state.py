@@ -3,13 +3,21 @@
 The Session lives in st.session_state["session"]; pages read it and redraw from it. It
 never holds an API key: keys are resolved at call time from the password box (kept only
 for the current script run), the environment, or st.secrets.
+
+Each browser session has its own Store on the runs database, saving as the session's user: the
+Store remembers which revision of a run it last read or wrote, so two tabs stepping the same run
+are told apart as two processes are (the second save is refused with RunChanged).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
@@ -21,13 +29,15 @@ from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store import LAST_RUN_KEY, RunSummary, Store, default_path
+from agentcore.store import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path
 
 from .mcp_view import resolve_tools
 
 SESSION_KEY = "session"
 PROVIDER_ENV = "AGENTCORE_PROVIDER"
 MODEL_ENV = "AGENTCORE_MODEL"
+USER_HEADER_ENV = "AGENTCORE_USER_HEADER"  # e.g. X-Forwarded-User, set by an authenticating proxy
+STORE_KEY = "_runs_store"
 
 Action = Literal["step", "model", "tools", "retry"]
 DEFAULT_N_CTX = 4096  # the local provider's own default
@@ -90,6 +100,8 @@ class Session:
     message_page: int | None = None  # pages back from the newest; None: the newest
     sync_sidebar: bool = False  # the sidebar shows the current run's provider and limits on its next draw
     last_run: RunSummary | None = None  # the run the last session looked at, offered to reopen
+    user: str | None = None  # the name typed in the sidebar, kept for this browser session
+    conflict: str | None = None  # a run whose save was refused: someone else saved it since this session read it
 
     @property
     def run(self) -> Run | None:
@@ -122,8 +134,8 @@ def init_session() -> Session:
     """The one Session of this browser session, created on first use."""
     if SESSION_KEY not in st.session_state:
         session = Session()
+        st.session_state[SESSION_KEY] = session  # first, since the offer below opens this session's store
         _offer_last_run(session)
-        st.session_state[SESSION_KEY] = session
     return st.session_state[SESSION_KEY]
 
 
@@ -132,33 +144,106 @@ def get_session() -> Session:
     return init_session()
 
 
+# -- who is using the app ---------------------------------------------------------------------
+
+_NAME = re.compile(r"\w[\w .@+-]{0,63}")
+
+
+def valid_name(text: str | None) -> str:
+    """A person's name as the runs store records it; ValueError (one line) for anything else.
+
+    1 to 64 letters, digits, spaces and `. _ @ + -`, starting with a letter or digit: a name typed in
+    the app or sent in a header is only ever a name, never markup or a path.
+    """
+    name = (text or "").strip()
+    if not _NAME.fullmatch(name):
+        raise ValueError("a name is 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit")
+    return name
+
+
+def resolve_user(headers: Mapping[str, str], typed: str | None) -> tuple[str, str]:
+    """Whose runs this browser session saves, and where that name came from.
+
+    The deployment's authentication header (named by AGENTCORE_USER_HEADER) wins when it holds a valid
+    name; then the name typed in the sidebar; then the server's default (AGENTCORE_USER, else the login name).
+    """
+    header = os.environ.get(USER_HEADER_ENV, "").strip()
+    if header:
+        sent = headers.get(header)
+        if sent:
+            try:
+                return valid_name(sent), f"from the {header} header"
+            except ValueError:
+                pass  # an unusable value is not a name: fall back as if it were missing
+    if typed:
+        return typed, "typed here, for this browser session"
+    return default_owner(), "the server's default (AGENTCORE_USER)"
+
+
+def request_headers() -> Mapping[str, str]:
+    """The headers of the request that opened this browser session (none under AppTest)."""
+    try:
+        return st.context.headers
+    except Exception:  # noqa: BLE001 - no request context: no headers
+        return {}
+
+
+def current_user(session: Session) -> tuple[str, str]:
+    """This browser session's user and where the name came from (see resolve_user)."""
+    return resolve_user(request_headers(), session.user)
+
+
 # -- the runs store --------------------------------------------------------------------------
 
 
 def get_store() -> Store:
-    """The app's one runs database (AGENTCORE_DB or ~/.agentcore/runs.db), shared by every page.
+    """This browser session's Store on the app's runs database (AGENTCORE_DB or ~/.agentcore/runs.db).
 
-    One Store per file: each keeps its own cache of what it saved, so a second Store on the
-    same file would rewrite a run in full after the first one had saved it.
+    One per browser session, not one per server: a Store remembers the revision of each run it read or
+    wrote, and that is what refuses a save over someone else's (another tab's) newer revision. It saves
+    as the session's user. It is closed when the session ends.
     """
-    return _store_at(str(default_path()))
+    session = get_session()
+    where = str(default_path())
+    store = st.session_state.get(STORE_KEY)
+    if store is None or store.path != _opened_path(where):
+        if store is not None:
+            store.close()
+        store = Store(where)
+        weakref.finalize(session, store.close)
+        st.session_state[STORE_KEY] = store
+    store.owner = current_user(session)[0]
+    return store
 
 
-@st.cache_resource(show_spinner=False)
-def _store_at(path: str) -> Store:
-    return Store(path)  # keyed by path, so AGENTCORE_DB changing (as between tests) opens the right database
+def _opened_path(where: str) -> Path | str:
+    # what Store.path holds for a location: the URL itself, or the expanded file path
+    return where if "://" in where else Path(where).expanduser()
 
 
 def _offer_last_run(session: Session) -> None:
-    """A new browser session starts clean and offers the run last looked at, when it is still stored.
+    """A new browser session starts clean and offers the run its user last looked at, when it is still stored.
 
-    Opening it by itself would put a run on the page that this tab never chose, under a sidebar set for another.
+    Opening it by itself would put a run on the page that this tab never chose, under a sidebar set for another;
+    offering someone else's run would show a stranger's work first.
     """
     try:
-        last = get_store().get_meta(LAST_RUN_KEY)
-        session.last_run = get_store().summary(last) if last else None
+        store = get_store()
+        last = store.get_meta(_last_run_key(store.owner)) or store.get_meta(LAST_RUN_KEY)
+        found = store.summary(last) if last else None
+        session.last_run = found if found is not None and found.owner in (None, store.owner) else None
     except Exception as exc:  # noqa: BLE001 - an unreadable store must not stop the app from opening
         session.store_error = f"the last run could not be found: {type(exc).__name__}: {exc}"
+
+
+def _last_run_key(owner: str) -> str:
+    return f"{LAST_RUN_KEY}:{owner}"
+
+
+def remember_last_run(store: Store, run_id: str) -> None:
+    """Record the run this session's user looked at last, for the next tab to offer."""
+    store.set_meta(LAST_RUN_KEY, run_id)
+    store.set_meta(_last_run_key(store.owner), run_id)
 
 
 def reopen_last_run(session: Session) -> None:
@@ -178,10 +263,29 @@ def on_run_changed(run: Run) -> None:
     try:
         store = get_store()
         store.save_run(run)
-        store.set_meta(LAST_RUN_KEY, run.id)
-        session.store_error = None
+        remember_last_run(store, run.id)
+        session.store_error = session.conflict = None
+    except RunChanged:
+        session.conflict = run.id
+        session.store_error = session.notice = (
+            f"Not saved: run {run.id} was saved from another tab or by someone else since this page opened it. "
+            "Your change stays on this page only: keep it as a new run (the button in the sidebar), "
+            "or open the run again from the Runs page to go on from what is stored."
+        )
     except Exception as exc:  # noqa: BLE001 - a failing store must not stop the loop; it is shown instead
         session.store_error = f"the run could not be saved: {type(exc).__name__}: {exc}"
+
+
+def keep_as_new_run() -> None:
+    """The current run, whose save was refused, saved as a new run forked from it with everything it holds."""
+    session = get_session()
+    run = session.run
+    if run is None or session.conflict != run.id:
+        return
+    fork = run.fork_with_messages(list(run.messages), keep_later=True)
+    session.add_run(fork)
+    session.notice = None
+    on_run_changed(fork)
 
 
 # -- providers ----------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""Who owns which run in the app: a typed or header-given name, and two tabs saving the same run (AppTest, real database)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.providers.scripted import get_scenario
+from agentcore.store import LAST_RUN_KEY, Store
+from ui.state import USER_HEADER_ENV, resolve_user, valid_name
+
+PLAYGROUND, RUNS = "views/playground.py", "views/runs.py"
+
+
+def open_runaway(store: Store) -> Run:
+    """An open run of the scripted `runaway` scenario, one step in, saved and offered to the next tab."""
+    sc = get_scenario("runaway")
+    tools = toolbox.get_tools(",".join(sc.tools))
+    config = RunConfig(provider="scripted", model="runaway", scenario="runaway", tools=[t.spec() for t in tools])
+    run = Run.start(sc.prompt, config.model_copy(update={"max_steps": 20}))
+    Agent(create_provider("scripted", "runaway", scenario="runaway"), tools).step(run)
+    store.save_run(run)
+    store.set_meta(LAST_RUN_KEY, run.id)
+    return run
+
+
+def tab_on(open_app, run: Run):
+    """A new browser tab that takes the offer to reopen `run`."""
+    at = open_app()
+    assert at.session_state["session"].last_run.id == run.id
+    at.button(key="reopen").click().run()
+    assert at.session_state["session"].run.id == run.id
+    return at
+
+
+def test_two_tabs_stepping_the_same_run_the_second_save_is_refused_and_can_be_kept_as_a_fork(open_app) -> None:
+    store = Store(os.environ["AGENTCORE_DB"])
+    run = open_runaway(store)
+    first, second = tab_on(open_app, run), tab_on(open_app, run)
+    first.button(key="step").click().run()
+    first.button(key="step").click().run()
+    assert store.summary(run.id).steps == 3
+    second.button(key="step").click().run()
+    assert not second.exception
+    assert any("another tab" in e.value for e in second.error)  # said on the page, in one line
+    assert store.summary(run.id).steps == 3  # the first tab's work is not overwritten
+    assert store.load_data(run.id)["messages"] == first.session_state["session"].run.model_dump(mode="json")["messages"]
+    second.button(key="keep_as_new_run").click().run()
+    kept = second.session_state["session"].run
+    assert kept.id != run.id and store.summary(kept.id).parent_id == run.id and store.summary(kept.id).steps == 2
+
+
+def test_looking_at_a_run_in_the_library_does_not_let_a_stale_tab_save_over_it(open_app) -> None:
+    store = Store(os.environ["AGENTCORE_DB"])
+    run = open_runaway(store)
+    stale, other = tab_on(open_app, run), tab_on(open_app, run)
+    other.button(key="step").click().run()
+    other.button(key="step").click().run()
+    stale.switch_page(RUNS).run()
+    stale.selectbox(key="runs_selected").set_value(run.id).run()  # shows and exports what is stored now
+    stale.switch_page(PLAYGROUND).run()
+    stale.button(key="step").click().run()
+    assert any("another tab" in e.value for e in stale.error)
+    assert store.summary(run.id).steps == 3
+    assert store.load_data(run.id)["messages"] == other.session_state["session"].run.model_dump(mode="json")["messages"]
+
+
+def test_a_typed_name_owns_the_runs_started_and_a_name_with_markup_is_refused(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "server")
+    monkeypatch.delenv(USER_HEADER_ENV, raising=False)
+    at = open_app()
+    at.text_input(key="user_name").set_value("<img src=x onerror=alert(1)>").run()
+    assert any("Name not changed" in e.value for e in at.sidebar.error)
+    assert at.session_state["session"].user is None and at.text_input(key="user_name").value == ""
+    at.text_input(key="user_name").set_value("  Ada Lovelace ").run()
+    at.button(key="start").click().run()
+    run_id = at.session_state["session"].current_id
+    store = Store(os.environ["AGENTCORE_DB"])
+    assert store.summary(run_id).owner == "Ada Lovelace"
+    Store(os.environ["AGENTCORE_DB"], owner="bob").save_run(Run.start("Someone else's run"))
+    at.switch_page(RUNS).run()
+    assert list(at.dataframe[0].value["id"]) == [run_id]
+    assert "Ada Lovelace" in at.toggle(key="runs_mine").label
+
+
+def test_deleting_someone_elses_run_is_refused_on_the_runs_page(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "ada")
+    monkeypatch.delenv("AGENTCORE_ALLOW_DELETE_OTHERS", raising=False)
+    theirs = Run.start("Bob's question")
+    Store(os.environ["AGENTCORE_DB"], owner="bob").save_run(theirs)
+    Store(os.environ["AGENTCORE_DB"], owner="ada").save_run(Run.start("Ada's question"))
+    at = open_app(RUNS)
+    at.toggle(key="runs_mine").set_value(False).run()
+    at.selectbox(key="runs_selected").set_value(theirs.id).run()
+    at.button(key="runs_delete").click().run()
+    at.button(key="runs_delete_yes").click().run()
+    assert any("only its owner may delete it" in e.value for e in at.error)
+    assert Store(os.environ["AGENTCORE_DB"]).exists(theirs.id)
+
+
+def test_the_header_name_wins_when_configured_and_a_bad_value_is_not_a_name(monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "server")
+    monkeypatch.delenv(USER_HEADER_ENV, raising=False)
+    headers = {"X-Forwarded-User": "grace"}
+    assert resolve_user(headers, None) == ("server", "the server's default (AGENTCORE_USER)")  # not configured
+    assert resolve_user({}, "ada")[0] == "ada"
+    monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
+    assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header")
+    assert resolve_user({"X-Forwarded-User": "<b>grace</b>"}, "ada")[0] == "ada"
+    assert resolve_user({"X-Forwarded-User": "x" * 65}, None)[0] == "server"
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "<b>a</b>", "a/../b", "[x](http://e.com)", "-rf", "a\nb", "é" * 65])
+def test_a_name_is_letters_digits_and_a_few_marks(bad: str) -> None:
+    with pytest.raises(ValueError, match="a name is 1 to 64"):
+        valid_name(bad)
+    assert (
+        valid_name(" Grace Hopper ") == "Grace Hopper"
+        and valid_name("ada.l+ops@example.org") == "ada.l+ops@example.org"
+    )
