@@ -86,7 +86,7 @@ def _print_run(run) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
-    from .exports import export_body, export_json, export_zip
+    from .exports import export_run, export_zip
     from .importers import parse_import
     from .store import Store
     from .transcript import write_atomic
@@ -115,7 +115,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
             write_atomic(args.out, export_zip(runs, (args.format,)))
         else:
-            text = export_json(runs[0]) if args.format == "json" else export_body(runs[0], args.format)
+            text = export_run(runs[0], args.format)
             if args.out:
                 write_atomic(args.out, text + "\n")
             else:
@@ -230,8 +230,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .exports import export_body
+    from .exports import export_run
     from .transcript import load
 
-    print(export_body(load(args.file), args.format, model=args.model))
+    print(export_run(load(args.file), args.format, model=args.model))
     return 0

@@ -1,8 +1,8 @@
-"""Exports: a run's transcript, a provider request body, several runs in a zip, a comparison bundle.
+"""Exports: a run's transcript, a provider request body, its replay page, several runs in a zip, a comparison bundle.
 
 Every export is JSON text written by the one writer transcripts use (`transcript.json_text`),
 so text holding a lone surrogate is written too, and every known secret and anything shaped
-like a credential is removed.
+like a credential is removed. The replay page (replay.py) embeds JSON written the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import zipfile
 from typing import Any
 
+from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields
 from .transcript import json_text, to_dict
@@ -19,6 +20,7 @@ from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
 
 FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
+REPLAY = "html"  # the replay page: one self-contained HTML file that steps through the run offline
 # the other files a page offers for a run: its cost table, and a comparison it is the first column of
 _OTHER_KINDS = {"cost": ".cost.csv", "comparison": ".comparison.json"}
 
@@ -26,12 +28,14 @@ _OTHER_KINDS = {"cost": ".cost.csv", "comparison": ".comparison.json"}
 def export_filename(run: Run, kind: str) -> str:
     """The one name a download of `run` gets on every page: `agentcore-run-<id>.json`, `….openai.json`, `….cost.csv`.
 
-    `kind` is one of FORMATS, `cost` or `comparison`.
+    `kind` is one of FORMATS, REPLAY, `cost` or `comparison`.
     """
     if kind == "json":
         suffix = ".json"
     elif kind in WIRE_FORMATS:
         suffix = f".{kind}.json"
+    elif kind == REPLAY:
+        suffix = ".html"
     elif kind in _OTHER_KINDS:
         suffix = _OTHER_KINDS[kind]
     else:
@@ -54,13 +58,22 @@ def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:
     return export_text(export_request(run, fmt, model=model))
 
 
+def export_run(run: Run, fmt: str, *, model: str | None = None) -> str:
+    """The run as `fmt`: transcript JSON (`json`), the replay page (`html`), or a wire format's request body."""
+    if fmt == "json":
+        return export_json(run)
+    if fmt == REPLAY:
+        return replay_html(run)
+    return export_body(run, fmt, model=model)
+
+
 def export_bundle(bundle: dict[str, Any]) -> str:
     """A comparison bundle (`Comparison.bundle()`) as JSON text."""
     return export_text(bundle)
 
 
 def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
-    """Several runs in one zip: `<id>.json` each, and `<id>.<format>.json` for each wire format asked for."""
+    """Several runs in one zip: `<id>.json` each, `<id>.<format>.json` for each wire format asked for, `<id>.html`."""
     buffer = io.BytesIO()
     taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -68,7 +81,9 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
             name = numbered(_safe_name(run.id), taken, sep="-")
             archive.writestr(f"{name}.json", export_json(run))
             for fmt in formats:
-                if fmt != "json":
+                if fmt == REPLAY:
+                    archive.writestr(f"{name}.html", replay_html(run))
+                elif fmt != "json":
                     archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))
     return buffer.getvalue()
 

@@ -6,7 +6,7 @@ from functools import partial
 
 import streamlit as st
 
-from agentcore.exports import export_filename
+from agentcore.exports import REPLAY, export_filename, export_run
 from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
 from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
@@ -175,6 +175,16 @@ def _controls(session: Session, run: Run) -> None:
         key="export",
         icon=":material/download:",
         on_click="ignore",
+    )
+    bar.download_button(
+        "Replay HTML",
+        data=partial(export_run, run, REPLAY),  # built on click, as the JSON export
+        file_name=export_filename(run, REPLAY),
+        mime="text/html",
+        key="export_replay",
+        icon=":material/slideshow:",
+        on_click="ignore",
+        help="One self-contained page that steps through the run in any browser, offline: to share",
     )
     if editing:
         st.caption("Apply or discard the edits below before stepping.")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
-from agentcore.exports import WIRE_FORMATS, export_body, export_filename, export_json, export_zip
+from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename, export_json, export_run, export_zip
 from agentcore.importers import parse_import
 from agentcore.run import Run
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store
@@ -172,6 +172,14 @@ def _details(store: Store, summary: RunSummary) -> None:
     with st.expander("Export"):
         st.download_button(
             "Transcript JSON", export_json(run), export_filename(run, "json"), "application/json", key="runs_dl_json"
+        )
+        st.download_button(
+            "Replay (HTML)",
+            lambda: export_run(run, REPLAY),  # built on click: a page that steps through the run offline
+            export_filename(run, REPLAY),
+            "text/html",
+            key="runs_dl_html",
+            on_click="ignore",
         )
         for fmt in WIRE_FORMATS:
             try:
