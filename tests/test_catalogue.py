@@ -152,3 +152,17 @@ def test_a_request_past_the_context_window_is_refused_before_sending(katan):
         provider.complete(ModelRequest(messages=(huge,)))
     assert katan.requests_seen() == before
     assert catalogue.overflow("openai", "gpt-4o-mini", 1000) is None
+
+
+def test_the_registry_takes_its_defaults_and_suggestions_from_the_catalogue():
+    from agentcore.providers import REGISTRY, create_provider
+
+    for name in ("openai", "openai-responses", "anthropic"):
+        info = REGISTRY[name]
+        assert info.default_model == catalogue.default_model(name)
+        assert info.known_models == catalogue.suggested_models(name)
+        assert catalogue.retired(name, info.default_model) is None
+    assert REGISTRY["anthropic"].default_model not in ("claude-3-5-haiku-latest", "claude-sonnet-4-0")
+    provider = create_provider("anthropic", api_key="test-key")
+    assert provider.model == catalogue.default_model("anthropic")
+    assert REGISTRY["ollama"].default_model == "llama3.2"  # genai-prices lists no Ollama models

@@ -11,6 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from .. import catalogue
 from ..errors import UsageError
 from ..secrets import watch_env
 from .base import BaseProvider, ModelRequest, ModelResponse, Provider, Settings, WireExchange
@@ -22,13 +23,23 @@ class ProviderInfo:
 
     name: str
     target: str  # "module:Class"
-    default_model: str
-    known_models: tuple[str, ...]
+    model: str  # the default model where the catalogue has none (see default_model)
+    models: tuple[str, ...]  # the models to offer where the catalogue has none (see known_models)
     description: str
     key_env: str | None = None  # environment variable holding its API key
     base_url_env: str | None = None
     default_base_url: str | None = None
     free: bool = False  # nothing to pay: its runs cost 0, not an unknown price
+
+    @property
+    def default_model(self) -> str:
+        """The model used when none is named: the catalogue's current default (from genai-prices) where it has one."""
+        return catalogue.default_model(self.name) or self.model
+
+    @property
+    def known_models(self) -> tuple[str, ...]:
+        """The models a picker offers, the default first: the catalogue's current ones where it has them."""
+        return catalogue.suggested_models(self.name) or self.models
 
     def load(self) -> type:
         module, cls = self.target.split(":")
@@ -57,8 +68,8 @@ REGISTRY: dict[str, ProviderInfo] = {
         ProviderInfo(
             "openai",
             "agentcore.providers.openai:OpenAIProvider",
-            "gpt-4o-mini",
-            ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "o4-mini"),
+            "",  # from the catalogue
+            (),
             "OpenAI Chat Completions, or any OpenAI-compatible server with a base URL",
             key_env="OPENAI_API_KEY",
             base_url_env="OPENAI_BASE_URL",
@@ -67,8 +78,8 @@ REGISTRY: dict[str, ProviderInfo] = {
         ProviderInfo(
             "openai-responses",
             "agentcore.providers.openai_responses:OpenAIResponsesProvider",
-            "gpt-5.4-mini",
-            ("gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.4", "gpt-5.5", "o4-mini"),
+            "",  # from the catalogue
+            (),
             "OpenAI Responses API, stateless (reasoning passed back encrypted), or a server that speaks it",
             key_env="OPENAI_API_KEY",
             base_url_env="OPENAI_BASE_URL",
@@ -77,8 +88,8 @@ REGISTRY: dict[str, ProviderInfo] = {
         ProviderInfo(
             "anthropic",
             "agentcore.providers.anthropic:AnthropicProvider",
-            "claude-3-5-haiku-latest",
-            ("claude-3-5-haiku-latest", "claude-sonnet-4-0", "claude-opus-4-0", "claude-3-7-sonnet-latest"),
+            "",  # from the catalogue
+            (),
             "Anthropic Messages API",
             key_env="ANTHROPIC_API_KEY",
             base_url_env="ANTHROPIC_BASE_URL",
@@ -87,8 +98,8 @@ REGISTRY: dict[str, ProviderInfo] = {
         ProviderInfo(
             "ollama",
             "agentcore.providers.ollama:OllamaProvider",
-            "llama3.2",
-            ("llama3.2", "qwen2.5", "mistral"),
+            "llama3.2",  # genai-prices does not list Ollama: its library's small tool-calling models
+            ("llama3.2", "qwen3", "gpt-oss:20b", "qwen2.5", "mistral"),
             "Ollama's native /api/chat",
             base_url_env="OLLAMA_HOST",
             default_base_url="http://127.0.0.1:11434",
