@@ -15,6 +15,7 @@ ICON = HERE / "ui" / "static" / "icon.png"
 # (file, title, icon): a page is listed only once its file exists, so new pages appear by being added
 PAGES = (
     ("views/playground.py", "Playground", ":material/play_circle:"),
+    ("views/lesson.py", "Lesson", ":material/school:"),
     ("views/runs.py", "Runs", ":material/history:"),
     ("views/cost.py", "Cost", ":material/payments:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),

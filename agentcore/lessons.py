@@ -93,15 +93,16 @@ class Lesson:
         """Whether the lesson is over: its run stopped (in the fork, for a lesson with one)."""
         return run.finished and (self.fork_after is None or self.forked(run))
 
-    def narration(self, run: Run) -> str:
-        """The paragraph for where `run` stands: the intro, or the newest step's (the view adds the ending)."""
-        if not run.steps:
-            text = self.intro
-        else:
-            texts = self.fork_steps if self.forked(run) else self.steps
-            text = texts[min(len(run.steps), len(texts)) - 1]
+    def narration(self, run: Run | None) -> str:
+        """The paragraph for where `run` stands: the intro (also before it starts), or the newest step's.
+
+        The view adds the ending once the lesson is done.
+        """
+        if run is None or not run.steps:
+            return self.intro.format(budget=self.max_steps)
+        texts = self.fork_steps if self.forked(run) else self.steps
         tokens = step_tokens(run)
-        return text.format(
+        return texts[min(len(run.steps), len(texts)) - 1].format(
             step=len(run.steps),
             budget=run.config.max_steps,
             left=run.budget_left,

@@ -215,8 +215,12 @@ def step_views(run: Run | None) -> list[SourceView]:
     A step that ended on an answer (or paused before its tools) ran only its model phase; a failed call
     shows the model phase's error lines.
     """
-    if run is None or not run.steps or run.stop_reason == "error":
+    if run is not None and run.stop_reason == "error":
         return [source_view(run)]
+    if run is None or not run.steps:
+        lines, start = phase_source("model")
+        marked = frozenset(i for i, line in enumerate(lines) if any(m in line for m in _MARKERS["model"]))
+        return [SourceView("model", lines, start, marked, "① Model phase runs first: these lines send the prompt.")]
     step = run.steps[-1]
     ran_tools = any(isinstance(m, ToolMessage) for m in run.messages[step.message_count :])
     stop = _STOP_MARKERS.get(run.stop_reason or "")
@@ -228,9 +232,9 @@ def step_views(run: Run | None) -> list[SourceView]:
         lines, start = phase_source(phase)
         marked = frozenset(i for i, line in enumerate(lines) if any(m in line for m in wanted))
         caption = (
-            "The model phase: the whole list went to the model, and its reply was appended."
+            "① Model phase: the whole list went to the model; its reply was appended."
             if phase == "model"
-            else "The tools phase: each call ran, and each result was appended in call order."
+            else "② Tools phase: each call ran; each result was appended in call order."
         )
         views.append(SourceView(phase, lines, start, marked, caption))
     return views
@@ -249,13 +253,19 @@ def key_lines(view: SourceView) -> list[int | None]:
 
 
 def key_lines_html(view: SourceView, font_px: int = 16) -> str:
-    """A phase's key lines, numbered, large and wrapped rather than cut off: code for a projector."""
+    """A phase's key lines, numbered, large and wrapped rather than cut off: code for a projector.
+
+    Lines left out between two shown ones are marked by a dashed rule rather than a row of their own.
+    """
     rows = []
+    gap = False
     for i in key_lines(view):
         if i is None:
-            rows.append('<div class="ac-kl ac-gap"><span class="ac-no">⋮</span></div>')
+            gap = True
             continue
         cls = "ac-kl ac-hl" if i in view.highlighted else "ac-kl"
+        cls += " ac-skip" if gap else ""
+        gap = False
         rows.append(
             f'<div class="{cls}"><span class="ac-no">{view.first_line + i}</span>'
             f'<span class="ac-tx">{html.escape(view.lines[i].strip()) or " "}</span></div>'
@@ -268,7 +278,7 @@ def key_lines_html(view: SourceView, font_px: int = 16) -> str:
         ".ac-kl .ac-no{flex:0 0 2.6em;color:#adb5bd;text-align:right;margin-right:10px;user-select:none}"
         ".ac-kl .ac-tx{white-space:pre-wrap;overflow-wrap:anywhere;min-width:0}"
         f".ac-kl.ac-hl{{background:#dbe4ff;box-shadow:inset 3px 0 0 {ACCENT}}}"
-        ".ac-kl.ac-gap{color:#adb5bd}"
+        ".ac-kl.ac-skip{border-top:1px dashed #ced4da;margin-top:2px}"
         "</style>"
     )
     return f'{style}<div class="ac-klsrc">{"".join(rows)}</div>'

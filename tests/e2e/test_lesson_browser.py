@@ -1,0 +1,94 @@
+"""The first lesson in a real headless Chromium at 1280x720: after each Step, everything that matters is on screen.
+
+A first-time visitor (an empty runs database) opens the app, follows the playground's offer of the
+first lesson, and steps it to its end. Screenshots of each screen are saved under test-artifacts/,
+with the time each part took.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from servers import ROOT, start_app
+from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
+
+from agentcore.lessons import get_lesson
+
+ARTIFACTS = ROOT / "test-artifacts"
+VIEWPORT = {"width": 1280, "height": 720}
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def fresh_app(tmp_path_factory):
+    """The app on the scripted model with an empty runs database: what a first-time visitor opens."""
+    workdir = tmp_path_factory.mktemp("lesson-app")
+    server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
+    yield server.url
+    server.stop()
+
+
+def _inside_viewport(page, selector: str) -> None:
+    """The element is drawn, and its whole bounding box lies inside the 1280x720 viewport."""
+    box = page.locator(selector).bounding_box()
+    assert box is not None, f"{selector} is not drawn"
+    assert box["width"] > 0 and box["height"] > 0, f"{selector} is empty: {box}"
+    right, bottom = box["x"] + box["width"], box["y"] + box["height"]
+    assert box["x"] >= 0 and box["y"] >= 0, f"{selector} starts off screen: {box}"
+    assert right <= VIEWPORT["width"] and bottom <= VIEWPORT["height"], f"{selector} runs off screen: {box}"
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))  # the viewport only: what a projector shows
+
+
+def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):  # noqa: F811
+    lesson = get_lesson(None)
+    page = browser.new_page(viewport=VIEWPORT)
+    opened = time.monotonic()
+    page.goto(fresh_app)
+    offer = page.locator(".st-key-lesson_offer")
+    expect(offer).to_be_visible(timeout=30_000)
+    _shot(page, "lesson-offer.png")
+    offered = time.monotonic()
+    offer.get_by_role("link").click()
+    step = page.locator(".st-key-lesson_step button")
+    expect(step).to_be_enabled(timeout=20_000)
+    expect(page.locator(".st-key-lesson_narration")).to_contain_text(lesson.intro.split(".")[0])
+    _shot(page, "lesson-start.png")
+    timings = [f"app opened to the offer: {offered - opened:.1f} s"]
+    heading = page.locator(".st-key-lesson_diagram h4")
+    stepped = time.monotonic()
+    n = 0
+    while step.is_enabled():
+        n += 1
+        clicked = time.monotonic()
+        step.click()
+        expect(heading).to_contain_text(re.compile(rf"^Step {n}: sent \d+ tokens"), timeout=20_000)
+        expect(page.locator(".st-key-lesson_diagram svg").first).to_be_visible(timeout=20_000)
+        page.wait_for_timeout(300)  # let the redraw after the step settle
+        timings.append(f"step {n}, click to redraw: {time.monotonic() - clicked:.1f} s")
+        for part in (".st-key-lesson_diagram", ".st-key-lesson_new", ".st-key-lesson_code_model"):
+            _inside_viewport(page, part)
+        expect(page.locator(".st-key-lesson_new")).to_contain_text("new")
+        if n == 1:  # the first step asked for a tool: both phases ran, so both phases' code is shown
+            expect(page.locator(".st-key-lesson_new")).to_contain_text("get_weather")
+            _inside_viewport(page, ".st-key-lesson_code_tools")
+            expect(page.locator(".st-key-lesson_code_tools")).to_contain_text("self._execute(")
+        expect(page.locator(".st-key-lesson_code_model")).to_contain_text("self.provider.complete(")
+        _shot(page, f"lesson-step-{n}.png")
+        assert n <= 5, "the first lesson should end within a few steps"
+    ended = time.monotonic()
+    expect(page.locator(".st-key-lesson_ending")).to_contain_text("What you saw")
+    _inside_viewport(page, ".st-key-lesson_ending")
+    _inside_viewport(page, ".st-key-lesson_narration")
+    expect(page.locator(".st-key-lesson_new")).to_contain_text("Here is the weather")
+    timings += [f"first Step to the end of the lesson: {ended - stepped:.1f} s", f"total: {ended - opened:.1f} s"]
+    (ARTIFACTS / "lesson-first-visit.txt").write_text("\n".join(timings) + "\n")
+    print("\n".join(timings))
+    assert n == 2
+    page.close()

@@ -1,0 +1,229 @@
+"""Lesson: a guided run laid out for a projector (1280x720, no scrolling), with a narration for each step.
+
+The diagram with the current node and the edge just taken, the newest messages, the key lines of
+both phases of the step that just ran, and what the step sent: all on one screen.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from agentcore.errors import AgentcoreError
+from agentcore.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
+from agentcore.messages import AssistantMessage, Message, ToolMessage
+from agentcore.run import Run
+from ui import actions, safe
+from ui.graph import key_lines_html, loop_dot, step_views
+from ui.state import Session, get_session, in_app_words, on_run_changed
+
+LESSON_KEY = "lesson_id"  # the lesson picker
+RUNS_KEY = "lesson_runs"  # lesson id -> the id of its run in this session
+NOTICE_KEY = "lesson_notice"
+FORK_TEXT_KEY = "lesson_fork_result"
+SHOWN_MESSAGES = 4
+SHOWN_CHARS = 150
+
+# the lesson screen packs tighter than the other pages: less padding above the first row and between blocks
+PAGE_STYLE = (
+    "<style>"
+    ".stMainBlockContainer{padding:2.6rem 2rem 0.5rem 2rem}"
+    ".st-key-lesson_page{gap:0.5rem}"
+    ".st-key-lesson_narration p{font-size:1.05rem;line-height:1.4;margin-bottom:0.3rem}"
+    ".st-key-lesson_new{background:#fff9db;border-radius:8px}"
+    ".st-key-lesson_new p{margin-bottom:0.1rem;line-height:1.35}"
+    "</style>"
+)
+
+
+# -- which run is the lesson's ----------------------------------------------------------------
+
+
+def _runs() -> dict[str, str]:
+    return st.session_state.setdefault(RUNS_KEY, {})
+
+
+def lesson_run(session: Session, lesson: Lesson) -> Run | None:
+    """This lesson's run in this session, if it has started."""
+    run_id = _runs().get(lesson.id)
+    return session.runs.get(run_id) if run_id else None
+
+
+def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
+    """Make `run` the lesson's run and the current one, so the Step drives it and the Cost page shows it."""
+    _runs()[lesson.id] = run.id
+    session.add_run(run)
+    st.session_state["cfg_pause"] = False  # a lesson runs its tools as the model asked; the sidebar shows this run
+    on_run_changed(run)
+
+
+# -- what the buttons do ----------------------------------------------------------------------
+
+
+def _step() -> None:
+    """Step the lesson's run; the first Step starts it."""
+    session, lesson = get_session(), get_lesson(st.session_state.get(LESSON_KEY))
+    st.session_state[NOTICE_KEY] = None
+    run = lesson_run(session, lesson)
+    if run is None:
+        _adopt(session, lesson, lesson.start())
+    elif session.current_id != run.id:
+        session.add_run(run)
+    actions.request("step")
+
+
+def _restart() -> None:
+    """Start the lesson again; its old run stays in the runs library."""
+    _runs().pop(get_lesson(st.session_state.get(LESSON_KEY)).id, None)
+    st.session_state[NOTICE_KEY] = None
+    st.session_state.pop(FORK_TEXT_KEY, None)
+
+
+def _fork() -> None:
+    """Fork the lesson's run with the tool result typed in the box."""
+    session, lesson = get_session(), get_lesson(st.session_state.get(LESSON_KEY))
+    run = lesson_run(session, lesson)
+    if run is None:
+        return
+    try:
+        fork = fork_with_result(run, st.session_state.get(FORK_TEXT_KEY, ""))
+    except AgentcoreError as exc:
+        st.session_state[NOTICE_KEY] = str(exc)
+        return
+    st.session_state[NOTICE_KEY] = None
+    _adopt(session, lesson, fork)
+
+
+# -- the parts of the screen -------------------------------------------------------------------
+
+
+def _header(lesson: Lesson, run: Run | None) -> None:
+    title, pick, step, restart = st.columns([5, 3, 1.3, 1.3], vertical_alignment="center")
+    title.markdown(f"### :material/school: {lesson.title}")
+    pick.selectbox(
+        "Lesson",
+        list(LESSONS),
+        key=LESSON_KEY,
+        format_func=lambda i: f"{list(LESSONS).index(i) + 1}. {LESSONS[i].title}",
+        label_visibility="collapsed",
+    )
+    done = run is not None and (lesson.done(run) or lesson.wants_fork(run) or run.stop_reason == "error")
+    step.button(
+        "Step",
+        key="lesson_step",
+        type="primary",
+        icon=":material/skip_next:",
+        disabled=done,
+        on_click=_step,
+        width="stretch",
+    )
+    restart.button("Restart", key="lesson_restart", icon=":material/restart_alt:", on_click=_restart, width="stretch")
+
+
+def _narration(session: Session, lesson: Lesson, run: Run | None) -> None:
+    with st.container(key="lesson_narration"):
+        st.markdown(lesson.narration(run))  # the project's own words; only numbers come from the run
+    notice = st.session_state.get(NOTICE_KEY) or session.notice
+    if notice:
+        st.error(safe.block(in_app_words(notice)), icon=":material/error:")
+    if run is not None and run.stop_reason == "error":
+        st.error(f"The model call failed: {safe.block(run.error or '')}", icon=":material/error:")
+
+
+def _diagram(run: Run | None) -> None:
+    with st.container(key="lesson_diagram"):
+        tokens = None if run is None else step_tokens(run)
+        if tokens is not None:
+            st.markdown(f"#### Step {tokens.step}: {tokens.line}")
+        else:
+            st.markdown("#### Step 0: nothing sent yet")
+        st.graphviz_chart(loop_dot(run), width="stretch")
+
+
+def _ending(lesson: Lesson) -> None:
+    with st.container(key="lesson_ending"):
+        st.success(lesson.ending, icon=":material/flag:")
+        if lesson.see_cost:
+            st.page_link(
+                "views/cost.py", label="Open the Cost page: the fit and the what-if curves", icon=":material/payments:"
+            )
+
+
+def _message_line(m: Message) -> str:
+    """One message as a short line of Markdown, its untrusted text made safe."""
+    if isinstance(m, AssistantMessage):
+        parts = [safe.inline(_cut(m.content))] if m.content else []
+        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_text})', 80))}" for c in m.tool_calls]
+        return "**assistant** " + " ".join(parts)
+    if isinstance(m, ToolMessage):
+        mark = ":red-badge[error]" if m.is_error else ":green-badge[result]"
+        return f"**tool** {safe.code(_cut(m.name, 40))} {mark} {safe.inline(_cut(m.content))}"
+    return f"**{m.role}** {safe.inline(_cut(m.content or ''))}"
+
+
+def _cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _newest(lesson: Lesson, run: Run | None) -> None:
+    """The messages the newest step appended (the prompt, before the first step), marked as new."""
+    with st.container(border=True, key="lesson_new"):
+        if run is None:
+            st.markdown(f":blue-badge[first message] **user** {safe.inline(lesson.prompt)}")
+            return
+        first = run.steps[-1].message_count if run.steps else 0
+        new = run.messages[first:]
+        head = f"**Newest:** {len(new)} message{'s' if len(new) != 1 else ''}, of {len(run.messages)} in the list"
+        st.markdown(f":orange-badge[new] {head}")
+        for m in new[:SHOWN_MESSAGES]:
+            st.markdown(_message_line(m))
+        if len(new) > SHOWN_MESSAGES:
+            st.caption(f"and {len(new) - SHOWN_MESSAGES} more")
+
+
+def _code(run: Run | None) -> None:
+    """The key lines of each phase the newest step ran: the model phase, then the tools phase."""
+    for view in step_views(run):
+        with st.container(key=f"lesson_code_{view.phase}"):
+            st.caption(view.caption)
+            st.html(key_lines_html(view, font_px=14))
+
+
+def _fork_box(run: Run) -> None:
+    with st.container(border=True, key="lesson_fork"):
+        st.text_area("The tool result the model will read", value=edited_result(run), key=FORK_TEXT_KEY, height=90)
+        st.button(
+            "Fork with this result",
+            key="lesson_fork_button",
+            type="primary",
+            icon=":material/call_split:",
+            on_click=_fork,
+        )
+
+
+def main() -> None:
+    """Draw the lesson chosen in the picker, running a requested Step first."""
+    st.html(PAGE_STYLE)
+    session = get_session()
+    st.session_state.setdefault(LESSON_KEY, next(iter(LESSONS)))
+    lesson = get_lesson(st.session_state[LESSON_KEY])
+    run = lesson_run(session, lesson)
+    if run is not None and session.action and session.current_id == run.id:
+        action, session.action = session.action, None
+        with st.spinner("Running the step…"):
+            actions.run_phase(session, action)
+    with st.container(key="lesson_page"):
+        _header(lesson, run)
+        left, right = st.columns([5, 6], gap="medium")
+        with left:
+            _narration(session, lesson, run)
+            _diagram(run)
+        with right:
+            _newest(lesson, run)
+            if run is not None and lesson.wants_fork(run):
+                _fork_box(run)
+            _code(run)
+            if run is not None and lesson.done(run):
+                _ending(lesson)
+
+
+main()
