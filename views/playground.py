@@ -13,6 +13,7 @@ from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
 from ui import actions, safe
 from ui.graph import loop_dot, source_html, source_view
+from ui.lesson_offer import offer_first_lesson
 from ui.messages_view import render_messages, show_tool_call
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
@@ -301,6 +302,7 @@ def _page(session: Session) -> None:
     if run is None:
         _notice(session, notice)
         _offer_last_run(session)
+        offer_first_lesson(session)
         st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")
         _where(None)
         return
