@@ -177,9 +177,10 @@ class Agent:
                 policy_calls=prepared.calls,
             )
         )
-        run.append(response.message)
-        self._emit("phase_finished", run.id, index, "model", message=response.message)
-        if not response.message.tool_calls:
+        message = prepared.reply(run.messages, response.message, index)
+        run.append(message)
+        self._emit("phase_finished", run.id, index, "model", message=message)
+        if not message.tool_calls:
             run.stop_reason = "answer"
             self._emit("step_finished", run.id, index)
         return run.next_phase

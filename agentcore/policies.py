@@ -249,6 +249,22 @@ class Prepared:
     sent: SentRequest | None = None
     calls: list[PolicyCall] = field(default_factory=list)
 
+    def reply(self, history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
+        """The model's reply with each tool call id that the history already holds made distinct.
+
+        A model that did not see part of the history may number its calls again (the scripted one counts
+        the turns it was sent); a run's ids must stay unique, so a repeated one gets the step's suffix.
+        """
+        if self.sent is None or not message.tool_calls:
+            return message
+        taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+        if not any(c.id in taken for c in message.tool_calls):
+            return message
+        calls = tuple(
+            c.model_copy(update={"id": f"{c.id}_s{step}"}) if c.id in taken else c for c in message.tool_calls
+        )
+        return message.model_copy(update={"tool_calls": calls})
+
 
 def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     """The request of the run's next model phase under its policies; the whole history without any.

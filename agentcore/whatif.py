@@ -10,7 +10,7 @@ from itertools import accumulate
 from typing import Any
 
 from .accounting import CostReport, Pricer
-from .policies import ContextPolicies, project
+from .policies import ContextPolicies, project, request_tokens, sent_messages
 from .run import Run
 
 # -- what-if --------------------------------------------------------------------------
@@ -83,8 +83,7 @@ def what_ifs(
         ("drop_turns", f"drop turns older than {keep_turns} steps", {"drop_turns_older_than": keep_turns}),
     ]
     for key, label, policy in strategies:
-        policies = ContextPolicies(**policy)
-        ins = [report.rescaled_input(i, project(run, policies, i)) for i in range(len(report.steps))]
+        ins = projected_input(run, report, ContextPolicies(**policy))
         zeros = [0] * len(ins)
         out.append(finish(key, label, ins, zeros, zeros))
 
@@ -96,3 +95,47 @@ def what_ifs(
     label = "prompt caching (the previous request billed at the cache-read price)"
     out.append(finish("caching", label, ins, reads, writes))
     return out
+
+
+def projected_input(run: Run, report: CostReport, policies: ContextPolicies) -> list[int]:
+    """Per-step input tokens the run would have sent under `policies`, projected from its recorded history."""
+    return [report.rescaled_input(i, project(run, policies, i)) for i in range(len(report.steps))]
+
+
+@dataclass(frozen=True)
+class PolicyCurves:
+    """A run made with context policies, step by step: what was measured, what the same policies project
+    over its history, what sending the history whole would have cost, and the summariser's own input."""
+
+    label: str
+    measured: list[int]
+    projected: list[int]
+    whole: list[int]
+    summariser: list[int]
+
+    @property
+    def cumulative(self) -> dict[str, list[int]]:
+        """The running totals of each curve, by name."""
+        names = ("measured", "projected", "whole", "summariser")
+        return {n: list(accumulate(getattr(self, n))) for n in names}
+
+
+def policy_curves(run: Run, report: CostReport) -> PolicyCurves | None:
+    """The curves of a run made with policies that shape the request; None for a run without.
+
+    Each step's estimate is scaled by its measured input over the estimate of what it sent, so a
+    scripted run's curves are exact and a real model's are in its own tokenizer's units.
+    """
+    policies = run.config.policies
+    if policies is None or not policies.shapes_request or not report.steps:
+        return None
+    measured, projected, whole, summariser = [], [], [], []
+    for i, (step, acc) in enumerate(zip(run.steps, report.steps, strict=True)):
+        history = run.messages[: step.message_count]
+        sent = request_tokens(sent_messages(run, i + 1), report.spec_tokens)
+        scale = acc.input_tokens / sent if sent else 1.0
+        measured.append(acc.input_tokens)
+        projected.append(round(request_tokens(project(run, policies, i), report.spec_tokens) * scale))
+        whole.append(round(request_tokens(history, report.spec_tokens) * scale))
+        summariser.append(sum(c.usage.input_tokens for c in step.policy_calls))
+    return PolicyCurves(policies.label, measured, projected, whole, summariser)

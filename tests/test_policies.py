@@ -1,0 +1,250 @@
+"""Context policies: what each step sent on the research scenario, no orphaned tool result, the summariser's
+priced call, the CLI's --policy, the what-if projection of the same policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
+from agentcore.accounting import _pricer, account, model_price_ref
+from agentcore.errors import UsageError
+from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage, validate_messages
+from agentcore.policies import (
+    CLEARED,
+    SUMMARY_HEADING,
+    ContextPolicies,
+    parse_policy,
+    policies_from,
+    project,
+    sent_messages,
+)
+from agentcore.providers.base import ModelRequest, estimate_request_tokens
+from agentcore.providers.openai import OpenAIProvider
+from agentcore.run import ModelRef, StepRecord
+from agentcore.toolbox import get_tools
+from agentcore.whatif import policy_curves, projected_input
+
+
+def research(max_steps: int = 30, **policy) -> Run:
+    """The scripted research scenario under `policy`, to its answer or its step budget."""
+    provider = ScriptedProvider(scenario="research")
+    config = RunConfig(
+        provider="scripted",
+        model="research",
+        scenario="research",
+        max_steps=max_steps,
+        policies=ContextPolicies(**policy) if policy else None,
+    )
+    run = Run.start(provider.scenario.prompt, config)
+    Agent(provider, get_tools(list(provider.scenario.tools))).run(run)
+    return run
+
+
+def sent_tokens(run: Run) -> list[int]:
+    """Each step's request as rebuilt from its record, counted with the scripted model's own estimate."""
+    return [
+        estimate_request_tokens(ModelRequest(messages=tuple(sent_messages(run, s.index)), tools=tuple(run.tool_specs)))
+        for s in run.steps
+    ]
+
+
+# -- each policy on the research scenario -------------------------------------------------
+
+BASELINE = [137, 208, 306, 399, 469, 571, 678, 748, 845, 939]
+
+
+def test_without_a_policy_every_step_sends_the_whole_history():
+    run = research()
+    assert [s.usage.input_tokens for s in run.steps] == BASELINE
+    assert all(s.sent is None for s in run.steps)
+    assert sent_tokens(run) == BASELINE
+
+
+@pytest.mark.parametrize(
+    ("policy", "inputs"),
+    [
+        ({"keep_tool_results": 3}, [137, 208, 306, 399, 437, 470, 510, 547, 570, 585]),
+        ({"truncate_tool_results": 50}, [137, 208, 284, 357, 427, 502, 577, 647, 720, 793]),
+    ],
+)
+def test_a_policy_that_keeps_the_turns_sends_fewer_tokens_for_the_same_steps(policy, inputs):
+    run = research(**policy)
+    assert [s.usage.input_tokens for s in run.steps] == inputs
+    assert sent_tokens(run) == inputs  # the record of what was sent is what the model was sent
+    assert run.stop_reason == "answer" and len(run.messages) == 20  # the history is kept whole
+    base = research()
+    # the model did the same, so the what-if projection of the same policy is the measurement
+    assert projected_input(base, account(base), ContextPolicies(**policy)) == inputs
+
+
+def test_keep_tool_results_clears_all_but_the_last_k():
+    run = research(keep_tool_results=2)
+    last = run.steps[-1]
+    sent = sent_messages(run, last.index)
+    results = [m for m in sent if isinstance(m, ToolMessage)]
+    assert [m.content == CLEARED for m in results] == [True] * (len(results) - 2) + [False, False]
+    assert last.sent.marks(last.message_count).count("cleared") == len(results) - 2
+
+
+def test_truncate_cuts_each_result_to_n_tokens():
+    run = research(truncate_tool_results=10)
+    for s in run.steps:
+        for m in sent_messages(run, s.index):
+            if isinstance(m, ToolMessage):
+                assert len(m.content) <= 40
+
+
+def test_dropping_old_turns_keeps_the_prompt_and_the_last_k_turns():
+    run = research(drop_turns_older_than=3)
+    assert len(run.steps) == 30 and run.stop_reason == "max_steps"  # it forgets what it read, and reads again
+    assert [s.usage.input_tokens for s in run.steps][:10] == [137, 208, 306, 399, 398, 402, 416, 416, 384, 379]
+    assert sent_tokens(run) == [s.usage.input_tokens for s in run.steps]
+    sent = sent_messages(run, 30)
+    assert isinstance(sent[0], UserMessage) and sent[0] == run.messages[0]
+    assert sum(isinstance(m, AssistantMessage) for m in sent) == 3
+
+
+def test_the_summariser_call_is_recorded_on_its_step():
+    run = research(summarize_older_than=3)
+    summarised = [s for s in run.steps if s.policy_calls]
+    assert summarised and summarised[0].index == 5  # the first step with a turn older than three
+    call = summarised[0].policy_calls[0]
+    assert call.usage.input_tokens > 0 and call.cost_usd == 0.0 and call.provider == "scripted"
+    sent = sent_messages(run, 5)
+    assert sent[1].content.startswith(SUMMARY_HEADING) and isinstance(sent[1], UserMessage)
+    assert sent_tokens(run) == [s.usage.input_tokens for s in run.steps]
+    # each later call summarises the previous summary and only the turn that became old since
+    assert [s.policy_calls[0].summarised for s in summarised[:3]] == [2, 2, 2]
+    assert all(len(s.policy_calls) == 1 for s in summarised)
+
+
+def test_policies_and_what_was_sent_survive_the_transcript(tmp_path):
+    run = research(max_steps=6, keep_tool_results=1, summarize_older_than=2)
+    path = tmp_path / "r.json"
+    transcript.save(run, path)
+    back = transcript.load(path)
+    assert back.config.policies == run.config.policies
+    assert [sent_messages(back, s.index) for s in back.steps] == [sent_messages(run, s.index) for s in run.steps]
+    assert back.steps[-1].policy_calls == run.steps[-1].policy_calls
+
+
+def test_a_run_without_policies_writes_no_policy_fields(tmp_path):
+    data = json.loads(research(max_steps=3).model_dump_json())
+    assert "policies" not in data["config"] and all("sent" not in s for s in data["steps"])
+
+
+def test_policy_curves_put_measured_beside_projected_and_whole():
+    run = research(keep_tool_results=3)
+    curves = policy_curves(run, account(run))
+    assert curves.measured == curves.projected == [s.usage.input_tokens for s in run.steps]
+    assert curves.whole == BASELINE
+    assert policy_curves(research(max_steps=3), account(research(max_steps=3))) is None
+
+
+# -- the summariser priced, on a real OpenAI-compatible server ---------------------------
+
+
+def test_the_summariser_call_is_priced_as_its_model(katan):
+    provider = OpenAIProvider("gpt-4o-mini", base_url=f"{katan.url}/v1", api_key="katan-key")
+    config = RunConfig(
+        provider="openai", model="gpt-4o-mini", max_steps=3, policies=ContextPolicies(summarize_older_than=1)
+    )
+    run = Run.start("What is the weather in Paris?", config)
+    Agent(provider, get_tools(["get_weather"])).run(run)
+    assert len(run.steps) == 3
+    (call,) = run.steps[2].policy_calls
+    pricer = _pricer(model_price_ref(run, ModelRef("openai", "gpt-4o-mini")))
+    u = call.usage
+    assert u.input_tokens > 0 and not call.estimated
+    assert call.cost_usd == pytest.approx(pricer.price(u.input_tokens, u.output_tokens)) and call.cost_usd > 0
+    assert sent_messages(run, 3)[1].content.startswith(SUMMARY_HEADING)
+
+
+# -- no orphaned tool result, over random runs -----------------------------------------------
+
+
+@st.composite
+def random_runs(draw) -> Run:
+    """A history of model turns with 0–3 calls each, user messages between them, and the step records."""
+    messages = [SystemMessage(content="be brief")] if draw(st.booleans()) else []
+    messages.append(UserMessage(content="start"))
+    steps = []
+    for k in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 5)) == 0:
+            messages.append(UserMessage(content=f"and also {k}"))
+        steps.append(StepRecord(index=k + 1, message_count=len(messages)))
+        n = draw(st.integers(0, 3))
+        calls = tuple(ToolCall(id=f"c{k}_{j}", name="t", arguments={}) for j in range(n))
+        messages.append(AssistantMessage(content="x" * draw(st.integers(0 if n else 1, 30)), tool_calls=calls))
+        for c in calls:
+            messages.append(ToolMessage(tool_call_id=c.id, name="t", content="r" * draw(st.integers(0, 300))))
+        if not calls:
+            messages.append(UserMessage(content="go on"))
+    # a person's edit can move where a step began: a turn and its results may then have different origins
+    counts, last = [], 0
+    for step in steps:
+        last = max(last, min(step.message_count + draw(st.integers(0, 2)), len(messages)))
+        counts.append(last)
+    steps = [StepRecord(index=s.index, message_count=c) for s, c in zip(steps, counts, strict=True)]
+    return Run(messages=messages, steps=steps)
+
+
+policy_sets = st.builds(
+    ContextPolicies,
+    drop_turns_older_than=st.none() | st.integers(1, 6),
+    summarize_older_than=st.none() | st.integers(1, 6),
+    keep_tool_results=st.none() | st.integers(0, 4),
+    truncate_tool_results=st.none() | st.integers(1, 40),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_runs(), policy_sets)
+def test_no_policy_ever_separates_a_call_from_its_result(run, policies):
+    for position, step in enumerate(run.steps):
+        history = run.messages[: step.message_count]
+        sent = project(run, policies, position)
+        assert validate_messages(history) == []
+        assert validate_messages(sent) == []  # every call answered, no result without its call
+        first_user = next(m for m in history if isinstance(m, UserMessage))
+        assert sent[0] == history[0] and first_user in sent  # the system prompt and the first user message
+        ids = {c.id for m in sent if isinstance(m, AssistantMessage) for c in m.tool_calls}
+        assert all(m.tool_call_id in ids for m in sent if isinstance(m, ToolMessage))
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def test_policies_compose_in_the_stated_order():
+    policies = policies_from(["truncate_tool_results=5", "keep_tool_results=1", "drop_turns_older_than=2"])
+    assert policies.labels() == ["drop_turns_older_than=2", "keep_tool_results=1", "truncate_tool_results=5"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("keep=2", "expected NAME=VALUE"),
+        ("keep_tool_results", "expected NAME=VALUE"),
+        ("truncate_tool_results=0", "at least 1"),
+        ("drop_turns_older_than=-1", "whole number"),
+        ("cache_breakpoints=maybe", "on or off"),
+    ],
+)
+def test_a_bad_policy_is_a_one_line_error(text, message):
+    with pytest.raises(UsageError, match=message):
+        parse_policy(text)
+
+
+def test_the_cli_records_the_policies_in_the_transcript(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    argv = ["run", "--provider", "scripted", "--scenario", "research", "--no-db", "--out", str(out)]
+    assert cli.main([*argv, "--policy", "keep_tool_results=2", "--policy", "truncate_tool_results=30"]) == 0
+    run = transcript.load(out)
+    assert run.config.policies == ContextPolicies(keep_tool_results=2, truncate_tool_results=30)
+    assert run.steps[-1].sent is not None
+    assert cli.main([*argv, "--policy", "keep=2"]) == 2
+    assert "expected NAME=VALUE" in capsys.readouterr().err
