@@ -229,6 +229,7 @@ class StepAccount:
     cumulative_cost_usd: float | None
     model: str = ""  # who answered the step, `provider/model`
     priced_as: str | None = None  # the genai-prices model its cost is in, "free", or None when unpriced
+    reasoning_tokens: int = 0  # the part of output_tokens the model spent reasoning
 
     def row(self) -> dict[str, Any]:
         """The step as one flat table row: the same columns on the page, in the CSV and in `agentcore cost`."""
@@ -320,6 +321,11 @@ class CostReport:
     def total_output_tokens(self) -> int:
         return self.steps[-1].cumulative_output_tokens if self.steps else 0
 
+    @property
+    def total_reasoning_tokens(self) -> int:
+        """The part of the output tokens spent reasoning, over all steps."""
+        return sum(s.reasoning_tokens for s in self.steps)
+
     def rescaled_input(self, position: int, request: list[Message]) -> int:
         """Step `position`'s input tokens had it sent `request` instead: the same estimate, this step's ratio."""
         raw = sum(request_parts(request, self.spec_tokens).values())
@@ -358,6 +364,7 @@ class CostReport:
             "mixed": self.mixed,
             "total_input_tokens": self.total_input_tokens,
             "total_output_tokens": self.total_output_tokens,
+            "total_reasoning_tokens": self.total_reasoning_tokens,
             "total_cost_usd": self.total_cost_usd,
             "explanation": self.explanation(),
         }
@@ -381,6 +388,14 @@ def _pricing(run: Run, price_as: PriceRef | None) -> tuple[list[Pricer | str | N
     return pricers[: len(run.steps)], prices, note
 
 
+def _estimate_output(reply: Message | None) -> tuple[int, int]:
+    """Estimated output and reasoning tokens of a reply whose usage was not recorded; its reasoning is output."""
+    if reply is None:
+        return 0, 0
+    reasoning = sum(estimate_tokens(p.display_text) for p in getattr(reply, "reasoning", ()))
+    return estimate_tokens(reply.text) + reasoning, reasoning
+
+
 def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
     """Account for every step of a run; price each step as the model that answered it, or all as `price_as`."""
     spec_tokens = _spec_tokens(run)
@@ -396,12 +411,13 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
         raw_total = sum(raw.values())
         u = record.usage
         estimated = record.estimated
-        inp, out = u.input_tokens, u.output_tokens
+        inp, out, reasoning = u.input_tokens, u.output_tokens, u.reasoning_tokens
         if inp == 0 and out == 0:  # no usage recorded: estimate it from the messages
             estimated = True
             inp = raw_total
             reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
-            out = estimate_tokens(reply.text) if reply is not None else 0
+            out, reasoning = _estimate_output(reply)
+        out = max(out, reasoning)  # reasoning is output, priced as output, even where a server counted it apart
         if isinstance(pricer, Pricer):
             cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens)
         else:
@@ -423,6 +439,7 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
                 cumulative_cost_usd=cum_cost,
                 model=run.answered_by(record).label,
                 priced_as=pricer.ref.label if isinstance(pricer, Pricer) else pricer,
+                reasoning_tokens=reasoning,
             )
         )
         requests.append(request)

@@ -129,9 +129,9 @@ def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[s
     else:
         sb.caption(info.description)
     if provider != "scripted":
-        model = sb.selectbox(
-            "Model", list(info.known_models), key="cfg_model", accept_new_options=True, help="Or type another name"
-        )
+        current = st.session_state.get("cfg_model")  # a loaded run's model stays offered, listed or not
+        options = [*info.known_models, *([current] if current and current not in info.known_models else [])]
+        model = sb.selectbox("Model", options, key="cfg_model", accept_new_options=True, help="Or type another name")
         return info, model, None, None
     scenario = sb.selectbox("Scenario", list(SCENARIOS), key="cfg_scenario", on_change=_on_scenario)
     sb.caption(SCENARIOS[scenario].description)
