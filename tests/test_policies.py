@@ -4,6 +4,7 @@ priced call, the CLI's --policy, the what-if projection of the same policy."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,13 +20,17 @@ from agentcore.policies import (
     ContextPolicies,
     parse_policy,
     policies_from,
+    prepare,
     project,
     sent_messages,
 )
+from agentcore.providers.anthropic import AnthropicProvider, parse_usage
+from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
 from agentcore.providers.base import ModelRequest, estimate_request_tokens
 from agentcore.providers.openai import OpenAIProvider
 from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
+from agentcore.tools import ToolSpec
 from agentcore.whatif import policy_curves, projected_input
 
 
@@ -248,3 +253,83 @@ def test_the_cli_records_the_policies_in_the_transcript(tmp_path, capsys):
     assert run.steps[-1].sent is not None
     assert cli.main([*argv, "--policy", "keep=2"]) == 2
     assert "expected NAME=VALUE" in capsys.readouterr().err
+
+
+# -- Anthropic prompt caching: breakpoints checked against recorded payloads ----------------
+
+WIRE = Path(__file__).parent / "fixtures" / "wire"
+
+
+def recorded(name: str) -> dict:
+    return json.loads((WIRE / name).read_text(encoding="utf-8"))
+
+
+def without_breakpoints(body: dict) -> dict:
+    """A body with its cache_control keys removed and one-block text turns written back as strings."""
+    body = json.loads(json.dumps(body))
+    for t in body.get("tools", []):
+        t.pop("cache_control", None)
+    if isinstance(body.get("system"), list):
+        body["system"] = "\n\n".join(b["text"] for b in body["system"])
+    for turn in body["messages"]:
+        if isinstance(turn["content"], list):
+            for b in turn["content"]:
+                b.pop("cache_control", None)
+            if turn["role"] == "user" and [b["type"] for b in turn["content"]] == ["text"]:
+                turn["content"] = turn["content"][0]["text"]
+    return body
+
+
+def anthropic(model: str = "claude-haiku-4-5", *, cache: bool = True) -> AnthropicProvider:
+    provider = AnthropicProvider(model, api_key="test-key")
+    provider.cache_breakpoints = cache
+    return provider
+
+
+def test_cache_breakpoints_on_a_recorded_tool_turn():
+    wire = recorded("anthropic_request_with_tool_result.json")
+    tool = wire["tools"][0]
+    call = wire["messages"][1]["content"][0]
+    messages = (
+        UserMessage(content=wire["messages"][0]["content"]),
+        AssistantMessage(tool_calls=(ToolCall(id=call["id"], name=call["name"], arguments=call["input"]),)),
+        ToolMessage(tool_call_id=call["id"], name=call["name"], content=wire["messages"][2]["content"][0]["content"]),
+    )
+    specs = (ToolSpec(name=tool["name"], description=tool["description"], parameters=tool["input_schema"]),)
+    request = ModelRequest(messages=messages, tools=specs)
+    body = anthropic().body(request)
+    assert breakpoints(body) == ["tools[0]", "messages[2].content[0]"]  # no system prompt here
+    assert body["tools"][0]["cache_control"] == {"type": "ephemeral"}
+    # nothing else changes: the body is the recorded one (less the SDK's `caller`) plus the breakpoints
+    for block in wire["messages"][1]["content"]:
+        block.pop("caller", None)
+    assert without_breakpoints(body) == wire
+    assert anthropic(cache=False).body(request) == wire
+
+
+def test_the_system_breakpoint_is_the_documented_block():
+    docs = recorded("anthropic_cache_request_system_breakpoint.json")
+    request = ModelRequest(
+        messages=(SystemMessage(content=docs["system"][0]["text"]), UserMessage(content=docs["messages"][0]["content"]))
+    )
+    body = anthropic("claude-opus-4-7").body(request)
+    assert body["system"] == docs["system"]
+    # the last turn's text goes as a text block, as the recorded turn 2 sends its user turns
+    turn2 = recorded("anthropic_cache_request_turn2.json")["messages"][-1]
+    assert body["messages"][-1]["content"][0].keys() - {"cache_control"} == turn2["content"][0].keys()
+    assert len(breakpoints(body)) <= MAX_BREAKPOINTS
+
+
+def test_cache_reads_and_writes_are_counted_from_the_recorded_response():
+    usage = parse_usage(recorded("anthropic_cache_response_turn2.json")["usage"])
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (3 + 418 + 1111, 1111, 418)
+
+
+def test_the_run_policy_turns_the_breakpoints_on_and_off():
+    provider = anthropic(cache=False)
+    run = Run.start("hi", RunConfig(provider="anthropic", policies=ContextPolicies(cache_breakpoints=True)))
+    prepare(run, provider)
+    assert provider.cache_breakpoints
+    run.config = run.config.model_copy(update={"policies": None})
+    prepare(run, provider)
+    assert not provider.cache_breakpoints

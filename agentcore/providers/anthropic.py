@@ -27,6 +27,7 @@ from ..messages import (
 from ..tools import ToolSpec
 from ._http import HttpProvider, HttpTransport, iter_sse
 from ._limits import ResponseReader
+from .anthropic_cache import place_cache_breakpoints
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
 PROVIDER = "anthropic"
@@ -207,6 +208,7 @@ class AnthropicProvider(HttpProvider):
 
     name: ClassVar[str] = PROVIDER
     extra_options: ClassVar[frozenset[str]] = frozenset({"max_tokens", "anthropic_version"})
+    cache_breakpoints: bool = False  # set from the run's policies before each call (agentcore.policies)
 
     @property
     def url(self) -> str:
@@ -225,10 +227,11 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
-        """The request body this provider sends."""
-        return build_body(
+        """The request body this provider sends; with `cache_breakpoints`, prompt caching's breakpoints placed."""
+        body = build_body(
             self.model, request, stream=stream, max_tokens=int(self.options.get("max_tokens", DEFAULT_MAX_TOKENS))
         )
+        return place_cache_breakpoints(body) if self.cache_breakpoints else body
 
     def preflight(self, request: ModelRequest) -> list[Violation]:
         """The shared rules, plus Anthropic's: the first turn is the user's and roles alternate."""
