@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
 from agentcore.accounting import _pricer, account, model_price_ref
+from agentcore.catalogue import context_window
 from agentcore.errors import UsageError
+from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage, validate_messages
 from agentcore.policies import (
     CLEARED,
@@ -333,3 +335,37 @@ def test_the_run_policy_turns_the_breakpoints_on_and_off():
     run.config = run.config.model_copy(update={"policies": None})
     prepare(run, provider)
     assert not provider.cache_breakpoints
+
+
+# -- the context-window gauge --------------------------------------------------------------
+
+
+def test_each_step_fills_its_share_of_the_window():
+    gauges = step_gauges(research(), window=1000)
+    assert [g.tokens for g in gauges] == BASELINE
+    assert [g.share for g in gauges] == [t / 1000 for t in BASELINE]
+    assert [g.level for g in gauges] == ["ok"] * 9 + ["warn"]  # 939 tokens: past 90%
+    assert gauges[-1].words == "939 of 1,000 tokens (94%)"
+    assert Gauge(11, 1001, 1000).level == "over" and Gauge(1, 5, None).level == "unknown"
+
+
+@pytest.mark.parametrize("policy", [{}, {"keep_tool_results": 2}, {"drop_turns_older_than": 2}])
+def test_the_next_request_is_gauged_before_it_is_sent(policy):
+    before = research(max_steps=6, **policy)
+    after = research(max_steps=7, **policy)
+    gauge = next_gauge(before, window=after.steps[6].usage.input_tokens)
+    assert gauge.step == 7 and gauge.tokens == after.steps[6].usage.input_tokens and gauge.share == 1.0
+    assert next_gauge(before, window=gauge.tokens - 1).level == "over"  # the warning comes before the call
+
+
+def test_the_window_is_the_catalogues_or_the_embedded_models_n_ctx():
+    run = Run.start("hi", RunConfig(provider="anthropic", model="claude-haiku-4-5"))
+    assert window_of(run) == context_window("anthropic", "claude-haiku-4-5") and window_of(run) >= 100_000
+    assert window_of(Run.start("hi", RunConfig(provider="scripted", model="research"))) is None
+    try:
+        from agentcore.providers.local import LocalProvider
+
+        local = LocalProvider(n_ctx=1000, preload=False)
+    except (ImportError, UsageError) as exc:
+        pytest.skip(f"the local provider is not installed: {exc}")
+    assert window_of(Run.start("hi", RunConfig(provider="local")), local) == local.n_ctx == 1024
