@@ -383,6 +383,11 @@ def first_difference(before: list[Message], after: list[Message]) -> int:
     )
 
 
+def reasoning_sent(messages: list[Message] | tuple[Message, ...], provider: str) -> list[ReasoningPart]:
+    """The reasoning parts in `messages` that go back to `provider`, unchanged: those it made itself."""
+    return [part for m in messages if isinstance(m, AssistantMessage) for part in m.reasoning_for(provider)]
+
+
 def reasoning_not_sent(messages: list[Message] | tuple[Message, ...], provider: str) -> list[ReasoningPart]:
     """The reasoning parts in `messages` that `provider` will not be sent: those another provider made."""
     return [
