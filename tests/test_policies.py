@@ -34,6 +34,7 @@ from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
 from agentcore.whatif import policy_curves, projected_input
+from ui.policy_view import with_policies
 
 
 def research(max_steps: int = 30, **policy) -> Run:
@@ -369,3 +370,51 @@ def test_the_window_is_the_catalogues_or_the_embedded_models_n_ctx():
     except (ImportError, UsageError) as exc:
         pytest.skip(f"the local provider is not installed: {exc}")
     assert window_of(Run.start("hi", RunConfig(provider="local")), local) == local.n_ctx == 1024
+
+
+# -- the app: the cost page and the comparison one click away -------------------------------
+
+
+def test_the_cost_page_draws_measured_beside_projected_and_opens_the_comparison(open_app):
+    from ui.state import Session
+
+    session = Session()
+    run = research(drop_turns_older_than=3)
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    figures = {json.loads(c.proto.spec)["layout"]["title"]["text"]: c for c in at.get("plotly_chart")}
+    chart = json.loads(figures["Measured against projected: cumulative input"].proto.spec)
+    names = [t["name"] for t in chart["data"]]
+    assert names == [
+        "measured, with drop_turns_older_than=3",
+        "what-if projection of the same policy",
+        "the same run without it (whole history)",
+    ]
+    measured, projected, whole = (t["y"] for t in chart["data"])
+    assert measured[-1] == sum(s.usage.input_tokens for s in run.steps) and projected == measured
+    assert whole[-1] == sum(
+        sent_tokens(
+            Run(
+                messages=run.messages, steps=[s.model_copy(update={"sent": None}) for s in run.steps], config=run.config
+            )
+        )
+    )
+    at.button(key="cost_compare_policy").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["cmp_provider_1"] == "scripted" and at.session_state["cmp_scenario_1"] == "research"
+    assert at.session_state["cmp_policies"] == {1: ContextPolicies(drop_turns_older_than=3).model_dump()}
+    assert any("Compare" in m.value for m in at.main.markdown)  # the compare page is drawn
+
+
+def test_a_comparison_runs_one_column_with_the_policy_and_one_without():
+    from agentcore.compare import ColumnSpec, Comparison
+
+    scenario = ScriptedProvider(scenario="research").scenario
+    specs = [ColumnSpec("scripted", "research")] * 2
+    comparison = Comparison(scenario.prompt, specs, tools=get_tools(list(scenario.tools)), max_steps=30)
+    with_policies(comparison, {1: {"keep_tool_results": 3}})
+    comparison.run_all()
+    without, with_ = comparison.runs
+    assert [s.usage.input_tokens for s in without.steps] == BASELINE
+    assert [s.usage.input_tokens for s in with_.steps] == [137, 208, 306, 399, 437, 470, 510, 547, 570, 585]
+    assert "keep_tool_results=3" in comparison.columns[1].label

@@ -27,6 +27,7 @@ from ui import safe, words
 from ui.mcp_view import available_tools, resolve_tools
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
+from ui.policy_view import with_policies
 from ui.state import get_session
 
 PLAYGROUND = "views/playground.py"
@@ -237,6 +238,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
         except AgentcoreError as exc:
             state.notice = str(exc)
             return
+        with_policies(state.comparison, st.session_state.get("cmp_policies"))
     if state.comparison.start(action, keys):
         state.live = state.comparison.running
     else:

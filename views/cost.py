@@ -19,9 +19,10 @@ from agentcore.accounting import (
 )
 from agentcore.errors import TranscriptError
 from agentcore.exports import export_filename
+from agentcore.gauge import step_gauges
 from agentcore.run import Run, models_label
 from agentcore.transcript import loads
-from agentcore.whatif import WhatIf, what_ifs
+from agentcore.whatif import WhatIf, policy_curves, what_ifs
 from ui import safe, words
 from ui.page_state import CostState
 from ui.state import get_session
@@ -186,7 +187,117 @@ def _cost(report: CostReport) -> None:
         st.info("No price for this model: pick one under Price as to see the cost.")
 
 
-def _what_if(run: Run, report: CostReport) -> None:
+def _policy_chart(run: Run, report: CostReport) -> go.Figure | None:
+    """Measured cumulative input beside the same policy's what-if projection and the history sent whole."""
+    curves = policy_curves(run, report)
+    if curves is None:
+        return None
+    steps = [s.index for s in report.steps]
+    fig = go.Figure()
+    totals = curves.cumulative
+    fig.add_scatter(x=steps, y=totals["measured"], name=f"measured, with {safe.plotly(curves.label)}")
+    fig.add_scatter(x=steps, y=totals["projected"], name="what-if projection of the same policy", line={"dash": "dot"})
+    fig.add_scatter(x=steps, y=totals["whole"], name="the same run without it (whole history)", line={"dash": "dash"})
+    if any(curves.summariser):
+        fig.add_scatter(x=steps, y=totals["summariser"], name="the summariser's own input")
+    fig.update_layout(title="Measured against projected: cumulative input", xaxis_title="step", yaxis_title="tokens")
+    return fig
+
+
+def _policies(run: Run, report: CostReport) -> None:
+    """For a run made with context policies: measured against projected, the summariser, and a comparison."""
+    policies = run.config.policies
+    if policies is None or not policies.labels():
+        return
+    st.subheader("Context policies")
+    st.caption(f"This run was made with {safe.inline(policies.label)}.")
+    fig = _policy_chart(run, report)
+    if fig is not None:
+        st.plotly_chart(fig, key="cost_policy")
+    calls = [(s.index, c) for s in run.steps for c in s.policy_calls]
+    if calls:
+        rows = [
+            {
+                "step": i,
+                "summariser": f"{c.provider}/{c.model}",
+                "input tokens": c.usage.input_tokens,
+                "output tokens": c.usage.output_tokens,
+                "cost (USD)": words.shown(c.cost_usd, ".8f"),
+            }
+            for i, c in calls
+        ]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="cost_summariser")
+    st.button(
+        "Compare with and without this policy",
+        on_click=_compare_policy,
+        args=(run,),
+        icon=":material/compare_arrows:",
+        key="cost_compare_policy",
+    )
+
+
+def _compare_policy(run: Run) -> None:
+    """Set the compare page up with this run's prompt and model twice, the second column with its policies."""
+    c = run.config
+    prompt = next((m.content for m in run.messages if m.role == "user"), "")
+    values: dict[str, object] = {
+        "cmp_n": 2,
+        "cmp_prompt": prompt,
+        "cmp_system": c.system_prompt or "",
+        "cmp_tools": [t.name for t in c.tools],
+        "cmp_max_steps": c.max_steps,
+        "cmp_policies": {1: c.policies.model_dump() if c.policies else None},
+    }
+    for i in range(2):
+        values |= {f"cmp_provider_{i}": c.provider, f"cmp_base_url_{i}": c.base_url or ""}
+        values[f"cmp_scenario_{i}" if c.provider == "scripted" else f"cmp_model_{i}"] = c.scenario or c.model
+    st.session_state.update(values)
+    st.session_state.pop("compare_state", None)  # a new comparison with these settings
+    st.session_state["cost_open_compare"] = True
+
+
+def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
+    """Cache writes and reads per step as reported, against the what-if caching curve."""
+    reported = any(s.cache_read_tokens or s.cache_write_tokens for s in report.steps)
+    asked = run.config.policies is not None and run.config.policies.cache_breakpoints
+    if not (reported or asked):
+        return
+    st.subheader("Prompt caching")
+    steps = [s.index for s in report.steps]
+    caching = next(w for w in whatifs if w.key == "caching")
+    fig = go.Figure()
+    fig.add_bar(x=steps, y=[s.cache_write_tokens for s in report.steps], name="cache write (reported)")
+    fig.add_bar(x=steps, y=[s.cache_read_tokens for s in report.steps], name="cache read (reported)")
+    fig.add_scatter(x=steps, y=caching.cache_read_tokens, name="what-if: read", line={"dash": "dot"})
+    fig.add_scatter(x=steps, y=caching.cache_write_tokens, name="what-if: write", line={"dash": "dot"})
+    fig.update_layout(barmode="group", title="Cached tokens per step", xaxis_title="step", yaxis_title="tokens")
+    st.plotly_chart(fig, key="cost_caching")
+    if not reported:
+        st.caption(
+            "No cached tokens reported yet: a prompt shorter than the model's minimum (1,024 to 4,096 tokens) "
+            "is not cached."
+        )
+
+
+def _gauge(run: Run) -> None:
+    """Each step's share of the model's context window."""
+    gauges = step_gauges(run)
+    if not gauges or gauges[0].window is None:
+        st.caption("The model's context window is not known, so the requests are not gauged against it.")
+        return
+    st.subheader("Context window")
+    fig = go.Figure()
+    fig.add_bar(x=[g.step for g in gauges], y=[100 * (g.share or 0) for g in gauges], name="share of the window")
+    fig.add_hline(y=90, line_dash="dot", annotation_text="warning")
+    fig.update_layout(
+        title=f"Share of the {gauges[0].window:,}-token context window",
+        xaxis_title="step",
+        yaxis_title="%",
+    )
+    st.plotly_chart(fig, key="cost_gauge")
+
+
+def _what_if(run: Run, report: CostReport) -> list[WhatIf]:
     st.subheader("What if")
     st.caption(
         "These curves are recomputed from the recorded messages, not by calling the model again: "
@@ -204,6 +315,7 @@ def _what_if(run: Run, report: CostReport) -> None:
     if not report.priced:
         st.caption("Prompt caching changes the price, not the tokens: pick a model under Price as to see its saving.")
     st.dataframe(_savings_table(whatifs), hide_index=True, key="cost_savings")
+    return whatifs
 
 
 def _shown_steps(table: pd.DataFrame) -> pd.DataFrame:
@@ -243,7 +355,10 @@ def _report(run: Run) -> None:
     st.plotly_chart(_tokens_chart(report), key="cost_tokens")
     _growth(report)
     _cost(report)
-    _what_if(run, report)
+    whatifs = _what_if(run, report)
+    _policies(run, report)
+    _caching(run, report, whatifs)
+    _gauge(run)
     _step_table(run, report)
 
 
@@ -251,6 +366,8 @@ def render() -> None:
     """Draw the page for the current run, or for a transcript opened here."""
     state = CostState.get()
     state.restore(WIDGETS)
+    if st.session_state.pop("cost_open_compare", False):
+        st.switch_page("views/compare.py")
     st.title("Cost")
     st.caption(
         "Every step resends the whole conversation, so the input grows with each step and its sum quadratically."

@@ -1,0 +1,153 @@
+"""Context policies in the app: the request as sent beside the history, the marks on the message list,
+the context-window gauge, and the cache a message-list edit would break."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from agentcore.gauge import Gauge, next_gauge, step_gauges
+from agentcore.messages import Message
+from agentcore.policies import SentRequest, origins, plan_request, sent_request, stand_in_summary
+from agentcore.run import Run
+from ui import safe
+
+# how each mark reads beside a message, and the mark in the message list
+MARK_WORDS = {
+    "sent": "sent as it is",
+    "shortened": "sent shortened",
+    "cleared": "sent as a placeholder",
+    "dropped": "left out",
+    "summarised": "sent as part of the summary",
+}
+MARK_BADGES = {
+    "shortened": ":orange-badge[shortened in the next request]",
+    "cleared": ":orange-badge[cleared in the next request]",
+    "dropped": ":red-badge[left out of the next request]",
+    "summarised": ":violet-badge[summarised in the next request]",
+}
+CACHED_BADGE = ":green-badge[cached prefix]"
+GAUGE_COLOURS = {"ok": "green", "warn": "orange", "over": "red", "unknown": "gray"}
+
+
+def next_request(run: Run) -> SentRequest | None:
+    """The record the next model phase would make under the run's policies (a summary at its longest)."""
+    policies = run.config.policies
+    if policies is None or not policies.shapes_request:
+        return None
+    history = run.messages
+    plan = plan_request(history, origins(run, len(history)), len(run.steps) + 1, policies)
+    return sent_request(plan, stand_in_summary() if plan.to_summarise else None)
+
+
+def next_marks(run: Run) -> list[str]:
+    """Each message's mark in the next request: `sent`, `shortened`, `cleared`, `dropped` or `summarised`."""
+    sent = next_request(run)
+    return ["sent"] * len(run.messages) if sent is None else sent.marks(len(run.messages))
+
+
+def cached_prefix(run: Run) -> int:
+    """How many messages at the start of the history the provider's cache holds: the prefix the last request
+    shares with the one before it, when the last step read from the cache."""
+    steps = [s for s in run.steps if s.usage.cache_read_tokens > 0]
+    if not steps or steps[-1] is not run.steps[-1]:
+        return 0
+    last = run.steps[-1]
+    return last.message_count if last.sent is None else _unchanged_prefix(last.sent, last.message_count)
+
+
+def _unchanged_prefix(sent: SentRequest, count: int) -> int:
+    changed = [i for i in sent.changes if i < count]
+    return min(changed) if changed else count
+
+
+def breaks_cache(run: Run, messages: list[Message]) -> str | None:
+    """What an edit of the message list to `messages` would cost in caching, in words; None when nothing."""
+    prefix = cached_prefix(run)
+    if not prefix:
+        return None
+    first = next((i for i, (a, b) in enumerate(zip(run.messages, messages, strict=False)) if a != b), None)
+    if first is None and len(messages) < prefix:
+        first = len(messages)
+    if first is None or first >= prefix:
+        return None
+    return (
+        f"This edit changes message {first}, inside the cached prefix of {prefix} messages: the next request "
+        "writes the cache again from there, at the cache-write price, instead of reading it."
+    )
+
+
+def message_badge(run: Run, index: int, marks: list[str] | None = None, prefix: int | None = None) -> str:
+    """The badges of message `index` in the list: its mark in the next request, and the cached prefix."""
+    marks = next_marks(run) if marks is None else marks
+    prefix = cached_prefix(run) if prefix is None else prefix
+    badges = [MARK_BADGES[marks[index]]] if index < len(marks) and marks[index] in MARK_BADGES else []
+    if index < prefix:
+        badges.append(CACHED_BADGE)
+    return " ".join(badges)
+
+
+def gauge_line(gauge: Gauge) -> str:
+    """The gauge as one line of Markdown, coloured by how full the window is."""
+    colour = GAUGE_COLOURS[gauge.level]
+    share = "" if gauge.share is None else f" {gauge.share:.0%}"
+    return f":{colour}-badge[context{share}] {safe.inline(gauge.words)}"
+
+
+def show_next_gauge(run: Run, provider: Any = None) -> None:
+    """The next request's gauge, with a warning before a request that would overflow the window."""
+    if run.next_phase != "model":
+        return
+    gauge = next_gauge(run, provider)
+    if gauge.level == "over":
+        st.warning(
+            f"The next request is about {gauge.tokens:,} tokens, more than the model's context window of "
+            f"{gauge.window:,}: it would fail or be cut. Drop or summarise old turns (a context policy), "
+            "or fork from an earlier step."
+        )
+    elif gauge.level == "warn":
+        st.warning(f"The next request fills {gauge.share:.0%} of the context window ({safe.inline(gauge.words)}).")
+    else:
+        st.caption(f"Next request: {gauge_line(gauge)}")
+
+
+def request_beside_history(run: Run, index: int) -> None:
+    """Step `index`'s request as sent beside the history it was chosen from, with what changed marked."""
+    step = run.steps[index - 1]
+    history = run.messages[: step.message_count]
+    sent = step.sent
+    marks = ["sent"] * len(history) if sent is None else sent.marks(len(history))
+    rows = [
+        {"#": i, "role": m.role, "in the request": MARK_WORDS[mark], "history": _short(m.text)}
+        for i, (m, mark) in enumerate(zip(history, marks, strict=True))
+    ]
+    if sent is not None and sent.summary is not None:
+        rows.insert(sent.summary_after + 1, {"#": None, "role": "user", "in the request": "the summary"})
+        rows[sent.summary_after + 1]["history"] = _short(sent.summary)
+    policies = ", ".join(sent.policies) if sent is not None else "none: the whole history was sent"
+    st.caption(f"Step {index}: policies {safe.inline(policies)}. {gauge_line(step_gauges(run)[index - 1])}")
+    for call in step.policy_calls:
+        cost = "free" if call.cost_usd == 0 else "unpriced" if call.cost_usd is None else f"${call.cost_usd:.6f}"
+        st.caption(
+            f"The summariser ({safe.inline(f'{call.provider}/{call.model}')}) read {call.usage.input_tokens:,} and "
+            f"wrote {call.usage.output_tokens:,} tokens ({cost}), charged to this step."
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"policy_request_{run.id}_{index}")
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def with_policies(comparison: Any, policies: dict[int, dict[str, Any] | None] | None) -> None:
+    """Give the comparison's columns the context policies set for them (by column, from the cost page)."""
+    from agentcore.policies import ContextPolicies
+
+    for i, chosen in (policies or {}).items():
+        if chosen is not None and 0 <= int(i) < len(comparison.columns):
+            column = comparison.columns[int(i)]
+            column.run.config = column.run.config.model_copy(update={"policies": ContextPolicies(**chosen)})
+            column.label = f"{column.label} · {ContextPolicies(**chosen).label}"
