@@ -40,6 +40,13 @@ Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, AfterValidator(_utf8_text)]
 
 
+def as_count(value: Any) -> int:
+    """A count a server reported, as a Count: a whole number from 0 to MAX_COUNT, anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        return 0
+    return value
+
+
 def nesting(value: Any, limit: int) -> int:
     """How deeply objects and lists nest in JSON data (a scalar is 0); counting stops just past `limit`."""
     if not isinstance(value, dict | list):

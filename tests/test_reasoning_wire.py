@@ -266,3 +266,35 @@ def test_imported_anthropic_thinking_blocks_are_kept():
             provider="anthropic", text=body["content"][0]["thinking"], signature=body["content"][0]["signature"]
         ),
     )
+
+
+def _sse(*events: Any) -> Reply:
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return Reply(body.encode(), "text/event-stream")
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("anthropic", _sse({"type": "content_block_delta", "index": 0, "delta": "x"}, {"type": "message_stop"})),
+        ("anthropic", _sse({"type": "message_start", "message": "x"}, {"type": "message_stop"})),
+        (
+            "anthropic",
+            _sse({"type": "content_block_start", "index": "a", "content_block": 5}, {"type": "message_stop"}),
+        ),
+        (
+            "anthropic",
+            _sse({"type": "message_delta", "delta": [], "usage": {"output_tokens": "many"}}, {"type": "message_stop"}),
+        ),
+        ("ollama", Reply(b'{"message": "x", "done": true, "eval_count": -3}\n', "application/x-ndjson")),
+        (
+            "openai-responses",
+            _sse({"type": "response.completed", "response": {"output": [], "usage": {"input_tokens": "x"}}}),
+        ),
+    ],
+)
+def test_streamed_fields_of_the_wrong_type_are_taken_as_absent(name, reply):
+    with StandIn(reply) as server:
+        provider = create_provider(name, "m", base_url=server.url, **QUIET)
+        result = provider.complete(ModelRequest(messages=(UserMessage(content="Hi"),)), lambda _t: None)
+    assert result.message.content == "" and result.usage == Usage()

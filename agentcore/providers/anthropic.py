@@ -13,6 +13,7 @@ from typing import Any, ClassVar, assert_never
 
 from ..errors import ProviderError
 from ..messages import (
+    MAX_COUNT,
     AssistantMessage,
     Message,
     ReasoningPart,
@@ -22,6 +23,7 @@ from ..messages import (
     Usage,
     UserMessage,
     Violation,
+    as_count,
     parse_arguments,
 )
 from ..tools import ToolSpec
@@ -132,16 +134,16 @@ def parse_usage(data: Any) -> Usage:
     """Usage from a Messages `usage`; input tokens are the uncached, cache-read and cache-write ones together."""
     if not isinstance(data, dict):
         return Usage()
-    read = int(data.get("cache_read_input_tokens") or 0)
-    write = int(data.get("cache_creation_input_tokens") or 0)
+    read = as_count(data.get("cache_read_input_tokens"))
+    write = as_count(data.get("cache_creation_input_tokens"))
     details = data.get("output_tokens_details")
     thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
     return Usage(
-        input_tokens=int(data.get("input_tokens") or 0) + read + write,
-        output_tokens=int(data.get("output_tokens") or 0),
+        input_tokens=min(as_count(data.get("input_tokens")) + read + write, MAX_COUNT),
+        output_tokens=as_count(data.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
-        reasoning_tokens=int(thinking or 0),
+        reasoning_tokens=as_count(thinking),
     )
 
 
@@ -182,6 +184,11 @@ def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> 
     return AssistantMessage(
         content=content or (None if calls else ""), tool_calls=tuple(calls), reasoning=tuple(reasoning)
     )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    # a JSON object from a server as a fresh dict; anything else as an empty one
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str:
@@ -297,25 +304,30 @@ class _MessageStream:
 
     def add(self, kind: str | None, event: dict[str, Any]) -> bool:
         """Fold one event in; True once the message is complete (message_stop)."""
+        # a field of the wrong type from a server is taken as absent
         if kind == "message_start":
-            self.usage.update((event.get("message") or {}).get("usage") or {})
+            self.usage.update(_object(_object(event.get("message")).get("usage")))
         elif kind == "content_block_start":
-            self.blocks[event.get("index", len(self.blocks))] = dict(event.get("content_block") or {})
+            index = event.get("index")
+            self.blocks[index if isinstance(index, int) else len(self.blocks)] = _object(event.get("content_block"))
         elif kind == "content_block_delta":
-            self._add_delta(event.get("index", 0), event.get("delta") or {})
+            index = event.get("index")
+            self._add_delta(index if isinstance(index, int) else 0, _object(event.get("delta")))
         elif kind == "message_delta":
-            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
-            self.usage.update(event.get("usage") or {})  # cumulative counts: the last one wins
+            reason = _object(event.get("delta")).get("stop_reason")
+            self.stop_reason = reason if isinstance(reason, str) else self.stop_reason
+            self.usage.update(_object(event.get("usage")))  # cumulative counts: the last one wins
         return kind == "message_stop"
 
     def _add_delta(self, index: int, delta: dict[str, Any]) -> None:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})
         if delta.get("type") == "text_delta":
-            block["text"] = block.get("text", "") + delta.get("text", "")
-            if delta.get("text"):
-                self.on_text(delta["text"])
+            text = _text(delta.get("text"))
+            block["text"] = _text(block.get("text")) + text
+            if text:
+                self.on_text(text)
         elif delta.get("type") == "input_json_delta":
-            self.partial.setdefault(index, []).append(delta.get("partial_json", ""))
+            self.partial.setdefault(index, []).append(_text(delta.get("partial_json")))
         elif delta.get("type") == "thinking_delta":
             block["thinking"] = _text(block.get("thinking")) + _text(delta.get("thinking"))
         elif delta.get("type") == "signature_delta":  # one, just before the block ends

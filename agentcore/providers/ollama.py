@@ -19,6 +19,7 @@ from ..messages import (
     ToolMessage,
     Usage,
     UserMessage,
+    as_count,
 )
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
@@ -91,7 +92,7 @@ def think_value(settings: Settings) -> bool | str | None:
 
 def parse_usage(data: dict[str, Any]) -> Usage:
     """Usage from the final object's counts (absent when zero)."""
-    return Usage(input_tokens=int(data.get("prompt_eval_count") or 0), output_tokens=int(data.get("eval_count") or 0))
+    return Usage(input_tokens=as_count(data.get("prompt_eval_count")), output_tokens=as_count(data.get("eval_count")))
 
 
 def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -> ToolCall:
@@ -181,7 +182,8 @@ class OllamaProvider(HttpProvider):
                 raise self.http.error("a streamed line is not a JSON object", wire, status=wire.status)
             if chunk.get("error"):
                 raise self.http.error(f"error in the stream: {chunk['error']}", wire, status=wire.status)
-            message = chunk.get("message") or {}
+            message = chunk.get("message")
+            message = message if isinstance(message, dict) else {}
             thinking.append(_text(message.get("thinking")))
             if message.get("content"):
                 text.append(message["content"])

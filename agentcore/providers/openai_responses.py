@@ -21,6 +21,7 @@ from ..messages import (
     ToolMessage,
     Usage,
     UserMessage,
+    as_count,
     parse_arguments,
 )
 from ..tools import ToolSpec
@@ -121,11 +122,11 @@ def parse_usage(data: Any) -> Usage:
     out = data.get("output_tokens_details")
     out = out if isinstance(out, dict) else {}
     return Usage(
-        input_tokens=int(data.get("input_tokens") or 0),
-        output_tokens=int(data.get("output_tokens") or 0),
-        cache_read_tokens=int(inp.get("cached_tokens") or 0),
-        cache_write_tokens=int(inp.get("cache_write_tokens") or 0),
-        reasoning_tokens=int(out.get("reasoning_tokens") or 0),
+        input_tokens=as_count(data.get("input_tokens")),
+        output_tokens=as_count(data.get("output_tokens")),
+        cache_read_tokens=as_count(inp.get("cached_tokens")),
+        cache_write_tokens=as_count(inp.get("cache_write_tokens")),
+        reasoning_tokens=as_count(out.get("reasoning_tokens")),
     )
 
 
