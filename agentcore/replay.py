@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from importlib import resources
 from typing import Any
 
@@ -29,8 +30,9 @@ FORMAT = "agentcore.replay"
 VERSION = 1
 SHARED_MIN_CHARS = 64  # a smaller value costs less written out than as a reference
 _REF = "\x00"
-# inside <script> these could end the element or start a comment; JavaScript reads U+2028/9 as line breaks
-_EMBED_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+# inside <script> these could end the element or start a comment; JavaScript reads U+2028/9 as line breaks.
+# Every other character past ASCII is escaped too, so the page reads the same through any channel or encoding.
+_EMBED = re.compile(r"[<>&\u0080-\U0010ffff]")
 
 
 def replay_html(run: Run) -> str:
@@ -48,8 +50,18 @@ def replay_html(run: Run) -> str:
 
 
 def embed_json(data: Any) -> str:
-    """JSON text for inside a `<script>` element: through `json_text`, then `<`, `>`, `&`, U+2028/9 escaped."""
-    return json_text(data).translate(_EMBED_ESCAPES)
+    """JSON text for inside a `<script>` element, all ASCII: through `json_text`, then `<`, `>`, `&` and
+    every non-ASCII character (U+2028/9 among them) written as a JSON escape."""
+    return _EMBED.sub(_escape, json_text(data))
+
+
+def _escape(found: re.Match[str]) -> str:
+    # these characters only occur inside JSON strings, where an escape reads back as the character
+    code = ord(found.group())
+    if code > 0xFFFF:  # outside the BMP: a surrogate pair, as JSON writes it
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def _sha256(text: str) -> str:

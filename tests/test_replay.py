@@ -167,6 +167,20 @@ def test_hostile_text_cannot_end_the_data_element_and_reads_back_as_it_was(secre
     assert note == "\x00looks like a reference"
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["Wetter in Zürich, 東京, 🌧 \u2028\u2029", "and a lone surrogate \ud800, as the CLI takes undecodable bytes 🌧"],
+)
+def test_the_page_is_ascii_and_its_text_reads_back_whatever_the_script(secret, text):
+    run = Run.start(text)
+    run.append(AssistantMessage(content=f"{text} {SECRET}"))
+    page = replay_html(run)
+    assert page.isascii()
+    data = page_data(page)
+    assert data["messages"][0]["content"] == text
+    assert data["messages"][1]["content"] == f"{text} [redacted]"
+
+
 def test_no_secret_is_written_into_the_page(secret):
     page = replay_html(hostile_run())
     assert SECRET not in page and "plain-credential-value" not in page

@@ -61,8 +61,8 @@
     const who = run.provider + (run.model ? "/" + run.model : "");
     const stop = run.stop_reason ? "stopped: " + run.stop_reason : "not finished";
     byId("about").textContent =
-      "Run " + run.id + " · " + who + " · " + data.steps.length + " of " + run.max_steps + " steps · " + stop +
-      " · " + run.created_at;
+      "Run " + run.id + " \u00b7 " + who + " \u00b7 " + data.steps.length + " of " + run.max_steps + " steps \u00b7 " + stop +
+      " \u00b7 " + run.created_at;
   }
 
   // -- messages ---------------------------------------------------------------------
@@ -72,7 +72,7 @@
     item.dataset.index = String(i);
     const head = el("div", "head");
     head.append(el("span", "role", "#" + (i + 1) + " " + m.role));
-    if (m.role === "tool") head.append(el("span", "note", " " + m.name + " · " + m.id + (m.is_error ? " · error" : "")));
+    if (m.role === "tool") head.append(el("span", "note", " " + m.name + " \u00b7 " + m.id + (m.is_error ? " \u00b7 error" : "")));
     item.append(head);
     for (const text of m.reasoning || []) item.append(el("div", "reasoning", text));
     if (m.content !== null && m.content !== undefined && m.content !== "") item.append(el("div", "content", m.content));
@@ -136,7 +136,7 @@
     const block = el("details");
     block.open = true;
     block.append(el("summary", null, title));
-    block.append(el("p", "note", (wire.url || "(no URL: in-process)") + " · " + (wire.status === null || wire.status === undefined ? "no HTTP status" : "HTTP " + wire.status)));
+    block.append(el("p", "note", (wire.url || "(no URL: in-process)") + " \u00b7 " + (wire.status === null || wire.status === undefined ? "no HTTP status" : "HTTP " + wire.status)));
     const sides = el("div", "wire-sides");
     sides.append(side("Request", wire.request_headers, wire.request), side("Response", wire.response_headers, wire.response));
     block.append(sides);
@@ -150,12 +150,12 @@
       box.append(el("p", "note", "The wire view shows each step's exchange once the model has been called."));
       return;
     }
-    box.append(el("p", "note", "Step " + s.index + " · " + s.model + " · " + number(s.latency_ms) + " ms · finish: " + (s.finish_reason || "—")));
+    box.append(el("p", "note", "Step " + s.index + " \u00b7 " + s.model + " \u00b7 " + number(s.latency_ms) + " ms \u00b7 finish: " + (s.finish_reason || "\u2014")));
     if (s.wire) box.append(exchange("Model call of step " + s.index, s.wire));
     else box.append(el("p", "note", "This provider recorded no wire exchange for this step."));
     for (const t of s.tool_runs) {
-      const how = t.source === "ran" ? "" : " · " + t.source;
-      const line = t.name + " (" + t.tool_call_id + "): " + number(t.duration_ms) + " ms" + how + (t.error ? " · error: " + t.error : t.is_error ? " · error" : "");
+      const how = t.source === "ran" ? "" : " \u00b7 " + t.source;
+      const line = t.name + " (" + t.tool_call_id + "): " + number(t.duration_ms) + " ms" + how + (t.error ? " \u00b7 error: " + t.error : t.is_error ? " \u00b7 error" : "");
       box.append(el("p", "tool-run", "Tool run: " + line));
       if (t.wire) box.append(exchange("Tool " + t.name + ": its server's exchange", t.wire));
     }
@@ -177,7 +177,7 @@
       const results = frame.shown - before;
       return "Step " + frame.step + ", tools phase: " + results + " result" + (results === 1 ? "" : "s") + " appended, in call order.";
     }
-    return "Done: " + (data.run.stop_reason || "the run ends here") + (data.run.error ? " — " + data.run.error : "") + ".";
+    return "Done: " + (data.run.stop_reason || "the run ends here") + (data.run.error ? " \u2014 " + data.run.error : "") + ".";
   }
 
   function diagram(frame) {
@@ -239,11 +239,11 @@
     if (timer !== null) {
       clearInterval(timer);
       timer = null;
-      byId("play").textContent = "▶ Play";
+      byId("play").textContent = "\u25b6 Play";
       return;
     }
     if (at === frames.length - 1) show(0);
-    byId("play").textContent = "⏸ Pause";
+    byId("play").textContent = "\u2016 Pause";
     timer = setInterval(() => {
       show(at + 1);
       if (at === frames.length - 1) play();
