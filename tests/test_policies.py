@@ -418,3 +418,16 @@ def test_a_comparison_runs_one_column_with_the_policy_and_one_without():
     assert [s.usage.input_tokens for s in without.steps] == BASELINE
     assert [s.usage.input_tokens for s in with_.steps] == [137, 208, 306, 399, 437, 470, 510, 547, 570, 585]
     assert "keep_tool_results=3" in comparison.columns[1].label
+
+
+def test_the_sidebar_policies_shape_the_playground_run(open_app):
+    at = open_app()
+    at.selectbox(key="cfg_scenario").set_value("research").run()
+    at.session_state["cfg_policy_keep"] = 3
+    at.run()
+    at.button(key="start").click().run()
+    at.button(key="run_to_end").click().run()
+    assert not at.exception, at.exception
+    run = at.session_state["session"].run
+    assert run.config.policies == ContextPolicies(keep_tool_results=3)
+    assert [s.usage.input_tokens for s in run.steps] == [137, 208, 306, 399, 437, 470, 510, 547, 570, 585]

@@ -315,3 +315,26 @@ def test_cli_runs_on_the_responses_api_with_a_base_url_and_reasoning_flags(tmp_p
     assert main(["export", str(out), "--format", "openai-responses"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert exported["input"][0] == {"role": "user", "content": "Capital?"} and exported["store"] is False
+
+
+def test_the_compare_page_shows_the_responses_request_and_the_reasoning_it_passes_back(open_app, monkeypatch):
+    from test_compare_page import button, set_up, settle
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    replies = (
+        Reply.fixture("openai_responses_reasoning_function_call.json"),
+        Reply.fixture("openai_responses_final_text.json"),
+    )
+    with StandIn(*replies) as server:
+        at = set_up(open_app("views/compare.py"), ("openai-responses", f"{server.url}/v1"), ("scripted", "weather"))
+        button(at, "Run all").click()
+        settle(at)
+        assert not at.exception
+        at.number_input(key="cmp_wire_step").set_value(2)
+        at.run()
+    request = next(
+        j.value for j in at.main.json if "input" in (json.loads(j.value) if isinstance(j.value, str) else j.value)
+    )
+    request = json.loads(request) if isinstance(request, str) else request
+    assert request["store"] is False and any(item.get("type") == "reasoning" for item in request["input"])
+    assert any("Passes back 1 reasoning part" in c.value for c in at.main.caption)

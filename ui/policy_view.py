@@ -10,7 +10,7 @@ import streamlit as st
 
 from agentcore.gauge import Gauge, next_gauge, step_gauges
 from agentcore.messages import Message
-from agentcore.policies import SentRequest, origins, plan_request, sent_request, stand_in_summary
+from agentcore.policies import ContextPolicies, SentRequest, origins, plan_request, sent_request, stand_in_summary
 from agentcore.run import Run
 from ui import safe
 
@@ -151,3 +151,48 @@ def with_policies(comparison: Any, policies: dict[int, dict[str, Any] | None] | 
             column = comparison.columns[int(i)]
             column.run.config = column.run.config.model_copy(update={"policies": ContextPolicies(**chosen)})
             column.label = f"{column.label} · {ContextPolicies(**chosen).label}"
+
+
+# -- the sidebar's policy settings ------------------------------------------------------------
+
+POLICY_WIDGETS = {
+    "keep_tool_results": ("cfg_policy_keep", "Keep the last k tool results", 0),
+    "truncate_tool_results": ("cfg_policy_truncate", "Truncate tool results to n tokens", 1),
+    "drop_turns_older_than": ("cfg_policy_drop", "Drop turns older than k steps", 1),
+    "summarize_older_than": ("cfg_policy_summarize", "Summarise turns older than k steps", 1),
+}
+CACHE_WIDGET = "cfg_policy_cache"
+
+
+def policy_settings(sb: Any, provider: str) -> ContextPolicies | None:
+    """The sidebar's context policies (empty boxes leave a policy off); None when none is on."""
+    box = sb.expander("Context policies", expanded=False)
+    box.caption("What each model call sends; the run keeps the whole history. They apply in this order.")
+    values: dict[str, Any] = {}
+    for name, (key, label, least) in POLICY_WIDGETS.items():
+        st.session_state.setdefault(key, None)
+        values[name] = box.number_input(label, min_value=least, max_value=10_000, step=1, key=key, placeholder="off")
+    if provider == "anthropic":
+        values["cache_breakpoints"] = box.toggle(
+            "Prompt caching (cache_control)",
+            key=CACHE_WIDGET,
+            help="Breakpoints on the tools, the system prompt and the last turn; reads cost a tenth of the input",
+        )
+    policies = ContextPolicies(**{k: (int(v) if isinstance(v, float) else v) for k, v in values.items() if v})
+    return policies if policies.labels() else None
+
+
+def follow_policies(run: Run) -> None:
+    """Show a run that just became current with its own policies in the sidebar; a new run takes the sidebar's."""
+    if not run.steps and run.config.policies is None:
+        return
+    policies = run.config.policies or ContextPolicies()
+    for name, (key, _, _) in POLICY_WIDGETS.items():
+        st.session_state[key] = getattr(policies, name)
+    st.session_state[CACHE_WIDGET] = policies.cache_breakpoints
+
+
+def apply_policies(run: Run | None, policies: ContextPolicies | None) -> None:
+    """The sidebar's policies shape the current run's next requests (the first request has nothing to shape)."""
+    if run is not None and run.config.policies != policies:
+        run.config = run.config.model_copy(update={"policies": policies})

@@ -15,6 +15,7 @@ from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from . import safe
 from .actions import start_scenario_run
 from .mcp_view import available_tools, render_mcp_servers, tool_spec
+from .policy_view import apply_policies, follow_policies, policy_settings
 from .state import (
     DEFAULT_N_CTX,
     MODEL_ENV,
@@ -108,6 +109,7 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in available_tools()]
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
+    follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
     if prompt is not None:
         st.session_state["prompt"] = prompt
@@ -216,6 +218,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     )
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
+    apply_policies(session.run, policy_settings(sb, info.name))
     session.config = AppConfig(
         provider=info.name,
         model=model or info.default_model,

@@ -19,6 +19,7 @@ import streamlit as st
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
+from agentcore.messages import Message, reasoning_note, reasoning_sent
 from agentcore.providers import REGISTRY, local_available
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
@@ -350,6 +351,17 @@ def _wire(comparison: Comparison) -> None:
                 continue
             st.caption(safe.code(record.wire.url or ""))
             st.json(record.wire.request, expanded=3)
+            _reasoning_caption(column.run.messages[: record.message_count], record.provider or column.spec.provider)
+
+
+def _reasoning_caption(before: list[Message], provider: str) -> None:
+    """What the request did with earlier reasoning: its own passed back unchanged, another provider's left out."""
+    passed = reasoning_sent(before, provider)
+    if passed:
+        st.caption(f"Passes back {len(passed)} reasoning part(s) of earlier turns, unchanged.")
+    note = reasoning_note(before, provider)
+    if note:
+        st.caption(safe.inline(note[0].upper() + note[1:] + "."))
 
 
 def _export(comparison: Comparison) -> None:
