@@ -21,7 +21,7 @@ RUNS_KEY = "lesson_runs"  # lesson id -> the id of its run in this session
 NOTICE_KEY = "lesson_notice"
 FORK_TEXT_KEY = "lesson_fork_result"
 SHOWN_MESSAGES = 4
-SHOWN_CHARS = 150
+SHOWN_CHARS = 90  # a message's text is cut to about one line: the newest step's messages must fit
 
 # the lesson screen packs tighter than the other pages: less padding above the first row and between blocks
 PAGE_STYLE = (
@@ -31,6 +31,8 @@ PAGE_STYLE = (
     ".st-key-lesson_narration p{font-size:1.05rem;line-height:1.4;margin-bottom:0.3rem}"
     ".st-key-lesson_new{background:#fff9db;border-radius:8px}"
     ".st-key-lesson_new p{margin-bottom:0.1rem;line-height:1.35}"
+    "[class*='st-key-lesson_code_']{gap:0.15rem}"
+    ".st-key-lesson_ending p{font-size:0.95rem;line-height:1.4}"
     "</style>"
 )
 
@@ -152,7 +154,7 @@ def _message_line(m: Message) -> str:
     """One message as a short line of Markdown, its untrusted text made safe."""
     if isinstance(m, AssistantMessage):
         parts = [safe.inline(_cut(m.content))] if m.content else []
-        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_text})', 80))}" for c in m.tool_calls]
+        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_text})', 60))}" for c in m.tool_calls]
         return "**assistant** " + " ".join(parts)
     if isinstance(m, ToolMessage):
         mark = ":red-badge[error]" if m.is_error else ":green-badge[result]"
