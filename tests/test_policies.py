@@ -15,7 +15,15 @@ from agentcore.accounting import _pricer, account, model_price_ref
 from agentcore.catalogue import context_window
 from agentcore.errors import UsageError
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
-from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage, validate_messages
+from agentcore.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    validate_messages,
+)
 from agentcore.policies import (
     CLEARED,
     SUMMARY_HEADING,
@@ -34,7 +42,7 @@ from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
 from agentcore.whatif import policy_curves, projected_input
-from ui.policy_view import with_policies
+from ui.policy_view import CACHED_BADGE, breaks_cache, cached_prefix, message_badge, next_marks, with_policies
 
 
 def research(max_steps: int = 30, **policy) -> Run:
@@ -431,3 +439,43 @@ def test_the_sidebar_policies_shape_the_playground_run(open_app):
     run = at.session_state["session"].run
     assert run.config.policies == ContextPolicies(keep_tool_results=3)
     assert [s.usage.input_tokens for s in run.steps] == [137, 208, 306, 399, 437, 470, 510, 547, 570, 585]
+
+
+# -- the message list's marks and the cache an edit would break -------------------------------
+
+
+def test_the_message_list_marks_what_the_next_request_leaves_out():
+    run = research(max_steps=5, keep_tool_results=1, drop_turns_older_than=3)
+    marks = next_marks(run)
+    assert len(marks) == len(run.messages) and marks[0] == "sent"
+    assert marks[1:3] == ["dropped", "dropped"]  # step 1's call and its result, together
+    results = [mark for m, mark in zip(run.messages, marks, strict=True) if isinstance(m, ToolMessage)]
+    assert results[-1] == "sent" and results.count("sent") == 1
+    assert "left out of the next request" in message_badge(run, 1)
+    plain = research(max_steps=5)
+    assert next_marks(plain) == ["sent"] * len(plain.messages)
+
+
+def cached_run() -> Run:
+    """Three Anthropic steps, the last of which read the first two's prefix from the cache."""
+    messages = [SystemMessage(content="be brief"), UserMessage(content="look it up")]
+    steps = []
+    for k in range(3):
+        usage = Usage(input_tokens=2000 + 100 * k, cache_read_tokens=1900 if k == 2 else 0)
+        steps.append(StepRecord(index=k + 1, message_count=len(messages), usage=usage))
+        call = ToolCall(id=f"c{k}", name="read", arguments={})
+        messages += [AssistantMessage(tool_calls=(call,)), ToolMessage(tool_call_id=f"c{k}", name="read", content="x")]
+    return Run(config=RunConfig(provider="anthropic", model="claude-haiku-4-5"), messages=messages, steps=steps)
+
+
+def test_an_edit_inside_the_cached_prefix_says_it_breaks_the_cache():
+    run = cached_run()
+    assert cached_prefix(run) == 6  # what the last step sent, all of it read from the cache
+    assert CACHED_BADGE in message_badge(run, 5) and CACHED_BADGE not in message_badge(run, 6)
+    edited = list(run.messages)
+    edited[3] = edited[3].model_copy(update={"content": "y"})
+    assert "changes message 3, inside the cached prefix of 6 messages" in breaks_cache(run, edited)
+    later = [*run.messages[:7], ToolMessage(tool_call_id="c2", name="read", content="edited")]
+    assert breaks_cache(run, later) is None  # past the cached prefix: the cache is still read
+    run.steps[-1].usage = Usage(input_tokens=2200)
+    assert cached_prefix(run) == 0 and breaks_cache(run, edited) is None  # nothing cached, nothing to break
