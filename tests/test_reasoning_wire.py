@@ -298,3 +298,21 @@ def test_streamed_fields_of_the_wrong_type_are_taken_as_absent(name, reply):
         provider = create_provider(name, "m", base_url=server.url, **QUIET)
         result = provider.complete(ModelRequest(messages=(UserMessage(content="Hi"),)), lambda _t: None)
     assert result.message.content == "" and result.usage == Usage()
+
+
+def test_extended_thinking_mid_loop_on_a_turn_without_anthropic_thinking_is_refused_before_sending():
+    from agentcore.errors import MessageListError
+
+    with StandIn(Reply.fixture("openai_responses_reasoning_function_call.json")) as openai:
+        responses = create_provider("openai-responses", "gpt-5", base_url=openai.url, **QUIET)
+        run = Run.start("Plan a poem", RunConfig(provider="openai-responses", tools=[get_user_country.spec()]))
+        Agent(responses, [get_user_country]).step(run)  # reasoning + a function call, answered by the tool
+    assert run.next_phase == "model" and run.messages[1].reasoning
+    with StandIn(Reply.fixture("anthropic_thinking_final_text.json")) as claude:
+        anthropic = create_provider("anthropic", "claude-sonnet-4-5", base_url=claude.url, **QUIET)
+        thinking = Agent(anthropic, [get_user_country], settings=Settings(thinking_budget=2048))
+        with pytest.raises(MessageListError, match="own thinking block"):
+            thinking.step(run)
+        assert claude.seen == []  # nothing was sent, nothing paid for
+        Agent(anthropic, [get_user_country]).step(run)  # without thinking the same turn goes on
+    assert run.stop_reason == "answer" and len(claude.seen) == 1

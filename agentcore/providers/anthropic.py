@@ -125,6 +125,28 @@ def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict
     return turns
 
 
+def thinking_violations(request: ModelRequest) -> list[Violation]:
+    """Extended thinking's rule: in a tool loop, the last assistant turn starts with this API's own thinking.
+
+    The API refuses a thinking request whose tool loop began without thinking (turned on mid-loop, or a
+    turn another provider made, whose reasoning is not sent): found here, before anything is paid for.
+    """
+    messages = request.messages
+    if not request.settings.thinking_budget or not messages or not isinstance(messages[-1], ToolMessage):
+        return []
+    last = next(((i, m) for i, m in reversed(list(enumerate(messages))) if isinstance(m, AssistantMessage)), None)
+    if last is None or last[1].reasoning_for(PROVIDER):
+        return []  # no turn to check (an orphan result is the shared rules' to report), or its thinking is there
+    i = last[0]
+    return [
+        Violation(
+            i,
+            "with extended thinking on, Anthropic needs the last assistant turn of a tool loop to start with its "
+            "own thinking block, and this one has none; turn thinking on or switch to Anthropic after the loop",
+        )
+    ]
+
+
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     """A tool spec as a Messages API tool (`input_schema`)."""
     return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
@@ -258,6 +280,7 @@ class AnthropicProvider(HttpProvider):
                     )
                 )
             previous = (i, role)
+        found.extend(thinking_violations(request))
         found.sort(key=lambda v: v.index)
         return found
 
