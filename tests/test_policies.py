@@ -479,3 +479,29 @@ def test_an_edit_inside_the_cached_prefix_says_it_breaks_the_cache():
     assert breaks_cache(run, later) is None  # past the cached prefix: the cache is still read
     run.steps[-1].usage = Usage(input_tokens=2200)
     assert cached_prefix(run) == 0 and breaks_cache(run, edited) is None  # nothing cached, nothing to break
+
+
+def test_the_cost_page_charges_the_summariser_and_charts_cached_tokens(open_app):
+    from ui.state import Session
+
+    run = research(max_steps=8, summarize_older_than=3)
+    cached = cached_run()
+    session = Session()
+    session.add_run(cached)
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    calls = [c for s in run.steps for c in s.policy_calls]
+    total_in = sum(c.usage.input_tokens for c in calls)
+    assert any(f"The summariser read {total_in:,} and wrote" in c.value for c in at.caption)
+    session.current_id = cached.id
+    at.run()
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert "Cached tokens per step" in titles
+    chart = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if json.loads(c.proto.spec)["layout"]["title"]["text"] == "Cached tokens per step"
+    )
+    reads = next(t for t in chart["data"] if t["name"] == "cache read (reported)")
+    assert reads["y"] == [0, 0, 1900]
+    assert any(t.startswith("Share of the") for t in titles)  # claude-haiku-4-5's window is known

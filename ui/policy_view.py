@@ -196,3 +196,40 @@ def apply_policies(run: Run | None, policies: ContextPolicies | None) -> None:
     """The sidebar's policies shape the current run's next requests (the first request has nothing to shape)."""
     if run is not None and run.config.policies != policies:
         run.config = run.config.model_copy(update={"policies": policies})
+
+
+# -- the playground's message list ---------------------------------------------------------------
+
+_marks_cache: dict[str, tuple[tuple[Any, ...], list[str], int]] = {}
+
+
+def row_badge(run: Run | None, index: int, editing: bool = False) -> str:
+    """The badges after message `index`'s header (a leading space included), or "" while a draft is edited.
+
+    The marks are worked out once per change of the run, not once per row.
+    """
+    if run is None or editing:
+        return ""
+    key = (tuple(map(id, run.messages)), len(run.steps), run.config.policies)
+    cached = _marks_cache.get(run.id)
+    if cached is None or cached[0] != key:
+        cached = (key, next_marks(run), cached_prefix(run))
+        _marks_cache.clear()  # one run is on screen at a time
+        _marks_cache[run.id] = cached
+    badge = message_badge(run, index, cached[1], cached[2])
+    return f" &nbsp; {badge}" if badge else ""
+
+
+def render_panel(run: Run, draft: list[Message] | None, provider: Any = None) -> None:
+    """Above the message list: the cache a draft would break, the next request's gauge, and a step's request."""
+    if draft is not None:
+        warning = breaks_cache(run, draft)
+        if warning:
+            st.warning(warning, icon=":material/cached:")
+    show_next_gauge(run, provider)
+    if not run.steps or not (run.config.policies or any(s.sent for s in run.steps)):
+        return
+    with st.expander("The request as sent, beside the history"):
+        last = len(run.steps)
+        index = st.number_input("Step", min_value=1, max_value=last, value=last, key=f"policy_step_{run.id}")
+        request_beside_history(run, int(index))

@@ -227,6 +227,13 @@ def _policies(run: Run, report: CostReport) -> None:
             for i, c in calls
         ]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="cost_summariser")
+        costs = [c.cost_usd for _, c in calls]
+        total = None if any(c is None for c in costs) else sum(costs)
+        st.caption(
+            f"The summariser read {sum(c.usage.input_tokens for _, c in calls):,} and wrote "
+            f"{sum(c.usage.output_tokens for _, c in calls):,} tokens in {words.plural(len(calls), 'call')} "
+            f"({words.usd(total)}), charged to the steps above on top of their own input."
+        )
     st.button(
         "Compare with and without this policy",
         on_click=_compare_policy,
