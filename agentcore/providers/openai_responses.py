@@ -26,7 +26,7 @@ from ..messages import (
 )
 from ..tools import ToolSpec
 from ._http import HttpProvider, HttpTransport, iter_sse
-from ._limits import ResponseReader
+from ._limits import ResponseReader, snippet
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
 PROVIDER = "openai-responses"
@@ -202,7 +202,7 @@ def _finish(data: dict[str, Any], message: AssistantMessage) -> str:
 def _failure(error: Any, http: HttpTransport, wire: WireExchange, prefix: str = "") -> ProviderError:
     err = error if isinstance(error, dict) else {}
     code = err.get("code") if isinstance(err.get("code"), str) else None
-    message = err.get("message") or "the response failed with no reason given"
+    message = snippet(err.get("message") or "the response failed with no reason given")
     return http.error(f"{prefix}{message}", wire, status=wire.status, type=code, retryable=code in RETRYABLE_CODES)
 
 
