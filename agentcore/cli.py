@@ -125,6 +125,7 @@ def _build_run(args: argparse.Namespace):
         max_steps=args.max_steps,
         concurrency=not args.sequential_tools,
         temperature=args.temperature,
+        max_tokens=getattr(args, "max_tokens", None),
         final_answer_schema=final_schema,
         thinking_budget=args.thinking_budget,
         reasoning_effort=args.reasoning_effort,

@@ -261,6 +261,7 @@ class Comparison:
             tools=[t.spec() for t in self.tools],
             max_steps=self.max_steps,
             temperature=spec.temperature,
+            max_tokens=spec.max_tokens,
         )
         run = Run.start(self.prompt, config, title=f"{self.prompt[:60]} · {label}")
         if error is not None:

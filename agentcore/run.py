@@ -71,6 +71,8 @@ class RunConfig(BaseModel):
     concurrency: bool = True
     pause_before_tools: bool = False  # a step stops after the model phase; the next step runs the tools
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    # the most tokens a call may write, when the run set it; left out of the plain form when unset
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_COUNT, exclude_if=lambda v: v is None)
     final_answer_schema: dict[str, Any] | None = None
     # what each model call sends (see agentcore.policies); left out of the plain form when unset
     policies: ContextPolicies | None = Field(default=None, exclude_if=lambda v: v is None)

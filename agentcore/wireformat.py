@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import UsageError
+from .messages import AssistantMessage
 from .providers.base import ModelRequest, Settings
 from .run import Run
 
@@ -15,7 +16,9 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     """The request body `fmt` would receive for the run's messages and tools (the final-answer tool included).
 
     The model is the run's own when the run used that provider, else the registry's default for it.
-    The run's reasoning settings go with it; reasoning another provider made is left out (see ReasoningPart).
+    The run's settings go with it (temperature, max tokens, reasoning); reasoning another provider made
+    is left out (see ReasoningPart). For Anthropic a finished run exports the request that got its answer:
+    a body ending on the assistant's turn is a prefill, which current models reject.
     """
     from .providers import get_info
 
@@ -24,11 +27,15 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     if model is None:
         model = run.config.model if run.config.provider == fmt and run.config.model else get_info(fmt).default_model
     specs = run.tool_specs
+    messages = tuple(run.messages)
+    if fmt == "anthropic" and messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].tool_calls:
+        messages = messages[:-1]
     request = ModelRequest(
-        messages=tuple(run.messages),
+        messages=messages,
         tools=tuple(specs),
         settings=Settings(
             temperature=run.config.temperature,
+            max_tokens=run.config.max_tokens,
             thinking_budget=run.config.thinking_budget,
             reasoning_effort=run.config.reasoning_effort,
         ),

@@ -1,0 +1,205 @@
+"""Every dialect's request bodies, for every bundled scenario, are bodies the vendor's own SDK types accept.
+
+Each scenario runs through the loop (the CLI, scripted model) and is exported with agentcore.exports;
+the body is validated with pydantic against the `openai`, `anthropic` and `ollama` packages' request
+types, and nothing in it may be a key those types do not know (validation drops unknown keys, so a
+dropped key is reported). The SDKs are test-only dependencies (the `test` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from functools import cache
+from typing import Any
+
+import pytest
+
+from agentcore import cli, transcript
+from agentcore.exports import WIRE_FORMATS, export_run
+from agentcore.providers.scripted import SCENARIOS
+from agentcore.run import Run
+
+SDK = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "ollama": "ollama"}
+# free-form JSON inside a body (schemas, arguments): the SDK types hold them as plain dicts
+FREE_FORM = frozenset({"parameters", "input_schema", "input", "arguments", "schema", "properties"})
+MAX_TOKENS = 200
+# Fields the Ollama server's own types have (api/types.go: ToolCall.ID, ToolCallFunction.Index,
+# Message.ToolCallID) but the ollama package's models do not yet: sent on purpose, accepted by the server.
+OLLAMA_SERVER_ONLY = re.compile(r"\.messages\[\d+\]\.(tool_call_id|tool_calls\[\d+\]\.(id|function\.index))")
+
+
+def needs_sdk(fmt: str) -> None:
+    if importlib.util.find_spec(SDK[fmt]) is None:
+        pytest.skip(f"the {SDK[fmt]} package is not installed (pip install '.[test]')")
+
+
+def dropped(sent: Any, kept: Any, path: str = "") -> list[str]:
+    """The paths of keys in `sent` that validation did not keep: keys the SDK's types do not know."""
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        out = [f"{path}.{k}" for k in sent if k not in kept]
+        for k in sent.keys() & kept.keys():
+            if k not in FREE_FORM:
+                out += dropped(sent[k], kept[k], f"{path}.{k}")
+        return out
+    if isinstance(sent, list) and isinstance(kept, list):
+        return [p for i, (a, b) in enumerate(zip(sent, kept, strict=False)) for p in dropped(a, b, f"{path}[{i}]")]
+    return []
+
+
+def _typed_dict(fmt: str, stream: bool) -> Any:
+    kind = "Streaming" if stream else "NonStreaming"
+    if fmt == "openai":
+        from openai.types.chat import completion_create_params as params
+
+        return getattr(params, f"CompletionCreateParams{kind}")
+    if fmt == "openai-responses":
+        from openai.types.responses import response_create_params as params
+
+        return getattr(params, f"ResponseCreateParams{kind}")
+    from anthropic.types import message_create_params as params
+
+    return getattr(params, f"MessageCreateParams{kind}")
+
+
+def _ollama_kept(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as the ollama package's ChatRequest keeps it, its messages, tools and options each checked."""
+    from ollama._types import ChatRequest, Message, Options, Tool
+
+    kept = ChatRequest.model_validate(body).model_dump(exclude_unset=True, by_alias=True)
+    kept["messages"] = [Message.model_validate(m).model_dump(exclude_unset=True) for m in body.get("messages", [])]
+    if "tools" in body:
+        kept["tools"] = [Tool.model_validate(t).model_dump(exclude_unset=True) for t in body["tools"]]
+    if "options" in body:
+        kept["options"] = Options.model_validate(body["options"]).model_dump(exclude_unset=True)
+    return kept
+
+
+@cache
+def _adapter(fmt: str, stream: bool) -> Any:
+    """A validator of the SDK's request type that checks every item of every list.
+
+    The SDKs declare lists as Iterable, which pydantic validates lazily, as a generator; iterating
+    one nested in a union panics in pydantic-core. Built with Iterable read as list, each item is
+    validated at once and the result compares with the body.
+    """
+    from pydantic import TypeAdapter
+    from pydantic._internal._generate_schema import GenerateSchema
+    from pydantic_core import core_schema
+
+    def eager(self: Any, type_: Any) -> core_schema.CoreSchema:
+        return core_schema.list_schema(self.generate_schema(self._get_first_arg_or_any(type_)))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GenerateSchema, "_iterable_schema", eager)
+        return TypeAdapter(_typed_dict(fmt, stream))
+
+
+def sdk_problems(fmt: str, body: dict[str, Any]) -> list[str]:
+    """What the vendor's SDK types refuse in `body`: validation errors, then keys they do not know."""
+    from pydantic import ValidationError
+
+    try:
+        if fmt == "ollama":
+            kept = _ollama_kept(body)
+        else:
+            kept = _adapter(fmt, bool(body.get("stream"))).validate_python(body)
+    except ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]]
+    unknown = [p for p in dropped(body, kept) if not (fmt == "ollama" and OLLAMA_SERVER_ONLY.fullmatch(p))]
+    return [f"{path}: not a field of the {SDK[fmt]} SDK's request type" for path in unknown]
+
+
+@pytest.fixture(scope="module")
+def finished_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Each bundled scenario run to its end through the CLI, with the run's own --max-tokens."""
+    folder = tmp_path_factory.mktemp("scenarios")
+    runs = {}
+    for name in SCENARIOS:
+        path = folder / f"{name}.json"
+        args = [
+            "run",
+            "--provider",
+            "scripted",
+            "--scenario",
+            name,
+            "--max-tokens",
+            str(MAX_TOKENS),
+            "--out",
+            str(path),
+        ]
+        cli.main(args)  # exits 3 when the runaway scenario hits the step budget: the run is saved all the same
+        runs[name] = transcript.load(path)
+    return runs
+
+
+def exported(run: Run, fmt: str) -> dict[str, Any]:
+    return json.loads(export_run(run, fmt))
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_every_scenario_exports_a_body_the_vendor_sdk_accepts(finished_runs, scenario: str, fmt: str):
+    needs_sdk(fmt)
+    body = exported(finished_runs[scenario], fmt)
+    assert sdk_problems(fmt, body) == []
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_reasoning_settings_and_streaming_bodies_are_accepted_too(finished_runs, fmt: str):
+    needs_sdk(fmt)
+    from agentcore.wireformat import export_request
+
+    run = finished_runs["weather"].model_copy(deep=True)
+    run.config = run.config.model_copy(update={"thinking_budget": 2048, "reasoning_effort": "high"})
+    if (
+        fmt != "anthropic"
+    ):  # the current anthropic SDK's types have no temperature (the API version it sends refuses it)
+        run.config = run.config.model_copy(update={"temperature": 0.5})
+    for stream in (False, True):
+        body = export_request(run, fmt, stream=stream)
+        assert sdk_problems(fmt, body) == [], stream
+
+
+def test_a_key_the_sdk_does_not_know_is_reported():
+    needs_sdk("anthropic")
+    needs_sdk("ollama")
+    assert sdk_problems("ollama", {"model": "m", "messages": [{"role": "tool", "content": "r", "tool_id": "x"}]}) == [
+        ".messages[0].tool_id: not a field of the ollama SDK's request type"
+    ]
+    body = {"model": "claude-haiku-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi", "x": 1}]}
+    assert sdk_problems("anthropic", body) == [".messages[0].x: not a field of the anthropic SDK's request type"]
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [{"type": "nonesuch"}]}]}
+    assert sdk_problems("anthropic", body)
+
+
+def test_a_finished_run_does_not_export_a_prefill_for_anthropic(finished_runs):
+    for name, run in finished_runs.items():
+        if run.stop_reason != "answer":
+            continue
+        assert run.messages[-1].role == "assistant"
+        body = exported(run, "anthropic")
+        assert body["messages"][-1]["role"] == "user", name
+        assert exported(run, "openai")["messages"][-1]["role"] == "assistant"  # other dialects keep the whole run
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_an_export_keeps_the_runs_own_max_tokens(finished_runs, fmt: str):
+    run = finished_runs["weather"]
+    assert run.config.max_tokens == MAX_TOKENS
+    body = exported(run, fmt)
+    sent = {
+        "openai": lambda b: b.get("max_tokens") or b.get("max_completion_tokens"),
+        "openai-responses": lambda b: b.get("max_output_tokens"),
+        "anthropic": lambda b: b.get("max_tokens"),
+        "ollama": lambda b: b.get("options", {}).get("num_predict"),
+    }[fmt](body)
+    assert sent == MAX_TOKENS
+
+
+def test_the_scenarios_cover_every_message_kind(finished_runs):
+    roles = {m.role for run in finished_runs.values() for m in run.messages}
+    assert roles >= {"user", "assistant", "tool"}
+    assert any(m.role == "tool" and m.is_error for run in finished_runs.values() for m in run.messages)
+    assert any(len(getattr(m, "tool_calls", ())) > 1 for run in finished_runs.values() for m in run.messages)
