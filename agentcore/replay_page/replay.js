@@ -62,7 +62,7 @@
     const stop = run.stop_reason ? "stopped: " + run.stop_reason : "not finished";
     byId("about").textContent =
       "Run " + run.id + " \u00b7 " + who + " \u00b7 " + data.steps.length + " of " + run.max_steps + " steps \u00b7 " + stop +
-      " \u00b7 " + run.created_at;
+      " \u00b7 " + run.created_at + (run.parent ? " \u00b7 forked from run " + run.parent.run_id + " at step " + run.parent.step : "");
   }
 
   // -- messages ---------------------------------------------------------------------
@@ -177,7 +177,8 @@
       const results = frame.shown - before;
       return "Step " + frame.step + ", tools phase: " + results + " result" + (results === 1 ? "" : "s") + " appended, in call order.";
     }
-    return "Done: " + (data.run.stop_reason || "the run ends here") + (data.run.error ? " \u2014 " + data.run.error : "") + ".";
+    const structured = data.run.final_output === null ? "" : " \u2014 " + JSON.stringify(data.run.final_output);
+    return "Done: " + (data.run.stop_reason || "the run ends here") + (data.run.error ? " \u2014 " + data.run.error : "") + structured + ".";
   }
 
   function diagram(frame) {
