@@ -505,3 +505,34 @@ def test_the_cost_page_charges_the_summariser_and_charts_cached_tokens(open_app)
     reads = next(t for t in chart["data"] if t["name"] == "cache read (reported)")
     assert reads["y"] == [0, 0, 1900]
     assert any(t.startswith("Share of the") for t in titles)  # claude-haiku-4-5's window is known
+
+
+def _panel_page(n_ctx: int, draft_edit: bool) -> None:
+    import sys
+
+    sys.path.insert(0, "tests")
+    from test_policies import cached_run, research
+
+    from ui.policy_view import render_panel
+    from ui.state import AppConfig
+
+    run = research(max_steps=5, keep_tool_results=1)
+    run.config = run.config.model_copy(update={"provider": "local", "max_steps": 10})
+    render_panel(run, None, AppConfig(provider="local", n_ctx=n_ctx))
+    cached = cached_run()
+    draft = [m.model_copy(update={"content": "y"}) if i == 3 else m for i, m in enumerate(cached.messages)]
+    render_panel(cached, draft if draft_edit else None)
+
+
+def test_the_playground_panel_warns_before_an_overflow_and_a_broken_cache():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_panel_page, kwargs={"n_ctx": 256, "draft_edit": True}).run()
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("more than the model's context window of 256" in w for w in warnings)
+    assert any("inside the cached prefix of 6 messages" in w for w in warnings)
+    table = at.dataframe[0].value
+    assert list(table["in the request"]).count("sent as a placeholder") == 3  # step 5 sent 4 results, 1 kept
+    at = AppTest.from_function(_panel_page, kwargs={"n_ctx": 100_000, "draft_edit": False}).run()
+    assert not at.warning and any("Next request:" in c.value and "of 100,000 tokens" in c.value for c in at.caption)

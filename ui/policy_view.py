@@ -96,11 +96,11 @@ def gauge_line(gauge: Gauge) -> str:
     return f":{colour}-badge[context{share}] {safe.inline(gauge.words)}"
 
 
-def show_next_gauge(run: Run, provider: Any = None) -> None:
+def show_next_gauge(run: Run, provider: Any = None, window: int | None = None) -> None:
     """The next request's gauge, with a warning before a request that would overflow the window."""
-    if run.next_phase != "model":
+    if run.next_phase != "model" or run.finished:
         return
-    gauge = next_gauge(run, provider)
+    gauge = next_gauge(run, provider, window)
     if gauge.level == "over":
         st.warning(
             f"The next request is about {gauge.tokens:,} tokens, more than the model's context window of "
@@ -113,7 +113,7 @@ def show_next_gauge(run: Run, provider: Any = None) -> None:
         st.caption(f"Next request: {gauge_line(gauge)}")
 
 
-def request_beside_history(run: Run, index: int) -> None:
+def request_beside_history(run: Run, index: int, window: int | None = None) -> None:
     """Step `index`'s request as sent beside the history it was chosen from, with what changed marked."""
     step = run.steps[index - 1]
     history = run.messages[: step.message_count]
@@ -127,7 +127,9 @@ def request_beside_history(run: Run, index: int) -> None:
         rows.insert(sent.summary_after + 1, {"#": None, "role": "user", "in the request": "the summary"})
         rows[sent.summary_after + 1]["history"] = _short(sent.summary)
     policies = ", ".join(sent.policies) if sent is not None else "none: the whole history was sent"
-    st.caption(f"Step {index}: policies {safe.inline(policies)}. {gauge_line(step_gauges(run)[index - 1])}")
+    st.caption(
+        f"Step {index}: policies {safe.inline(policies)}. {gauge_line(step_gauges(run, window=window)[index - 1])}"
+    )
     for call in step.policy_calls:
         cost = "free" if call.cost_usd == 0 else "unpriced" if call.cost_usd is None else f"${call.cost_usd:.6f}"
         st.caption(
@@ -220,16 +222,24 @@ def row_badge(run: Run | None, index: int, editing: bool = False) -> str:
     return f" &nbsp; {badge}" if badge else ""
 
 
-def render_panel(run: Run, draft: list[Message] | None, provider: Any = None) -> None:
-    """Above the message list: the cache a draft would break, the next request's gauge, and a step's request."""
+def local_window(run: Run, config: Any) -> int | None:
+    """The embedded model's configured context size (the sidebar's n_ctx) for a local run; None otherwise."""
+    return getattr(config, "n_ctx", None) if run.config.provider == "local" else None
+
+
+def render_panel(run: Run, draft: list[Message] | None, config: Any = None) -> None:
+    """Above the message list: the cache a draft would break, the next request's gauge, and a step's request.
+
+    `config` is the sidebar's settings, whose n_ctx is the embedded model's window.
+    """
     if draft is not None:
         warning = breaks_cache(run, draft)
         if warning:
             st.warning(warning, icon=":material/cached:")
-    show_next_gauge(run, provider)
+    show_next_gauge(run, window=local_window(run, config))
     if not run.steps or not (run.config.policies or any(s.sent for s in run.steps)):
         return
     with st.expander("The request as sent, beside the history"):
         last = len(run.steps)
         index = st.number_input("Step", min_value=1, max_value=last, value=last, key=f"policy_step_{run.id}")
-        request_beside_history(run, int(index))
+        request_beside_history(run, int(index), local_window(run, config))

@@ -25,6 +25,7 @@ from agentcore.transcript import loads
 from agentcore.whatif import WhatIf, policy_curves, what_ifs
 from ui import safe, words
 from ui.page_state import CostState
+from ui.policy_view import local_window
 from ui.state import get_session
 
 OWN_MODEL = "(the run's own model)"
@@ -288,7 +289,7 @@ def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
 
 def _gauge(run: Run) -> None:
     """Each step's share of the model's context window."""
-    gauges = step_gauges(run)
+    gauges = step_gauges(run, window=local_window(run, get_session().config))
     if not gauges or gauges[0].window is None:
         st.caption("The model's context window is not known, so the requests are not gauged against it.")
         return
