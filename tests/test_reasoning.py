@@ -40,3 +40,65 @@ def test_an_estimated_step_counts_the_reasoning_text_as_output():
     assert step.estimated
     assert step.reasoning_tokens == 100
     assert step.output_tokens > 100  # the tool call and the reasoning
+
+
+# -- on the pages ---------------------------------------------------------------------------------
+
+HOSTILE = "Plan: call **get_weather**. ![x](http://evil.invalid/img) <script>window.pwned=1</script>"
+
+
+def _reasoning_page(text: str, redacted: bool, reported: int | None) -> None:
+    import streamlit as st
+
+    from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall
+    from ui import reasoning_view
+
+    part = (
+        ReasoningPart(provider="anthropic", redacted="opaque")
+        if redacted
+        else ReasoningPart(provider="anthropic", text=text, signature="s")
+    )
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"})
+    reasoning_view.show_reasoning(AssistantMessage(content=None, tool_calls=(call,), reasoning=(part,)), reported)
+    st.markdown("after")
+    reasoning_view.show_reasoning(AssistantMessage(content="no reasoning here"))
+
+
+def reasoning_page(text: str = HOSTILE, *, redacted: bool = False, reported: int | None = None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_reasoning_page, kwargs={"text": text, "redacted": redacted, "reported": reported})
+    return at.run()
+
+
+def test_reasoning_is_collapsed_with_its_estimated_token_count_and_drawn_safely():
+    from ui import safe
+
+    at = reasoning_page()
+    assert not at.exception
+    assert len(at.expander) == 1  # the message without reasoning draws nothing
+    expander = at.expander[0]
+    assert expander.label == f"Reasoning · about {len(HOSTILE) // 4 + 1} tokens"
+    assert expander.proto.expanded is False
+    bodies = [m.value for m in expander.markdown]
+    assert safe.markdown(HOSTILE).strip() in bodies and HOSTILE not in bodies
+
+
+def test_reported_reasoning_tokens_label_the_expander():
+    at = reasoning_page(reported=1792)
+    assert at.expander[0].label == "Reasoning · 1,792 tokens"
+
+
+def test_redacted_reasoning_says_so_and_shows_nothing_opaque():
+    at = reasoning_page(redacted=True)
+    assert at.expander[0].label == "Reasoning · not readable"
+    text = " ".join(m.value for m in at.expander[0].markdown)
+    assert "Redacted by the provider" in text and "opaque" not in text
+
+
+def test_a_step_reports_the_reasoning_tokens_of_its_turn():
+    from ui.reasoning_view import reported_tokens
+
+    run = thinking_run(Usage(input_tokens=50, output_tokens=120, reasoning_tokens=90))
+    assert reported_tokens(run, 1) == 90
+    assert reported_tokens(run, 2) is None and reported_tokens(None, 1) is None
