@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from typing import Any
 
@@ -24,10 +25,10 @@ DEFAULT_FAMILY = {
     "anthropic": re.compile(r"claude-haiku-[\d-]+"),
 }
 
-# Ids past the vendor's end of life: requests to them fail. genai-prices keeps their prices (old
-# runs are still priced) and marks none of them, so they are listed here with the retirement date.
+# The vendor's end-of-life date of each id that has one: past it, requests fail; before it, the model
+# is deprecated. genai-prices keeps their prices (old runs are still priced) and marks none of them.
 # Sources: Anthropic's model-deprecations page and its SDK's DEPRECATED_MODELS; OpenAI's deprecations page.
-RETIRED: dict[str, dict[str, str]] = {
+END_OF_LIFE: dict[str, dict[str, str]] = {
     "anthropic": {
         "claude-v1": "2024-11-06",
         "claude-2": "2025-07-21",
@@ -41,6 +42,7 @@ RETIRED: dict[str, dict[str, str]] = {
         "claude-sonnet-4-0": "2026-06-15",
         "claude-opus-4-1": "2026-08-05",
         "claude-sonnet-4-5": "2026-11-30",
+        "claude-opus-4-5": "2027-01-22",
     },
     "openai": {
         "gpt-4-vision-preview": "2024-12-06",
@@ -75,18 +77,22 @@ class CatalogueModel:
     name: str | None
     context_window: int | None
     deprecated: bool  # genai-prices' flag: still works, going away
-    retired: str | None  # the end-of-life date, when past it
+    end_of_life: str | None  # the vendor's end-of-life date (ISO), past or to come
 
     @property
     def current(self) -> bool:
         """Whether the model can be called and is not on its way out."""
-        return not self.deprecated and self.retired is None
+        return not self.deprecated and self.end_of_life is None
+
+    def retired(self, today: date | None = None) -> bool:
+        """Whether the model is past its end of life: its requests fail."""
+        return self.end_of_life is not None and self.end_of_life <= (today or date.today()).isoformat()
 
 
-def _retired(provider: str, model_id: str) -> str | None:
-    for prefix, date in RETIRED.get(provider, {}).items():
+def _end_of_life(provider: str, model_id: str) -> str | None:
+    for prefix, day in END_OF_LIFE.get(provider, {}).items():
         if model_id == prefix or model_id.startswith(prefix + "-"):
-            return date
+            return day
     return None
 
 
@@ -113,7 +119,7 @@ def models(provider: str) -> tuple[CatalogueModel, ...]:
     if found is None:
         return ()
     out = [
-        CatalogueModel(gp_id, m.id, m.name, m.context_window, bool(m.deprecated), _retired(gp_id, m.id))
+        CatalogueModel(gp_id, m.id, m.name, m.context_window, bool(m.deprecated), _end_of_life(gp_id, m.id))
         for m in found.models
         if not _NOT_CHAT.search(m.id) and m.context_window
     ]
@@ -131,7 +137,7 @@ def find(provider: str, model: str) -> CatalogueModel | None:
         _, m = _snapshot().find_provider_model(model, None, gp_id, None)
     except LookupError:
         return None
-    return CatalogueModel(gp_id, m.id, m.name, m.context_window, bool(m.deprecated), _retired(gp_id, m.id))
+    return CatalogueModel(gp_id, m.id, m.name, m.context_window, bool(m.deprecated), _end_of_life(gp_id, m.id))
 
 
 def context_window(provider: str, model: str) -> int | None:
@@ -147,10 +153,10 @@ def context_window(provider: str, model: str) -> int | None:
     return entry.context_window if entry else None
 
 
-def retired(provider: str, model: str) -> str | None:
-    """The end-of-life date of a model whose requests now fail, or None."""
+def retired(provider: str, model: str, today: date | None = None) -> str | None:
+    """The end-of-life date of a model past it (on `today`, by default the real one): its requests fail."""
     entry = find(provider, model)
-    return entry.retired if entry else None
+    return entry.end_of_life if entry and entry.retired(today) else None
 
 
 @cache

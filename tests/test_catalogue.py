@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import date
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_defaults_are_current_models_of_the_cheap_family():
     assert catalogue.default_model("ollama") is None
 
 
-def test_retired_models_are_never_suggested():
+def test_models_past_their_end_of_life_are_retired_and_never_suggested():
     assert catalogue.retired("anthropic", "claude-3-5-haiku-latest") == "2026-02-19"
     assert catalogue.retired("anthropic", "claude-3-5-haiku-20241022") == "2026-02-19"
     assert catalogue.retired("anthropic", "claude-sonnet-4-0") == "2026-06-15"
@@ -57,7 +58,15 @@ def test_retired_models_are_never_suggested():
         suggested = catalogue.suggested_models(provider)
         assert suggested[0] == catalogue.default_model(provider)
         assert len(set(suggested)) == len(suggested) == catalogue.SUGGESTIONS
-        assert all(catalogue.retired(provider, m) is None for m in suggested), suggested
+        assert all(catalogue.find(provider, m).end_of_life is None for m in suggested), suggested
+
+
+def test_a_model_with_an_end_of_life_to_come_is_deprecated_until_then():
+    before, after = date(2027, 1, 21), date(2027, 1, 22)
+    assert catalogue.retired("anthropic", "claude-opus-4-5-20251101", before) is None
+    assert catalogue.retired("anthropic", "claude-opus-4-5-20251101", after) == "2027-01-22"
+    assert not catalogue.find("anthropic", "claude-opus-4-5").current
+    assert "claude-opus-4-5" not in catalogue.suggested_models("anthropic", limit=50)
 
 
 def test_suggestions_are_chat_models_newest_first():
