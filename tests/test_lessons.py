@@ -193,3 +193,20 @@ def test_forking_with_the_tool_result_unchanged_is_refused():
 def test_an_unknown_lesson_is_a_usage_error_naming_the_others():
     with pytest.raises(UsageError, match="available: loop, parallel"):
         get_lesson("nope")
+
+
+@pytest.mark.parametrize("pending", [False, True])
+def test_the_lesson_page_shows_a_hostile_run_inert(open_app, pending):
+    from test_rendering import EVIL, assert_inert, hostile_run
+
+    from ui.state import Session
+
+    run = hostile_run(pending=pending)
+    session = Session()
+    session.add_run(run)
+    session.sync_sidebar = False  # the run's provider is the scripted one: nothing to follow
+    at = open_app(session=session)
+    at.session_state["lesson_runs"] = {"loop": run.id}  # as if this run were the first lesson's
+    at.switch_page("views/lesson.py").run()
+    newest = "name" if pending else "final"  # the tool calls waiting, or the last answer
+    assert_inert(at, shows=f"{EVIL}/{newest}-img")
