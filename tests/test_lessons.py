@@ -97,6 +97,10 @@ def test_each_lesson_runs_to_its_end_in_the_app_with_a_paragraph_per_step(open_a
     assert lesson.done(run)
     assert [s.value for s in at.success] == [lesson.ending]
     assert at.session_state["session"].current_id == run.id  # the Cost page and the playground show it
+    if lesson.see_cost:
+        at.switch_page("views/cost.py").run()
+        assert not at.exception, at.exception
+        assert any(m.startswith(f"**Lesson: {lesson.title}**") for m in _markdown(at))
 
 
 def test_a_lesson_saves_nothing_until_its_first_step(open_app):
