@@ -48,6 +48,7 @@ def figures() -> dict[str, Callable[[], list[Row]]]:
         "6": lambda: importlib.import_module("app_render").measure(),
         "7": lambda: importlib.import_module("isolation").measure(),
         "8": lambda: importlib.import_module("step_latency").measure(),
+        "9": lambda: importlib.import_module("class_load").measure(),
     }
 
 

@@ -102,6 +102,7 @@ class Session:
     last_run: RunSummary | None = None  # the run the last session looked at, offered to reopen
     user: str | None = None  # the name typed in the sidebar, kept for this browser session
     conflict: str | None = None  # a run whose save was refused: someone else saved it since this session read it
+    remembered: str | None = None  # the run this session last recorded as its user's last run
 
     @property
     def run(self) -> Run | None:
@@ -263,7 +264,9 @@ def on_run_changed(run: Run) -> None:
     try:
         store = get_store()
         store.save_run(run)
-        remember_last_run(store, run.id)
+        if session.remembered != run.id:  # two writes to the database, not needed again for every phase
+            remember_last_run(store, run.id)
+            session.remembered = run.id
         session.store_error = session.conflict = None
     except RunChanged:
         session.conflict = run.id

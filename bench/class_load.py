@@ -1,0 +1,432 @@
+"""Figure 9: a class on one server. N browser sessions on one app, each starting a run and stepping it at a person's pace.
+
+    .venv/bin/python bench/class_load.py --sessions 1,10,30 --model scripted --steps 5
+    .venv/bin/python bench/class_load.py --sessions 1,4 --model local --steps 3
+
+Each session speaks Streamlit's own websocket protocol, as a browser tab does: it opens
+`/_stcore/stream`, sends a BackMsg `rerun_script`, and reads ForwardMsgs until the script run has
+finished; a click is a rerun carrying the button's widget id with trigger_value set (and the
+fragment the button was drawn in). N such clients cost far less than N headless Chromium pages,
+so the server, not the clients, is what is measured. Every session sends its own user name in the
+header named by AGENTCORE_USER_HEADER, so at the end each one's run is found in the database and
+checked: one run per session, with every step it took saved.
+
+For each N a fresh `streamlit run app.py` serves a fresh SQLite database, warmed by one session
+that starts a run and takes one step (the first Step of a server loads the provider and the pages'
+modules once for everyone; it is not a class's cost). Reported per N: Step
+latency (from the click to the end of the script run it started) p50 / p95 / max, the spread of the
+sessions' own mean latencies (max / min: 1 is fair), errors (an exception or an error box on the
+page, a click that got no finished run, a run missing from the database or short of steps), the
+steps on which the page said it was waiting for the model, and the server's memory (RSS of the
+streamlit process and its children) warmed and idle, at its peak, and the growth per session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+from common import ROOT, Row, progress, ratio, unavailable  # noqa: E402
+
+FIGURE = "9. a class on one server"
+USER_HEADER = "X-Bench-User"
+STEP_TIMEOUT = 180.0  # seconds for one click's script run; past it the click counts as an error
+WAITING = re.compile(r"\b(waiting|queued?)\b", re.IGNORECASE)
+PACE = 5.0  # seconds between a person's clicks, ±25%: reading what the step added takes about that
+
+
+# -- one browser tab over the websocket ------------------------------------------------------------
+
+
+@dataclass
+class Draw:
+    """What one click brought back: the buttons drawn, texts, and the problems shown."""
+
+    buttons: dict[str, tuple[str, bool, str]] = field(default_factory=dict)  # key -> (widget id, disabled, fragment)
+    texts: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Tab:
+    """A browser tab reduced to its protocol: rerun requests out, ForwardMsgs in."""
+
+    def __init__(self, ws) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.ws = ws
+        self.page_hash = ""
+        self.buttons: dict[str, tuple[str, bool, str]] = {}
+        self._done = {
+            ForwardMsg.FINISHED_SUCCESSFULLY,
+            ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+            ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+        }
+
+    async def rerun(self, key: str | None = None) -> Draw:
+        """Send a rerun (a click on the button drawn with `key`, or a plain page load) and read until it finished."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.page_script_hash = self.page_hash
+        if key is not None:
+            widget_id, _, fragment = self.buttons[key]
+            widget = state.widget_states.widgets.add()
+            widget.id, widget.trigger_value = widget_id, True
+            state.fragment_id = fragment
+        await self.ws.send(msg.SerializeToString())
+        return await asyncio.wait_for(self._read(), STEP_TIMEOUT)
+
+    async def _read(self) -> Draw:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        draw = Draw()
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await self.ws.recv())
+            kind = fwd.WhichOneof("type")
+            if kind == "new_session":
+                self.page_hash = self.page_hash or fwd.new_session.page_script_hash
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                _element(fwd.delta.new_element, fwd.delta.fragment_id, draw)
+            elif kind == "script_finished" and fwd.script_finished in self._done:
+                self.buttons.update(draw.buttons)
+                return draw
+
+
+def _element(element, fragment: str, draw: Draw) -> None:
+    kind = element.WhichOneof("type")
+    if kind == "button":
+        key = element.button.id.rsplit("-", 1)[-1]
+        draw.buttons[key] = (element.button.id, element.button.disabled, fragment)
+    elif kind == "exception":
+        draw.problems.append(f"exception: {element.exception.type}: {element.exception.message[:120]}")
+    elif kind == "alert":
+        if element.alert.format == element.alert.ERROR:
+            draw.problems.append(f"error box: {element.alert.body[:120]}")
+        draw.texts.append(element.alert.body)
+    elif kind in ("markdown", "text", "spinner", "toast", "progress"):
+        body = getattr(element, kind)
+        draw.texts.append(getattr(body, "body", "") or getattr(body, "text", ""))
+
+
+# -- a person at the keyboard -------------------------------------------------------------------------
+
+
+@dataclass
+class Learner:
+    """One session's record: its Step latencies and what went wrong."""
+
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    waited: int = 0  # steps during which the page said it was waiting
+    finished_early: bool = False  # the run ended (an answer) before all steps were taken
+    problems: list[str] = field(default_factory=list)
+
+
+async def learner(url: str, name: str, steps: int, pace: float, start_after: float, rng: random.Random) -> Learner:
+    """Open the app, start a run, and Step it `steps` times with a person's pause between clicks."""
+    from websockets.asyncio.client import connect
+
+    me = Learner(name)
+    await asyncio.sleep(start_after)
+    ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+    try:
+        async with connect(
+            ws_url, subprotocols=["streamlit"], additional_headers={USER_HEADER: name}, max_size=None, open_timeout=60
+        ) as ws:
+            tab = Tab(ws)
+            await _click(tab, None, me)
+            await asyncio.sleep(pace * rng.uniform(0.5, 1.0))
+            await _click(tab, "start", me)
+            for _ in range(steps):
+                await asyncio.sleep(pace * rng.uniform(0.75, 1.25))
+                if "step" not in tab.buttons:
+                    me.problems.append("no Step button on the page")
+                    break
+                if tab.buttons["step"][1]:
+                    me.finished_early = True
+                    break
+                started = time.perf_counter()
+                draw = await _click(tab, "step", me)
+                me.latencies.append(time.perf_counter() - started)
+                if any(WAITING.search(t) and "tool call" not in t for t in draw.texts):
+                    me.waited += 1
+    except Exception as exc:  # noqa: BLE001 - every failure is a counted error
+        me.problems.append(f"{type(exc).__name__}: {exc}"[:160])
+    return me
+
+
+async def _click(tab: Tab, key: str | None, me: Learner) -> Draw:
+    draw = await tab.rerun(key)
+    me.problems += draw.problems
+    return draw
+
+
+# -- the server ----------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(db: Path, model: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` on a free port over `db`, on the scripted `runaway` scenario or the embedded model."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "AGENTCORE_DB": str(db),
+        "AGENTCORE_PROVIDER": model,
+        "AGENTCORE_USER_HEADER": USER_HEADER,
+    }
+    env.pop("AGENTCORE_MODEL", None)
+    if model == "scripted":
+        env["AGENTCORE_MODEL"] = "runaway"  # it never answers, so every session can take every step
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the app did not start within 60 s (log: {log})")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, in MiB (0 once it is gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds the process has used so far (user + system, its threads included)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _sample_peak(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss_mb(pid))
+        await asyncio.sleep(0.25)
+
+
+# -- one level of N sessions -----------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """The figures for N sessions."""
+
+    sessions: int
+    latencies: list[float]
+    errors: list[str]
+    waited: int
+    finished_early: int
+    spread: float | None  # max / min of the sessions' mean latencies
+    rss_idle: float
+    rss_peak: float
+    cpu_per_step: float | None  # the server's CPU seconds per Step click, contention aside
+
+    def pct(self, q: float) -> float | None:
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    @property
+    def per_session_mb(self) -> float:
+        return (self.rss_peak - self.rss_idle) / self.sessions
+
+
+async def _drive(url: str, pid: int, n: int, steps: int, pace: float, seed: int) -> tuple[list[Learner], float]:
+    rng = random.Random(seed)
+    peak, stop = [rss_mb(pid)], asyncio.Event()
+    sampler = asyncio.create_task(_sample_peak(pid, peak, stop))
+    ramp = pace  # the sessions arrive spread over one pause, as a class opening the page does
+    tasks = [
+        learner(url, f"learner-{i + 1:02d}", steps, pace, ramp * i / max(1, n), random.Random(rng.random()))
+        for i in range(n)
+    ]
+    learners = await asyncio.gather(*tasks)
+    stop.set()
+    await sampler
+    return learners, peak[0]
+
+
+def _check_saved(db: Path, learners: list[Learner]) -> None:
+    """Each session's run is in the database under its user, with every step it took."""
+    from agentcore.store import Store
+
+    store = Store(db)
+    try:
+        for me in learners:
+            runs = store.list_runs(owner=me.name)
+            if len(runs) != 1:
+                me.problems.append(f"{len(runs)} runs saved under {me.name}, not 1")
+            elif runs[0].steps != len(me.latencies):
+                me.problems.append(f"{runs[0].steps} steps saved, {len(me.latencies)} taken")
+    finally:
+        store.close()
+
+
+def measure_level(n: int, model: str, steps: int, pace: float, seed: int, folder: Path) -> Level:
+    """Start a fresh app, let `n` sessions step it, stop it; the figures."""
+    db = folder / f"runs-{model}-{n}.db"
+    proc, url = start_app(db, model, folder / f"app-{model}-{n}.log")
+    try:
+        urllib.request.urlopen(url, timeout=30).read()  # the page's own HTML, as a browser fetches first
+        warm = asyncio.run(learner(url, "warm-up", 1, 0.0, 0.0, random.Random(seed)))
+        if warm.problems:
+            raise RuntimeError(f"the warm-up session failed: {warm.problems[0]}")
+        idle, cpu_before = rss_mb(proc.pid), cpu_s(proc.pid)
+        learners, peak = asyncio.run(_drive(url, proc.pid, n, steps, pace, seed))
+        cpu = cpu_s(proc.pid) - cpu_before
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    _check_saved(db, learners)
+    means = [statistics.mean(me.latencies) for me in learners if me.latencies]
+    return Level(
+        sessions=n,
+        latencies=[t for me in learners for t in me.latencies],
+        errors=[f"{me.name}: {p}" for me in learners for p in me.problems],
+        waited=sum(me.waited for me in learners),
+        finished_early=sum(me.finished_early for me in learners),
+        spread=(max(means) / min(means)) if means and min(means) > 0 else None,
+        rss_idle=idle,
+        rss_peak=peak,
+        # each session also loads the page and starts a run: two clicks' worth, counted as clicks here
+        cpu_per_step=cpu / sum(len(me.latencies) + 2 for me in learners),
+    )
+
+
+# -- reporting -----------------------------------------------------------------------------------------------
+
+
+def rows(levels: list[Level], model: str, steps: int) -> list[Row]:
+    """The levels as table rows; each p95 also as a ratio to one session's."""
+    out: list[Row] = []
+    single = next((lv.pct(0.95) for lv in levels if lv.sessions == 1), None)
+    for lv in levels:
+        case = f"{model}, {lv.sessions} session{'s' if lv.sessions != 1 else ''}"
+        p50, p95 = lv.pct(0.5), lv.pct(0.95)
+        note = (
+            f"{len(lv.latencies)} steps ({steps} each); max {_s(lv.pct(1.0))}; spread {_x(lv.spread)}; "
+            f"errors {len(lv.errors)}; waiting shown on {lv.waited}; ended early {lv.finished_early}; "
+            f"RSS {lv.rss_idle:.0f} → {lv.rss_peak:.0f} MiB ({lv.per_session_mb:.1f} MiB/session); "
+            f"server CPU {lv.cpu_per_step * 1000:.0f} ms per click"
+        )
+        out.append(Row(FIGURE, f"{case}: Step p50", None if p50 is None else p50 * 1000, "ms"))
+        versus = "of 1 session" if lv.sessions != 1 else ""
+        out.append(
+            Row(
+                FIGURE,
+                f"{case}: Step p95",
+                None if p95 is None else p95 * 1000,
+                "ms",
+                _r(p95, single, lv),
+                versus,
+                note,
+            )
+        )
+    return out
+
+
+def _r(p95: float | None, single: float | None, lv: Level) -> float | None:
+    return None if lv.sessions == 1 else ratio(p95, single)
+
+
+def _s(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def _x(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def run_levels(sessions: list[int], model: str, steps: int, pace: float, seed: int = 7) -> list[Level]:
+    """Every level in turn, each on a fresh server and database."""
+    levels = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sessions:
+            progress(f"class load: {model}, {n} sessions × {steps} steps")
+            levels.append(measure_level(n, model, steps, pace, seed, Path(tmp)))
+    return levels
+
+
+def measure() -> list[Row]:
+    """`make bench`'s figure 9: the scripted model at 1, 10 and 30 sessions, 5 steps each."""
+    try:
+        import websockets  # noqa: F401 - streamlit's own dependency
+    except ImportError:
+        return [unavailable(FIGURE, "sessions", "the websockets package is not installed")]
+    return rows(run_levels([1, 10, 30], "scripted", 5, PACE), "scripted", 5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", default="1,10,30", help="comma-separated session counts (default 1,10,30)")
+    parser.add_argument("--model", choices=("scripted", "local"), default="scripted")
+    parser.add_argument("--steps", type=int, default=5, help="Steps each session takes (default 5)")
+    parser.add_argument(
+        "--pace", type=float, default=PACE, help=f"seconds a person pauses between clicks (default {PACE:g})"
+    )
+    parser.add_argument("--errors", action="store_true", help="print every error, not only the first few")
+    args = parser.parse_args(argv)
+    try:
+        sessions = [int(s) for s in args.sessions.split(",") if s.strip()]
+    except ValueError:
+        parser.error(f"--sessions takes numbers separated by commas, not {args.sessions!r}")
+    if not sessions or min(sessions) < 1 or not 1 <= args.steps <= 9:
+        parser.error("--sessions needs counts of at least 1, and --steps 1 to 9 (the step budget is 10)")
+    levels = run_levels(sessions, args.model, args.steps, args.pace)
+    print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|")
+    for p50, p95 in zip(*[iter(rows(levels, args.model, args.steps))] * 2, strict=True):
+        print(
+            f"| {p95.case.removesuffix(': Step p95')} | {p50.cells()[2]} | {p95.cells()[2]} | {p95.cells()[3]} | {p95.note} |"
+        )
+    for lv in levels:
+        for error in lv.errors if args.errors else lv.errors[:5]:
+            print(f"{lv.sessions} sessions: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
