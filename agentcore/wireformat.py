@@ -43,7 +43,11 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     if fmt == "openai":
         from .providers import openai
 
-        return openai.build_body(model, request, stream=stream)
+        # as the adapter sends it: OpenAI's own API wants max_completion_tokens (reasoning models refuse
+        # max_tokens), a compatible server the run was made on the older max_tokens
+        compatible = run.config.provider == "openai" and bool(run.config.base_url)
+        field = "max_tokens" if compatible else "max_completion_tokens"
+        return openai.build_body(model, request, stream=stream, max_tokens_field=field)
     if fmt == "openai-responses":
         from .providers import openai_responses
 

@@ -190,7 +190,7 @@ def test_an_export_keeps_the_runs_own_max_tokens(finished_runs, fmt: str):
     assert run.config.max_tokens == MAX_TOKENS
     body = exported(run, fmt)
     sent = {
-        "openai": lambda b: b.get("max_tokens") or b.get("max_completion_tokens"),
+        "openai": lambda b: b["max_completion_tokens"],  # what OpenAI's reasoning models take, not max_tokens
         "openai-responses": lambda b: b.get("max_output_tokens"),
         "anthropic": lambda b: b.get("max_tokens"),
         "ollama": lambda b: b.get("options", {}).get("num_predict"),
@@ -203,3 +203,10 @@ def test_the_scenarios_cover_every_message_kind(finished_runs):
     assert roles >= {"user", "assistant", "tool"}
     assert any(m.role == "tool" and m.is_error for run in finished_runs.values() for m in run.messages)
     assert any(len(getattr(m, "tool_calls", ())) > 1 for run in finished_runs.values() for m in run.messages)
+
+
+def test_a_run_on_a_compatible_server_exports_the_max_tokens_it_sent(finished_runs):
+    run = finished_runs["weather"].model_copy(deep=True)
+    run.config = run.config.model_copy(update={"provider": "openai", "base_url": "http://127.0.0.1:8080/v1"})
+    body = exported(run, "openai")
+    assert body["max_tokens"] == MAX_TOKENS and "max_completion_tokens" not in body
