@@ -132,13 +132,13 @@ class Agent:
         settings = self.settings
         if run.config.temperature is not None and settings.temperature is None:
             settings = settings.model_copy(update={"temperature": run.config.temperature})
-        for name in ("thinking_budget", "reasoning_effort"):  # a resumed run keeps its reasoning settings
+        for name in ("max_tokens", "thinking_budget", "reasoning_effort"):  # a resumed run keeps its settings
             if getattr(run.config, name) is not None and getattr(settings, name) is None:
                 settings = settings.model_copy(update={name: getattr(run.config, name)})
         try:  # the context policies choose what is sent; a summary they ask for is a model call
             prepared = prepare(run, self.provider)
         except ProviderError as exc:
-            return self._fail(run, index, exc.one_line())
+            return self._fail(run, index, f"summarising the older turns: {exc.one_line()}")
         request = ModelRequest.model_construct(
             messages=tuple(prepared.messages), tools=tuple(run.tool_specs), settings=settings
         )

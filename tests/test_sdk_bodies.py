@@ -210,3 +210,21 @@ def test_a_run_on_a_compatible_server_exports_the_max_tokens_it_sent(finished_ru
     run.config = run.config.model_copy(update={"provider": "openai", "base_url": "http://127.0.0.1:8080/v1"})
     body = exported(run, "openai")
     assert body["max_tokens"] == MAX_TOKENS and "max_completion_tokens" not in body
+
+
+def test_a_resumed_run_sends_its_own_max_tokens(finished_runs):
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+
+    seen = []
+
+    class Recording(ScriptedProvider):
+        def complete(self, request, on_text=None):
+            seen.append(request.settings.max_tokens)
+            return super().complete(request, on_text)
+
+    run = finished_runs["weather"].model_copy(deep=True)
+    run.messages = run.messages[:1]
+    run.steps, run.stop_reason = [], None
+    Agent(Recording(scenario="weather")).model_phase(run)  # an agent made without the run's settings
+    assert seen == [MAX_TOKENS]
