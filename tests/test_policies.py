@@ -536,3 +536,15 @@ def test_the_playground_panel_warns_before_an_overflow_and_a_broken_cache():
     assert list(table["in the request"]).count("sent as a placeholder") == 3  # step 5 sent 4 results, 1 kept
     at = AppTest.from_function(_panel_page, kwargs={"n_ctx": 100_000, "draft_edit": False}).run()
     assert not at.warning and any("Next request:" in c.value and "of 100,000 tokens" in c.value for c in at.caption)
+
+
+def test_a_failed_summary_stops_the_step_and_keeps_the_run():
+    from servers import free_port
+
+    run = research(max_steps=4)
+    before = list(run.messages)
+    run.config = run.config.model_copy(update={"max_steps": 10, "policies": ContextPolicies(summarize_older_than=1)})
+    dead = OpenAIProvider("gpt-4o-mini", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="k", max_retries=0)
+    assert Agent(dead, get_tools(["search_notes", "read_note"])).model_phase(run) == "model"
+    assert run.stop_reason == "error" and run.error.startswith("summarising the older turns: openai")
+    assert len(run.steps) == 4 and run.messages == before

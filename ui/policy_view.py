@@ -157,11 +157,11 @@ def with_policies(comparison: Any, policies: dict[int, dict[str, Any] | None] | 
 
 # -- the sidebar's policy settings ------------------------------------------------------------
 
-POLICY_WIDGETS = {
-    "keep_tool_results": ("cfg_policy_keep", "Keep the last k tool results", 0),
-    "truncate_tool_results": ("cfg_policy_truncate", "Truncate tool results to n tokens", 1),
+POLICY_WIDGETS = {  # in the order the policies apply (agentcore.policies.POLICY_ORDER)
     "drop_turns_older_than": ("cfg_policy_drop", "Drop turns older than k steps", 1),
     "summarize_older_than": ("cfg_policy_summarize", "Summarise turns older than k steps", 1),
+    "keep_tool_results": ("cfg_policy_keep", "Keep the last k tool results", 0),
+    "truncate_tool_results": ("cfg_policy_truncate", "Truncate tool results to n tokens", 1),
 }
 CACHE_WIDGET = "cfg_policy_cache"
 
