@@ -548,3 +548,20 @@ def test_a_failed_summary_stops_the_step_and_keeps_the_run():
     assert Agent(dead, get_tools(["search_notes", "read_note"])).model_phase(run) == "model"
     assert run.stop_reason == "error" and run.error.startswith("summarising the older turns: openai")
     assert len(run.steps) == 4 and run.messages == before
+
+
+def test_the_breakpoints_go_over_the_wire_to_a_messages_api_server(katan):
+    provider = AnthropicProvider("claude-haiku-4-5", base_url=katan.url, api_key="katan-key")
+    config = RunConfig(
+        provider="anthropic",
+        model="claude-haiku-4-5",
+        system_prompt="Be brief.",
+        max_steps=2,
+        policies=ContextPolicies(cache_breakpoints=True),
+    )
+    run = Run.start("What is the weather in Paris?", config)
+    Agent(provider, get_tools(["get_weather"])).run(run)
+    assert len(run.steps) == 2 and run.stop_reason != "error", run.error
+    sent = run.steps[1].wire.request
+    assert breakpoints(sent) == ["tools[0]", "system[0]", "messages[2].content[0]"]
+    assert sent["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
