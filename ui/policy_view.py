@@ -180,7 +180,9 @@ def policy_settings(sb: Any, provider: str) -> ContextPolicies | None:
             key=CACHE_WIDGET,
             help="Breakpoints on the tools, the system prompt and the last turn; reads cost a tenth of the input",
         )
-    policies = ContextPolicies(**{k: (int(v) if isinstance(v, float) else v) for k, v in values.items() if v})
+    policies = ContextPolicies(
+        **{k: (int(v) if isinstance(v, float) else v) for k, v in values.items() if v is not None and v is not False}
+    )
     return policies if policies.labels() else None
 
 
