@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 # agentcore provider (or dialect) name -> genai-prices provider id
@@ -127,7 +127,7 @@ def models(provider: str) -> tuple[CatalogueModel, ...]:
     return tuple(out)
 
 
-@cache
+@lru_cache(maxsize=512)  # model names are typed by people: bounded
 def find(provider: str, model: str) -> CatalogueModel | None:
     """The catalogue's entry for a model id as sent to the API (a dated id finds its model), or None."""
     gp_id = CATALOGUED.get(provider)
