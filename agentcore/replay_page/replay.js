@@ -10,6 +10,8 @@
   const byId = (id) => document.getElementById(id);
   let at = 0;
   let timer = null;
+  let marked = [0, 0]; // the messages now marked new
+  let listed = 0; // the messages now shown
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -210,10 +212,15 @@
     at = Math.max(0, Math.min(frames.length - 1, k));
     const frame = frames[at];
     const before = at > 0 ? frames[at - 1].shown : 0;
-    messageItems.forEach((item, i) => {
-      item.hidden = i >= frame.shown;
-      item.classList.toggle("new", i >= before && i < frame.shown);
-    });
+    // only the items that change are touched: a long run has hundreds of messages
+    const low = Math.min(before, marked[0], frame.shown);
+    const high = Math.max(frame.shown, marked[1], listed);
+    for (let i = low; i < high && i < messageItems.length; i++) {
+      messageItems[i].hidden = i >= frame.shown;
+      messageItems[i].classList.toggle("new", i >= before && i < frame.shown);
+    }
+    marked = [before, frame.shown];
+    listed = frame.shown;
     byId("message-count").textContent = "(" + frame.shown + " of " + data.messages.length + ")";
     const s = steps.get(frame.step);
     for (const [index, row] of tokenRows) {
