@@ -4,10 +4,18 @@ The app runs as `make run` starts it (streamlit run app.py), on the scripted mod
 over a runs database seeded with an open run of about 10 and about 100 messages; headless Chromium
 (Debian's /usr/bin/chromium) is driven by Playwright. Each sample is one click of Step, timed until the
 page's text holds the new message's index (`#N`), polled on every animation frame.
+
+Beside the wall time, each sample takes the CPU time the click cost: the app server's process and the
+browser's (Chromium's processes and Playwright's driver), read from /proc. On a shared machine the wall
+time swings with the load while the CPU time stays put, so the CPU time is the steadier figure there.
+
+    .venv/bin/python bench/step_latency.py                 # both sizes, 7 clicks each
+    .venv/bin/python bench/step_latency.py --clicks 5 10   # only 10 messages, 5 clicks; prints each sample
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import subprocess
@@ -15,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import ROOT, Row, median, progress, ratio, unavailable
@@ -49,6 +58,9 @@ def start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(db)}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
+    # no watching of the source tree for edits: a deployed app's files do not change, and edits made
+    # elsewhere in the tree while the figure runs would be timed as the app's work
+    cmd += ["--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -78,20 +90,59 @@ def open_run(page, url: str) -> None:
         page.wait_for_timeout(100)
 
 
-def click_ms(page, next_index: int) -> float:
-    """Milliseconds from a click on Step until the text `#next_index` (the step's first new message) shows."""
+def cpu_ms(server: int) -> tuple[float, float]:
+    """CPU milliseconds used so far by the server's processes and by the browser's (every other child of this one)."""
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while the list was read
+        pid = int(stat.parent.name)
+        parent[pid], used[pid] = int(fields[1]), (int(fields[11]) + int(fields[12])) * tick
+
+    def under(pid: int, root: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    me = os.getpid()
+    server_ms = sum(ms for pid, ms in used.items() if under(pid, server))
+    browser_ms = sum(ms for pid, ms in used.items() if pid != me and under(pid, me) and not under(pid, server))
+    return server_ms, browser_ms
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One click: the wall time until the message shows, and the CPU time the server and the browser spent."""
+
+    wall_ms: float
+    server_cpu_ms: float
+    browser_cpu_ms: float
+
+
+def click(page, next_index: int, server: int) -> Sample:
+    """Click Step and wait until the text `#next_index` (the step's first new message) shows."""
     step = page.get_by_role("button", name="Step", exact=True)
     step.wait_for(state="visible")
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=30_000)
+    page.wait_for_timeout(300)  # let the last redraw's trailing work end, so it is not counted in this click
+    cpu_before = cpu_ms(server)
     started = time.perf_counter()
     step.click()
     page.wait_for_function(
         "n => new RegExp('#' + n + '\\\\b').test(document.body.innerText)", arg=next_index, timeout=30_000
     )
-    return (time.perf_counter() - started) * 1000
+    wall = (time.perf_counter() - started) * 1000
+    cpu_after = cpu_ms(server)
+    return Sample(wall, cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1])
 
 
-def measure() -> list[Row]:
+def measure(sizes: tuple[int, ...] = SIZES, clicks: int = CLICKS) -> list[Row]:
     """Median click-to-message time at each run size, and the ratio of the largest to the smallest."""
     if not CHROMIUM.exists():
         return [unavailable(FIGURE, "click Step → new message", "no /usr/bin/chromium (Debian package chromium)")]
@@ -108,7 +159,7 @@ def measure() -> list[Row]:
             executable_path=str(CHROMIUM),
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
         )
-        for size in SIZES:
+        for size in sizes:
             progress(f"Step in the browser, {size} messages")
             db = Path(tmp) / f"runs-{size}.db"
             run = seeded_run(size)
@@ -116,27 +167,53 @@ def measure() -> list[Row]:
             store.save_run(run)
             store.set_meta(LAST_RUN_KEY, run.id)
             store.close()
-            proc, url = start_app(db, Path(tmp) / f"app-{size}.log")
+            log = Path(tmp) / f"app-{size}.log"
+            proc, url = start_app(db, log)
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 open_run(page, url)
                 count = len(run.messages)
                 samples = []
-                for _ in range(CLICKS):
-                    samples.append(click_ms(page, count))
+                for _ in range(clicks):
+                    samples.append(click(page, count, proc.pid))
                     count += 2  # the runaway model's call and its result
                 page.close()
+            except Exception as exc:  # noqa: BLE001 - re-raised with the app log, which says why
+                raise RuntimeError(f"{exc}\nthe app's log ends: {log.read_text(errors='replace')[-2000:]}") from None
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)
-            value = median(samples)
+            value = median([s.wall_ms for s in samples])
             first = value if first is None else first
-            note = f"{len(run.messages)} messages at the first click; median of {CLICKS} clicks"
-            if size == SIZES[0]:
+            for what in ("wall_ms", "server_cpu_ms", "browser_cpu_ms"):
+                progress(f"  {what}: {', '.join(f'{getattr(s, what):.0f}' for s in samples)}")
+            server_cpu = median([s.server_cpu_ms for s in samples])
+            browser_cpu = median([s.browser_cpu_ms for s in samples])
+            note = (
+                f"{len(run.messages)} messages at the first click; median of {clicks} clicks; "
+                f"CPU {server_cpu:.0f} ms server + {browser_cpu:.0f} ms browser"
+            )
+            if size == sizes[0]:
                 rows.append(Row(FIGURE, f"scripted, {size} messages", value, "ms", note=note))
             else:
                 rows.append(
-                    Row(FIGURE, f"scripted, {size} messages", value, "ms", ratio(value, first), f"of {SIZES[0]}", note)
+                    Row(FIGURE, f"scripted, {size} messages", value, "ms", ratio(value, first), f"of {sizes[0]}", note)
                 )
         browser.close()
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Figure 8 alone: each sample on stderr, the rows on stdout."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, help=f"messages in the run (default: {SIZES})")
+    parser.add_argument("--clicks", type=int, default=CLICKS, help="clicks of Step at each size")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    for row in measure(tuple(args.sizes) or SIZES, args.clicks):
+        print(" | ".join(row.cells()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

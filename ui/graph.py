@@ -5,6 +5,7 @@ Pure functions of a Run, no Streamlit, so they are tested directly.
 
 from __future__ import annotations
 
+import base64
 import html
 import inspect
 import textwrap
@@ -67,21 +68,25 @@ def _dot_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _node_labels(run: Run | None, pos: Position) -> dict[Node, str]:
+    """Each node's words, one line a line: the step count on the model phase, the stop reason on done."""
+    steps = len(run.steps) if run else 0
+    budget = run.config.max_steps if run else 0
+    labels: dict[Node, str] = {
+        "prompt": "user prompt",
+        "model": f"model phase\ncall the model\n(step {steps} of {budget})" if run else "model phase\ncall the model",
+        "tools": "tools phase\nrun the tool calls",
+        "done": f"done\n{run.stop_reason}" if run and pos.node == "done" and run.stop_reason else "done",
+    }
+    if pos.error and run is not None:
+        labels["model"] = "model phase\nthe call failed"
+    return labels
+
+
 def loop_dot(run: Run | None) -> str:
     """The loop as a Graphviz graph, with the current node and the edge just taken highlighted."""
     pos = position(run)
-    steps = len(run.steps) if run else 0
-    budget = run.config.max_steps if run else 0
-    labels = {
-        "prompt": "user prompt",
-        "model": f"model phase\\ncall the model\\n(step {steps} of {budget})"
-        if run
-        else "model phase\\ncall the model",
-        "tools": "tools phase\\nrun the tool calls",
-        "done": f"done\\n{_dot_text(run.stop_reason)}" if run and pos.node == "done" and run.stop_reason else "done",
-    }
-    if pos.error and run is not None:
-        labels["model"] = "model phase\\nthe call failed"
+    labels = {node: _dot_text(label).replace("\n", "\\n") for node, label in _node_labels(run, pos).items()}
     lines = [
         "digraph loop {",
         '  rankdir=TB; bgcolor="transparent"; pad=0.2; nodesep=0.9; ranksep=0.45;',
@@ -109,6 +114,99 @@ def loop_dot(run: Run | None) -> str:
     lines.append("  { rank=same; model; tools; }")
     lines.append("}")
     return "\n".join(lines)
+
+
+# -- the same graph as a fixed SVG drawing ----------------------------------------------
+
+# node boxes (x, y, width, height) on a 420 x 290 canvas; the loop has four nodes, so they are placed by hand
+_BOXES: dict[Node, tuple[int, int, int, int]] = {
+    "prompt": (70, 8, 110, 32),
+    "model": (45, 86, 160, 62),
+    "tools": (262, 92, 140, 50),
+}
+_DONE_AT, _DONE_R = (125, 248), 30
+# each edge: its SVG path, where its label goes, and the label's anchor
+_PATHS: dict[tuple[Node, Node], tuple[str, tuple[int, int], str]] = {
+    ("prompt", "model"): ("M125,40 L125,83", (0, 0), "middle"),
+    ("model", "tools"): ("M205,104 Q233,92 259,104", (233, 88), "middle"),
+    ("tools", "model"): ("M262,130 Q233,144 208,132", (233, 156), "middle"),
+    ("model", "done"): ("M125,148 L125,215", (133, 186), "start"),
+    ("tools", "done"): ("M320,142 L152,234", (262, 200), "start"),
+}
+_EDGE_LABELS = {(src, dst): label for src, dst, label in _EDGES}
+_GREY_EDGE, _GREY_TEXT = "#adb5bd", "#868e96"
+
+
+def _svg_lines(text: str, x: int, y: int, size: int, colour: str, anchor: str = "middle") -> str:
+    """Lines of text centred on (x, y), escaped for the SVG."""
+    lines = text.split("\n")
+    top = y - (len(lines) - 1) * (size + 2) / 2
+    spans = "".join(
+        f'<tspan x="{x}" y="{top + k * (size + 2):.0f}">{html.escape(line)}</tspan>' for k, line in enumerate(lines)
+    )
+    return f'<text text-anchor="{anchor}" dominant-baseline="middle" font-size="{size}" fill="{colour}">{spans}</text>'
+
+
+def loop_svg(run: Run | None) -> str:
+    """The loop as the graph of loop_dot, drawn as a fixed SVG: nothing to lay out or animate in the browser."""
+    pos = position(run)
+    labels = _node_labels(run, pos)
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 420 290" width="420" height="290"'
+        ' font-family="Helvetica, Arial, sans-serif" role="img" aria-label="the agent loop">',
+        "<defs>",
+        *(
+            f'<marker id="ac-arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7"'
+            f' orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+            for name, colour in (("grey", _GREY_EDGE), ("accent", ACCENT))
+        ),
+        "</defs>",
+    ]
+    for (src, dst), (path, (lx, ly), anchor) in _PATHS.items():
+        taken = pos.edge == (src, dst)
+        colour, width = (ACCENT, 2.5) if taken else (_GREY_EDGE, 1.2)
+        parts.append(
+            f'<path class="ac-edge{" ac-taken" if taken else ""}" data-edge="{src}-{dst}" d="{path}" fill="none"'
+            f' stroke="{colour}" stroke-width="{width}" marker-end="url(#ac-arrow-{"accent" if taken else "grey"})"/>'
+        )
+        label = _EDGE_LABELS[(src, dst)]
+        if label:
+            parts.append(_svg_lines(label, lx, ly, 10, ACCENT if taken else _GREY_TEXT, anchor))
+    for node in ("prompt", "model", "tools", "done"):
+        current = node == pos.node
+        fill = (ERROR if pos.error else (DONE if node == "done" else ACCENT)) if current else "#f1f3f5"
+        stroke, ink = (fill, "white") if current else ("#ced4da", "#343a40")
+        attrs = f'class="ac-node{" ac-current" if current else ""}" data-node="{node}"'
+        if node == "done":
+            cx, cy = _DONE_AT
+            ring = (
+                f'<circle cx="{cx}" cy="{cy}" r="{_DONE_R - 4}" fill="none" stroke="{ink}" stroke-width="1"/>'
+                if current
+                else ""
+            )
+            parts.append(
+                f'<g {attrs}><circle cx="{cx}" cy="{cy}" r="{_DONE_R}" fill="{fill}" stroke="{stroke}"'
+                f' stroke-width="{2 if current else 1}"/>{ring}{_svg_lines(labels[node], cx, cy, 11, ink)}</g>'
+            )
+            continue
+        x, y, w, h = _BOXES[node]
+        parts.append(
+            f'<g {attrs}><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="{4 if node == "prompt" else 9}"'
+            f' fill="{fill}" stroke="{stroke}" stroke-width="{2 if current else 1}"/>'
+            f"{_svg_lines(labels[node], x + w // 2, y + h // 2, 12, ink)}</g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def loop_html(run: Run | None) -> str:
+    """loop_svg as an image for st.html, which keeps no inline SVG: a data address, fetched from nowhere."""
+    data = base64.b64encode(loop_svg(run).encode()).decode()
+    where = html.escape(position(run).node)
+    return (
+        f'<img class="ac-loop" data-node="{where}" alt="the agent loop, now at: {where}"'
+        f' style="width:100%;max-width:460px" src="data:image/svg+xml;base64,{data}">'
+    )
 
 
 # -- the loop's source ----------------------------------------------------------------

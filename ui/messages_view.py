@@ -38,6 +38,10 @@ DECISION_ICON = {
     "typed": ":material/keyboard:",
 }
 
+NEW_BADGE = ":blue-badge[:material/fiber_new: new]"
+NEW_KEY = "_new_messages"  # (run id, index of the first message the last phase added)
+SCROLL_KEY = "_scroll_to_new"
+
 Violations = dict[int, list[str]]
 
 
@@ -45,32 +49,68 @@ def _set_page(page: int | None) -> None:
     get_session().message_page = page
 
 
-def _text(content: str, plain: bool = False) -> None:
-    """Show text, folding long contents behind an expander; `plain` shows it as written, not as markdown.
+def mark_new(run: Run, since: int) -> None:
+    """Mark the run's messages from `since` on as new, and have the next draw bring the first of them into view."""
+    st.session_state[NEW_KEY] = (run.id, since)
+    st.session_state[SCROLL_KEY] = True
+    get_session().message_page = None  # the new messages are on the latest page
+
+
+def _new_since(run: Run) -> int | None:
+    """The index of the run's first message added by the last phase run here; None when there is none."""
+    marked = st.session_state.get(NEW_KEY)
+    if not marked or marked[0] != run.id or marked[1] >= len(run.messages):
+        return None
+    return marked[1]
+
+
+def _scroll_to(i: int) -> None:
+    """Scroll the page so that message `i` is in view (the script holds the app's own words and a number only)."""
+    target = json.dumps(f".st-key-msg_{int(i)}")
+    st.html(
+        f"<script>requestAnimationFrame(() => requestAnimationFrame(() => "
+        f'document.querySelector({target})?.scrollIntoView({{block: "center"}})));</script>',
+        unsafe_allow_javascript=True,
+        width=1,
+    )
+
+
+def _looks_json(content: str) -> bool:
+    return content[:1] in "[{"
+
+
+def _text_markdown(content: str, plain: bool = False) -> str:
+    """Text as Markdown to show within a message's one block: JSON and `plain` text that fits as a code block.
 
     Markdown is the safe kind (ui.safe.markdown): formatting shows, images and links become their addresses.
+    Plain text that is not JSON is left to `_plain_text` (empty here), a long text to its preview and `_fold`.
     """
-    looks_json = content[:1] in "[{"
-    if len(content) <= FOLD_CHARS:
-        if looks_json:
-            st.code(content, language="json", wrap_lines=True)
-        elif plain:
-            st.text(content, width="stretch")
-        else:
-            st.markdown(safe.markdown(content))
-        return
+    short = len(content) <= FOLD_CHARS
+    if _looks_json(content):
+        return safe.fenced(content if short else content[:240] + " …", "json")
     if plain:
-        st.text(content[:240] + " …", width="stretch")
-    else:
-        st.markdown(safe.markdown(content[:240] + " …"))
-    with st.expander(f"Show all {len(content):,} characters"):
-        st.code(content, language="json" if looks_json else None, wrap_lines=True)
+        return ""
+    return safe.markdown(content if short else content[:240] + " …")
 
 
-def _header(i: int, m: Message, answered: str | None = None) -> str:
+def _plain_text(content: str) -> None:
+    """A tool's output that is not JSON, as written: a Markdown heading in it must not become a page heading."""
+    if not _looks_json(content):
+        st.text(content if len(content) <= FOLD_CHARS else content[:240] + " …", width="stretch")
+
+
+def _fold(content: str) -> None:
+    """The whole of a long text, behind an expander."""
+    if len(content) > FOLD_CHARS:
+        with st.expander(f"Show all {len(content):,} characters"):
+            st.code(content, language="json" if _looks_json(content) else None, wrap_lines=True)
+
+
+def _header(i: int, m: Message, answered: str | None = None, new: bool = False) -> str:
     """The message's index, role and size; for a model turn, the step and the model that wrote it."""
     head = f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
-    return f"{head} &nbsp; {answered}" if answered else head
+    head = f"{head} &nbsp; {answered}" if answered else head
+    return f"{head} &nbsp; {NEW_BADGE}" if new else head
 
 
 class Record:
@@ -109,59 +149,79 @@ class Record:
         return self._tool_runs.get(i)
 
 
-def show_tool_call(call: ToolCall, args: str) -> None:
+def tool_call_markdown(call: ToolCall, args: str) -> str:
     """A tool call's name, arguments (`args`, as text) and id; long arguments get a code block of their own."""
     head = f":material/build: **{safe.code(call.name)}**"
     if len(args) <= 100 and "\n" not in args:
-        st.markdown(f"{head} {safe.code(args)} &nbsp; {safe.code(call.id)}")
-    else:
-        st.markdown(f"{head} &nbsp; {safe.code(call.id)}")
-        st.code(args, language="json", wrap_lines=True)
+        return f"{head} {safe.code(args)} &nbsp; {safe.code(call.id)}"
+    return f"{head} &nbsp; {safe.code(call.id)}\n\n{safe.fenced(args, 'json')}"
 
 
-def _decision(tool_run: ToolRun | None) -> None:
+def show_tool_call(call: ToolCall, args: str) -> None:
+    """Draw a tool call's name, arguments and id."""
+    st.markdown(tool_call_markdown(call, args))
+
+
+def _decision(tool_run: ToolRun | None) -> list[str]:
     """A person's decision on the call behind a result, as a badge; for an edit, what the model had asked."""
     if tool_run is None or not tool_run.by_person:
-        return
+        return []
     icon = DECISION_ICON[tool_run.source]
-    st.markdown(f":orange-badge[{icon} {BY_PERSON[tool_run.source]}]")
+    lines = [f":orange-badge[{icon} {BY_PERSON[tool_run.source]}]"]
     original = tool_run.original_arguments_text
     if tool_run.source == "edited" and original is not None:
-        st.markdown(f"The model asked {safe.code(original)}")
+        lines.append(f"The model asked {safe.code(original)}")
+    return lines
 
 
-def _message_body(m: Message, tool_run: ToolRun | None = None) -> None:
+def message_markdown(m: Message, tool_run: ToolRun | None = None) -> str:
+    """What a message says, as one block of safe Markdown: text, tool calls, a result's source and decision.
+
+    A tool's plain-text output is not in it (`_plain_text` shows it as written), nor a call whose
+    arguments are not JSON (`_invalid_calls` warns about it).
+    """
+    parts: list[str] = []
     if isinstance(m, AssistantMessage):
         if m.content:
-            _text(m.content)
-        for call in m.tool_calls:
-            if call.arguments_invalid:
-                st.markdown(f":material/build: **{safe.code(call.name)}** &nbsp; {safe.code(call.id)}")
-                st.warning(
-                    f"Arguments are not a JSON object: {safe.code(call.raw_arguments or '')}",
-                    icon=":material/warning:",
-                )
-            else:
-                show_tool_call(call, json.dumps(call.arguments, ensure_ascii=False))
+            parts.append(_text_markdown(m.content))
+        parts += [
+            tool_call_markdown(call, json.dumps(call.arguments, ensure_ascii=False))
+            for call in m.tool_calls
+            if not call.arguments_invalid
+        ]
     elif isinstance(m, ToolMessage):
         who = f"result of **{safe.code(m.name)}** {safe.code(m.tool_call_id)}"
-        if m.is_error:
-            st.markdown(f":red-badge[:material/error: error] {who}")
-        else:
-            st.markdown(f":material/check_circle: {who}")
-        _decision(tool_run)
-        # a tool result is data the model reads: a markdown heading in it must not become a page heading
-        _text(m.content, plain=True)
+        parts.append(f":red-badge[:material/error: error] {who}" if m.is_error else f":material/check_circle: {who}")
+        parts += _decision(tool_run)
+        parts.append(_text_markdown(m.content, plain=True))
     else:
-        _text(m.content)
+        parts.append(_text_markdown(m.content))
+    return "\n\n".join(part for part in parts if part)
+
+
+def _invalid_calls(m: Message) -> None:
+    for call in m.tool_calls if isinstance(m, AssistantMessage) else ():
+        if call.arguments_invalid:
+            st.markdown(f":material/build: **{safe.code(call.name)}** &nbsp; {safe.code(call.id)}")
+            st.warning(
+                f"Arguments are not a JSON object: {safe.code(call.raw_arguments or '')}", icon=":material/warning:"
+            )
+
+
+def _message_extras(m: Message) -> None:
+    """The parts of a message drawn apart from its Markdown block: plain output, bad arguments, a long text."""
+    if isinstance(m, ToolMessage):
+        _plain_text(m.content)
+    _invalid_calls(m)
+    _fold(m.content or "")
 
 
 def show_messages(messages: Sequence[Message]) -> None:
     """Draw a message list to read, without edit controls (the compare page's columns)."""
     for i, m in enumerate(messages):
         with st.container(border=True):
-            st.markdown(_header(i, m))
-            _message_body(m)
+            st.markdown(f"{_header(i, m)}\n\n{message_markdown(m)}")
+            _message_extras(m)
 
 
 def _editor(i: int, m: Message) -> None:
@@ -228,18 +288,23 @@ def _page_range(session: Session, total: int) -> range:
     return range(lo, hi)
 
 
-def _message_row(session: Session, i: int, m: Message, reasons: list[str], record: Record) -> None:
-    """One message with its edit and delete buttons, its editor when open, and what is wrong with it."""
+def _message_row(session: Session, i: int, m: Message, reasons: list[str], record: Record, new: bool) -> None:
+    """One message with its edit and delete buttons, its editor when open, and what is wrong with it.
+
+    The header and the body are one Markdown block beside the two buttons: every element is a delta
+    sent and drawn again on each Step, so a message is as few elements as it can be.
+    """
+    editing = session.editing == i
     with st.container(border=True, key=f"msg_{i}"):
-        # one horizontal row, not nested columns: each element is a delta sent and drawn on every Step
-        head = st.container(horizontal=True, vertical_alignment="center", gap="small")
-        head.markdown(_header(i, m, record.answered(i)), width="stretch")
-        head.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
-        head.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
-        if session.editing == i:
+        row = st.container(horizontal=True, wrap=False, vertical_alignment="top", gap="small")
+        head = _header(i, m, record.answered(i), new)
+        row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
+        row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
+        row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+        if editing:
             _editor(i, m)
         else:
-            _message_body(m, record.tool_run(i))
+            _message_extras(m)
         for reason in reasons:
             st.error(safe.block(reason), icon=":material/rule:")
 
@@ -267,8 +332,12 @@ def render_messages(session: Session) -> None:
     if session.draft is not None:
         _draft_bar(run, session.draft, violations)
     record = Record(run, first_difference(run.messages, messages))
-    for i in _page_range(session, len(messages)):
-        _message_row(session, i, messages[i], violations.get(i, []), record)
+    since = _new_since(run) if session.draft is None else None
+    shown = _page_range(session, len(messages))
+    for i in shown:
+        _message_row(session, i, messages[i], violations.get(i, []), record, since is not None and i >= since)
     for reason in violations.get(len(messages), []):
         st.error(safe.block(reason), icon=":material/rule:")
     _insert_form(len(messages))
+    if since is not None and since in shown and st.session_state.pop(SCROLL_KEY, False):
+        _scroll_to(since)

@@ -10,6 +10,7 @@ goes through one of these functions first, so that showing it never fetches, lin
   nothing the text holds is a link. Raw HTML and entities show as written, and so do Streamlit's
   extensions: `:red[...]` and the other directives, `:material/...:` icons, `:streamlit:`, `$...$`.
 - `code(text)`: a name, an id or arguments as one inline code span, whatever backticks they hold.
+- `fenced(text)`: text with lines of its own (JSON, a tool's output) as a code block, shown as written.
 - `inline(text)`: text inside a line the app writes (a title, a model name), kept on that line.
 - `block(text)`: text with lines of its own (a provider's error), line by line.
 - `plotly(text)`: a name in a Plotly chart, whose labels read a little HTML.
@@ -69,6 +70,12 @@ def code(text: str) -> str:
     # a space each side is taken off again, so content may start or end with a backtick or a space
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fenced(text: str, language: str = "") -> str:
+    """Text as a fenced code block, shown as written whatever backticks or fences it holds; `language` is the app's."""
+    fence = "`" * max(3, max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def inline(text: str) -> str:

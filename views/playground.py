@@ -12,9 +12,9 @@ from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
 from ui import actions, safe
-from ui.graph import loop_dot, source_html, source_view
+from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
-from ui.messages_view import render_messages, show_tool_call
+from ui.messages_view import mark_new, render_messages, show_tool_call
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
@@ -95,7 +95,10 @@ def _live(session: Session, slot) -> None:
                 text.append(delta)
                 box.markdown(safe.markdown("".join(text) + " ▌"))
 
+            before = len(run.messages)
             actions.run_phase(session, action or "step", on_text)
+            if len(run.messages) > before:
+                mark_new(run, before)
     slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run
 
 
@@ -264,7 +267,7 @@ def _where(run: Run | None) -> None:
     graph, code = st.columns([2, 3], gap="large")
     with graph:
         st.markdown("##### Where am I")
-        st.graphviz_chart(loop_dot(run), width="stretch")
+        st.html(loop_html(run))  # a drawing, not st.graphviz_chart: nothing to lay out or animate on each Step
         st.caption(HOW_IT_WORKS)
     with code:
         view = source_view(run)
