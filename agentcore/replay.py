@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from importlib import resources
-from typing import Any
+from typing import Any, assert_never
 
 from .accounting import account
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
@@ -150,7 +150,7 @@ def _message(m: Message) -> dict[str, Any]:
         }
     if isinstance(m, ToolMessage):
         return {"role": "tool", "content": m.content, "id": m.tool_call_id, "name": m.name, "is_error": m.is_error}
-    raise TypeError(f"not a message: {type(m).__name__}")
+    assert_never(m)
 
 
 def _tool_run(kept: dict[str, Any], pool: _Pool) -> dict[str, Any]:
