@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
 
-from agentcore import Agent, AssistantMessage, Run, RunConfig, StepRecord, Usage, create_provider, toolbox
+from agentcore import Agent, AssistantMessage, Run, RunConfig, Settings, StepRecord, Usage, create_provider, toolbox
 from agentcore.accounting import account
 from agentcore.messages import ToolCall, ToolMessage, UserMessage
 from agentcore.providers import local_available
@@ -123,7 +123,7 @@ def test_an_embedded_model_run_steps_to_the_end_with_the_buttons_and_loads_nothi
     tools = toolbox.get_tools("get_weather")
     run = Run.start("What is the weather in Paris?", RunConfig(provider="local", tools=[t.spec() for t in tools]))
     run.config.max_steps = 2
-    Agent(create_provider("local"), tools).run(run)
+    Agent(create_provider("local"), tools, settings=Settings(max_tokens=48)).run(run)  # a tool call fits in 48
     assert run.steps and all(not s.estimated for s in run.steps)  # the model's own token counts
     replay = Replay(browser, run, tmp_path)
     replay.step_through(lambda: replay.page.get_by_role("button", name="Next").click())
