@@ -120,3 +120,20 @@ def test_a_name_is_letters_digits_and_a_few_marks(bad: str) -> None:
         valid_name(" Grace Hopper ") == "Grace Hopper"
         and valid_name("ada.l+ops@example.org") == "ada.l+ops@example.org"
     )
+
+
+def test_opening_someone_elses_run_steps_an_own_copy_and_leaves_theirs_alone(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "ada")
+    theirs = open_runaway(Store(os.environ["AGENTCORE_DB"], owner="bob"))
+    at = open_app(RUNS)
+    at.toggle(key="runs_mine").set_value(False).run()
+    at.selectbox(key="runs_selected").set_value(theirs.id).run()
+    at.button(key="runs_open_current").click().run()
+    copy = at.session_state["session"].run
+    assert copy.id != theirs.id and copy.parent.run_id == theirs.id and copy.messages == theirs.messages
+    assert any("your own copy" in e.value for e in at.error)
+    at.switch_page(PLAYGROUND).run()  # where the browser now is
+    at.button(key="step").click().run()
+    store = Store(os.environ["AGENTCORE_DB"])
+    assert store.summary(theirs.id).steps == 1 and store.summary(theirs.id).owner == "bob"
+    assert store.summary(copy.id).steps == 2 and store.summary(copy.id).owner == "ada"

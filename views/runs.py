@@ -116,14 +116,28 @@ def _select(run_id: str) -> None:
 
 
 def _open_in_playground(store: Store, run_id: str) -> None:
-    """Make the run current in the playground's session and go there; continuing it saves as it goes."""
+    """Make the run current in the playground's session and go there; continuing it saves as it goes.
+
+    Someone else's run opens as a copy of one's own (forked from theirs at its end): stepping it must not
+    change their work, and the copy is what its owner may delete.
+    """
     try:
-        run = store.load_run(run_id)
+        summary = store.summary(run_id)
+        owner = summary.owner if summary else None
+        if owner in (None, store.owner):
+            run = store.load_run(run_id)
+        else:
+            theirs = _shown(store, run_id)
+            run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
+            store.save_run(run)
     except AgentcoreError as exc:
         st.error(f"Cannot open run {safe.inline(run_id)}: {safe.block(str(exc))}")
         return
-    remember_last_run(store, run_id)
-    get_session().add_run(run)
+    remember_last_run(store, run.id)
+    session = get_session()
+    session.add_run(run)
+    if run.id != run_id:
+        session.notice = f"Run {run_id} is {owner}'s: this is your own copy of it, {run.id}, forked from its end."
     st.switch_page(PLAYGROUND)
 
 
