@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
+import random
 
 import pytest
+from servers import ROOT
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.providers.scripted import get_scenario
@@ -137,3 +141,22 @@ def test_opening_someone_elses_run_steps_an_own_copy_and_leaves_theirs_alone(ope
     store = Store(os.environ["AGENTCORE_DB"])
     assert store.summary(theirs.id).steps == 1 and store.summary(theirs.id).owner == "bob"
     assert store.summary(copy.id).steps == 2 and store.summary(copy.id).owner == "ada"
+
+
+@pytest.mark.slow
+def test_a_real_server_saves_each_tabs_runs_under_the_name_in_its_header(tmp_path, monkeypatch) -> None:
+    """Over Streamlit's own websocket, as browsers behind an authenticating proxy: the header's name, or none."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    class_load = importlib.import_module("class_load")  # its websocket client is a browser tab's protocol
+    monkeypatch.setenv("AGENTCORE_USER", "server")
+    db = tmp_path / "runs.db"
+    proc, url = class_load.start_app(db, "scripted", tmp_path / "app.log")  # AGENTCORE_USER_HEADER=X-Bench-User
+    try:
+        for name in ("grace", "<b>mallory</b>"):
+            tab = asyncio.run(class_load.learner(url, name, 1, 0.0, 0.0, random.Random(1)))
+            assert not tab.problems and len(tab.latencies) == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    store = Store(db)
+    assert {r.owner: r.steps for r in store.list_runs()} == {"grace": 1, "server": 1}
