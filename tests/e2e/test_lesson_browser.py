@@ -26,7 +26,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def fresh_app(tmp_path_factory):
     """The app on the scripted model with an empty runs database: what a first-time visitor opens."""
     workdir = tmp_path_factory.mktemp("lesson-app")
-    server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": str(workdir / "runs.db"),
+        # the server must not reload the app's modules when a file in the tree changes while the test runs
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    server = start_app(workdir, env)
     yield server.url
     server.stop()
 
@@ -39,6 +45,11 @@ def _inside_viewport(page, selector: str) -> None:
     right, bottom = box["x"] + box["width"], box["y"] + box["height"]
     assert box["x"] >= 0 and box["y"] >= 0, f"{selector} starts off screen: {box}"
     assert right <= VIEWPORT["width"] and bottom <= VIEWPORT["height"], f"{selector} runs off screen: {box}"
+
+
+def _idle(page) -> None:
+    """Wait until the app has finished its script run: a click during one can be lost in the page switch."""
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
 
 
 def _shot(page, name: str) -> None:
@@ -69,6 +80,7 @@ def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):  # 
     n = 0
     while step.is_enabled():
         n += 1
+        _idle(page)
         clicked = time.monotonic()
         step.click()
         expect(heading).to_contain_text(re.compile(rf"^Step {n}: sent \d+ tokens"), timeout=20_000)
