@@ -13,7 +13,7 @@ from agentcore.lessons import LESSONS, Lesson, edited_result, fork_with_result, 
 from agentcore.messages import AssistantMessage, Message, ToolMessage
 from agentcore.run import Run
 from ui import actions, safe
-from ui.graph import key_lines_html, loop_dot, step_views
+from ui.graph import key_lines_html, loop_html, step_views
 from ui.state import Session, get_session, in_app_words, on_run_changed
 
 LESSON_KEY = "lesson_id"  # the lesson picker
@@ -138,7 +138,7 @@ def _diagram(run: Run | None) -> None:
             st.markdown(f"#### Step {tokens.step}: {tokens.line}")
         else:
             st.markdown("#### Step 0: nothing sent yet")
-        st.graphviz_chart(loop_dot(run), width="stretch")
+        st.html(loop_html(run))  # a fixed drawing: nothing to lay out in the browser on each Step
 
 
 def _ending(lesson: Lesson) -> None:
