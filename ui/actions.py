@@ -18,6 +18,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
+from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
 
@@ -122,11 +123,13 @@ def start_run_to_end() -> None:
 
 
 def stop() -> None:
-    """Stop "Run to end" before its next phase."""
+    """Stop "Run to end" before its next phase: the click interrupted the run between two phases."""
     session = get_session()
     session.stop_requested = True
-    if session.running and session.run is not None and not session.run.finished:
-        session.run.stop_reason = "cancelled"
+    run = session.run
+    if session.running and run is not None and not run.finished:
+        run.stop_reason = "cancelled"
+        on_run_changed(run)
     session.running = False
 
 
@@ -232,12 +235,29 @@ def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:
     on a run that stopped with an error, that run's error in place of the old one: one error on screen.
     """
     try:
-        drive()
+        with report_waits(_wait_notice()):
+            drive()
     except AgentcoreError as exc:
         _failed(session, run, str(exc))
     except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
         _failed(session, run, f"{run.config.provider}: {type(exc).__name__}: {exc}")
     on_run_changed(run)
+
+
+def _wait_notice() -> Callable[[int], None]:
+    """A caption shown while a call waits its turn for the embedded model, which answers one call at a time."""
+    slot = None
+
+    def on_wait(ahead: int) -> None:
+        nonlocal slot
+        slot = slot or st.empty()
+        if ahead:
+            calls = "1 call" if ahead == 1 else f"{ahead} calls"
+            slot.caption(f":material/hourglass_top: Waiting for the embedded model: {calls} ahead")
+        else:
+            slot.empty()
+
+    return on_wait
 
 
 def _failed(session: Session, run: Run, message: str) -> None:
@@ -290,10 +310,10 @@ def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
             _agent(session, run, [observe]).step(run, cancel=cancel)
         _agent(session, run, [observe]).run(run, cancel)
 
-    try:
-        _drive(session, run, drive)
-    finally:
-        session.running = session.stop_requested = False
+    # a click on Stop (or on the sidebar) interrupts the page with Streamlit's own exception, which passes through
+    # here: the run stays running, for stop() to end, or for the next draw to go on with
+    _drive(session, run, drive)
+    session.running = session.stop_requested = False
 
 
 # -- editing the message list -------------------------------------------------------------------

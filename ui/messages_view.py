@@ -224,6 +224,18 @@ def show_messages(messages: Sequence[Message]) -> None:
             _message_extras(m)
 
 
+def show_newest(run: Run) -> None:
+    """The run's last message, to read, marked new: what Run to end shows after each phase."""
+    if not run.messages:
+        return
+    i = len(run.messages) - 1
+    m = run.messages[i]
+    record = Record(run, len(run.messages))
+    with st.container(border=True):
+        st.markdown(f"{_header(i, m, record.answered(i), new=True)}\n\n{message_markdown(m, record.tool_run(i))}")
+        _message_extras(m)
+
+
 def _editor(i: int, m: Message) -> None:
     st.text_area("Content", value=m.content or "", key=f"edit_content_{i}", height=120)
     if isinstance(m, AssistantMessage):

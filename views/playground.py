@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_run
-from agentcore.messages import AssistantMessage, ToolMessage, pending_tool_calls
+from agentcore.messages import pending_tool_calls
 from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
 from ui import actions, safe
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
-from ui.messages_view import mark_new, render_messages, show_tool_call
+from ui.messages_view import mark_new, render_messages, show_newest, show_tool_call
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
@@ -26,6 +27,8 @@ STOP_REASONS = {
     "cancelled": "stopped by you",
 }
 SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
+PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
+PACE_KEY = "pace"
 HOW_IT_WORKS = (
     "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
     "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
@@ -52,54 +55,75 @@ def _prompt_row(session: Session) -> None:
         )
 
 
-def _last_line(run: Run) -> str:
-    if not run.messages:
-        return ""
-    m = run.messages[-1]
-    if isinstance(m, AssistantMessage) and m.tool_calls:
-        return "asked for " + ", ".join(f"{c.name}({c.arguments_text[:60]})" for c in m.tool_calls)
-    if isinstance(m, ToolMessage):
-        return f"{m.name} → {'error' if m.is_error else 'ok'}: {m.content[:80]}"
-    return (m.content or "")[:120]
-
-
 def _live(session: Session, slot) -> None:
-    """Run the requested phase (or the whole run) in its slot, showing streamed text or progress, then clear it."""
+    """Run the requested phase in its slot, showing the streamed text, then clear it."""
     run = session.run
     assert run is not None
     with slot.container(border=True, key="live"):
-        if session.running:
-            head, stop = st.columns([5, 1], vertical_alignment="center")
-            head.markdown("**Running to the end…** Stop takes effect between phases.")
-            stop.button("Stop", key="stop", icon=":material/stop_circle:", on_click=actions.stop, width="stretch")
-            bar = st.progress(0.0)
-            line = st.empty()
+        action, session.action = session.action, None
+        phase = "tools" if action in ("tools", "step") and run.next_phase == "tools" else "model"
+        st.markdown(f"**{phase} phase…**")
+        box = st.empty()
+        text: list[str] = []
 
-            def progress(r: Run) -> None:
-                budget = max(1, r.config.max_steps)
-                bar.progress(
-                    min(1.0, len(r.steps) / budget), text=f"Step {len(r.steps)} of {budget} · next: {r.next_phase}"
-                )
-                line.caption(safe.inline(_last_line(r)))
+        def on_text(delta: str) -> None:
+            text.append(delta)
+            box.markdown(safe.markdown("".join(text) + " ▌"))
 
-            progress(run)
-            actions.run_to_end(session, progress)
-        else:
-            action, session.action = session.action, None
-            phase = "tools" if action in ("tools", "step") and run.next_phase == "tools" else "model"
-            st.markdown(f"**{phase} phase…**")
-            box = st.empty()
-            text: list[str] = []
-
-            def on_text(delta: str) -> None:
-                text.append(delta)
-                box.markdown(safe.markdown("".join(text) + " ▌"))
-
-            before = len(run.messages)
-            actions.run_phase(session, action or "step", on_text)
-            if len(run.messages) > before:
-                mark_new(run, before)
+        before = len(run.messages)
+        actions.run_phase(session, action or "step", on_text)
+        if len(run.messages) > before:
+            mark_new(run, before)
     slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run
+
+
+def _pause(seconds: float, line) -> None:
+    """Wait between two phases, counting down: each update of the line is a point where Stop interrupts."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        line.caption(f"Next phase in {left:.1f} s")
+        time.sleep(min(0.1, left))
+    line.empty()
+
+
+def _run_to_end(session: Session) -> None:
+    """Run to the end, drawing the diagram and the newest message after each phase, at the chosen pace.
+
+    This runs in the app's own script run, not in the page's fragment: a click on a widget of a fragment
+    waits for the script run to end, while a click on Stop, drawn here, interrupts the run at its next
+    update, between two phases. The phases done are saved as each ends.
+    """
+    run = session.run
+    assert run is not None
+    pause = PACES.get(st.session_state.get(PACE_KEY, ""), 0.0)
+    box = st.empty()
+    with box.container(border=True, key="live"):
+        head, stop = st.columns([5, 1], vertical_alignment="center")
+        head.markdown("**Running to the end…** Stop takes effect between phases.")
+        stop.button("Stop", key="stop", icon=":material/stop_circle:", on_click=actions.stop, width="stretch")
+        bar = st.progress(0.0)
+        diagram, newest = st.columns([2, 3], gap="large")
+        graph, latest, line = diagram.empty(), newest.empty(), st.empty()
+        shown = [len(run.messages)]  # the message count at the last update: what the next phase adds is new
+
+        def progress(r: Run, after_phase: bool = True) -> None:
+            budget = max(1, r.config.max_steps)
+            bar.progress(
+                min(1.0, len(r.steps) / budget), text=f"Step {len(r.steps)} of {budget} · next: {r.next_phase}"
+            )
+            graph.html(loop_html(r))
+            if len(r.messages) > shown[0]:
+                mark_new(r, shown[0])
+                shown[0] = len(r.messages)
+            with latest.container():
+                show_newest(r)
+            if after_phase and pause and not r.finished:
+                _pause(pause, line)
+
+        progress(run, after_phase=False)
+        actions.run_to_end(session, progress)
+    box.empty()
+    _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
 
 
 def _status(session: Session, run: Run) -> None:
@@ -169,6 +193,15 @@ def _controls(session: Session, run: Run) -> None:
         icon=":material/fast_forward:",
         disabled=not (can_model or can_tools),
         on_click=actions.start_run_to_end,
+    )
+    bar.selectbox(
+        "Pace",
+        list(PACES),
+        key=PACE_KEY,
+        format_func=lambda pace: f"Pace: {pace}",
+        label_visibility="collapsed",
+        width=150,
+        help="How long Run to end waits after each phase, so that each change can be followed",
     )
     bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
     bar.download_button(
@@ -309,8 +342,10 @@ def _page(session: Session) -> None:
         st.info("Type a prompt and press **New run**, then **Step** to watch one turn of the loop.")
         _where(None)
         return
+    if session.running:
+        st.rerun(scope="app")  # Run to end was pressed: it runs where its Stop button can interrupt it
     slot = st.empty()  # always drawn, so the live box never lands on the controls' place
-    if session.running or session.action:
+    if session.action:
         _live(session, slot)
         _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
     _notice(session, notice)
@@ -333,6 +368,8 @@ def main() -> None:
     session = get_session()
     st.session_state[SIDEBAR_DRAWN_FOR] = _sidebar_key(session)  # the sidebar was drawn just before this
     st.markdown("## Playground")
+    if session.running and session.run is not None:
+        _run_to_end(session)
     _page(session)
 
 

@@ -39,6 +39,45 @@ def scripted_app(tmp_path_factory):
     server.stop()
 
 
+def runaway_run(messages: int, budget: int):
+    """An open `runaway` run of `messages` messages made by agentcore's loop, with a step budget of `budget`."""
+    from agentcore import Agent, Run, RunConfig, ScriptedProvider
+    from agentcore.toolbox import TOOLBOX
+
+    run = Run.start("Find out what a step budget is.", RunConfig(scenario="runaway", model="runaway", max_steps=budget))
+    run.config = run.config.model_copy(update={"tools": [TOOLBOX["search_notes"].spec()]})
+    agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
+    while len(run.messages) < messages:
+        agent.step(run)
+    return run
+
+
+@pytest.fixture(scope="module")
+def runaway_app(tmp_path_factory):
+    """The app over a database whose last run is an open `runaway` run of 9 messages with a budget of 40 steps."""
+    from agentcore.store import LAST_RUN_KEY, Store
+
+    workdir = tmp_path_factory.mktemp("runaway-app")
+    store = Store(workdir / "runs.db")
+    run = runaway_run(9, 40)
+    store.save_run(run)
+    store.set_meta(LAST_RUN_KEY, run.id)
+    server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
+    yield server.url, store, run.id
+    server.stop()
+
+
+def _reopen(browser, url: str):
+    """Open the app and take a fresh tab's offer of the last run; returns the page once Step can be pressed."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    reopen = page.locator(".st-key-reopen button")
+    expect(reopen).to_be_visible(timeout=30_000)
+    reopen.click()
+    expect(page.get_by_role("button", name="Step", exact=True)).to_be_enabled(timeout=20_000)
+    return page
+
+
 @pytest.fixture(scope="module")
 def local_app(tmp_path_factory):
     """The app as `make run` starts it where the embedded model is installed: no provider chosen, so `local`."""
@@ -115,4 +154,47 @@ def test_one_step_on_the_embedded_model_in_a_browser(local_app, browser):
     expect(page.locator(".st-key-msg_1")).to_contain_text("assistant")
     expect(page.get_by_text("The model call failed")).to_have_count(0)
     _screenshot(page, "playground-local.png")
+    page.close()
+
+
+def test_a_step_scrolls_its_new_message_into_view_and_marks_it_new(runaway_app, browser):
+    url, store, run_id = runaway_app
+    page = _reopen(browser, url)
+    count = len(store.load_run(run_id).messages)
+    newest = page.locator(f".st-key-msg_{count}")
+    expect(page.locator(f".st-key-msg_{count - 1}")).not_to_be_in_viewport()  # the list is below the diagram
+    page.get_by_role("button", name="Step", exact=True).click()
+    expect(newest).to_be_in_viewport(timeout=20_000)
+    expect(newest).to_contain_text("new")
+    expect(page.locator(f".st-key-msg_{count - 1}")).not_to_contain_text("new")  # the message before the step
+    page.close()
+
+
+def test_run_to_end_draws_each_phase_at_the_pace_chosen_and_stops_between_phases(runaway_app, browser):
+    url, store, run_id = runaway_app
+    page = _reopen(browser, url)
+    pace = page.locator(".st-key-pace").get_by_role("combobox")
+    pace.click()
+    page.get_by_role("option", name="Pace: 0.5 s").click()
+    expect(pace).to_have_value("Pace: 0.5 s", timeout=20_000)
+    page.locator(".st-key-run_to_end button").click()
+    live = page.locator(".st-key-live")
+    expect(live).to_be_visible(timeout=20_000)
+    nodes: set[str] = set()
+    newest: set[str] = set()
+    deadline = time.monotonic() + 60
+    while (len(nodes) < 2 or len(newest) < 3) and time.monotonic() < deadline:
+        diagram = live.locator("img.ac-loop")
+        if diagram.count():
+            nodes.add(diagram.first.get_attribute("data-node") or "")
+        if live.count():
+            newest.update(re.findall(r"#\d+", live.first.inner_text()))
+        page.wait_for_timeout(100)
+    assert {"model", "tools"} <= nodes, f"the diagram showed only {nodes}"
+    assert len(newest) >= 3, f"the newest message shown was only {newest}"
+    page.locator(".st-key-stop button").click()
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("cancelled").first).to_be_visible()
+    run = store.load_run(run_id)
+    assert run.stop_reason == "cancelled" and len(run.steps) < run.config.max_steps
     page.close()
