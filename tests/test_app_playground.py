@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, ClassVar
 
 import pytest
@@ -397,6 +398,32 @@ def test_the_graph_marks_where_the_run_is_and_the_edge_it_took():
     failed = _scripted_run(0)
     failed.stop_reason, failed.error = "error", "boom"
     assert position(failed).error and f'fillcolor="{ERROR}"' in loop_dot(failed)
+
+
+def test_the_drawn_loop_marks_the_same_node_and_edge_and_shows_text_as_text():
+    import base64
+
+    from ui.graph import loop_html, loop_svg
+
+    def marked(svg: str) -> tuple[list[str], list[str]]:
+        nodes = re.findall(r'class="ac-node ac-current" data-node="(\w+)"', svg)
+        return nodes, re.findall(r'class="ac-edge ac-taken" data-edge="([\w-]+)"', svg)
+
+    assert marked(loop_svg(None)) == (["prompt"], [])
+    run = _scripted_run(0)
+    assert marked(loop_svg(run)) == (["model"], ["prompt-model"])
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+
+    Agent(ScriptedProvider("weather")).model_phase(run)
+    assert marked(loop_svg(run)) == (["tools"], ["model-tools"])
+    done = _scripted_run(2)
+    assert marked(loop_svg(done)) == (["done"], ["model-done"]) and ">answer</tspan>" in loop_svg(done)
+    done.stop_reason = '<image href="http://evil.invalid/x"/>'  # a label is text, never markup
+    assert "<image" not in loop_svg(done) and "&lt;image" in loop_svg(done)
+    img = loop_html(done)
+    data = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', img)
+    assert data and base64.b64decode(data[1]).decode() == loop_svg(done) and img.startswith("<img ")
 
 
 def test_the_source_view_highlights_the_lines_that_just_ran():

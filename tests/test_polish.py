@@ -92,6 +92,34 @@ def test_a_missing_value_is_a_dash_and_zero_has_no_sign():
     assert words.usd(2.355e-05) == "$0.000024" and words.usd(None) == "—"
 
 
+# -- a message's text as one block -------------------------------------------------------
+
+
+def test_a_fenced_block_keeps_any_text_inside_it_as_written():
+    from test_rendering import FRAGMENTS, live
+
+    from ui import safe
+
+    for text in [*FRAGMENTS, "a\n```\n# out\n```", "````x````", "~~~\n<img src=x>\n~~~", "`" * 7 + "\n"]:
+        block = safe.fenced(text, "json")
+        fence = block.split("json\n", 1)[0]
+        assert block == f"{fence}json\n{text}\n{fence}" and set(fence) == {"`"} and len(fence) >= 3
+        assert fence not in text  # nothing inside can close the block early
+        assert live(block) == " ", (text, block)  # to the Markdown reader it is all one code block
+
+
+def test_a_message_is_one_markdown_block_with_its_tool_calls_and_json_result(playground):
+    run = scripted_run()
+    at = playground(run)
+    assert not at.exception
+    call = next(m for m in run.messages if m.role == "assistant" and m.tool_calls).tool_calls[0]
+    shown = [str(m.value) for m in at.main.markdown]
+    row = next(md for md in shown if md.startswith("**#1**"))
+    assert "assistant" in row and call.name in row and call.id in row  # the header and the call, together
+    result = next(md for md in shown if md.startswith("**#2**"))
+    assert "result of" in result and "```json\n" in result  # the tool's JSON output in the same block
+
+
 # -- the steps table and the wire view (ui/steps_view.py) --------------------------------
 
 

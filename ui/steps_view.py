@@ -14,6 +14,8 @@ from agentcore.transcript import json_text
 from . import actions, safe, words
 from .state import Session, get_session
 
+HIGHLIGHT_CHARS = 4_000  # the longest wire body shown with JSON highlighting
+
 
 def lineage(session: Session, run: Run) -> list[Run]:
     """The run's ancestors known to this session, oldest first, ending with the run itself."""
@@ -74,7 +76,11 @@ def _body(label: str, headers: dict[str, str], body: Any, key: str) -> None:
     with tree:
         st.json(body, expanded=1)
     with text:  # st.code has a copy button; a body kept as text (not JSON) is shown as it is
-        st.code(body if isinstance(body, str) else json_text(body, indent=2), language="json", wrap_lines=True)
+        shown = body if isinstance(body, str) else json_text(body, indent=2)
+        # the browser draws a highlighted token as an element of its own, again on each Step: a long body
+        # (the whole message list, late in a run) is thousands of them, so it is shown plain
+        language = "json" if len(shown) <= HIGHLIGHT_CHARS else None
+        st.code(shown, language=language, wrap_lines=True)
 
 
 def _wire(step: StepRecord) -> None:
