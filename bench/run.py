@@ -49,6 +49,7 @@ def figures() -> dict[str, Callable[[], list[Row]]]:
         "7": lambda: importlib.import_module("isolation").measure(),
         "8": lambda: importlib.import_module("step_latency").measure(),
         "9": lambda: importlib.import_module("class_load").measure(),
+        "10": lambda: importlib.import_module("answer_rate").measure(),
     }
 
 

@@ -34,14 +34,21 @@ def provider():
     return local.LocalProvider()
 
 
+@pytest.fixture(scope="module")
+def chatml(provider):
+    """The same model through llama-cpp-python's chatml-function-calling chat format."""
+    return local.LocalProvider(chat_format="chatml-function-calling")
+
+
 def ask(provider, messages=PARIS, tools=WEATHER, on_text=None, **settings):
     return provider.complete(ModelRequest(messages=messages, tools=tools, settings=Settings(**settings)), on_text)
 
 
 def shape(response):
-    """What a turn said, without the per-call ids llama-cpp-python draws at random."""
+    """What a turn said and its size, without the per-call ids drawn at random and the share read from the cache."""
     m = response.message
-    return m.content, [(c.name, c.arguments, c.raw_arguments) for c in m.tool_calls], response.usage
+    usage = (response.usage.input_tokens, response.usage.output_tokens)
+    return m.content, [(c.name, c.arguments, c.raw_arguments) for c in m.tool_calls], usage
 
 
 # -- finding the model ----------------------------------------------------------------
@@ -73,8 +80,8 @@ def test_the_registry_builds_the_local_provider_and_shares_the_loaded_model(prov
 # -- real turns -----------------------------------------------------------------------
 
 
-def test_a_tool_turn_returns_a_structured_call_with_exact_usage(provider):
-    response = ask(provider)
+def test_a_tool_turn_returns_a_structured_call_with_exact_usage(chatml):
+    response = ask(chatml)
     calls = response.message.tool_calls
     assert calls and calls[0].name == "get_weather"
     assert isinstance(calls[0].arguments, dict) and "city" in calls[0].arguments
@@ -109,20 +116,20 @@ def test_text_streams_through_on_text_with_the_same_text_and_usage(provider):
     streamed = ask(provider, tools=(), max_tokens=24, on_text=deltas.append)
     assert len(deltas) > 1
     assert "".join(deltas) == streamed.message.content == plain.message.content
-    assert streamed.usage == plain.usage
+    assert shape(streamed) == shape(plain)
     assert streamed.wire.request["stream"] is True
 
 
-def test_a_tool_call_with_on_text_is_generated_without_streaming(provider):
+def test_a_tool_call_with_on_text_is_generated_without_streaming(chatml):
     deltas: list[str] = []
-    response = ask(provider, on_text=deltas.append)
+    response = ask(chatml, on_text=deltas.append)
     assert response.message.tool_calls
     assert response.wire.request["stream"] is False  # chatml-function-calling cannot stream a call
-    assert shape(response) == shape(ask(provider))
+    assert shape(response) == shape(ask(chatml))
 
 
 def test_temperature_zero_is_deterministic(provider):
-    assert shape(ask(provider, temperature=0)) == shape(ask(provider, temperature=0))
+    assert shape(ask(provider, temperature=0, max_tokens=24)) == shape(ask(provider, temperature=0, max_tokens=24))
 
 
 def test_a_seed_makes_sampling_repeatable(provider):
@@ -132,12 +139,13 @@ def test_a_seed_makes_sampling_repeatable(provider):
 
 
 def test_concurrent_turns_on_the_shared_model_do_not_interfere(provider):
-    # the same prompt again reuses llama.cpp's prompt cache, whose arithmetic may differ from a cold start by a
-    # token or two; the expectation is taken in that same warm state, so any difference is interference
-    ask(provider)
-    expected = shape(ask(provider))
+    # the prompt cache gives the same numbers warm or cold (test_local_cache), so any difference is interference
+    expected = shape(ask(provider, max_tokens=24))
     results = []
-    threads = [threading.Thread(target=lambda: results.append(shape(ask(local.LocalProvider())))) for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: results.append(shape(ask(local.LocalProvider(), max_tokens=24))))
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -145,22 +153,33 @@ def test_concurrent_turns_on_the_shared_model_do_not_interfere(provider):
     assert results == [expected, expected]
 
 
-def test_tool_results_reach_the_model_as_a_turn_it_can_read(provider):
-    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
-    messages = (
-        *PARIS,
-        AssistantMessage(tool_calls=(call,)),
-        ToolMessage(tool_call_id="call_1", name="get_weather", content='{"temperature": 18}'),
+CALLED = (
+    *PARIS,
+    AssistantMessage(tool_calls=(ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),)),
+    ToolMessage(tool_call_id="call_1", name="get_weather", content='{"temperature": 18}'),
+)
+
+
+def test_tool_results_reach_the_model_in_a_tool_turn(provider):
+    prompt = ask(provider, CALLED, max_tokens=8).wire.request["prompt"]
+    assert (
+        '<|im_start|>assistant\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+        in prompt
     )
-    response = ask(provider, messages)
+    assert '<|im_start|>tool\nget_weather result: {"temperature": 18}<|im_end|>\n<|im_start|>assistant\n' in prompt
+
+
+def test_tool_results_reach_chatml_function_calling_as_a_turn_it_can_read(chatml):
+    messages = CALLED
+    response = ask(chatml, messages)
     sent = response.wire.request["messages"]
     assert sent[2]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
     assert sent[3] == {"role": "user", "content": 'functions.get_weather returned:\n{"temperature": 18}'}
-    assert response.usage.input_tokens > ask(provider).usage.input_tokens
+    assert response.usage.input_tokens > ask(chatml).usage.input_tokens
 
 
 def test_arguments_cut_short_are_kept_raw_for_the_loop():
-    forced = local.LocalProvider(tool_choice="get_weather")
+    forced = local.LocalProvider(chat_format="chatml-function-calling", tool_choice="get_weather")
     call = ask(forced, max_tokens=3).message.tool_calls[0]
     assert call.name == "get_weather"
     assert call.arguments_invalid and call.raw_arguments.startswith("{")
@@ -169,11 +188,11 @@ def test_arguments_cut_short_are_kept_raw_for_the_loop():
 # -- the command line, end to end -----------------------------------------------------
 
 
-def test_cli_runs_the_real_model_and_records_real_tool_calls(tmp_path):
+def test_cli_runs_the_real_model_and_records_its_steps(tmp_path):
     out = tmp_path / "t.json"
     proc = subprocess.run(
         [sys.executable, "-m", "agentcore", "run", "What is the weather in Paris?", "--provider", "local"]
-        + ["--tools", "get_weather", "--max-steps", "4", "--out", str(out)],
+        + ["--tools", "get_weather", "--max-steps", "2", "--max-tokens", "48", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -183,11 +202,14 @@ def test_cli_runs_the_real_model_and_records_real_tool_calls(tmp_path):
     data = json.loads(out.read_text())
     assert data["config"]["provider"] == "local"
     assert data["steps"] and all(s["estimated"] is False and s["usage"]["input_tokens"] > 0 for s in data["steps"])
-    calls = [c for m in data["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-    assert calls and calls[0]["name"] == "get_weather"
-    results = [m for m in data["messages"] if m["role"] == "tool"]
-    assert results and results[0]["tool_call_id"] == calls[0]["id"] and not results[0]["is_error"]
     assert data["steps"][0]["wire"]["url"] == f"llama.cpp://{GGUF.name}"
+    last = data["messages"][-1]
+    # the model's own choice: an answer ends the run; a call is recorded with its result
+    if data["stop_reason"] == "answer":
+        assert last["role"] == "assistant" and last["content"]
+    calls = [c for m in data["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    results = [m for m in data["messages"] if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in calls][: len(results)]
 
 
 # -- errors ---------------------------------------------------------------------------
@@ -233,7 +255,11 @@ def test_bad_options_are_usage_errors():
     with pytest.raises(UsageError, match="n_ctx"):
         local.LocalProvider(n_ctx=0)
     with pytest.raises(UsageError, match="tool_choice"):
-        local.LocalProvider(tool_choice=3)
+        local.LocalProvider(chat_format="chatml-function-calling", tool_choice=3)
+    with pytest.raises(UsageError, match="tool_choice is a setting of the chatml-function-calling"):
+        local.LocalProvider(tool_choice="none")
+    with pytest.raises(UsageError, match="chat_format must be one of"):
+        local.LocalProvider(chat_format="llama-2")
 
 
 def test_a_conversation_longer_than_the_context_is_a_clear_provider_error():
@@ -258,13 +284,14 @@ def test_message_text_reaches_the_model_unescaped(monkeypatch):
         return original(self, prompt, **kwargs)
 
     monkeypatch.setattr(local._Recorder, "create_completion", spy)
-    provider = create_provider("local")
+    provider = local.LocalProvider(chat_format="chatml-function-calling")
     request = ModelRequest(
         messages=(UserMessage(content='Say "hi" & <bye> in Paris'),),
         tools=(toolbox.TOOLBOX["get_weather"].spec(),),
         settings=Settings(max_tokens=8),
     )
     provider.complete(request)
-    prompt = prompts[0]
-    assert 'Say "hi" & <bye> in Paris' in prompt
-    assert "&#34;" not in prompt and "&amp;" not in prompt
+    ours = create_provider("local").complete(request).wire.request["prompt"]
+    for prompt in (prompts[0], ours):
+        assert 'Say "hi" & <bye> in Paris' in prompt
+        assert "&#34;" not in prompt and "&amp;" not in prompt

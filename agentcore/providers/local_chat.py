@@ -1,0 +1,146 @@
+"""agentcore's own chat format for the embedded model: a ChatML prompt, and a grammar for one tool call or an answer.
+
+llama-cpp-python's `chatml-function-calling` cannot give a plain answer once tools are offered: after
+the model chooses `message:`, its grammar allows only another `functions.<name>:` or the end of the
+turn, so every reply is a tool call or empty. Here one grammar lets the model's first token choose:
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (the arguments held to the tool's JSON
+schema), or an answer in its own words. The prompt is ChatML, the format SmolLM2 was trained on,
+rendered the same way every call, so one call's prompt is a prefix of the next one's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from ..messages import (
+    COMPACT_JSON,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    parse_arguments,
+)
+from ..tools import ToolSpec
+
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+DEFAULT_SYSTEM = "You are a helpful assistant."
+TOOLS_INTRO = "You can call these tools:"
+TOOLS_HOW = (
+    "To call a tool, reply with only "
+    + CALL_OPEN
+    + '{"name": <tool name>, "arguments": <JSON object>}'
+    + CALL_CLOSE
+    + ". A tool's result comes back in the next message. When the results answer the question, reply to the user "
+    "in plain words, using the numbers and facts the tools returned."
+)
+_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+
+
+@dataclass(frozen=True)
+class ChatStyle:
+    """How the prompt is written: the choices the answer-rate benchmark compares."""
+
+    tool_role: Literal["tool", "user"] = "tool"  # the ChatML role a tool result is sent as
+    instructions: str = TOOLS_HOW  # after the list of tools: how to call one, and when to answer ("" for none)
+    grammar: bool = True  # hold the reply to one call or an answer
+
+
+DEFAULT_STYLE = ChatStyle()
+
+
+def render(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], style: ChatStyle = DEFAULT_STYLE) -> str:
+    """The ChatML prompt for the messages, the tools listed in the system turn, ending with the assistant's turn."""
+    parts: list[str] = []
+    system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
+    if tools or system:
+        parts.append(_turn("system", _system_text(system[0].content if system else DEFAULT_SYSTEM, tools, style)))
+    for m in messages[len(system) :]:
+        if isinstance(m, SystemMessage | UserMessage):
+            parts.append(_turn(m.role, m.content))
+        elif isinstance(m, AssistantMessage):
+            calls = "".join(_call_text(c) for c in m.tool_calls)
+            parts.append(_turn("assistant", (m.content or "") + calls))
+        elif isinstance(m, ToolMessage):
+            outcome = "error" if m.is_error else "result"
+            parts.append(_turn(style.tool_role, f"{m.name} {outcome}: {m.content}"))
+        else:
+            assert_never(m)
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def _turn(role: str, text: str) -> str:
+    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+
+
+def _system_text(text: str, tools: tuple[ToolSpec, ...], style: ChatStyle) -> str:
+    if not tools:
+        return text
+    listed = "\n".join(
+        COMPACT_JSON.encode({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools
+    )
+    how = f"\n\n{style.instructions}" if style.instructions else ""
+    return f"{text}\n\n{TOOLS_INTRO}\n{listed}{how}"
+
+
+def _call_text(call: ToolCall) -> str:
+    return f'{CALL_OPEN}{{"name": {json.dumps(call.name)}, "arguments": {call.arguments_text}}}{CALL_CLOSE}'
+
+
+def grammar_text(tools: tuple[ToolSpec, ...]) -> str:
+    """GBNF for one reply: a call of one of the tools, its arguments held to the tool's schema, or a plain answer."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    def schema(arguments: Callable[[ToolSpec], dict[str, Any]]) -> str:
+        one = [
+            {
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": arguments(t)},
+                "required": ["name", "arguments"],
+            }
+            for t in tools
+        ]
+        return json.dumps({"oneOf": one})
+
+    try:
+        calls = json_schema_to_gbnf(schema(lambda t: _object_schema(t.parameters)))
+    except Exception:  # noqa: BLE001 - a schema the converter cannot follow (a server's tool) still takes any object
+        calls = json_schema_to_gbnf(schema(lambda t: {"type": "object"}))
+    calls = calls.replace("root ::=", "agentcore-call-json ::=", 1)
+    head = (
+        f"root ::= agentcore-call | agentcore-answer\n"
+        f"agentcore-call ::= {json.dumps(CALL_OPEN)} agentcore-call-json {json.dumps(CALL_CLOSE)}\n"
+        # an answer is any text that does not begin like a call
+        "agentcore-answer ::= [^<] [^\\x00]*\n"
+    )
+    return head + calls
+
+
+def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    return parameters if parameters.get("type") == "object" else {"type": "object"}
+
+
+def parse_reply(text: str) -> AssistantMessage | None:
+    """The assistant message a reply stands for; None when the reply is empty."""
+    stripped = text.strip()
+    if not stripped.startswith(CALL_OPEN):
+        return AssistantMessage(content=stripped) if stripped else None
+    body = stripped[len(CALL_OPEN) :].removesuffix(CALL_CLOSE).strip()
+    call_id = f"call_{uuid.uuid4().hex[:12]}"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("name"), str):
+        arguments = data.get("arguments")
+        raw = json.dumps(arguments) if isinstance(arguments, dict) else body
+        return AssistantMessage(tool_calls=(parse_arguments(call_id, data["name"], raw),))
+    # cut short (the token limit): keep what was written, so the loop answers the model with an error
+    name = _NAME.search(body)
+    return AssistantMessage(tool_calls=(parse_arguments(call_id, name.group(1) if name else "?", body),))

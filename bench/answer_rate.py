@@ -1,0 +1,169 @@
+"""How often the embedded model answers a tool question correctly, on a fixed set of prompts.
+
+Each prompt needs one or two calls of the built-in tools; a person would accept the final answer
+when it holds the number the tools gave (the weather tool's temperature for that city, the
+calculator's result). Every run is the model's own: nothing here steers it towards a prompt, a
+tool or an answer. `measure()` returns rows per way of prompting (see STYLES); run alone:
+
+    .venv/bin/python bench/answer_rate.py             # every style, every prompt
+    .venv/bin/python bench/answer_rate.py --quick     # the default style, the first 4 prompts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+from agentcore import Agent, Run, RunConfig, toolbox  # noqa: E402
+from agentcore.providers.local import LocalProvider  # noqa: E402
+from agentcore.providers.local_chat import CALL_CLOSE, CALL_OPEN, ChatStyle  # noqa: E402
+
+MAX_STEPS = 5
+TOOLS = "get_weather,calculator"
+
+
+def _temperature(city: str) -> float:
+    return toolbox.TOOLBOX["get_weather"].fn(city)["temperature"]
+
+
+def _calc(expression: str) -> float:
+    return float(toolbox.TOOLBOX["calculator"].fn(expression).rsplit("=", 1)[1])
+
+
+@dataclass(frozen=True)
+class Case:
+    """A prompt, and the numbers an accepted answer holds (computed by the tools themselves)."""
+
+    prompt: str
+    expected: Callable[[], list[float]]
+
+
+CASES = [
+    Case("What is the weather in Paris?", lambda: [_temperature("Paris")]),
+    Case("What is 17 * 23?", lambda: [_calc("17 * 23")]),
+    Case("How warm is it in Tokyo today?", lambda: [_temperature("Tokyo")]),
+    Case("Calculate 1234 + 5678.", lambda: [_calc("1234 + 5678")]),
+    Case("What's the temperature in Berlin right now?", lambda: [_temperature("Berlin")]),
+    Case("What is the square root of 1764?", lambda: [_calc("sqrt(1764)")]),
+    Case("Use the weather tool: what is the weather like in Madrid?", lambda: [_temperature("Madrid")]),
+    Case("What is 2 to the power of 20?", lambda: [_calc("2 ** 20")]),
+    Case("Tell me the current weather in London.", lambda: [_temperature("London")]),
+    Case("Compute (45 + 55) * 12.", lambda: [_calc("(45 + 55) * 12")]),
+    Case("What is the weather in Rome and in Oslo?", lambda: [_temperature("Rome"), _temperature("Oslo")]),
+    Case("What is 144 / 12, and what is 99 * 3?", lambda: [_calc("144 / 12"), _calc("99 * 3")]),
+]
+
+CALL_FIRST = (
+    "Never guess what a tool would return: when a tool can answer the question, first reply with only "
+    + CALL_OPEN
+    + '{"name": <tool name>, "arguments": <JSON object>}'
+    + CALL_CLOSE
+    + ". The result comes back in the next message; then answer the user in plain words, with the numbers it gave."
+)
+
+# Each way of prompting that was tried, kept or not; the first is the provider's default.
+STYLES: dict[str, dict] = {
+    "agentcore: tool role, instructions, grammar": {},
+    "agentcore: tool results as user turns": {"chat_style": ChatStyle(tool_role="user")},
+    "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
+    "agentcore: no call instructions": {"chat_style": ChatStyle(instructions="")},
+    "agentcore: no grammar": {"chat_style": ChatStyle(grammar=False)},
+    "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
+}
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def accepted(answer: str, expected: list[float]) -> bool:
+    """Whether each expected number appears in the answer (to its first decimal, commas allowed)."""
+    found = []
+    for text in _NUMBER.findall(answer):
+        try:
+            found.append(float(text.replace(",", "")))
+        except ValueError:
+            continue
+    return all(any(abs(f - e) < 0.051 for f in found) for e in expected)
+
+
+def run_case(provider: LocalProvider, case: Case) -> tuple[str, int, float]:
+    """One prompt, run to its end: its outcome (answered, budget, wrong), steps and seconds."""
+    run = Run.start(case.prompt, RunConfig(provider="local", model=provider.model, max_steps=MAX_STEPS))
+    started = time.perf_counter()
+    Agent(provider, toolbox.get_tools(TOOLS)).run(run)
+    seconds = time.perf_counter() - started
+    if run.stop_reason == "max_steps":
+        outcome = "budget"
+    elif run.stop_reason == "answer" and accepted(run.messages[-1].text, case.expected()):
+        outcome = "answered"
+    else:
+        outcome = "wrong"
+    return outcome, len(run.steps), seconds
+
+
+def measure_style(name: str, cases: list[Case] = CASES) -> dict:
+    """The outcomes of every case under one style."""
+    provider = LocalProvider(**STYLES[name])
+    results = [run_case(provider, case) for case in cases]
+    outcomes = [r[0] for r in results]
+    return {
+        "style": name,
+        "prompts": len(cases),
+        "answered": outcomes.count("answered"),
+        "budget": outcomes.count("budget"),
+        "wrong": outcomes.count("wrong"),
+        "median_steps": statistics.median(r[1] for r in results),
+        "median_s": statistics.median(r[2] for r in results),
+    }
+
+
+def table(results: list[dict]) -> str:
+    """The results as a Markdown table."""
+    lines = [
+        "| style | answered | stopped by the budget | wrong | median steps | median s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['style']} | {r['answered']}/{r['prompts']} | {r['budget']} | {r['wrong']} "
+            f"| {r['median_steps']:g} | {r['median_s']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def measure(styles: list[str] | None = None, cases: list[Case] = CASES) -> list:
+    """Rows for bench/run.py: answered, budget and wrong counts, median steps and seconds, per style."""
+    from common import Row
+
+    rows = []
+    for name in styles or list(STYLES):
+        r = measure_style(name, cases)
+        figure = "10. local answer rate"
+        n = r["prompts"]
+        rows += [
+            Row(figure, f"{name}: answered", r["answered"], f"of {n}"),
+            Row(figure, f"{name}: stopped by the budget", r["budget"], f"of {n}"),
+            Row(figure, f"{name}: wrong", r["wrong"], f"of {n}"),
+            Row(figure, f"{name}: median steps", r["median_steps"], "steps"),
+            Row(figure, f"{name}: median time per prompt", r["median_s"], "s"),
+        ]
+    return rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the default style and the first 4 prompts")
+    parser.add_argument("--style", action="append", help="a style's name (default: every style)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+    names = args.style or ([next(iter(STYLES))] if args.quick else list(STYLES))
+    results = [measure_style(n, CASES[:4] if args.quick else CASES) for n in names]
+    print(json.dumps(results, indent=2) if args.json else table(results))
