@@ -70,11 +70,21 @@ CALL_FIRST = (
     + ". The result comes back in the next message; then answer the user in plain words, with the numbers it gave."
 )
 
+# A worked example with a tool that is not offered, so it shows the form and steers no prompt here.
+EXAMPLE = (
+    "\n\nFor example, given a tool lookup(word) and the question \"What does 'ephemeral' mean?\", first reply "
+    + CALL_OPEN
+    + '{"name": "lookup", "arguments": {"word": "ephemeral"}}'
+    + CALL_CLOSE
+    + ", then, after its result, answer in plain words."
+)
+
 # Each way of prompting that was tried, kept or not; the first is the provider's default.
 STYLES: dict[str, dict] = {
     "agentcore: tool role, instructions, grammar": {},
     "agentcore: tool results as user turns": {"chat_style": ChatStyle(tool_role="user")},
     "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
+    "agentcore: call-first instructions and an example": {"chat_style": ChatStyle(instructions=CALL_FIRST + EXAMPLE)},
     "agentcore: no call instructions": {"chat_style": ChatStyle(instructions="")},
     "agentcore: no grammar": {"chat_style": ChatStyle(grammar=False)},
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},

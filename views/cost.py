@@ -280,6 +280,11 @@ def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
     fig.add_scatter(x=steps, y=caching.cache_write_tokens, name="what-if: write", line={"dash": "dot"})
     fig.update_layout(barmode="group", title="Cached tokens per step", xaxis_title="step", yaxis_title="tokens")
     st.plotly_chart(fig, key="cost_caching")
+    if reported and run.config.provider == "local":
+        st.caption(
+            "The embedded model keeps the prompt it evaluated in memory: a cache read is a prompt token "
+            "it did not evaluate again, so a step costs only its new tokens."
+        )
     if not reported:
         st.caption(
             "No cached tokens reported yet: a prompt shorter than the model's minimum (1,024 to 4,096 tokens) "
