@@ -107,6 +107,8 @@ class Tab:
                 self.page_hash = self.page_hash or fwd.new_session.page_script_hash
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 _element(fwd.delta.new_element, fwd.delta.fragment_id, draw)
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "add_block":
+                draw.texts.append(fwd.delta.add_block.expandable.label)  # st.status and st.expander say it here
             elif kind == "script_finished" and fwd.script_finished in self._done:
                 self.buttons.update(draw.buttons)
                 return draw
@@ -123,9 +125,10 @@ def _element(element, fragment: str, draw: Draw) -> None:
         if element.alert.format == element.alert.ERROR:
             draw.problems.append(f"error box: {element.alert.body[:120]}")
         draw.texts.append(element.alert.body)
-    elif kind in ("markdown", "text", "spinner", "toast", "progress"):
-        body = getattr(element, kind)
-        draw.texts.append(getattr(body, "body", "") or getattr(body, "text", ""))
+    elif kind in ("markdown", "text", "toast"):
+        draw.texts.append(getattr(element, kind).body)
+    elif kind in ("spinner", "progress"):
+        draw.texts.append(getattr(element, kind).text)
 
 
 # -- a person at the keyboard -------------------------------------------------------------------------
