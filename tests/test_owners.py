@@ -108,12 +108,12 @@ def test_the_header_name_wins_when_configured_and_a_bad_value_is_not_a_name(monk
     monkeypatch.setenv("AGENTCORE_USER", "server")
     monkeypatch.delenv(USER_HEADER_ENV, raising=False)
     headers = {"X-Forwarded-User": "grace"}
-    assert resolve_user(headers, None) == ("server", "the server's default (AGENTCORE_USER)")  # not configured
-    assert resolve_user({}, "ada")[0] == "ada"
+    assert resolve_user(headers, None) == ("server", "the server's default (AGENTCORE_USER)", False)  # not configured
+    assert resolve_user({}, "ada") == ("ada", "typed here, for this browser session", False)
     monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
-    assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header")
-    assert resolve_user({"X-Forwarded-User": "<b>grace</b>"}, "ada")[0] == "ada"
-    assert resolve_user({"X-Forwarded-User": "x" * 65}, None)[0] == "server"
+    assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header", True)
+    assert resolve_user({"X-Forwarded-User": "<b>grace</b>"}, "ada").name == "ada"
+    assert resolve_user({"X-Forwarded-User": "x" * 65}, None).name == "server"
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "<b>a</b>", "a/../b", "[x](http://e.com)", "-rf", "a\nb", "é" * 65])

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import streamlit as st
 
@@ -162,7 +162,15 @@ def valid_name(text: str | None) -> str:
     return name
 
 
-def resolve_user(headers: Mapping[str, str], typed: str | None) -> tuple[str, str]:
+class User(NamedTuple):
+    """Whose runs a browser session saves, where that name came from, and whether the deployment vouched for it."""
+
+    name: str
+    source: str
+    from_header: bool = False
+
+
+def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
     """Whose runs this browser session saves, and where that name came from.
 
     The deployment's authentication header (named by AGENTCORE_USER_HEADER) wins when it holds a valid
@@ -173,12 +181,12 @@ def resolve_user(headers: Mapping[str, str], typed: str | None) -> tuple[str, st
         sent = headers.get(header)
         if sent:
             try:
-                return valid_name(sent), f"from the {header} header"
+                return User(valid_name(sent), f"from the {header} header", from_header=True)
             except ValueError:
                 pass  # an unusable value is not a name: fall back as if it were missing
     if typed:
-        return typed, "typed here, for this browser session"
-    return default_owner(), "the server's default (AGENTCORE_USER)"
+        return User(typed, "typed here, for this browser session")
+    return User(default_owner(), "the server's default (AGENTCORE_USER)")
 
 
 def request_headers() -> Mapping[str, str]:
@@ -189,7 +197,7 @@ def request_headers() -> Mapping[str, str]:
         return {}
 
 
-def current_user(session: Session) -> tuple[str, str]:
+def current_user(session: Session) -> User:
     """This browser session's user and where the name came from (see resolve_user)."""
     return resolve_user(request_headers(), session.user)
 
@@ -213,7 +221,7 @@ def get_store() -> Store:
         store = Store(where)
         weakref.finalize(session, store.close)
         st.session_state[STORE_KEY] = store
-    store.owner = current_user(session)[0]
+    store.owner = current_user(session).name
     return store
 
 

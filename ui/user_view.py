@@ -28,8 +28,8 @@ def _on_name() -> None:
 
 def render_user(sb: DeltaGenerator, session: Session) -> None:
     """The name this session's runs are saved under: from the deployment's header, or typed here."""
-    name, source = current_user(session)
-    if source.startswith("from the"):
+    name, source, from_header = current_user(session)
+    if from_header:
         sb.caption(f"Signed in as **{safe.inline(name)}** ({safe.inline(source)})")
     else:
         st.session_state.setdefault(NAME_KEY, session.user or "")
