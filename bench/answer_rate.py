@@ -31,20 +31,22 @@ MAX_STEPS = 5
 TOOLS = "get_weather,calculator"
 
 
-def _temperature(city: str) -> float:
-    return toolbox.TOOLBOX["get_weather"].fn(city)["temperature"]
+def _temperature(city: str) -> tuple[float, ...]:
+    """The weather tool's temperature for the city, in either unit it offers."""
+    weather = toolbox.TOOLBOX["get_weather"].fn
+    return tuple(weather(city, unit)["temperature"] for unit in ("celsius", "fahrenheit"))
 
 
-def _calc(expression: str) -> float:
-    return float(toolbox.TOOLBOX["calculator"].fn(expression).rsplit("=", 1)[1])
+def _calc(expression: str) -> tuple[float, ...]:
+    return (float(toolbox.TOOLBOX["calculator"].fn(expression).rsplit("=", 1)[1]),)
 
 
 @dataclass(frozen=True)
 class Case:
-    """A prompt, and the numbers an accepted answer holds (computed by the tools themselves)."""
+    """A prompt, and the numbers an accepted answer holds (computed by the tools themselves): one of each tuple."""
 
     prompt: str
-    expected: Callable[[], list[float]]
+    expected: Callable[[], list[tuple[float, ...]]]
 
 
 CASES = [
@@ -85,6 +87,10 @@ STYLES: dict[str, dict] = {
     "agentcore: tool results as user turns": {"chat_style": ChatStyle(tool_role="user")},
     "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
     "agentcore: call-first instructions and an example": {"chat_style": ChatStyle(instructions=CALL_FIRST + EXAMPLE)},
+    "agentcore: a call required before the first answer": {"chat_style": ChatStyle(call_first=True)},
+    "agentcore: a call required first, results as user turns of plain lines": {
+        "chat_style": ChatStyle(call_first=True, tool_role="user", plain_results=True)
+    },
     "agentcore: no call instructions": {"chat_style": ChatStyle(instructions="")},
     "agentcore: no grammar": {"chat_style": ChatStyle(grammar=False)},
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
@@ -93,15 +99,15 @@ STYLES: dict[str, dict] = {
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
-def accepted(answer: str, expected: list[float]) -> bool:
-    """Whether each expected number appears in the answer (to its first decimal, commas allowed)."""
+def accepted(answer: str, expected: list[tuple[float, ...]]) -> bool:
+    """Whether one number of each expected tuple appears in the answer (to its first decimal, commas allowed)."""
     found = []
     for text in _NUMBER.findall(answer):
         try:
             found.append(float(text.replace(",", "")))
         except ValueError:
             continue
-    return all(any(abs(f - e) < 0.051 for f in found) for e in expected)
+    return all(any(abs(f - e) < 0.051 for f in found for e in options) for options in expected)
 
 
 def run_case(provider: LocalProvider, case: Case) -> tuple[str, int, float]:

@@ -351,7 +351,10 @@ class LocalProvider(BaseProvider):
         s, style, llama = request.settings, self.chat_style, loaded.llama
         prompt = render(request.messages, request.tools, style)
         wire: dict[str, Any] = {"chat_format": "agentcore", "prompt": prompt}
-        grammar = grammar_text(request.tools) if request.tools and style.grammar else None
+        answered = any(isinstance(m, ToolMessage) for m in request.messages)
+        grammar = None
+        if request.tools and style.grammar:
+            grammar = grammar_text(request.tools, answer=answered or not style.call_first)
         if grammar:
             wire["grammar"] = grammar
         wire |= {

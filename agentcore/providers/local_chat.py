@@ -50,6 +50,8 @@ class ChatStyle:
     tool_role: Literal["tool", "user"] = "tool"  # the ChatML role a tool result is sent as
     instructions: str = TOOLS_HOW  # after the list of tools: how to call one, and when to answer ("" for none)
     grammar: bool = True  # hold the reply to one call or an answer
+    plain_results: bool = False  # a tool result that is a JSON object goes as "key: value" lines
+    call_first: bool = False  # until a tool has answered, the grammar allows only a call (tool_choice "required")
 
 
 DEFAULT_STYLE = ChatStyle()
@@ -69,10 +71,22 @@ def render(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], style: Ch
             parts.append(_turn("assistant", (m.content or "") + calls))
         elif isinstance(m, ToolMessage):
             outcome = "error" if m.is_error else "result"
-            parts.append(_turn(style.tool_role, f"{m.name} {outcome}: {m.content}"))
+            content = _lines(m.content) if style.plain_results else m.content
+            parts.append(_turn(style.tool_role, f"{m.name} {outcome}: {content}"))
         else:
             assert_never(m)
     return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def _lines(content: str) -> str:
+    """A JSON object's fields as "key: value" lines; any other text as it is."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(data, dict):
+        return content
+    return "\n" + "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in data.items())
 
 
 def _turn(role: str, text: str) -> str:
@@ -93,7 +107,7 @@ def _call_text(call: ToolCall) -> str:
     return f'{CALL_OPEN}{{"name": {json.dumps(call.name)}, "arguments": {call.arguments_text}}}{CALL_CLOSE}'
 
 
-def grammar_text(tools: tuple[ToolSpec, ...]) -> str:
+def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
     """GBNF for one reply: a call of one of the tools, its arguments held to the tool's schema, or a plain answer."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
@@ -114,7 +128,7 @@ def grammar_text(tools: tuple[ToolSpec, ...]) -> str:
         calls = json_schema_to_gbnf(schema(lambda t: {"type": "object"}))
     calls = calls.replace("root ::=", "agentcore-call-json ::=", 1)
     head = (
-        f"root ::= agentcore-call | agentcore-answer\n"
+        f"root ::= agentcore-call{' | agentcore-answer' if answer else ''}\n"
         f"agentcore-call ::= {json.dumps(CALL_OPEN)} agentcore-call-json {json.dumps(CALL_CLOSE)}\n"
         # an answer is any text that does not begin like a call
         "agentcore-answer ::= [^<] [^\\x00]*\n"
