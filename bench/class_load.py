@@ -9,7 +9,8 @@ finished; a click is a rerun carrying the button's widget id with trigger_value 
 fragment the button was drawn in). N such clients cost far less than N headless Chromium pages,
 so the server, not the clients, is what is measured. Every session sends its own user name in the
 header named by AGENTCORE_USER_HEADER, so at the end each one's run is found in the database and
-checked: one run per session, with every step it took saved.
+checked: every run it started, with every step it took saved. When a run ends (the model answers),
+the session starts another with New run, as a person would, and steps on.
 
 For each N a fresh `streamlit run app.py` serves a fresh SQLite database, warmed by one session
 that starts a run and takes one step (the first Step of a server loads the provider and the pages'
@@ -141,7 +142,8 @@ class Learner:
     name: str
     latencies: list[float] = field(default_factory=list)
     waited: int = 0  # steps during which the page said it was waiting
-    finished_early: bool = False  # the run ended (an answer) before all steps were taken
+    runs: int = 1  # runs started: when the model answers, the person starts another, as in class
+    clicks: int = 0  # script runs asked for: the page load, New run and every Step
     opening: float | None = None  # seconds to load the page and start a run, the two clicks before the Steps
     problems: list[str] = field(default_factory=list)
 
@@ -189,9 +191,10 @@ async def learner(
                 if "step" not in tab.buttons:
                     me.problems.append("no Step button on the page")
                     break
-                if tab.buttons["step"][1]:
-                    me.finished_early = True
-                    break
+                if tab.buttons["step"][1]:  # the run has ended: a New run, then Step on
+                    await _click(tab, "start", me)
+                    me.runs += 1
+                    await asyncio.sleep(pace * rng.uniform(0.75, 1.25))
                 started = time.perf_counter()
                 draw = await _click(tab, "step", me)
                 me.latencies.append(time.perf_counter() - started)
@@ -206,6 +209,7 @@ async def learner(
 
 
 async def _click(tab: Tab, key: str | None, me: Learner) -> Draw:
+    me.clicks += 1
     draw = await tab.rerun(key)
     me.problems += draw.problems
     return draw
@@ -289,7 +293,7 @@ class Level:
     latencies: list[float]
     errors: list[str]
     waited: int
-    finished_early: int
+    new_runs: int  # runs started after one ended, across the sessions
     spread: float | None  # max / min of the sessions' mean latencies
     opening: float | None  # the slowest session's page load and run start, seconds
     rss_idle: float
@@ -323,17 +327,17 @@ async def _drive(url: str, pid: int, n: int, steps: int, pace: float, seed: int)
 
 
 def _check_saved(db: Path, learners: list[Learner]) -> None:
-    """Each session's run is in the database under its user, with every step it took."""
+    """Each session's runs are in the database under its user, with every step it took."""
     from agentcore.store import Store
 
     store = Store(db)
     try:
         for me in learners:
             runs = store.list_runs(owner=me.name)
-            if len(runs) != 1:
-                me.problems.append(f"{len(runs)} runs saved under {me.name}, not 1")
-            elif runs[0].steps != len(me.latencies):
-                me.problems.append(f"{runs[0].steps} steps saved, {len(me.latencies)} taken")
+            if len(runs) != me.runs:
+                me.problems.append(f"{len(runs)} runs saved under {me.name}, not {me.runs}")
+            elif sum(r.steps for r in runs) != len(me.latencies):
+                me.problems.append(f"{sum(r.steps for r in runs)} steps saved, {len(me.latencies)} taken")
     finally:
         store.close()
 
@@ -363,13 +367,12 @@ def measure_level(n: int, model: str, steps: int, pace: float, seed: int, folder
         latencies=[t for me in learners for t in me.latencies],
         errors=[f"{me.name}: {p}" for me in learners for p in me.problems],
         waited=sum(me.waited for me in learners),
-        finished_early=sum(me.finished_early for me in learners),
+        new_runs=sum(me.runs - 1 for me in learners),
         spread=(max(means) / min(means)) if means and min(means) > 0 else None,
         opening=max((me.opening for me in learners if me.opening is not None), default=None),
         rss_idle=idle,
         rss_peak=peak,
-        # each session also loads the page and starts a run: two clicks' worth, counted as clicks here
-        cpu_per_step=cpu / sum(len(me.latencies) + 2 for me in learners),
+        cpu_per_step=cpu / max(1, sum(me.clicks for me in learners)),  # the page loads and New runs included
     )
 
 
@@ -386,7 +389,7 @@ def rows(levels: list[Level], model: str, steps: int) -> list[Row]:
         note = (
             f"{len(lv.latencies)} steps ({steps} each); max {_s(lv.pct(1.0))}; spread {_x(lv.spread)}; "
             f"slowest page load + New run {_s(lv.opening)}; "
-            f"errors {len(lv.errors)}; waiting shown on {lv.waited}; ended early {lv.finished_early}; "
+            f"errors {len(lv.errors)}; waiting shown on {lv.waited}; runs ended and started again {lv.new_runs}; "
             f"RSS {lv.rss_idle:.0f} → {lv.rss_peak:.0f} MiB ({lv.per_session_mb:.1f} MiB/session); "
             f"server CPU {lv.cpu_per_step * 1000:.0f} ms per click"
         )
