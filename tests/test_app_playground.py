@@ -356,13 +356,15 @@ def test_new_runs_start_from_the_sidebar_config(app):
 
 
 def test_a_long_run_draws_one_page_of_messages_at_a_time(app):
+    from ui.messages_view import PAGE_SIZE
+
     run = start(app, "runaway", cfg_max_steps=200)
     click(app, "run_to_end")
     assert run.stop_reason == "max_steps" and len(run.messages) == 401
     edit_buttons = [b for b in app.button if b.key and b.key.startswith("edit_")]
-    assert len(edit_buttons) == 20 and edit_buttons[0].key == "edit_381"
+    assert len(edit_buttons) == PAGE_SIZE and edit_buttons[0].key == f"edit_{401 - PAGE_SIZE}"
     click(app, "msg_prev")
-    assert [b.key for b in app.button if b.key and b.key.startswith("edit_")][0] == "edit_361"
+    assert [b.key for b in app.button if b.key and b.key.startswith("edit_")][0] == f"edit_{401 - 2 * PAGE_SIZE}"
 
 
 # -- the graph and the source view, as pure functions of a run --------------------------------
@@ -477,7 +479,8 @@ def test_a_fork_that_ends_on_an_answer_says_why_nothing_can_step(app):
 def test_tool_results_are_shown_as_written_not_as_markdown(app):
     run = start(app, "research")
     click(app, "run_to_end")
-    note = next(m.content for m in run.messages if isinstance(m, ToolMessage) and m.content.startswith("# "))
+    notes = [m.content for m in run.messages if isinstance(m, ToolMessage) and m.content.startswith("# ")]
+    note = notes[-1]  # the newest, on the page shown
     heading = note.splitlines()[0]
     assert not any(heading in str(m.value) for m in app.markdown)  # never drawn as a page heading
     assert any(str(t.value).startswith(heading) for t in app.text)

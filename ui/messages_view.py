@@ -22,7 +22,7 @@ from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
 from . import actions, safe
 from .state import Session, get_session
 
-PAGE_SIZE = 20
+PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
 FOLD_CHARS = 600
 ROLE_BADGE = {
     "system": ":gray-badge[system]",
