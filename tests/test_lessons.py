@@ -214,3 +214,14 @@ def test_the_lesson_page_shows_a_hostile_run_inert(open_app, pending):
     at.switch_page("views/lesson.py").run()
     newest = "name" if pending else "final"  # the tool calls waiting, or the last answer
     assert_inert(at, shows=f"{EVIL}/{newest}-img")
+
+
+def test_every_line_the_code_panels_mark_is_in_the_loops_own_source():
+    # the panels find their lines by text: a marker the loop no longer holds would silently mark nothing
+    import inspect
+
+    from ui import graph
+
+    source = inspect.getsource(Agent)
+    markers = [*graph._MARKERS["model"], *graph._MARKERS["tools"], *graph._STOP_MARKERS.values(), *graph._ERROR_MARKERS]
+    assert [m for m in markers if m not in source] == []

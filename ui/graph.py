@@ -212,7 +212,7 @@ def loop_html(run: Run | None) -> str:
 # -- the loop's source ----------------------------------------------------------------
 
 _MARKERS = {
-    "model": ("self.provider.complete(", "run.steps.append(", "run.append(response.message)"),
+    "model": ("self.provider.complete(", "run.steps.append(", "run.append(message)"),
     "tools": ("self._execute(", "self._append_results("),
 }
 _STOP_MARKERS = {
