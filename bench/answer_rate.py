@@ -83,16 +83,12 @@ EXAMPLE = (
 
 # Each way of prompting that was tried, kept or not; the first is the provider's default.
 STYLES: dict[str, dict] = {
-    "agentcore: tool role, instructions, grammar": {},
+    "agentcore: a call required first, results as user turns of plain lines (the default)": {},
+    "agentcore: tool role, instructions, grammar": {"chat_style": ChatStyle()},
     "agentcore: tool results as user turns": {"chat_style": ChatStyle(tool_role="user")},
     "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
     "agentcore: call-first instructions and an example": {"chat_style": ChatStyle(instructions=CALL_FIRST + EXAMPLE)},
     "agentcore: a call required before the first answer": {"chat_style": ChatStyle(call_first=True)},
-    "agentcore: a call required first, results as user turns of plain lines": {
-        "chat_style": ChatStyle(call_first=True, tool_role="user", plain_results=True)
-    },
-    "agentcore: no call instructions": {"chat_style": ChatStyle(instructions="")},
-    "agentcore: no grammar": {"chat_style": ChatStyle(grammar=False)},
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
 }
 

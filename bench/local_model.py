@@ -76,13 +76,21 @@ def run_by_step(provider: LocalProvider, steps: int = STEPS, cached: bool = True
     llama.forget()
     run = Run.start(PROMPT, RunConfig(provider="local", model=provider.model, max_steps=steps))
     agent = Agent(provider, toolbox.get_tools("get_weather"))
+    cpu_ms = []
     while not run.stop_reason:
         if not cached:
             llama.forget()
+        started = time.process_time()  # the work itself: on a busy machine the wall time is mostly waiting
         agent.step(run)
+        cpu_ms.append((time.process_time() - started) * 1000)
     return [
-        {"latency_ms": s.latency_ms, "input_tokens": s.usage.input_tokens, "cache_read": s.usage.cache_read_tokens}
-        for s in run.steps
+        {
+            "latency_ms": s.latency_ms,
+            "cpu_ms": cpu,
+            "input_tokens": s.usage.input_tokens,
+            "cache_read": s.usage.cache_read_tokens,
+        }
+        for s, cpu in zip(run.steps, cpu_ms, strict=True)
     ]
 
 
@@ -96,10 +104,12 @@ def step_figures(steps: list[dict[str, float]]) -> dict[str, float]:
         "step_2_ms": steps[1]["latency_ms"],
         f"step_{len(steps)}_ms": steps[-1]["latency_ms"],
         f"step_{len(steps)}_over_step_2_ratio": steps[-1]["latency_ms"] / steps[1]["latency_ms"],
+        f"step_{len(steps)}_over_step_2_cpu_ratio": steps[-1]["cpu_ms"] / steps[1]["cpu_ms"],
         "smallest_cache_read_share_after_step_1_ratio": min(shares),
     }
     for i, s in enumerate(steps, 1):
         figures[f"step_{i:02d}_ms"] = s["latency_ms"]
+        figures[f"step_{i:02d}_cpu_ms"] = s["cpu_ms"]
         figures[f"step_{i:02d}_prompt_tokens"] = s["input_tokens"]
         figures[f"step_{i:02d}_cache_read_tokens"] = s["cache_read"]
     return figures
@@ -107,15 +117,16 @@ def step_figures(steps: list[dict[str, float]]) -> dict[str, float]:
 
 def step_table(steps: list[dict[str, float]], uncached: list[dict[str, float]] | None = None) -> str:
     """The steps as a Markdown table: latency, prompt tokens, cache reads and their share."""
-    lines = ["| step | ms | prompt tokens | read from cache | share |" + (" ms, cache forgotten |" if uncached else "")]
-    lines.append("|---|---|---|---|---|" + ("---|" if uncached else ""))
+    head = "| step | ms | CPU ms | prompt tokens | read from cache | share |"
+    lines = [head + (" ms, cache forgotten | CPU ms, cache forgotten |" if uncached else "")]
+    lines.append("|---|---|---|---|---|---|" + ("---|---|" if uncached else ""))
     for i, s in enumerate(steps):
         row = (
-            f"| {i + 1} | {s['latency_ms']:.0f} | {s['input_tokens']} | {s['cache_read']} "
+            f"| {i + 1} | {s['latency_ms']:.0f} | {s['cpu_ms']:.0f} | {s['input_tokens']} | {s['cache_read']} "
             f"| {s['cache_read'] / s['input_tokens']:.0%} |"
         )
         if uncached and i < len(uncached):
-            row += f" {uncached[i]['latency_ms']:.0f} |"
+            row += f" {uncached[i]['latency_ms']:.0f} | {uncached[i]['cpu_ms']:.0f} |"
         lines.append(row)
     return "\n".join(lines)
 

@@ -160,13 +160,13 @@ CALLED = (
 )
 
 
-def test_tool_results_reach_the_model_in_a_tool_turn(provider):
+def test_tool_results_reach_the_model_as_plain_lines_in_a_user_turn(provider):
     prompt = ask(provider, CALLED, max_tokens=8).wire.request["prompt"]
     assert (
         '<|im_start|>assistant\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
         in prompt
     )
-    assert '<|im_start|>tool\nget_weather result: {"temperature": 18}<|im_end|>\n<|im_start|>assistant\n' in prompt
+    assert "<|im_start|>user\nget_weather result: \ntemperature: 18<|im_end|>\n<|im_start|>assistant\n" in prompt
 
 
 def test_tool_results_reach_chatml_function_calling_as_a_turn_it_can_read(chatml):

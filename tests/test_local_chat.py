@@ -18,7 +18,7 @@ RUN = (
 
 
 def test_the_prompt_is_chatml_with_the_tools_in_the_system_turn_and_each_prompt_extends_the_last():
-    first, second = render(RUN[:1], TOOLS), render(RUN, TOOLS)
+    first, second = render(RUN[:1], TOOLS, ChatStyle()), render(RUN, TOOLS, ChatStyle())
     assert first.startswith("<|im_start|>system\nYou are a helpful assistant.\n\nYou can call these tools:\n")
     assert '{"name":"get_weather","description":"Get today' in first
     assert first.endswith("<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n")
@@ -34,6 +34,12 @@ def test_a_system_message_of_the_run_replaces_the_default_and_no_tools_means_no_
     prompt = render((SystemMessage(content="Be brief."), RUN[0]), ())
     assert prompt.startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n")
     assert render(RUN[:1], ()).startswith("<|im_start|>user\n")
+
+
+def test_the_default_style_sends_a_tool_result_as_plain_lines_in_a_user_turn():
+    assert render(RUN, TOOLS).endswith(
+        "<|im_start|>user\nget_weather result: \ntemperature: 18.5\nunit: celsius<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_the_styles_change_the_role_and_form_of_a_tool_result():
