@@ -152,21 +152,18 @@ def table(results: list[dict]) -> str:
 
 
 def measure(styles: list[str] | None = None, cases: list[Case] = CASES) -> list:
-    """Rows for bench/run.py: answered, budget and wrong counts, median steps and seconds, per style."""
+    """Rows for bench/run.py, one per style: the share answered, with the counts, median steps and seconds."""
     from common import Row
 
     rows = []
     for name in styles or list(STYLES):
         r = measure_style(name, cases)
         figure = "10. local answer rate"
-        n = r["prompts"]
-        rows += [
-            Row(figure, f"{name}: answered", r["answered"], f"of {n}"),
-            Row(figure, f"{name}: stopped by the budget", r["budget"], f"of {n}"),
-            Row(figure, f"{name}: wrong", r["wrong"], f"of {n}"),
-            Row(figure, f"{name}: median steps", r["median_steps"], "steps"),
-            Row(figure, f"{name}: median time per prompt", r["median_s"], "s"),
-        ]
+        note = (
+            f"answered {r['answered']}/{r['prompts']}, stopped by the budget {r['budget']}, wrong {r['wrong']}; "
+            f"median {r['median_steps']:g} steps, {r['median_s']:.1f} s a prompt"
+        )
+        rows.append(Row(figure, name, 100 * r["answered"] / r["prompts"], "% answered", note=note))
     return rows
 
 
