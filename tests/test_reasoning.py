@@ -102,3 +102,36 @@ def test_a_step_reports_the_reasoning_tokens_of_its_turn():
     run = thinking_run(Usage(input_tokens=50, output_tokens=120, reasoning_tokens=90))
     assert reported_tokens(run, 1) == 90
     assert reported_tokens(run, 2) is None and reported_tokens(None, 1) is None
+
+
+def _compare_column_page() -> None:
+    from test_reasoning import thinking_run  # the page runs apart from this module: tests/ is on the path
+
+    from agentcore.messages import Usage
+    from ui.messages_view import show_messages
+
+    run = thinking_run(Usage(input_tokens=50, output_tokens=120, reasoning_tokens=90))
+    show_messages(list(run.messages), run)
+
+
+def test_a_compare_column_shows_the_reasoning_with_the_reported_count():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_compare_column_page).run()
+    assert not at.exception
+    assert [e.label for e in at.expander] == ["Reasoning · 90 tokens"]
+
+
+def test_the_playground_shows_a_turns_reasoning_collapsed_beside_its_tool_calls(open_app):
+    from ui.state import Session
+
+    run = thinking_run(Usage(input_tokens=50, output_tokens=120, reasoning_tokens=90))
+    run.config = run.config.model_copy(update={"provider": "scripted", "model": "weather"})
+    session = Session()
+    session.add_run(run)
+    session.sync_sidebar = False
+    at = open_app(session=session)
+    reasoning = [e for e in at.expander if e.label.startswith("Reasoning")]
+    assert [e.label for e in reasoning] == ["Reasoning · 90 tokens"]
+    assert reasoning[0].proto.expanded is False
+    assert "t" * 400 in [m.value for m in reasoning[0].markdown]

@@ -19,7 +19,7 @@ from agentcore.messages import (
 )
 from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
 
-from . import actions, safe
+from . import actions, reasoning_view, safe
 from .state import Session, get_session
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
@@ -208,20 +208,21 @@ def _invalid_calls(m: Message) -> None:
             )
 
 
-def _message_extras(m: Message) -> None:
+def _message_extras(m: Message, reasoning_tokens: int | None = None) -> None:
     """The parts of a message drawn apart from its Markdown block: plain output, bad arguments, a long text."""
+    reasoning_view.show_reasoning(m, reasoning_tokens)  # collapsed, with the calls it led to
     if isinstance(m, ToolMessage):
         _plain_text(m.content)
     _invalid_calls(m)
     _fold(m.content or "")
 
 
-def show_messages(messages: Sequence[Message]) -> None:
+def show_messages(messages: Sequence[Message], run: Run | None = None) -> None:
     """Draw a message list to read, without edit controls (the compare page's columns)."""
     for i, m in enumerate(messages):
         with st.container(border=True):
             st.markdown(f"{_header(i, m)}\n\n{message_markdown(m)}")
-            _message_extras(m)
+            _message_extras(m, reasoning_view.reported_tokens(run, i, m))
 
 
 def show_newest(run: Run) -> None:
@@ -233,7 +234,7 @@ def show_newest(run: Run) -> None:
     record = Record(run, len(run.messages))
     with st.container(border=True):
         st.markdown(f"{_header(i, m, record.answered(i), new=True)}\n\n{message_markdown(m, record.tool_run(i))}")
-        _message_extras(m)
+        _message_extras(m, reasoning_view.reported_tokens(run, i))
 
 
 def _editor(i: int, m: Message) -> None:
@@ -316,7 +317,7 @@ def _message_row(session: Session, i: int, m: Message, reasons: list[str], recor
         if editing:
             _editor(i, m)
         else:
-            _message_extras(m)
+            _message_extras(m, reasoning_view.reported_tokens(session.run, i, m))
         for reason in reasons:
             st.error(safe.block(reason), icon=":material/rule:")
 

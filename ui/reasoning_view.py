@@ -16,9 +16,12 @@ from . import safe
 KIND = {"anthropic": "thinking", "openai-responses": "reasoning", "ollama": "thinking"}
 
 
-def reported_tokens(run: Run | None, index: int) -> int | None:
-    """The reasoning tokens the provider reported for the model turn at `index`, when it reported any."""
-    if run is None:
+def reported_tokens(run: Run | None, index: int, message: Message | None = None) -> int | None:
+    """The reasoning tokens the provider reported for the model turn at `index`, when it reported any.
+
+    With `message`, only when the run's message there is that one (an edited draft may differ).
+    """
+    if run is None or (message is not None and (index >= len(run.messages) or run.messages[index] != message)):
         return None
     step = next((s for s in run.steps if s.message_count == index), None)
     return (step.usage.reasoning_tokens or None) if step is not None else None

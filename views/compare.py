@@ -263,7 +263,7 @@ def _column_view(column: Column, sharing: list[int]) -> None:
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")
     with st.container(height=460, autoscroll=True):
-        show_messages(list(run.messages))
+        show_messages(list(run.messages), run)  # the run gives each turn's reported reasoning tokens
         if column.live_text:
             with st.chat_message("assistant"):
                 st.markdown(safe.markdown(column.live_text + " ▌"))
