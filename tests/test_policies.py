@@ -565,3 +565,21 @@ def test_the_breakpoints_go_over_the_wire_to_a_messages_api_server(katan):
     sent = run.steps[1].wire.request
     assert breakpoints(sent) == ["tools[0]", "system[0]", "messages[2].content[0]"]
     assert sent["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+
+
+def test_the_playground_marks_what_the_next_request_leaves_out(open_app):
+    at = open_app()
+    at.selectbox(key="cfg_scenario").set_value("research").run()
+    at.session_state["cfg_policy_keep"] = 1
+    at.run()
+    at.button(key="start").click().run()
+    for _ in range(4):
+        at.button(key="step").click().run()
+    assert not at.exception, at.exception
+    run = at.session_state["session"].run
+    shown = "\n".join(m.value for m in at.markdown)
+    assert shown.count("cleared in the next request") == 3  # four results so far, the last one kept
+    assert any(c.value.startswith("Next request:") for c in at.caption)
+    table = at.dataframe[0].value  # step 4's request beside the history
+    assert list(table["in the request"]).count("sent as a placeholder") == 2
+    assert len(run.steps) == 4

@@ -19,7 +19,7 @@ from agentcore.messages import (
 )
 from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
 
-from . import actions, reasoning_view, safe
+from . import actions, policy_view, reasoning_view, safe
 from .state import Session, get_session
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
@@ -310,7 +310,7 @@ def _message_row(session: Session, i: int, m: Message, reasons: list[str], recor
     editing = session.editing == i
     with st.container(border=True, key=f"msg_{i}"):
         row = st.container(horizontal=True, wrap=False, vertical_alignment="top", gap="small")
-        head = _header(i, m, record.answered(i), new)
+        head = _header(i, m, record.answered(i), new) + policy_view.row_badge(session.run, i, session.draft is not None)
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
@@ -344,6 +344,7 @@ def render_messages(session: Session) -> None:
     violations = _violations(messages)
     if session.draft is not None:
         _draft_bar(run, session.draft, violations)
+    policy_view.render_panel(run, session.draft, session.config)  # the request beside the history, the gauge
     record = Record(run, first_difference(run.messages, messages))
     since = _new_since(run) if session.draft is None else None
     shown = _page_range(session, len(messages))

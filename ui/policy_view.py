@@ -217,7 +217,8 @@ def row_badge(run: Run | None, index: int, editing: bool = False) -> str:
     key = (tuple(map(id, run.messages)), len(run.steps), run.config.policies)
     cached = _marks_cache.get(run.id)
     if cached is None or cached[0] != key:
-        cached = (key, next_marks(run), cached_prefix(run))
+        marks = next_marks(run) if run.next_phase != "done" else []  # no next request, nothing to mark
+        cached = (key, marks, cached_prefix(run))
         _marks_cache.clear()  # one run is on screen at a time
         _marks_cache[run.id] = cached
     badge = message_badge(run, index, cached[1], cached[2])
@@ -243,5 +244,5 @@ def render_panel(run: Run, draft: list[Message] | None, config: Any = None) -> N
         return
     with st.expander("The request as sent, beside the history"):
         last = len(run.steps)
-        index = st.number_input("Step", min_value=1, max_value=last, value=last, key=f"policy_step_{run.id}")
+        index = st.number_input("Step", min_value=1, max_value=last, value=last, key=f"policy_step_{run.id}_{last}")
         request_beside_history(run, int(index), local_window(run, config))
