@@ -89,6 +89,9 @@ STYLES: dict[str, dict] = {
     "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
     "agentcore: call-first instructions and an example": {"chat_style": ChatStyle(instructions=CALL_FIRST + EXAMPLE)},
     "agentcore: a call required before the first answer": {"chat_style": ChatStyle(call_first=True)},
+    "agentcore: the default, with a repeat penalty of 1.1": {
+        "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True, repeat_penalty=1.1)
+    },
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
 }
 

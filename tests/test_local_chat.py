@@ -67,4 +67,5 @@ def test_the_grammar_offers_each_tool_and_an_answer_unless_a_call_is_required():
     assert both.startswith("root ::= agentcore-call | agentcore-answer\n")
     assert '"\\"get_weather\\""' in both and '"\\"calculator\\""' in both
     assert grammar_text(TOOLS, answer=False).startswith("root ::= agentcore-call\n")
+    assert r'char ::= [^"\\\x7F\x00-\x1F] |' in both  # a JSON string cannot run on over lines
     LlamaGrammar.from_string(both, verbose=False)  # llama.cpp accepts it

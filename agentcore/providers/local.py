@@ -268,6 +268,7 @@ class LocalProvider(BaseProvider):
             "temperature": 0.0 if s.temperature is None else s.temperature,
             "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS,
             "seed": self.seed if s.seed is None else s.seed,
+            "repeat_penalty": style.repeat_penalty,
             "stream": on_text is not None,
         }
         try:
@@ -344,6 +345,7 @@ def _generate_text(
         max_tokens=wire["max_tokens"],
         temperature=wire["temperature"],
         seed=wire["seed"],
+        repeat_penalty=wire["repeat_penalty"],
         stop=["<|im_end|>"],
         grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
         stream=True,

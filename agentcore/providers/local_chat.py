@@ -45,13 +45,14 @@ _NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 
 @dataclass(frozen=True)
 class ChatStyle:
-    """How the prompt is written: the choices the answer-rate benchmark compares."""
+    """How the prompt is written and the reply sampled: the choices the answer-rate benchmark compares."""
 
     tool_role: Literal["tool", "user"] = "tool"  # the ChatML role a tool result is sent as
     instructions: str = TOOLS_HOW  # after the list of tools: how to call one, and when to answer ("" for none)
     grammar: bool = True  # hold the reply to one call or an answer
     plain_results: bool = False  # a tool result that is a JSON object goes as "key: value" lines
     call_first: bool = False  # until a tool has answered, the grammar allows only a call (tool_choice "required")
+    repeat_penalty: float = 1.0  # llama.cpp's penalty on tokens already in the last 64 (1.0: none)
 
 
 # The style that answered most of bench/answer_rate.py's prompts (README: the embedded model's figures).
@@ -130,6 +131,9 @@ def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
     except Exception:  # noqa: BLE001 - a schema the converter cannot follow (a server's tool) still takes any object
         calls = json_schema_to_gbnf(schema(lambda t: {"type": "object"}))
     calls = calls.replace("root ::=", "agentcore-call-json ::=", 1)
+    # JSON strings hold no raw control characters; the converter's rule lets a string run on over lines
+    # (SmolLM2 then writes its whole answer inside an unclosed argument)
+    calls = calls.replace(r'char ::= [^"\\] |', r'char ::= [^"\\\x7F\x00-\x1F] |')
     head = (
         f"root ::= agentcore-call{' | agentcore-answer' if answer else ''}\n"
         f"agentcore-call ::= {json.dumps(CALL_OPEN)} agentcore-call-json {json.dumps(CALL_CLOSE)}\n"
