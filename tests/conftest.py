@@ -63,15 +63,20 @@ def _reset_flaky():
 def open_app(monkeypatch) -> Callable[..., AppTest]:
     """Open the app as a browser does (app.py, on the scripted model), then go to `page` when one is given.
 
-    `session` is put in place before the first draw, as the playground would have left it.
+    `session` is put in place before the first draw, as the playground would have left it; `view` opens
+    the playground's Messages or Steps tab.
     """
     monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
 
-    def open_(page: str | None = None, *, session: Any = None, timeout: float = 60) -> AppTest:
+    def open_(page: str | None = None, *, session: Any = None, timeout: float = 60, view: str | None = None) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=timeout)
         if session is not None:
             at.session_state["session"] = session
+        if view is not None:  # the playground's open tab: only the open one is drawn
+            from ui.page_state import PLAYGROUND_VIEW_KEY
+
+            at.session_state[PLAYGROUND_VIEW_KEY] = view
         at.run()
         assert not at.exception, at.exception
         if page is not None:
@@ -121,3 +126,17 @@ def downloads(monkeypatch) -> Downloads:
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load_and_get_id)
     monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
     return seen
+
+
+@pytest.fixture
+def steps_tab() -> Callable[[AppTest], AppTest]:
+    """Open the playground's Steps tab, as a click on it does: only the open tab is drawn."""
+    from ui.page_state import PLAYGROUND_VIEW_KEY
+
+    def open_(at: AppTest, view: str = "Steps") -> AppTest:
+        at.session_state[PLAYGROUND_VIEW_KEY] = view
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    return open_

@@ -171,7 +171,7 @@ def test_a_provider_that_cannot_load_shows_a_clear_message(app):
     assert [m.role for m in session(app).run.messages] == ["user"]
 
 
-def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app):
+def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app, steps_tab):
     run = start(app)
     click(app, "step")
     click(app, "step")
@@ -187,6 +187,7 @@ def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app):
     assert run.messages == original and run.id in session(app).runs
     # what came after the prompt answered the old one: the fork ends at the edit, and no step saw it
     assert fork.messages == [UserMessage(content="What is the weather in Oslo?")] and fork.steps == []
+    steps_tab(app)
     assert any("Lineage" in m.value for m in app.markdown)
 
 
@@ -256,10 +257,11 @@ def test_a_hand_typed_result_replaces_running_the_tool(app):
     assert tool_runs[2].original_arguments["city"] == "Tokyo"  # what the model asked, kept beside the edit
 
 
-def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app):
+def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app, steps_tab):
     run = start(app)
     click(app, "run_to_end")
     assert run.stop_reason == "answer"
+    steps_tab(app)
     app.selectbox(key="inspect_step").set_value(2).run()
     click(app, "fork_step")
     fork = session(app).run
@@ -274,9 +276,11 @@ def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app):
     assert session(app).run is run
 
 
-def test_each_step_shows_its_wire_exchange_and_usage(app):
+def test_each_step_shows_its_wire_exchange_and_usage(app, steps_tab):
     start(app)
     click(app, "step")
+    assert not any(m.label == "Input tokens" for m in app.metric)  # the Steps tab is drawn once opened
+    steps_tab(app)
     assert any(m.label == "Input tokens" for m in app.metric)
     assert any(m.value == "estimated" for m in app.metric)
     wire = [json.loads(j.value) for j in app.json if '"scenario"' in j.value]

@@ -320,7 +320,7 @@ def test_the_step_detail_shows_each_tool_runs_jsonrpc(secret_run, open_app):
     session = Session()
     session.add_run(run)
     session.inspect_step = 1  # the step whose tools ran; the picker otherwise follows the newest
-    at = open_app(session=session)
+    at = open_app(session=session, view="Steps")
     shown = " ".join(m.value for m in at.markdown)
     assert "tools/call" in shown and "word_count" in shown
     bodies = [b for b in [*(j.value for j in at.json), *(c.value for c in at.code)] if "jsonrpc" in b]

@@ -33,10 +33,10 @@ def playground(open_app):
     """The app on the playground with `run` as its current run."""
     from ui.state import Session
 
-    def open_(run: Run) -> AppTest:
+    def open_(run: Run, view: str = "Messages") -> AppTest:
         session = Session()
         session.add_run(run)
-        return open_app(session=session)
+        return open_app(session=session, view=view)
 
     return open_
 
@@ -127,7 +127,7 @@ def test_the_steps_table_shows_dashes_and_no_negative_zero(playground):
     run = scripted_run()
     run.steps[0].latency_ms = -0.01  # a clock step back: rounds to -0.0
     run.steps[0].finish_reason = None
-    at = playground(run)
+    at = playground(run, view="Steps")
     assert not at.exception
     table = at.dataframe[0].value
     cells = {str(v) for v in table.to_numpy().ravel()}
@@ -138,7 +138,7 @@ def test_the_steps_table_shows_dashes_and_no_negative_zero(playground):
 
 def test_the_wire_view_shows_the_status_as_a_status_and_the_json_to_copy(playground):
     run = scripted_run()
-    at = playground(run)
+    at = playground(run, view="Steps")
     assert not at.exception
     step = run.steps[-1]
     head = next(c.value for c in at.main.caption if "scripted://weather" in c.value)

@@ -263,13 +263,13 @@ def test_no_combination_of_hostile_fragments_comes_out_live(parts):
 def playground(open_app):
     """The app on the playground with `run` current; `before` may change the Session first."""
 
-    def open_(run: Run, before=None) -> AppTest:
+    def open_(run: Run, before=None, view: str = "Messages") -> AppTest:
         session = Session()
         session.add_run(run)
         session.sync_sidebar = False  # the run's provider is the scripted one: nothing to follow
         if before is not None:
             before(session)
-        return open_app(session=session)
+        return open_app(session=session, view=view)
 
     return open_
 
@@ -279,9 +279,12 @@ def test_the_playground_shows_a_hostile_run_inert(playground):
         session.notice = payload("notice")
         session.store_error = payload("store")
 
-    at = playground(hostile_run(), notices)
-    assert_inert(at, shows=f"http://{EVIL}/answer-img?d=secret")
-    shown = "\n".join(md for _, md in markdown_of(at))
+    shown = ""
+    # only the open tab is drawn: each is checked, with a piece of hostile text it shows
+    for view, piece in (("Messages", f"http://{EVIL}/answer-img?d=secret"), ("Steps", f"{EVIL}/url-img")):
+        at = playground(hostile_run(), notices, view=view)
+        assert_inert(at, shows=piece)
+        shown += "\n".join(md for _, md in markdown_of(at))
     for tag in ("user", "final", "name", "id", "provider-error", "notice", "store", "url"):
         assert f"{EVIL}/{tag}-img" in shown, tag  # each place's text is there, as text
 

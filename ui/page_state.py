@@ -15,6 +15,8 @@ import streamlit as st
 from agentcore.compare import Comparison
 
 Notice = tuple[Literal["success", "error"], str]
+# the playground's open tab below the diagram (Messages or Steps): only the open one is drawn
+PLAYGROUND_VIEW_KEY = "playground_view"
 
 
 @dataclass

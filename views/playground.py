@@ -16,6 +16,7 @@ from ui import actions, safe
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
 from ui.messages_view import mark_new, render_messages, show_newest, show_tool_call
+from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
@@ -29,6 +30,7 @@ STOP_REASONS = {
 SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
 PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
 PACE_KEY = "pace"
+VIEWS = ("Messages", "Steps")
 HOW_IT_WORKS = (
     "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
     "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
@@ -308,8 +310,10 @@ def _where(run: Run | None) -> None:
         st.caption(view.caption + " Highlighted lines did the work; numbers are lines in agentcore/loop.py.")
         with st.container(key="source"):
             st.html(source_html(view))
-        with st.expander("The whole function"):
-            st.html(source_html(view, whole=True))
+        whole = st.expander("The whole function", key="whole_function", on_change="rerun")
+        if whole.open:  # drawn once opened, not on every Step
+            with whole:
+                st.html(source_html(view, whole=True))
 
 
 def _notice(session: Session, slot) -> None:
@@ -356,11 +360,15 @@ def _page(session: Session) -> None:
     elif run.next_phase == "tools" and session.draft is None:
         _pending(session, run)
     _where(run)
-    messages, steps = st.tabs([f"Messages ({len(run.messages)})", f"Steps ({len(run.steps)})"])
-    with messages:
-        render_messages(session)
-    with steps:
-        render_steps(session)
+    # Only the open tab is drawn: the Steps tab's wire bodies were a third of the page, redrawn on every Step.
+    # The labels stay fixed, since the open tab is remembered by its label.
+    messages, steps = st.tabs(list(VIEWS), key=PLAYGROUND_VIEW_KEY, on_change="rerun")
+    if messages.open:
+        with messages:
+            render_messages(session)
+    if steps.open:
+        with steps:
+            render_steps(session)
 
 
 def main() -> None:

@@ -84,11 +84,11 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
 
     visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000), reopen=True)
     expect(page.get_by_text("The model call failed")).to_be_visible()
-    page.get_by_role("tab", name=re.compile(r"^Steps")).click()
+    visit.check("playground, messages", f"{EVIL}/answer-img?d=secret")
+    page.get_by_role("tab", name=re.compile(r"^Steps")).click()  # drawn once opened
     page.get_by_text("Wire view: the exact request").click()
     page.wait_for_timeout(500)
-    visit.check("playground", f"{EVIL}/answer-img?d=secret")
-    expect(page.get_by_text(f"{EVIL}/wire?d=secret").first).to_be_visible()
+    visit.check("playground, steps", f"{EVIL}/wire?d=secret")
 
     visit.open(
         f"{url}/runs", lambda: expect(page.get_by_text("Compare with another run")).to_be_visible(timeout=30_000)
