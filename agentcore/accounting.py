@@ -8,6 +8,7 @@ genai-prices, the maintained price database; nothing here calls a model.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -27,7 +28,8 @@ PART_LABELS = {
     "tool_specs": "tool definitions",
 }
 CLEARED = "[cleared]"  # what a dropped tool result is replaced with, so each call keeps its answer
-_PRICED_PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}  # agentcore name -> genai-prices id
+# agentcore name -> genai-prices id (the Responses API bills the same models at the same prices)
+_PRICED_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 
 
 # -- prices ---------------------------------------------------------------------------
@@ -140,7 +142,14 @@ def run_cost(run: Run) -> float | None:
             return None
         # prices are linear in tokens, so pricing a model's totals once equals adding up its steps
         total += pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-    return total
+    charged = _policy_cost(run.steps)
+    return None if charged is None else total + charged
+
+
+def _policy_cost(steps: Iterable[StepRecord]) -> float | None:
+    """What the calls a context policy made for these steps (the summariser's) cost; None when one is unpriced."""
+    costs = [call.cost_usd for step in steps for call in step.policy_calls]
+    return None if None in costs else sum(costs)
 
 
 @cache
@@ -422,6 +431,8 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
             cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens)
         else:
             cost = 0.0 if pricer == "free" else None
+        charged = _policy_cost([record])  # a summariser's call is charged to the step it was made for
+        cost = None if cost is None or charged is None else cost + charged
         cum_in, cum_out = cum_in + inp, cum_out + out
         cum_cost = None if cum_cost is None or cost is None else cum_cost + cost
         steps.append(

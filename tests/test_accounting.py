@@ -375,3 +375,25 @@ def test_a_run_with_no_steps_has_empty_what_if_curves():
     run = Run.start("hi")
     curves = what_ifs(run, account(run))
     assert curves and all(c.input_tokens == [] and c.token_saving_pct == 0.0 for c in curves)
+
+
+def test_a_summarisers_call_is_charged_to_its_step_and_to_the_run():
+    from agentcore.policies import PolicyCall
+
+    run = hand_run()
+    plain = account(run).steps[2].cost_usd
+    summary = PolicyCall(provider="openai", model="gpt-4o-mini", usage=Usage(input_tokens=500), cost_usd=0.25)
+    run.steps[2].policy_calls.append(summary)
+    report = account(run)
+    assert report.steps[2].cost_usd == pytest.approx(plain + 0.25)
+    assert (
+        report.total_cost_usd
+        == pytest.approx(run_cost(run))
+        == pytest.approx(account(hand_run()).total_cost_usd + 0.25)
+    )
+    run.steps[2].policy_calls.append(summary.model_copy(update={"cost_usd": None}))  # a summariser of unknown price
+    assert run_cost(run) is None and account(run).steps[2].cost_usd is None
+
+
+def test_a_responses_api_run_is_priced_as_the_openai_model_it_ran_on():
+    assert run_cost(hand_run(provider="openai-responses")) == pytest.approx(run_cost(hand_run()))

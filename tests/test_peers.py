@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore import transcript
+from agentcore import catalogue, transcript
 from agentcore.cli import main
 from agentcore.messages import AssistantMessage, ToolMessage
 
@@ -126,7 +126,8 @@ def test_export_prints_each_wire_form_from_one_transcript(katan, tmp_path, capsy
     assert bodies["anthropic"]["messages"][2]["content"][0]["type"] == "tool_result"
     assert bodies["openai"]["messages"][0] == {"role": "system", "content": "Be brief."}
     assert isinstance(bodies["openai"]["messages"][2]["tool_calls"][0]["function"]["arguments"], str)
-    assert bodies["openai"]["model"] == "gpt-4o-mini"  # the run was not an OpenAI one: the default model
+    # the run was not an OpenAI one: the default model, the catalogue's
+    assert bodies["openai"]["model"] == catalogue.default_model("openai") != "echo"
     assert bodies["ollama"]["messages"][3]["tool_name"] == "get_weather"
     assert isinstance(bodies["ollama"]["messages"][2]["tool_calls"][0]["function"]["arguments"], dict)
     assert all(b["tools"][0]["function"]["name"] == "get_weather" for b in (bodies["openai"], bodies["ollama"]))

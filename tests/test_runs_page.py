@@ -173,7 +173,10 @@ def test_the_exports_are_the_stored_run_as_a_transcript_request_bodies_and_a_zip
     answer = stored.messages[-1].content
     for fmt in ("openai", "anthropic", "ollama"):
         assert stored.messages[0].content in json.dumps(bodies[fmt]["messages"][0]), fmt
+    for fmt in ("openai", "ollama"):
         assert answer in json.dumps(bodies[fmt]["messages"][-1]), fmt
+    # to Anthropic a body ending on the answer is a prefill: the export is the request that got the answer
+    assert bodies["anthropic"]["messages"][-1]["role"] == "user" and answer not in json.dumps(bodies["anthropic"])
     at.multiselect[0].set_value([root.id, other.id]).run()
     with zipfile.ZipFile(io.BytesIO(downloads.data(at.download_button(key="runs_zip")))) as bundle:
         assert sorted(bundle.namelist()) == sorted([f"{root.id}.json", f"{other.id}.json"])
