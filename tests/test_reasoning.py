@@ -135,3 +135,14 @@ def test_the_playground_shows_a_turns_reasoning_collapsed_beside_its_tool_calls(
     assert [e.label for e in reasoning] == ["Reasoning · 90 tokens"]
     assert reasoning[0].proto.expanded is False
     assert "t" * 400 in [m.value for m in reasoning[0].markdown]
+
+
+def test_the_playground_says_which_reasoning_the_next_provider_will_not_be_sent(open_app):
+    from ui.state import Session
+
+    session = Session()
+    session.add_run(thinking_run(Usage(input_tokens=50, output_tokens=120)))
+    session.sync_sidebar = False  # the sidebar stays on the scripted model: the next step is not Anthropic's
+    at = open_app(session=session)
+    notes = [c.value for c in at.caption if "not sent to" in c.value]
+    assert len(notes) == 1 and "1 reasoning part from anthropic" in notes[0] and "not sent to scripted" in notes[0]

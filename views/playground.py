@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_run
-from agentcore.messages import pending_tool_calls
+from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
 from agentcore.transcript import dumps
@@ -168,6 +168,9 @@ def _next_call(session: Session, run: Run) -> None:
     if nxt.changed:
         line += f" :orange-badge[changed: {' and '.join(nxt.changed)}]"
     st.caption(line)
+    note = reasoning_note(run.messages, nxt.model.provider)  # reasoning goes back only to its own provider
+    if note:
+        st.caption(f":material/psychology: {safe.inline(note)}")
 
 
 def _controls(session: Session, run: Run) -> None:
