@@ -139,6 +139,11 @@ class Agent:
             prepared = prepare(run, self.provider)
         except ProviderError as exc:
             return self._fail(run, index, f"summarising the older turns: {exc.one_line()}")
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a broken summariser must not lose the run, as a broken model
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            return self._fail(run, index, f"summarising the older turns: {self.provider.name}: {detail}")
         request = ModelRequest.model_construct(
             messages=tuple(prepared.messages), tools=tuple(run.tool_specs), settings=settings
         )

@@ -79,7 +79,7 @@ def parse_policy(text: str) -> tuple[str, int | bool]:
         if value.lower() not in ("on", "off", "true", "false", "1", "0"):
             raise UsageError(f"--policy {text!r}: cache_breakpoints is on or off")
         return name, value.lower() in ("on", "true", "1")
-    if not value.isdigit() or len(value) > 7:
+    if not (value.isascii() and value.isdigit()) or len(value) > 7:  # "²" is a digit that int() cannot read
         raise UsageError(f"--policy {text!r}: {name} takes a whole number")
     number = int(value)
     if number < (0 if name == "keep_tool_results" else 1):
@@ -116,7 +116,7 @@ class SentRequest(BaseModel):
     policies: list[str] = []
     changes: dict[int, Change] = {}
     summary: str | None = None
-    summary_after: int = 0
+    summary_after: int = Field(default=0, ge=0)
 
     def marks(self, count: int) -> list[str]:
         """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`."""

@@ -179,6 +179,8 @@ class _Pool:
         and the objects under an object's keys, are walked rather than pooled whole: a request's
         message list differs at every step, the messages in it do not.
         """
+        if isinstance(body, str) and body.startswith(_REF):
+            return _REF + body  # a whole body that is a string of its own, escaped as any string in a body
         if not isinstance(body, dict | list):
             return body
         stack: list[tuple[Any, dict | list]] = []  # a server's body may be deep: no recursion

@@ -237,6 +237,17 @@ class Run(BaseModel):
     parent: ForkOrigin | None = None
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 
+    @field_validator("steps")
+    @classmethod
+    def _numbered_in_order(cls, steps: list[StepRecord]) -> list[StepRecord]:
+        # each step is read by its index (step n is steps[n - 1]): a gap or a repeat would read another step
+        for position, step in enumerate(steps):
+            if step.index != position + 1:
+                raise ValueError(
+                    f"step {position + 1} has index {step.index}; steps are numbered 1, 2, 3, ... in order"
+                )
+        return steps
+
     @field_validator("final_output")
     @classmethod
     def _plain_json(cls, value: Any) -> Any:

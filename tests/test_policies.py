@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
 from agentcore.accounting import _pricer, account, model_price_ref
 from agentcore.catalogue import context_window
-from agentcore.errors import UsageError
+from agentcore.errors import TranscriptError, UsageError
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
 from agentcore.messages import (
     AssistantMessage,
@@ -27,7 +27,9 @@ from agentcore.messages import (
 from agentcore.policies import (
     CLEARED,
     SUMMARY_HEADING,
+    SUMMARY_PROMPT,
     ContextPolicies,
+    SentRequest,
     parse_policy,
     policies_from,
     prepare,
@@ -583,3 +585,50 @@ def test_the_playground_marks_what_the_next_request_leaves_out(open_app):
     table = at.dataframe[0].value  # step 4's request beside the history
     assert list(table["in the request"]).count("sent as a placeholder") == 2
     assert len(run.steps) == 4
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "½"])
+def test_a_number_in_other_digits_is_a_one_line_usage_error(value, capsys):
+    argv = ["run", "x", "--provider", "scripted", "--no-db", "--policy", f"keep_tool_results={value}"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "takes a whole number" in err and "\n" not in err
+
+
+def test_a_summary_placed_past_the_history_is_refused_below_and_shown_last_above():
+    from pydantic import ValidationError
+
+    from ui.policy_view import request_beside_history
+
+    with pytest.raises(ValidationError):
+        SentRequest(summary="x", summary_after=-1)
+    run = research(summarize_older_than=3)
+    step = run.steps[4]
+    assert step.sent is not None and step.sent.summary is not None
+    data = transcript.to_dict(run)
+    data["steps"][4]["sent"]["summary_after"] = 99
+    loaded = transcript.from_dict(data)
+    request_beside_history(loaded, 5)  # draws without a running app; raised IndexError before
+    data["steps"][4]["sent"]["summary_after"] = -1
+    with pytest.raises(TranscriptError, match=r"steps\[4\]\.sent\.summary_after"):
+        transcript.from_dict(data)
+
+
+class _BrokenSummariser(ScriptedProvider):
+    """Answers as the research scenario, but its summary calls fail with a plain error."""
+
+    def complete(self, request, on_text=None):
+        if request.messages[0].text == SUMMARY_PROMPT:
+            raise RuntimeError("the summariser broke\nwith a second line")
+        return super().complete(request, on_text)
+
+
+def test_a_summariser_that_raises_a_plain_error_fails_the_step_and_keeps_the_run():
+    run = research(max_steps=4)
+    before, steps = list(run.messages), [s.model_copy(deep=True) for s in run.steps]
+    run.config = run.config.model_copy(update={"max_steps": 10, "policies": ContextPolicies(summarize_older_than=1)})
+    provider = _BrokenSummariser(scenario="research")
+    assert Agent(provider, get_tools(list(provider.scenario.tools))).model_phase(run) == "model"
+    assert run.stop_reason == "error" and run.error.startswith("summarising the older turns: scripted: RuntimeError")
+    assert "\n" not in run.error
+    assert run.steps == steps and run.messages == before

@@ -270,3 +270,18 @@ def test_the_playground_and_the_runs_page_offer_the_replay(tmp_path, monkeypatch
     at.selectbox(key="runs_selected").set_value(run.id).run()
     assert not at.exception
     assert page_data(downloads.data(at.download_button(key="runs_dl_html")).decode())["run"]["id"] == run.id
+
+
+def test_a_whole_body_that_starts_with_nul_reads_back_as_it_was():
+    from agentcore.replay import replay_data
+
+    wire = WireExchange(url="http://x.invalid/", request="\x000", status=200, response="\x00\x00plain")
+    run = Run(
+        messages=[UserMessage(content="hi"), AssistantMessage(content="done")],
+        steps=[StepRecord(index=1, message_count=1, wire=wire)],
+        stop_reason="answer",
+    )
+    data = replay_data(run)
+    kept = data["steps"][0]["wire"]
+    assert expand(kept["request"], data["pool"]) == "\x000"
+    assert expand(kept["response"], data["pool"]) == "\x00\x00plain"

@@ -215,3 +215,24 @@ def test_tools_of_a_transcript_resolve_against_the_toolbox():
     data = tr.to_dict(finished_run("weather"))
     assert [t["name"] for t in data["config"]["tools"]] == ["get_weather"]
     assert TOOLBOX["get_weather"].spec().model_dump() == data["config"]["tools"][0]
+
+
+@pytest.mark.parametrize(("index", "words"), [(7, "step 1 has index 7"), (0, "step 1 has index 0")])
+def test_a_step_numbered_out_of_place_is_refused_naming_the_step(index, words):
+    data = {
+        "format": "agentcore.transcript",
+        "version": 1,
+        "messages": [{"role": "user", "content": "hi"}],
+        "steps": [{"index": index, "message_count": 1}],
+    }
+    with pytest.raises(TranscriptError) as err:
+        tr.from_dict(data)
+    assert str(err.value).startswith("steps: ") and words in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_forks_keep_their_steps_numbered_in_order():
+    run = finished_run()
+    for fork in (run.fork(2), run.fork_with_messages(run.messages[:-1])):
+        assert [s.index for s in fork.steps] == list(range(1, len(fork.steps) + 1))
+        assert tr.from_dict(tr.to_dict(fork)) == fork

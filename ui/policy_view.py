@@ -124,8 +124,8 @@ def request_beside_history(run: Run, index: int, window: int | None = None) -> N
         for i, (m, mark) in enumerate(zip(history, marks, strict=True))
     ]
     if sent is not None and sent.summary is not None:
-        rows.insert(sent.summary_after + 1, {"#": None, "role": "user", "in the request": "the summary"})
-        rows[sent.summary_after + 1]["history"] = _short(sent.summary)
+        at = min(max(sent.summary_after, 0) + 1, len(rows))  # a record from a file may point past the history
+        rows.insert(at, {"#": None, "role": "user", "in the request": "the summary", "history": _short(sent.summary)})
     policies = ", ".join(sent.policies) if sent is not None else "none: the whole history was sent"
     st.caption(
         f"Step {index}: policies {safe.inline(policies)}. {gauge_line(step_gauges(run, window=window)[index - 1])}"
