@@ -237,6 +237,9 @@ def start_app(db: Path, model: str, log: Path) -> tuple[subprocess.Popen, str]:
     if model == "scripted":
         env["AGENTCORE_MODEL"] = "runaway"  # it never answers, so every session can take every step
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
+    # as a deployed server runs: a watched source file that changes makes Streamlit re-import its modules
+    # under the sessions running at that moment, which is a developer's convenience, not a class's
+    cmd += ["--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
