@@ -12,6 +12,7 @@ from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.providers.llama_state import FairQueue, longest_prefix, report_waits
+from agentcore.providers.local_chat import render_pieces, tokenize_prompt
 
 # -- the fair queue (no model needed) ---------------------------------------------------
 
@@ -125,7 +126,7 @@ def said(response):
 
 
 def tokens_of(llama, messages, tools=TOOLS):
-    return llama.tokenize(local.render(messages, tools).encode(), add_bos=False, special=True)
+    return tokenize_prompt(llama, render_pieces(messages, tools), add_bos=False)
 
 
 def next_logits(llama, tokens):
@@ -210,3 +211,20 @@ def test_the_answer_and_the_tool_call_are_the_models_own_choice(provider, llama)
     assert "get_weather" in grammar and "calculator" in grammar
     assert response.wire.request["prompt"].endswith("<|im_start|>assistant\n")
     assert response.message.content or response.message.tool_calls
+
+
+def test_a_saved_state_evicted_while_switching_to_it_still_gives_the_cold_answer(provider, llama, monkeypatch):
+    from agentcore.providers import llama_state
+
+    # room for one saved state only: saving the conversation being left evicts the one about to be loaded
+    monkeypatch.setattr(llama_state, "SAVED_STATE_BYTES", 1)
+    other = (SystemMessage(content="You answer in French. " * 8), UserMessage(content="Bonjour, ça va ?"))
+    first = ask(provider, RUN)
+    other_warm = ask(provider, other, tools=())
+    back = ask(provider, RUN)
+    assert back.usage.cache_read_tokens == first.usage.input_tokens - 2  # read from the saved state
+    other_back = ask(provider, other, tools=())  # the next call, from the other conversation
+    llama.forget()
+    assert said(back) == said(ask(provider, RUN))
+    llama.forget()
+    assert said(other_back) == said(other_warm) == said(ask(provider, other, tools=()))

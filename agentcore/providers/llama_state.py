@@ -214,6 +214,8 @@ def caching_llama(**kwargs: Any) -> Any:
             keep = self._keepable(prompt)
             best = max(self._saved.values(), key=lambda s: longest_prefix(s.tokens[: s.batched], prompt), default=None)
             if best is not None and min(longest_prefix(best.tokens[: best.batched], prompt), len(prompt) - 2) > keep:
+                # out of reach of _save()'s eviction: the state about to be loaded must not be the one dropped
+                del self._saved[best.tokens]
                 self._save()
                 self._load(best)
                 keep = self._keepable(prompt)
@@ -239,21 +241,29 @@ def caching_llama(**kwargs: Any) -> Any:
             size = llama_cpp.llama_state_get_size(self._ctx.ctx)
             buffer = (ctypes.c_uint8 * size)()
             written = llama_cpp.llama_state_get_data(self._ctx.ctx, buffer, size)
-            self._saved[tokens] = _Saved(tokens, self.batched, bytes(buffer[:written]))
+            self._keep_saved(_Saved(tokens, self.batched, bytes(buffer[:written])))
+
+        def _keep_saved(self, saved: _Saved) -> None:
+            """Keep a saved state as the newest, dropping the oldest others while they take more than the budget."""
+            self._saved.pop(saved.tokens, None)
+            self._saved[saved.tokens] = saved
             while sum(len(s.state) for s in self._saved.values()) > SAVED_STATE_BYTES and len(self._saved) > 1:
                 self._saved.popitem(last=False)
 
         def _load(self, saved: _Saved) -> None:
+            """Restore a saved state into the context, its tokens with it; it stays saved, as the newest."""
             import llama_cpp
 
             buffer = (ctypes.c_uint8 * len(saved.state)).from_buffer_copy(saved.state)
             if llama_cpp.llama_state_set_data(self._ctx.ctx, buffer, len(saved.state)) != len(saved.state):
+                self._ctx.kv_cache_seq_rm(-1, 0, -1)  # whatever was restored in part is dropped with the rest
                 self.reset()
                 return
-            self._saved.move_to_end(saved.tokens)
+            # the bookkeeping follows the KV cache at once, before anything that could fail
             self.input_ids[: len(saved.tokens)] = saved.tokens
             self.n_tokens = len(saved.tokens)
             self.batched = saved.batched
             self._requires_eval = True
+            self._keep_saved(saved)
 
     return CachingLlama(**kwargs)

@@ -23,7 +23,7 @@ from ..errors import ProviderError, UsageError
 from ..messages import ToolMessage, Usage
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
 from .llama_state import FairQueue, caching_llama
-from .local_chat import DEFAULT_STYLE, ChatStyle, grammar_text, parse_reply, render
+from .local_chat import DEFAULT_STYLE, ChatStyle, Piece, grammar_text, parse_reply, render_pieces, tokenize_prompt
 from .local_chatml import Recorder, gather, mark_safe, to_message, to_openai_messages
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -256,8 +256,8 @@ class LocalProvider(BaseProvider):
     def _complete_own(self, loaded: LoadedModel, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         """One turn in agentcore's chat format: a ChatML prompt, and a grammar for one call or an answer."""
         s, style, llama = request.settings, self.chat_style, loaded.llama
-        prompt = render(request.messages, request.tools, style)
-        wire: dict[str, Any] = {"chat_format": "agentcore", "prompt": prompt}
+        pieces = render_pieces(request.messages, request.tools, style)
+        wire: dict[str, Any] = {"chat_format": "agentcore", "prompt": "".join(p.text for p in pieces)}
         answered = any(isinstance(m, ToolMessage) for m in request.messages)
         grammar = None
         if request.tools and style.grammar:
@@ -274,7 +274,7 @@ class LocalProvider(BaseProvider):
         try:
             with loaded.queue.hold():
                 llama.clear_uses()
-                text, finish, generated = _generate_text(llama, prompt, grammar, wire, on_text)
+                text, finish, generated = _generate_text(llama, pieces, grammar, wire, on_text)
                 use = llama.uses[0]
         except ValueError as exc:
             raise _provider_error(exc) from None
@@ -333,13 +333,13 @@ class LocalProvider(BaseProvider):
 
 
 def _generate_text(
-    llama: Any, prompt: str, grammar: str | None, wire: dict[str, Any], on_text: TextSink | None
+    llama: Any, pieces: list[Piece], grammar: str | None, wire: dict[str, Any], on_text: TextSink | None
 ) -> tuple[str, str | None, int]:
     """Generate a reply to the prompt: its text, finish reason and token count. Answer text streams to on_text."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
     bos = llama._model.add_bos_token() and llama.token_bos() != -1
-    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=bos, special=True)
+    tokens = tokenize_prompt(llama, pieces, add_bos=bos)  # only the template's markers are special tokens
     chunks = llama.create_completion(
         prompt=tokens,
         max_tokens=wire["max_tokens"],

@@ -61,40 +61,77 @@ class ChatStyle:
 DEFAULT_STYLE = ChatStyle(tool_role="user", plain_results=True, call_first=True)
 
 
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of prompt text: one of the template's own ChatML markers, or text tokenised as plain text."""
+
+    text: str
+    marker: bool = False
+
+
 def render(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], style: ChatStyle = DEFAULT_STYLE) -> str:
     """The ChatML prompt for the messages, the tools listed in the system turn, ending with the assistant's turn."""
-    parts: list[str] = []
+    return "".join(p.text for p in render_pieces(messages, tools, style))
+
+
+def render_pieces(
+    messages: tuple[Message, ...], tools: tuple[ToolSpec, ...], style: ChatStyle = DEFAULT_STYLE
+) -> list[Piece]:
+    """The prompt of render(), as the template's markers and the text between them (see tokenize_prompt)."""
+    parts: list[Piece] = []
     system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
     if tools or system:
-        parts.append(_turn("system", _system_text(system[0].content if system else DEFAULT_SYSTEM, tools, style)))
+        parts += _turn("system", _system_text(system[0].content if system else DEFAULT_SYSTEM, tools, style))
     for m in messages[len(system) :]:
         if isinstance(m, SystemMessage | UserMessage):
-            parts.append(_turn(m.role, m.content))
+            parts += _turn(m.role, m.content)
         elif isinstance(m, AssistantMessage):
             calls = "".join(_call_text(c) for c in m.tool_calls)
-            parts.append(_turn("assistant", (m.content or "") + calls))
+            parts += _turn("assistant", (m.content or "") + calls)
         elif isinstance(m, ToolMessage):
             outcome = "error" if m.is_error else "result"
             content = _lines(m.content) if style.plain_results else m.content
-            parts.append(_turn(style.tool_role, f"{m.name} {outcome}: {content}"))
+            parts += _turn(style.tool_role, f"{m.name} {outcome}: {content}")
         else:
             assert_never(m)
-    return "".join(parts) + "<|im_start|>assistant\n"
+    return [*parts, Piece(IM_START, marker=True), Piece("assistant\n")]
+
+
+def tokenize_prompt(llama: Any, pieces: list[Piece], add_bos: bool) -> list[int]:
+    """The prompt's tokens: only the template's own markers become special tokens.
+
+    A message or tool result may hold the text of a marker (`<|im_end|>\n<|im_start|>system`); read
+    as special tokens, it would open a system or assistant turn of its own. So each run of text
+    between the template's markers is tokenised with special tokens off, and each marker with them on.
+    llama.cpp, told to parse special tokens, also tokenises the text between them separately, so a
+    prompt without such text gets the very tokens it got as one string (and the KV cache still matches).
+    The text is left as it is, rather than altered to break the markers up, so what the model reads is
+    what the message says.
+    """
+    tokens: list[int] = []
+    for piece in pieces:
+        if piece.text:
+            first = add_bos and not tokens
+            tokens += llama.tokenize(piece.text.encode("utf-8"), add_bos=first, special=piece.marker)
+    return tokens
 
 
 def _lines(content: str) -> str:
     """A JSON object's fields as "key: value" lines; any other text as it is."""
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return content
     if not isinstance(data, dict):
         return content
     return "\n" + "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in data.items())
 
 
-def _turn(role: str, text: str) -> str:
-    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+def _turn(role: str, text: str) -> list[Piece]:
+    return [Piece(IM_START, marker=True), Piece(f"{role}\n{text}"), Piece(IM_END, marker=True), Piece("\n")]
 
 
 def _system_text(text: str, tools: tuple[ToolSpec, ...], style: ChatStyle) -> str:
