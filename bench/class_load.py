@@ -33,7 +33,6 @@ import asyncio
 import os
 import random
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
-from common import ROOT, Row, progress, ratio, unavailable  # noqa: E402
+import common  # noqa: E402
+from common import Row, progress, ratio, unavailable  # noqa: E402
 
 FIGURE = "9. a class on one server"
 USER_HEADER = "X-Bench-User"
@@ -218,40 +218,12 @@ async def _click(tab: Tab, key: str | None, me: Learner) -> Draw:
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_app(db: Path, model: str, log: Path) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` on a free port over `db`, on the scripted `runaway` scenario or the embedded model."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "AGENTCORE_DB": str(db),
-        "AGENTCORE_PROVIDER": model,
-        "AGENTCORE_USER_HEADER": USER_HEADER,
-    }
-    env.pop("AGENTCORE_MODEL", None)
-    if model == "scripted":
-        env["AGENTCORE_MODEL"] = "runaway"  # it never answers, so every session can take every step
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
-    # as a deployed server runs: a watched source file that changes makes Streamlit re-import its modules
-    # under the sessions running at that moment, which is a developer's convenience, not a class's
-    cmd += ["--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the app did not start within 60 s (log: {log})")
+    """The app over `db`, on the scripted `runaway` scenario or the embedded model, naming users by header."""
+    env = {"AGENTCORE_DB": str(db), "AGENTCORE_PROVIDER": model, "AGENTCORE_USER_HEADER": USER_HEADER}
+    # the scripted `runaway` scenario never answers, so every session can take every step
+    env["AGENTCORE_MODEL"] = "runaway" if model == "scripted" else None
+    return common.start_app(env, log)
 
 
 def rss_mb(pid: int) -> float:

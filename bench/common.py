@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import socket
 import statistics
 import subprocess
 import sys
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +108,34 @@ def rows_from_result(figure: str, prefix: str, result) -> list[Row]:
         unit = next((u for suffix, u in units if key.endswith(suffix)), "")
         rows.append(Row(figure, f"{prefix}: {key.replace('_', ' ')}", float(value), unit))
     return rows or [unavailable(figure, prefix, f"the module returned no numbers: {result!r}"[:200])]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(env: dict[str, str | None], log: Path) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` on a free port with `env` set (None: unset); returns it and its address once healthy.
+
+    The app runs as a deployed one does, without watching the source tree: a watched file that changes
+    makes Streamlit import its modules again under the sessions running then, and edits made elsewhere in
+    the tree while a figure runs would be timed as the app's work.
+    """
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
+    cmd += ["--server.fileWatcherType", "none"]
+    environ = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the app did not start within 60 s (log: {log})")

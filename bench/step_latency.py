@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import common
 from common import ROOT, Row, median, progress, ratio, unavailable
 
 FIGURE = "8. Step in the browser"
@@ -48,32 +47,9 @@ def seeded_run(messages: int):
     return run
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` on a free port over `db`; returns the process and its address once healthy."""
-    port = free_port()
-    env = {**os.environ, "AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(db)}
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)]
-    # no watching of the source tree for edits: a deployed app's files do not change, and edits made
-    # elsewhere in the tree while the figure runs would be timed as the app's work
-    cmd += ["--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the app did not start within 60 s (log: {log})")
+    """The app on the scripted model over `db`."""
+    return common.start_app({"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(db)}, log)
 
 
 def open_run(page, url: str) -> None:
