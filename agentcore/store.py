@@ -375,6 +375,11 @@ class Store:
         self._remember(run_id, _Written(revision, []))
         return run
 
+    def read_run(self, run_id: str) -> Run:
+        """The stored run to show, export or pin, read without claiming it: unlike load_run, this Store does not
+        take its revision as the one it may save over (only opening a run to go on with it does that)."""
+        return from_dict(self.load_data(run_id), check_messages=False)
+
     def exists(self, run_id: str) -> bool:
         """Whether a run with this id is stored."""
         return self._one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None

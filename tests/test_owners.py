@@ -71,6 +71,20 @@ def test_looking_at_a_run_in_the_library_does_not_let_a_stale_tab_save_over_it(o
     assert store.load_data(run.id)["messages"] == other.session_state["session"].run.model_dump(mode="json")["messages"]
 
 
+def test_proposing_a_pinned_test_of_a_run_does_not_let_a_stale_tab_save_over_it(open_app) -> None:
+    store = Store(os.environ["AGENTCORE_DB"])
+    run = open_runaway(store)
+    stale, other = tab_on(open_app, run), tab_on(open_app, run)
+    other.button(key="step").click().run()
+    stale.switch_page("views/tests.py").run()
+    stale.selectbox(key="tests_pin").set_value(run.id).run()  # reads what is stored now, to propose a test
+    assert not stale.exception, stale.exception
+    stale.switch_page(PLAYGROUND).run()
+    stale.button(key="step").click().run()
+    assert any("another tab" in e.value for e in stale.error)
+    assert store.summary(run.id).steps == 2
+
+
 def test_a_typed_name_owns_the_runs_started_and_a_name_with_markup_is_refused(open_app, monkeypatch) -> None:
     monkeypatch.setenv("AGENTCORE_USER", "server")
     monkeypatch.delenv(USER_HEADER_ENV, raising=False)

@@ -11,7 +11,6 @@ from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename
 from agentcore.importers import parse_import
 from agentcore.run import Run
 from agentcore.store import LAST_RUN_KEY, RunSummary, Store
-from agentcore.transcript import from_dict
 from ui import safe, words
 from ui.page_state import RunsState
 from ui.state import get_session, get_store, remember_last_run
@@ -67,16 +66,6 @@ def _owner_filter(store: Store) -> tuple[str | None, bool]:
     return (store.owner if mine else None), True
 
 
-def _shown(store: Store, run_id: str) -> Run:
-    """A stored run to show or export, read without claiming it: only opening it in the playground does that.
-
-    Store.load_run would make this session's Store take the stored revision as the one it may save over,
-    so a run stepped in this session's playground, and saved meanwhile from another tab, would then
-    overwrite that tab's work instead of being refused.
-    """
-    return from_dict(store.load_data(run_id), check_messages=False)
-
-
 # -- actions (callbacks change state; the page redraws from it) ---------------------------
 
 
@@ -127,7 +116,7 @@ def _open_in_playground(store: Store, run_id: str) -> None:
         if owner in (None, store.owner):
             run = store.load_run(run_id)
         else:
-            theirs = _shown(store, run_id)
+            theirs = store.read_run(run_id)
             run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
             store.save_run(run)
     except AgentcoreError as exc:
@@ -182,7 +171,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     else:
         cols[1].button("Delete…", key="runs_delete", on_click=_confirm_delete, args=(run_id,))
 
-    run = _shown(store, run_id)
+    run = store.read_run(run_id)
     with st.expander("Export"):
         st.download_button(
             "Transcript JSON", export_json(run), export_filename(run, "json"), "application/json", key="runs_dl_json"
@@ -238,7 +227,7 @@ def _diff(store: Store, run: Run, summary: RunSummary) -> None:
     default = ids.index(summary.parent_id) if summary.parent_id in ids else 0
     labels = {r.id: _label(r) for r in others}
     other_id = st.selectbox("Compare with", ids, index=default, format_func=labels.get, key=f"runs_diff_{run.id}")
-    base = _shown(store, other_id)
+    base = store.read_run(other_id)
     diff = diff_runs(base, run)
     if diff.related:
         st.caption(safe.block(diff.related))
@@ -319,7 +308,7 @@ def main() -> None:
 
     chosen = st.multiselect("Export several runs as one zip", ids, format_func=lambda i: _label(by_id[i]))
     if chosen:
-        data = export_zip([_shown(store, i) for i in chosen])
+        data = export_zip([store.read_run(i) for i in chosen])
         st.download_button(f"Download {len(chosen)} runs (.zip)", data, "runs.zip", "application/zip", key="runs_zip")
     st.divider()
     _details(store, by_id[selected])

@@ -38,7 +38,7 @@ def _pin(run_id: str | None) -> None:
         return
     folder = Path(st.session_state["tests_folder"])
     try:
-        run = get_store().load_run(run_id)
+        run = get_store().read_run(run_id)  # pinning a run reads it; it does not open it to save over
         test = pinned.propose(run)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{_slug(test.name)}-{run.id}.json"
@@ -102,7 +102,7 @@ def _pin_section() -> None:
     chosen = st.selectbox("Run", list(labels), format_func=labels.get, key="tests_pin", index=None)
     if chosen:
         try:
-            test = pinned.propose(get_store().load_run(chosen))
+            test = pinned.propose(get_store().read_run(chosen))
         except AgentcoreError as exc:
             st.error(f"This run cannot be pinned: {safe.block(str(exc))}")
             return
