@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from .catalogue import CATALOGUED  # agentcore provider -> genai-prices id, the Responses API's as OpenAI's
 from .errors import UsageError
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, estimate_tokens
 from .providers import FREE_PROVIDERS
@@ -28,8 +29,6 @@ PART_LABELS = {
     "tool_specs": "tool definitions",
 }
 CLEARED = "[cleared]"  # what a dropped tool result is replaced with, so each call keeps its answer
-# agentcore name -> genai-prices id (the Responses API bills the same models at the same prices)
-_PRICED_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 
 
 # -- prices ---------------------------------------------------------------------------
@@ -72,7 +71,7 @@ def step_price_ref(run: Run, step: StepRecord) -> PriceRef:
 def model_price_ref(run: Run, model: ModelRef) -> PriceRef:
     """A provider and model of the run as genai-prices would name them; the run's base URL goes with its provider."""
     base_url = run.config.base_url if model.provider == run.config.provider else None
-    return PriceRef(_PRICED_PROVIDERS.get(model.provider, model.provider), model.model, base_url)
+    return PriceRef(CATALOGUED.get(model.provider, model.provider), model.model, base_url)
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def retired(provider: str, model: str, today: date | None = None) -> str | None:
 @cache
 def default_model(provider: str) -> str | None:
     """The newest current model of the provider's default family, or None for a provider the catalogue lacks."""
-    family = DEFAULT_FAMILY.get("openai" if provider == "openai-responses" else provider)
+    family = DEFAULT_FAMILY.get(CATALOGUED.get(provider, provider))
     if family is None:
         return None
     return next((m.id for m in models(provider) if m.current and family.fullmatch(m.id)), None)
