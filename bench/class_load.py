@@ -303,7 +303,7 @@ async def _drive(url: str, pid: int, n: int, steps: int, pace: float, seed: int)
 
 def _check_saved(db: Path, learners: list[Learner]) -> None:
     """Each session's runs are in the database under its user, with every step it took."""
-    from agentcore.store import Store
+    from agentcore.store.runs import Store
 
     store = Store(db)
     try:

@@ -150,7 +150,7 @@ def measure(sizes: tuple[int, ...] = SIZES, clicks: int = CLICKS, poll: bool = F
         from playwright.sync_api import sync_playwright
     except ImportError:
         return [unavailable(FIGURE, "click Step → new message", "the playwright package is not installed")]
-    from agentcore.store import LAST_RUN_KEY, Store
+    from agentcore.store.runs import LAST_RUN_KEY, Store
 
     rows: list[Row] = []
     first: float | None = None

@@ -15,7 +15,7 @@ from agentcore.errors import ProviderError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
 from agentcore.run import Run, RunConfig
-from agentcore.store import LAST_RUN_KEY, Store
+from agentcore.store.runs import LAST_RUN_KEY, Store
 
 # What the test-only provider does on its next calls: "fail", "stop" (press Stop from inside), or "ok".
 PLAN: list[str] = []

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from agentcore import transcript as tr
-from agentcore.cli import main
+from agentcore.cli.main import main
 
 
 def agentcore(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -108,7 +108,7 @@ def test_scenarios_and_tools_are_listed(capsys):
 
 
 def test_runs_are_saved_in_the_runs_database_unless_told_not_to(tmp_path, monkeypatch, capsys):
-    from agentcore.store import Store
+    from agentcore.store.runs import Store
 
     db = tmp_path / "runs.db"
     monkeypatch.setenv("AGENTCORE_DB", str(db))

@@ -325,7 +325,7 @@ def agentcore(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 def test_cli_compare_runs_scripted_configurations_and_writes_the_bundle(tmp_path, capsys):
-    from agentcore.cli import main
+    from agentcore.cli.main import main
 
     out = tmp_path / "b.json"
     code = main(
@@ -346,7 +346,7 @@ def test_cli_compare_runs_scripted_configurations_and_writes_the_bundle(tmp_path
 
 
 def test_cli_compare_keeps_going_past_a_failing_configuration_and_exits_4(tmp_path, capsys):
-    from agentcore.cli import main
+    from agentcore.cli.main import main
 
     out = tmp_path / "b.json"
     dead = f"openai:gpt-4o-mini@http://127.0.0.1:{closed_port()}/v1"
@@ -367,7 +367,7 @@ def test_cli_compare_keeps_going_past_a_failing_configuration_and_exits_4(tmp_pa
     ],
 )
 def test_cli_compare_usage_errors_are_one_line_and_exit_2(args, words, capsys):
-    from agentcore.cli import main
+    from agentcore.cli.main import main
 
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from agentcore import AssistantMessage, Run, RunConfig, transcript
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.compare_report import load_bundle, make_bundle
 from agentcore.exports import FORMATS, WIRE_FORMATS, export_body, export_bundle, export_json, export_zip
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.wireformat import export_request
 
 PROMPT = "weather in \ud800 Paris?"  # the CLI takes undecodable bytes in argv as a lone surrogate

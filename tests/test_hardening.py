@@ -7,13 +7,13 @@ import json
 import pytest
 
 from agentcore import transcript as tr
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.errors import UsageError
 from agentcore.loop import Agent, check_final_schema
 from agentcore.messages import AssistantMessage, ToolCall, UserMessage
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.tools import tool
 
 

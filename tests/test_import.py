@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentcore import AssistantMessage, Run, SystemMessage, ToolMessage, UserMessage
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.errors import TranscriptError
 from agentcore.importers import parse_import
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.transcript import dumps
 
 OPENAI = [

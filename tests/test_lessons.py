@@ -15,7 +15,7 @@ from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolMessage
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from ui.graph import key_lines, key_lines_html, step_views
 

@@ -21,12 +21,12 @@ pytest.importorskip("mcp", reason="the `mcp` extra is not installed: pip install
 from servers import ROOT, free_port
 
 from agentcore.errors import UsageError
-from agentcore.mcp import MCPServerError, close_all, connect, mcp_tools
-from agentcore.mcp_config import ServerConfig, http_server, load_config, parse_config, stdio_server
+from agentcore.mcp.client import MCPServerError, close_all, connect, mcp_tools
+from agentcore.mcp.config import ServerConfig, http_server, load_config, parse_config, stdio_server
 from agentcore.messages import AssistantMessage, ToolCall
 from agentcore.secrets import scrub_text
 
-DEMO = f"{shlex.quote(sys.executable)} -m agentcore.mcp_demo"
+DEMO = f"{shlex.quote(sys.executable)} -m agentcore.mcp.demo"
 
 
 def start_http_demo(log: Path) -> tuple[subprocess.Popen, str]:
@@ -34,7 +34,7 @@ def start_http_demo(log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     handle = log.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentcore.mcp_demo", "--http", str(port)],
+        [sys.executable, "-m", "agentcore.mcp.demo", "--http", str(port)],
         stdout=handle,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -199,7 +199,7 @@ def test_the_config_file_takes_the_common_mcp_servers_shape(tmp_path, monkeypatc
         json.dumps(
             {
                 "mcpServers": {
-                    "demo": {"command": "python", "args": ["-m", "agentcore.mcp_demo"], "timeout": 5},
+                    "demo": {"command": "python", "args": ["-m", "agentcore.mcp.demo"], "timeout": 5},
                     "remote": {
                         "url": "http://127.0.0.1:1/mcp",
                         "headers": {"Authorization": "Bearer ${DEMO_MCP_TOKEN}"},
@@ -210,7 +210,7 @@ def test_the_config_file_takes_the_common_mcp_servers_shape(tmp_path, monkeypatc
         )
     )
     demo, remote = load_config(path)
-    assert (demo.name, demo.command, demo.args, demo.timeout_s) == ("demo", "python", ("-m", "agentcore.mcp_demo"), 5)
+    assert (demo.name, demo.command, demo.args, demo.timeout_s) == ("demo", "python", ("-m", "agentcore.mcp.demo"), 5)
     assert remote.url == "http://127.0.0.1:1/mcp"
     assert dict(remote.headers)["Authorization"] == "Bearer tok-0123456789abcdef"
     assert "tok-0123456789abcdef" not in scrub_text("sent Bearer tok-0123456789abcdef")  # a header is a secret
@@ -232,7 +232,7 @@ def test_a_server_that_cannot_start_is_a_clear_error_not_a_hang():
 
 
 def test_the_tools_command_lists_a_servers_tools_with_their_schemas(capsys):
-    from agentcore.cli import main
+    from agentcore.cli.main import main
 
     assert main(["tools", "--mcp-stdio", DEMO]) == 0
     out = capsys.readouterr().out
@@ -243,7 +243,7 @@ def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatc
     from ui import mcp_view
 
     path = tmp_path / "mcp.json"
-    command = {"command": sys.executable, "args": ["-m", "agentcore.mcp_demo"]}
+    command = {"command": sys.executable, "args": ["-m", "agentcore.mcp.demo"]}
     path.write_text(json.dumps({"mcpServers": {"demo": command, "broken": {"command": "/nonexistent/server"}}}))
     monkeypatch.setenv(mcp_view.CONFIG_ENV, str(path))
     mcp_view._started.clear()
@@ -295,7 +295,7 @@ def test_a_tool_run_records_its_tools_call_request_and_response_secrets_removed(
 
     run, secret = secret_run
     (tool_run,) = run.steps[0].tool_runs
-    assert tool_run.wire is not None and "agentcore.mcp_demo" in tool_run.wire.url
+    assert tool_run.wire is not None and "agentcore.mcp.demo" in tool_run.wire.url
     assert tool_run.wire.request["method"] == "tools/call"
     assert tool_run.wire.request["params"]["name"] == "word_count"
     assert tool_run.wire.response["result"]["content"] == [{"type": "text", "text": "2 words"}]
@@ -330,11 +330,11 @@ def test_the_step_detail_shows_each_tool_runs_jsonrpc(secret_run, open_app):
 
 
 def test_agentcore_test_runs_a_pinned_test_on_the_servers_tools(tmp_path, capsys):
-    from agentcore import pinned
-    from agentcore.cli import main
+    from agentcore.cli.main import main
     from agentcore.loop import Agent
     from agentcore.providers.scripted import ScriptedProvider
     from agentcore.run import Run
+    from agentcore.testing import pinned
 
     turns = [
         AssistantMessage(tool_calls=(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}),)),

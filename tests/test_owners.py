@@ -12,7 +12,7 @@ from servers import ROOT
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.providers.scripted import get_scenario
-from agentcore.store import LAST_RUN_KEY, Store
+from agentcore.store.runs import LAST_RUN_KEY, Store
 from ui.state import USER_HEADER_ENV, resolve_user, valid_name
 
 PLAYGROUND, RUNS = "views/playground.py", "views/runs.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentcore import catalogue, transcript
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.messages import AssistantMessage, ToolMessage
 
 pytestmark = pytest.mark.slow

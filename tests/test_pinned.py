@@ -7,16 +7,16 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from agentcore import pinned
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.errors import TranscriptError, UsageError
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolCall, Usage
-from agentcore.pinned import Expectations, check, last_turn_repeats, propose, repeated_calls
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
-from agentcore.store import Store
-from agentcore.testrun import REPLAY, departure_step, junit_xml, parse_config, run_cell, run_matrix
+from agentcore.store.runs import Store
+from agentcore.testing import pinned
+from agentcore.testing.pinned import Expectations, check, last_turn_repeats, propose, repeated_calls
+from agentcore.testing.runner import REPLAY, departure_step, junit_xml, parse_config, run_cell, run_matrix
 from agentcore.tools import tool
 
 

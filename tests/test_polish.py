@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.exports import export_filename
 from agentcore.providers.scripted import get_scenario
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.transcript import json_text
 from ui import words
 

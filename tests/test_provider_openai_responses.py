@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from stand_in import WIRE, Reply, StandIn
 
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.errors import ProviderError, UsageError
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers import create_provider

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from agentcore import transcript as tr
 from agentcore.accounting import account
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.errors import AgentcoreError, TranscriptError
 from agentcore.exports import WIRE_FORMATS, export_body, export_json, export_zip
 from agentcore.importers import parse_import
@@ -37,7 +37,7 @@ from agentcore.messages import MAX_ARGUMENT_DEPTH, MAX_DEPTH, ToolMessage, Usage
 from agentcore.providers import WireExchange, create_provider
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from agentcore.tools import tool
 from agentcore.whatif import what_ifs

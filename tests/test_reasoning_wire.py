@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from stand_in import WIRE, Reply, StandIn
 
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.loop import Agent
 from agentcore.messages import (
     MESSAGE_LIST,
@@ -31,7 +31,7 @@ from agentcore.providers.anthropic import parse_usage as anthropic_usage
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.providers.ollama import build_body as ollama_body
 from agentcore.run import Run, RunConfig
-from agentcore.store import Store
+from agentcore.store.runs import Store
 from agentcore.tools import tool
 from agentcore.transcript import load, save
 

@@ -23,8 +23,8 @@ from agentcore.compare import ColumnSpec, Comparison
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.providers.base import WireExchange
 from agentcore.run import Run, RunConfig, StepRecord, ToolRun
-from agentcore.store import LAST_RUN_KEY, Store
-from agentcore.store import default_path as default_db
+from agentcore.store.runs import LAST_RUN_KEY, Store
+from agentcore.store.runs import default_path as default_db
 from ui import safe
 from ui.page_state import CompareState
 from ui.state import Session

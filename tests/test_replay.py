@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
-from agentcore.cli import main
+from agentcore.cli.main import main
 from agentcore.exports import REPLAY, export_filename, export_json, export_run, export_zip
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.providers.base import WireExchange
@@ -25,7 +25,7 @@ from agentcore.providers.scripted import get_scenario
 from agentcore.replay import FORMAT, frames, replay_html
 from agentcore.run import StepRecord
 from agentcore.secrets import forget_secrets, register_secret
-from agentcore.store import Store
+from agentcore.store.runs import Store
 
 SECRET = "sk-replay-0123456789abcdefghij"
 DATA = re.compile(r'<script type="application/json" id="run-data">(.*?)</script>', re.S)

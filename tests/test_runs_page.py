@@ -12,7 +12,7 @@ import pytest
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
 from agentcore.diff import diff_runs
 from agentcore.providers.scripted import get_scenario
-from agentcore.store import LAST_RUN_KEY, Store
+from agentcore.store.runs import LAST_RUN_KEY, Store
 
 PAGE = "views/runs.py"
 

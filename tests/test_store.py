@@ -29,7 +29,7 @@ from agentcore import (
 from agentcore.accounting import run_cost
 from agentcore.exports import export_body, export_json, export_zip
 from agentcore.providers.scripted import get_scenario
-from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, RunChanged, Store, StoreError
+from agentcore.store.runs import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, RunChanged, Store, StoreError
 
 PLANTED = "sk-planted-0123456789abcdefSECRET"
 
@@ -324,7 +324,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import sys
     from agentcore import Agent, AssistantMessage, ModelResponse, Run, RunConfig, ToolCall, Usage, toolbox
-    from agentcore.store import Store
+    from agentcore.store.runs import Store
 
     class SlowCaller:
         name, model = "scripted", "slow"
@@ -397,7 +397,7 @@ def test_a_session_saving_over_a_revision_it_never_saw_is_refused_and_writes_not
 RACE_SCRIPT = textwrap.dedent(
     """
     import sys
-    from agentcore.store import RunChanged, Store
+    from agentcore.store.runs import RunChanged, Store
 
     store = Store(sys.argv[1])
     run = store.load_run(sys.argv[2])

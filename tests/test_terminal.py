@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentcore import transcript
-from agentcore.cli import main
+from agentcore.cli.main import main
+from agentcore.cli.terminal import visible
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
 from agentcore.run import Run, RunConfig
-from agentcore.terminal import visible
 
 # sets the window title, clears the screen, reverses the text that follows, a C1 CSI, a carriage return
 HOSTILE = "\x1b]0;pwned\x07 \x1b[2J \u202eevil\u202c \x9b31m \rover"

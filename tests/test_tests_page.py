@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
-from agentcore.pinned import load
-from agentcore.store import Store
+from agentcore.store.runs import Store
+from agentcore.testing.pinned import load
 
 PAGE = "views/tests.py"
 

@@ -14,8 +14,8 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from agentcore.errors import AgentcoreError
-from agentcore.mcp import Connection, MCPTool, connect, mcp_tools, require_sdk
-from agentcore.mcp_config import load_config
+from agentcore.mcp.client import Connection, MCPTool, connect, mcp_tools, require_sdk
+from agentcore.mcp.config import load_config
 from agentcore.secrets import scrub_text
 from agentcore.toolbox import TOOLBOX
 from agentcore.tools import Tool, ToolSpec

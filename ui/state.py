@@ -29,7 +29,7 @@ from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path
+from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path
 
 from .mcp_view import resolve_tools
 

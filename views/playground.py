@@ -9,8 +9,8 @@ import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_run
 from agentcore.messages import pending_tool_calls, reasoning_note
-from agentcore.pinned import last_turn_repeats
 from agentcore.run import Run, models_label
+from agentcore.testing.pinned import last_turn_repeats
 from agentcore.transcript import dumps
 from ui import actions, safe
 from ui.graph import loop_html, source_html, source_view

@@ -10,7 +10,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename, export_json, export_run, export_zip
 from agentcore.importers import parse_import
 from agentcore.run import Run
-from agentcore.store import LAST_RUN_KEY, RunSummary, Store
+from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
 from ui import safe, words
 from ui.page_state import RunsState
 from ui.state import get_session, get_store, remember_last_run

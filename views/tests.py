@@ -11,9 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from agentcore import pinned
 from agentcore.errors import AgentcoreError
-from agentcore.testrun import REPLAY, Matrix, parse_config, run_matrix
+from agentcore.testing import pinned
+from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
 from agentcore.transcript import write_atomic
 from ui import safe, words
 from ui.page_state import TestsState

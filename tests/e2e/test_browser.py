@@ -55,7 +55,7 @@ def runaway_run(messages: int, budget: int):
 @pytest.fixture(scope="module")
 def runaway_app(tmp_path_factory):
     """The app over a database whose last run is an open `runaway` run of 9 messages with a budget of 40 steps."""
-    from agentcore.store import LAST_RUN_KEY, Store
+    from agentcore.store.runs import LAST_RUN_KEY, Store
 
     workdir = tmp_path_factory.mktemp("runaway-app")
     store = Store(workdir / "runs.db")

@@ -17,7 +17,7 @@ from servers import start_app
 from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
 from test_rendering import EVIL, hostile_run
 
-from agentcore.store import LAST_RUN_KEY, Store
+from agentcore.store.runs import LAST_RUN_KEY, Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

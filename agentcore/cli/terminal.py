@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .secrets import scrub_text
+from ..secrets import scrub_text
 
 # C0 controls but tab and newline, DEL, C1 controls, the bidi controls that reorder what is
 # shown, and lone surrogates (which no terminal encoding can write)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 EXIT_PROVIDER = 4
 
@@ -19,7 +19,7 @@ def _short(text: str | None, limit: int = 300) -> str:
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
-    from .providers.scripted import SCENARIOS
+    from ..providers.scripted import SCENARIOS
 
     for s in SCENARIOS.values():
         print(f"{s.name:<11} {s.description}")
@@ -28,9 +28,9 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from .mcp import with_mcp_tools
-    from .mcp_config import servers_from_args
-    from .toolbox import TOOLBOX
+    from ..mcp.client import with_mcp_tools
+    from ..mcp.config import servers_from_args
+    from ..toolbox import TOOLBOX
 
     if servers_from_args(args):  # the servers' tools, each with the server it came from and its schema
         for t in with_mcp_tools(args, []):
@@ -46,14 +46,14 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .transcript import load
+    from ..transcript import load
 
     _print_run(load(args.file))
     return 0
 
 
 def _print_run(run) -> None:
-    from .messages import AssistantMessage, ToolMessage
+    from ..messages import AssistantMessage, ToolMessage
 
     c = run.config
     print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.stop_reason}")
@@ -86,10 +86,10 @@ def _print_run(run) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
-    from .exports import export_run, export_zip
-    from .importers import parse_import
-    from .store import Store
-    from .transcript import write_atomic
+    from ..exports import export_run, export_zip
+    from ..importers import parse_import
+    from ..store.runs import Store
+    from ..transcript import write_atomic
 
     action = args.runs_command
     if action == "copy":
@@ -138,11 +138,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run 2 to 4 configurations on one prompt concurrently; print the summary table, write the bundle."""
     from dataclasses import replace
 
-    from . import toolbox
-    from .compare import Comparison, format_table, parse_spec
-    from .mcp import with_mcp_tools
-    from .providers import get_info
-    from .providers.scripted import SCENARIOS
+    from .. import toolbox
+    from ..compare import Comparison, format_table, parse_spec
+    from ..mcp.client import with_mcp_tools
+    from ..providers import get_info
+    from ..providers.scripted import SCENARIOS
 
     specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
     for spec in specs:
@@ -161,8 +161,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison.cancel()
         comparison.wait()
     if args.out:
-        from .exports import export_bundle
-        from .transcript import write_atomic
+        from ..exports import export_bundle
+        from ..transcript import write_atomic
 
         write_atomic(args.out, export_bundle(comparison.bundle()))
     print(format_table(comparison.summary()))
@@ -178,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .transcript import load
+    from ..transcript import load
 
     run = load(args.file)
     print(f"ok: {args.file} is a valid transcript ({len(run.messages)} messages, {len(run.steps)} steps)")
@@ -186,9 +186,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from .accounting import account, parse_price_as, price_choices
-    from .transcript import load
-    from .whatif import what_ifs
+    from ..accounting import account, parse_price_as, price_choices
+    from ..transcript import load
+    from ..whatif import what_ifs
 
     if args.list_models:
         print("\n".join(price_choices()))
@@ -230,8 +230,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .exports import export_run
-    from .transcript import load
+    from ..exports import export_run
+    from ..transcript import load
 
     print(export_run(load(args.file), args.format, model=args.model))
     return 0

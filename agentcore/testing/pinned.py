@@ -17,11 +17,11 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
-from .errors import TranscriptError, UsageError
-from .messages import MAX_COUNT, MAX_DEPTH, AssistantMessage, ToolCall
-from .run import FINAL_ANSWER_TOOL, Run, StopReason
-from .secrets import scrub_text
-from .transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
+from ..errors import TranscriptError, UsageError
+from ..messages import MAX_COUNT, MAX_DEPTH, AssistantMessage, ToolCall
+from ..run import FINAL_ANSWER_TOOL, Run, StopReason
+from ..secrets import scrub_text
+from ..transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
 
 FORMAT = "agentcore.test"
 VERSION = 1

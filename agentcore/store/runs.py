@@ -8,7 +8,7 @@ is one transaction: a killed process loses at most the phase in flight.
 
 The SQL here is written once, with `?` placeholders; what the two databases say
 differently (connecting, the schema version, JSON functions, row locks) lives in
-store_sqlite.py and store_postgres.py. Each run row has a revision: a save that
+sqlite.py and postgres.py. Each run row has a revision: a save that
 started from an older revision than the stored one is refused (see `RunChanged`),
 so two sessions saving the same run never silently lose one's work.
 """
@@ -28,15 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .accounting import run_cost
-from .errors import AgentcoreError
-from .loop import Event, Observer
-from .messages import UserMessage
-from .run import ModelRef, Run, StepRecord, describe_models, models_label
-from .secrets import redact_fields, scrub_text
-from .store_postgres import PostgresBackend, redact_url
-from .store_sqlite import SqliteBackend
-from .transcript import FORMAT, VERSION, from_dict, json_text
+from ..accounting import run_cost
+from ..errors import AgentcoreError
+from ..loop import Event, Observer
+from ..messages import UserMessage
+from ..run import ModelRef, Run, StepRecord, describe_models, models_label
+from ..secrets import redact_fields, scrub_text
+from ..transcript import FORMAT, VERSION, from_dict, json_text
+from .postgres import PostgresBackend, redact_url
+from .sqlite import SqliteBackend
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
 LAST_RUN_KEY = "last_run_viewed"

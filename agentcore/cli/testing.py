@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .errors import AgentcoreError, UsageError
+from ..errors import AgentcoreError, UsageError
 
 EXIT_PASS, EXIT_FAIL = 0, 1
 
 
 def _source_run(ref: str, db: str | None):
     """A run from a transcript file, or else from the runs database by id."""
-    from .store import Store
-    from .transcript import load
+    from ..store.runs import Store
+    from ..transcript import load
 
     if Path(ref).is_file():
         return load(ref)
@@ -25,8 +25,8 @@ def _source_run(ref: str, db: str | None):
 
 def cmd_pin(args: argparse.Namespace) -> int:
     """Write a test file from a run, with the expectations it meets proposed."""
-    from . import pinned
-    from .transcript import write_atomic
+    from ..testing import pinned
+    from ..transcript import write_atomic
 
     run = _source_run(args.run, getattr(args, "db", None))
     test = pinned.propose(run, args.name)
@@ -46,8 +46,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 def cmd_test(args: argparse.Namespace) -> int:
     """Run every test file on every configuration; print the matrix; exit 0 all pass, 1 any fails."""
-    from . import pinned
-    from .testrun import REPLAY, junit_xml, parse_config, run_matrix
+    from ..testing import pinned
+    from ..testing.runner import REPLAY, junit_xml, parse_config, run_matrix
 
     files = pinned.find_tests(args.paths)
     if not files:
@@ -75,7 +75,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
     if args.junit:
-        from .transcript import write_atomic
+        from ..transcript import write_atomic
 
         write_atomic(args.junit, junit_xml(matrix))
         print(f"junit: {args.junit}")
@@ -84,9 +84,9 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace, tests: list):
     """The toolbox tools the tests name and the MCP servers' tools, as `run` merges them; None without servers."""
-    from . import toolbox
-    from .mcp import with_mcp_tools
-    from .mcp_config import servers_from_args
+    from .. import toolbox
+    from ..mcp.client import with_mcp_tools
+    from ..mcp.config import servers_from_args
 
     if not servers_from_args(args):
         return None  # each test takes its toolbox tools by name, as before
@@ -95,7 +95,7 @@ def _tools(args: argparse.Namespace, tests: list):
 
 
 def _store(db: str | None):
-    from .store import Store
+    from ..store.runs import Store
 
     try:
         return Store(db)
@@ -107,9 +107,9 @@ def _store(db: str | None):
 
 
 def _print_diff(test, run_id: str, db: str | None) -> int:
+    from ..diff import diff_runs
+    from ..store.runs import Store
     from .commands import _short
-    from .diff import diff_runs
-    from .store import Store
 
     if test.pinned is None:
         raise UsageError(f"test {test.name!r} has no pinned run to compare with")

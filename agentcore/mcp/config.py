@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .secrets import register_headers, register_secret
-from .tools import DEFAULT_TIMEOUT_S
+from ..errors import UsageError
+from ..secrets import register_headers, register_secret
+from ..tools import DEFAULT_TIMEOUT_S
 
 _SECRET_ENV = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

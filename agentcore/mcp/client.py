@@ -31,13 +31,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import AgentcoreError, UsageError
-from .mcp_config import ServerConfig, servers_from_args
-from .messages import ToolCall
-from .providers.base import WireExchange
-from .secrets import scrub
-from .tool_output import cap_output, describe, utf8_safe
-from .tools import Tool, ToolOutcome, ToolSpec
+from ..errors import AgentcoreError, UsageError
+from ..messages import ToolCall
+from ..providers.base import WireExchange
+from ..secrets import scrub
+from ..tool_output import cap_output, describe, utf8_safe
+from ..tools import Tool, ToolOutcome, ToolSpec
+from .config import ServerConfig, servers_from_args
 
 CONNECT_TIMEOUT_S = 20.0
 CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that ended, not an answer from the server

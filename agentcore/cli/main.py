@@ -16,6 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import AgentcoreError, UsageError
+from ..mcp.client import with_mcp_tools
+from ..mcp.config import add_mcp_arguments
+from ..messages import MAX_COUNT
+from ..transcript import describe_validation, one_line
 from .commands import (
     _short,
     cmd_compare,
@@ -27,12 +32,7 @@ from .commands import (
     cmd_tools,
     cmd_validate,
 )
-from .errors import AgentcoreError, UsageError
-from .mcp import with_mcp_tools
-from .mcp_config import add_mcp_arguments
-from .messages import MAX_COUNT
 from .terminal import guarded, shown_stream
-from .transcript import describe_validation, one_line
 
 EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER = 0, 2, 3, 4
 EXIT_CANCELLED = 130
@@ -74,11 +74,11 @@ class Printer:
 
 
 def _build_run(args: argparse.Namespace):
-    from . import toolbox
-    from .loop import Agent, check_final_schema
-    from .providers import Settings, create_provider, default_provider, get_info
-    from .providers.scripted import get_scenario
-    from .run import Run, RunConfig
+    from .. import toolbox
+    from ..loop import Agent, check_final_schema
+    from ..providers import Settings, create_provider, default_provider, get_info
+    from ..providers.scripted import get_scenario
+    from ..run import Run, RunConfig
 
     if args.replay:
         return _build_replay(args)
@@ -141,12 +141,12 @@ def _build_run(args: argparse.Namespace):
 
 def _build_replay(args: argparse.Namespace):
     """Replay the assistant turns of a saved transcript; the tools run for real."""
-    from . import toolbox
-    from .loop import Agent
-    from .messages import AssistantMessage
-    from .providers.scripted import ScriptedProvider
-    from .run import Run
-    from .transcript import load
+    from .. import toolbox
+    from ..loop import Agent
+    from ..messages import AssistantMessage
+    from ..providers.scripted import ScriptedProvider
+    from ..run import Run
+    from ..transcript import load
 
     source = load(args.replay)
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
@@ -159,11 +159,11 @@ def _build_replay(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import transcript
+    from .. import transcript
 
     agent, run = _build_run(args)
     if args.policy:  # what each model call sends; the history is kept whole
-        from .policies import policies_from
+        from ..policies import policies_from
 
         run.config = run.config.model_copy(update={"policies": policies_from(args.policy)})
     saver = None
@@ -181,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         agent.observers.append(saver)
     store = None
     if not args.no_db:
-        from .store import Store
+        from ..store.runs import Store
 
         try:
             store = Store(args.db)
@@ -381,8 +381,8 @@ def _add_transcript_tools(sub: Any) -> None:
 
 def cmd_export_noted(args: argparse.Namespace) -> int:
     """`agentcore export`, then a note on stderr when the body leaves out reasoning another provider made."""
-    from .messages import reasoning_note
-    from .transcript import load
+    from ..messages import reasoning_note
+    from ..transcript import load
 
     code = cmd_export(args)
     note = reasoning_note(load(args.file).messages, args.format)
@@ -392,7 +392,7 @@ def cmd_export_noted(args: argparse.Namespace) -> int:
 
 
 def _add_testing(sub: Any) -> None:
-    from .testing_cli import cmd_pin, cmd_test
+    from .testing import cmd_pin, cmd_test
 
     db_help = "the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
     p = sub.add_parser("pin", help="write a test file from a run, proposing the expectations it meets")
@@ -426,8 +426,8 @@ def _add_mcp(sub: Any) -> None:
 
 
 def cmd_mcp_demo(args: argparse.Namespace) -> int:
-    from .mcp import require_sdk
-    from .mcp_demo import serve
+    from ..mcp.client import require_sdk
+    from ..mcp.demo import serve
 
     require_sdk()
     serve(args.http, args.host)

@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from . import toolbox
-from .accounting import run_cost
-from .compare import ColumnSpec, column_labels, parse_spec
-from .errors import AgentcoreError, UsageError
-from .loop import Agent
-from .messages import AssistantMessage, ToolMessage, first_difference
+from .. import toolbox
+from ..accounting import run_cost
+from ..compare import ColumnSpec, column_labels, parse_spec
+from ..errors import AgentcoreError, UsageError
+from ..loop import Agent
+from ..messages import AssistantMessage, ToolMessage, first_difference
+from ..providers import create_provider, get_info
+from ..providers.scripted import ScriptedProvider
+from ..run import Run, RunConfig
+from ..secrets import scrub_text
+from ..tools import Tool
 from .pinned import Failure, PinnedTest, check
-from .providers import create_provider, get_info
-from .providers.scripted import ScriptedProvider
-from .run import Run, RunConfig
-from .secrets import scrub_text
-from .tools import Tool
 
 REPLAY = "replay"
 MAX_WORKERS = 16

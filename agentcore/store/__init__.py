@@ -1,0 +1,36 @@
+"""The runs library: every run saved as it happens, in SQLite (the default) or a shared PostgreSQL database.
+
+`runs` holds the Store and its revision rules; `sqlite` and `postgres` are the two backends it speaks through.
+"""
+
+from .runs import (
+    ALLOW_DELETE_OTHERS,
+    DEFAULT_PATH,
+    LAST_RUN_KEY,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    ForkNode,
+    RunChanged,
+    RunSummary,
+    Store,
+    StoreError,
+    default_owner,
+    default_path,
+    is_url,
+)
+
+__all__ = [
+    "ALLOW_DELETE_OTHERS",
+    "DEFAULT_PATH",
+    "LAST_RUN_KEY",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ForkNode",
+    "RunChanged",
+    "RunSummary",
+    "Store",
+    "StoreError",
+    "default_owner",
+    "default_path",
+    "is_url",
+]
