@@ -240,20 +240,20 @@ def test_the_tools_command_lists_a_servers_tools_with_their_schemas(capsys):
 
 
 def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatch, tmp_path):
-    from ui import mcp_view
+    from ui import tool_registry
 
     path = tmp_path / "mcp.json"
     command = {"command": sys.executable, "args": ["-m", "agentcore.mcp.demo"]}
     path.write_text(json.dumps({"mcpServers": {"demo": command, "broken": {"command": "/nonexistent/server"}}}))
-    monkeypatch.setenv(mcp_view.CONFIG_ENV, str(path))
-    mcp_view._started.clear()
+    monkeypatch.setenv(tool_registry.CONFIG_ENV, str(path))
+    tool_registry.restart_servers()
     try:
         at = open_app()
         picker = next(w for w in at.multiselect if w.key == "cfg_tools")
         assert {"calculator", "add", "divide"} <= set(picker.options)
         shown = " ".join(m.value for m in at.markdown) + " ".join(w.value for w in at.warning)
         assert "demo" in shown and "broken" in shown and "could not start" in shown
-        assert [t.name for t in mcp_view.resolve_tools(["add", "calculator", "gone"])] == ["add", "calculator"]
+        assert [t.name for t in tool_registry.resolve_tools(["add", "calculator", "gone"])] == ["add", "calculator"]
         picker.set_value(["add"]).run()
         at.text_input(key="prompt").set_value("add 2 and 3").run()
         at.button(key="start").click().run()
@@ -265,7 +265,7 @@ def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatc
         assert list(agent.tools) == ["add"]  # and the agent that steps it can run that tool
         assert agent.tools["add"].execute(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})).content == "5"
     finally:
-        mcp_view._started.clear()
+        tool_registry.restart_servers()
 
 
 def _added(tool, secret: str):

@@ -22,8 +22,8 @@ from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
 
-from .mcp_view import available_tools, resolve_tools
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
+from .tool_registry import available_tools, resolve_tools
 
 TextSink = Callable[[str], None]
 

@@ -14,7 +14,7 @@ from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 
 from . import safe
 from .actions import start_scenario_run
-from .mcp_view import available_tools, render_mcp_servers, tool_spec
+from .mcp_view import render_mcp_servers
 from .policy_view import apply_policies, follow_policies, policy_settings
 from .state import (
     DEFAULT_N_CTX,
@@ -27,6 +27,7 @@ from .state import (
     resolve_api_key,
     set_typed_key,
 )
+from .tool_registry import available_tools, tool_spec
 from .user_view import render_conflict, render_user
 
 DEFAULT_PROMPT = "What is the weather in Paris and Rome?"

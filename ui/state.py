@@ -29,9 +29,9 @@ from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path
+from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path, is_url
 
-from .mcp_view import resolve_tools
+from .tool_registry import resolve_tools
 
 SESSION_KEY = "session"
 PROVIDER_ENV = "AGENTCORE_PROVIDER"
@@ -170,20 +170,30 @@ class User(NamedTuple):
     from_header: bool = False
 
 
+class NotSignedIn(Exception):
+    """The deployment names users by a header, and this request holds no usable name in it."""
+
+    def __init__(self, header: str) -> None:
+        super().__init__(
+            f"Not signed in: this app takes your name from the {header} header, and this request holds no valid "
+            "name in it, so nothing here can be opened or saved; open the app through its sign-in page."
+        )
+
+
 def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
     """Whose runs this browser session saves, and where that name came from.
 
-    The deployment's authentication header (named by AGENTCORE_USER_HEADER) wins when it holds a valid
-    name; then the name typed in the sidebar; then the server's default (AGENTCORE_USER, else the login name).
+    Where the deployment names an authentication header (AGENTCORE_USER_HEADER), only that header names
+    the user: a request without a valid name in it raises NotSignedIn, since a typed name there would let
+    anyone act as anyone. Otherwise the name typed in the sidebar, then the server's default
+    (AGENTCORE_USER, else the login name).
     """
     header = os.environ.get(USER_HEADER_ENV, "").strip()
     if header:
-        sent = headers.get(header)
-        if sent:
-            try:
-                return User(valid_name(sent), f"from the {header} header", from_header=True)
-            except ValueError:
-                pass  # an unusable value is not a name: fall back as if it were missing
+        try:
+            return User(valid_name(headers.get(header)), f"from the {header} header", from_header=True)
+        except ValueError:
+            raise NotSignedIn(header) from None
     if typed:
         return User(typed, "typed here, for this browser session")
     return User(default_owner(), "the server's default (AGENTCORE_USER)")
@@ -198,8 +208,17 @@ def request_headers() -> Mapping[str, str]:
 
 
 def current_user(session: Session) -> User:
-    """This browser session's user and where the name came from (see resolve_user)."""
+    """This browser session's user and where the name came from (see resolve_user); NotSignedIn without one."""
     return resolve_user(request_headers(), session.user)
+
+
+def sign_in_refusal() -> str | None:
+    """Why this request may not use the app, in one line: the deployment's user header is missing or unusable."""
+    try:
+        resolve_user(request_headers(), None)
+    except NotSignedIn as exc:
+        return str(exc)
+    return None
 
 
 # -- the runs store --------------------------------------------------------------------------
@@ -226,8 +245,8 @@ def get_store() -> Store:
 
 
 def _opened_path(where: str) -> Path | str:
-    # what Store.path holds for a location: the URL itself, or the expanded file path
-    return where if "://" in where else Path(where).expanduser()
+    # what Store.path holds for a location: the connection string itself, or the expanded file path
+    return where if is_url(where) else Path(where).expanduser()
 
 
 def _offer_last_run(session: Session) -> None:

@@ -25,11 +25,11 @@ from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
 from agentcore.transcript import from_dict, to_dict
 from ui import safe, words
-from ui.mcp_view import available_tools, resolve_tools
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
 from ui.policy_view import with_policies
 from ui.state import get_session
+from ui.tool_registry import available_tools, resolve_tools
 
 PLAYGROUND = "views/playground.py"
 POLL_S = 0.5
