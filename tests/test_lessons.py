@@ -10,7 +10,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agentcore.errors import UsageError
-from agentcore.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolMessage
 from agentcore.providers.scripted import ScriptedProvider
@@ -18,6 +17,7 @@ from agentcore.run import Run
 from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from ui.graph import key_lines, key_lines_html, step_views
+from ui.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 
 # lesson, the Steps it takes, and how its run stops
 LENGTHS = {

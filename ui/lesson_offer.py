@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from agentcore.lessons import get_lesson
-
+from .lessons import get_lesson
 from .state import Session, get_store
 
 

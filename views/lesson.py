@@ -9,11 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
-from agentcore.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 from agentcore.messages import AssistantMessage, Message, ToolMessage
 from agentcore.run import Run
 from ui import actions, safe
 from ui.graph import key_lines_html, loop_html, step_views
+from ui.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 from ui.state import Session, get_session, in_app_words, on_run_changed
 
 LESSON_KEY = "lesson_id"  # the lesson picker

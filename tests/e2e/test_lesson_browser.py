@@ -14,7 +14,7 @@ import pytest
 from servers import ROOT, start_app
 from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
 
-from agentcore.lessons import get_lesson
+from ui.lessons import get_lesson
 
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 720}

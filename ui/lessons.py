@@ -1,4 +1,5 @@
-"""Guided lessons: presets of a run (provider, scenario, prompt, tools, budget) with a narration for each step.
+"""Guided lessons, the app's own content: presets of a run (provider, scenario, prompt, tools, budget) with a
+narration for each step, shown by the Lesson page.
 
 Every lesson runs offline on the scripted model, so what the narration says is what the learner sees.
 Narration is written by the project; only numbers from the run (steps, tokens, calls) go into it.
@@ -9,10 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .errors import UsageError
-from .messages import ToolMessage
-from .run import Run, RunConfig
-from .toolbox import get_tools
+from agentcore.errors import UsageError
+from agentcore.messages import ToolMessage
+from agentcore.run import Run, RunConfig
+from agentcore.toolbox import get_tools
 
 __all__ = ["LESSONS", "Lesson", "StepTokens", "edited_result", "fork_with_result", "get_lesson", "step_tokens"]
 
