@@ -1,12 +1,16 @@
-"""Exports: a run's transcript, a provider request body, its replay page, several runs in a zip, a comparison bundle.
+"""Exports: a run's transcript, a provider request body, its replay page, several runs in a zip, a comparison
+bundle, a pinned test file, a table as CSV.
 
-Every export is JSON text written by the one writer transcripts use (`transcript.json_text`),
-so text holding a lone surrogate is written too, and every known secret and anything shaped
-like a credential is removed. The replay page (replay.py) embeds JSON written the same way.
+Every page of the app and every command of the CLI that hands data out does it through here.
+Every JSON export is text written by the one writer transcripts use (`transcript.json_text`)
+after `redact_fields`, so text holding a lone surrogate is written too, and every known secret,
+every credential-named field and anything shaped like a credential is removed. The replay page
+(replay.py) embeds JSON written the same way; a CSV table has every known secret removed.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 import zipfile
@@ -14,7 +18,8 @@ from typing import Any
 
 from .replay import replay_html
 from .run import Run
-from .secrets import redact_fields
+from .secrets import redact_fields, scrub_text
+from .testing.pinned import PinnedTest, data_text, to_data
 from .transcript import json_text, to_dict
 from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
@@ -70,6 +75,22 @@ def export_run(run: Run, fmt: str, *, model: str | None = None) -> str:
 def export_bundle(bundle: dict[str, Any]) -> str:
     """A comparison bundle (`Comparison.bundle()`) as JSON text."""
     return export_text(bundle)
+
+
+def export_test(test: PinnedTest, yaml_format: bool = False) -> str:
+    """A pinned test file's text (JSON, or YAML when asked), its pinned run redacted as a transcript export is."""
+    return data_text(redact_fields(to_data(test)), yaml_format)
+
+
+def export_csv(rows: list[dict[str, Any]]) -> str:
+    """A table (one dict per row, the first row's keys as the header) as CSV text, an empty cell for None."""
+    if not rows:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return scrub_text(out.getvalue())
 
 
 def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:

@@ -15,6 +15,7 @@ from agentcore.errors import ProviderError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
 from agentcore.run import Run, RunConfig
+from agentcore.secrets import REDACTED, forget_secrets, register_secret
 from agentcore.store.runs import LAST_RUN_KEY, Store
 
 # What the test-only provider does on its next calls: "fail", "stop" (press Stop from inside), or "ok".
@@ -299,6 +300,29 @@ def test_the_export_is_the_transcript_of_the_current_run(app, downloads):
     assert exported.id == run.id and exported.messages == run.messages
     assert [s.index for s in exported.steps] == [s.index for s in run.steps] == [1]
     assert exported.config.scenario == "weather"
+
+
+def test_the_export_is_the_runs_page_export_with_every_secret_removed(app, downloads):
+    planted = "planted-secret-4711"  # a registered secret, as a typed key is
+    register_secret(planted)
+    try:
+        run = start(app, prompt=f"What is the weather in Paris? My code is {planted}.")
+        click(app, "step")
+        # a credential-named field in what was sent: blanked by every export, as the runs library blanks it
+        run.steps[0].wire.request["api_key"] = "credential-named-value"
+        Store(os.environ["AGENTCORE_DB"]).save_run(run)
+        app.run()  # `downloads` sees the buttons drawn from here on
+        playground = downloads.data(app.download_button(key="export"))
+        app.switch_page("views/runs.py").run()
+        app.selectbox(key="runs_selected").set_value(run.id).run()
+        assert not app.exception, app.exception
+        library = downloads.data(app.download_button(key="runs_dl_json"))
+    finally:
+        forget_secrets()
+    assert planted in run.messages[0].content and "credential-named-value" in json.dumps(run.steps[0].wire.request)
+    assert playground == library
+    assert planted.encode() not in playground and b"credential-named-value" not in playground
+    assert transcript.loads(playground).steps[0].wire.request["api_key"] == REDACTED
 
 
 def stored(run_id: str) -> Run:

@@ -18,7 +18,7 @@ from agentcore.accounting import (
     run_price_ref,
 )
 from agentcore.errors import TranscriptError
-from agentcore.exports import export_filename
+from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
 from agentcore.run import Run, models_label
 from agentcore.transcript import loads
@@ -346,7 +346,7 @@ def _step_table(run: Run, report: CostReport) -> None:
     st.dataframe(_shown_steps(table), hide_index=True, key="cost_steps")
     st.download_button(
         "Download CSV",
-        table.to_csv(index=False).encode("utf-8"),  # the numbers as they are: an unknown cost is an empty cell
+        export_csv(report.rows()),  # the numbers as they are: an unknown cost is an empty cell
         file_name=export_filename(run, "cost"),
         mime="text/csv",
         key="cost_csv",

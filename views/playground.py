@@ -7,11 +7,10 @@ from functools import partial
 
 import streamlit as st
 
-from agentcore.exports import REPLAY, export_filename, export_run
+from agentcore.exports import REPLAY, export_filename, export_json, export_run
 from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.run import Run, models_label
 from agentcore.testing.pinned import last_turn_repeats
-from agentcore.transcript import dumps
 from ui import actions, safe
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
@@ -211,7 +210,7 @@ def _controls(session: Session, run: Run) -> None:
     bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
     bar.download_button(
         "Export JSON",
-        data=partial(dumps, run),  # built on click: a long run's transcript is megabytes
+        data=partial(export_json, run),  # built on click: a long run's transcript is megabytes
         file_name=export_filename(run, "json"),
         mime="application/json",
         key="export",

@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
+from agentcore.exports import export_test
 from agentcore.testing import pinned
 from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
 from agentcore.transcript import write_atomic
@@ -42,7 +43,7 @@ def _pin(run_id: str | None) -> None:
         test = pinned.propose(run)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{_slug(test.name)}-{run.id}.json"
-        write_atomic(path, pinned.dumps(test))
+        write_atomic(path, export_test(test))
     except (AgentcoreError, OSError) as exc:
         state.notice = ("error", f"Not pinned: {exc}")
         return

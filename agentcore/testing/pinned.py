@@ -439,10 +439,15 @@ def to_data(test: PinnedTest) -> dict[str, Any]:
 
 def dumps(test: PinnedTest, yaml_format: bool = False) -> str:
     """The test file's text: JSON, or YAML when asked (PyYAML needed)."""
+    return data_text(to_data(test), yaml_format)
+
+
+def data_text(data: dict[str, Any], yaml_format: bool = False) -> str:
+    """Test file data (`to_data`) as the file's text: JSON, or YAML when asked (PyYAML needed)."""
     if not yaml_format:
-        return json_text(to_data(test), indent=2) + "\n"
+        return json_text(data, indent=2) + "\n"
     yaml = _yaml()
-    return scrub_text(yaml.safe_dump(to_data(test), sort_keys=False, allow_unicode=True))
+    return scrub_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def from_data(data: Any) -> PinnedTest:
