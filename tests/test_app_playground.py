@@ -325,6 +325,21 @@ def test_the_export_is_the_runs_page_export_with_every_secret_removed(app, downl
     assert transcript.loads(playground).steps[0].wire.request["api_key"] == REDACTED
 
 
+def test_each_browser_session_keeps_its_own_message_marks_whatever_another_draws(open_app, monkeypatch):
+    from ui import policy_view
+
+    worked: list[str] = []
+    mark = policy_view.next_marks
+    monkeypatch.setattr(policy_view, "next_marks", lambda run: worked.append(run.id) or mark(run))
+    one, two = open_app(), open_app()
+    mine, theirs = start(one), start(two, "research")
+    assert worked[-1] == theirs.id
+    worked.clear()
+    one.run()
+    assert worked == []  # worked out once for this session's run, not again after another session's draw
+    assert one.session_state[policy_view.MARKS_KEY][0][0] == mine.id
+
+
 def stored(run_id: str) -> Run:
     """The run as the app's database holds it, read through a Store of the test's own."""
     store = Store(os.environ["AGENTCORE_DB"])

@@ -204,23 +204,23 @@ def apply_policies(run: Run | None, policies: ContextPolicies | None) -> None:
 
 # -- the playground's message list ---------------------------------------------------------------
 
-_marks_cache: dict[str, tuple[tuple[Any, ...], list[str], int]] = {}
+MARKS_KEY = "_policy_marks"  # this browser session's marks: (run id, what they were worked out from, marks, prefix)
 
 
 def row_badge(run: Run | None, index: int, editing: bool = False) -> str:
     """The badges after message `index`'s header (a leading space included), or "" while a draft is edited.
 
-    The marks are worked out once per change of the run, not once per row.
+    The marks are worked out once per change of the run, not once per row, and kept in this browser
+    session's state: one run is on screen at a time in each session.
     """
     if run is None or editing:
         return ""
-    key = (tuple(map(id, run.messages)), len(run.steps), run.config.policies)
-    cached = _marks_cache.get(run.id)
+    key = (run.id, tuple(map(id, run.messages)), len(run.steps), run.config.policies)
+    cached = st.session_state.get(MARKS_KEY)
     if cached is None or cached[0] != key:
         marks = next_marks(run) if run.next_phase != "done" else []  # no next request, nothing to mark
         cached = (key, marks, cached_prefix(run))
-        _marks_cache.clear()  # one run is on screen at a time
-        _marks_cache[run.id] = cached
+        st.session_state[MARKS_KEY] = cached
     badge = message_badge(run, index, cached[1], cached[2])
     return f" &nbsp; {badge}" if badge else ""
 
