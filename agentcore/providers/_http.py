@@ -1,4 +1,8 @@
-"""What the wire-format providers share: the HTTP transport, and HttpProvider with the one `complete()`.
+"""What the wire-format providers share: the HTTP transport, the event stream and HttpProvider's one `complete()`.
+
+An adapter keeps only its wire format. A stream reaches it as decoded events, already kept in
+the exchange; what it finds wrong in a response it raises as a BadResponse, and HttpProvider
+alone builds the ProviderError, with the provider, status, attempt count and exchange.
 
 Retried: connection errors and timeouts, 408, 409, 429, every 5xx (Anthropic's 529
 included), unless the server says `x-should-retry: false`; `x-should-retry: true`
@@ -19,7 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import httpx
 
@@ -271,6 +275,58 @@ def parse_error_body(status: int, headers: httpx.Headers, text: str) -> tuple[st
     return f"HTTP {status} with a non-JSON body ({ctype}): {snippet(summary)}", None, None
 
 
+class BadResponse(Exception):
+    """What a wire format finds wrong in a response, or a failure the response itself reports.
+
+    The mapping functions raise it with no transport at hand; HttpProvider turns it into the
+    ProviderError that carries the provider, the status, the attempt count and the exchange.
+    """
+
+    def __init__(self, message: str, *, type: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.retryable = retryable
+
+
+class StreamEvent(NamedTuple):
+    """One streamed event: its SSE name (None on NDJSON or an unnamed event), its decoded payload, its text as sent."""
+
+    name: str | None
+    data: Any
+    text: str
+
+
+class EventStream:
+    """A streamed body's events, each decoded within the call's limits and kept in order as the exchange's response."""
+
+    def __init__(self, reader: ResponseReader) -> None:
+        self.reader = reader
+        self.wire = reader.wire
+        self.events: list[Any] = []
+        self.wire.response = self.events
+        self.ended = False  # the server's end marker came (Chat Completions' [DONE])
+
+    def sse(self, end: str | None = None) -> Iterator[StreamEvent]:
+        """Server-sent events in order; a payload equal to `end` is not an event: it ends them and sets `ended`."""
+        for name, text in iter_sse(self.reader.lines()):
+            if end is not None and text.strip() == end:
+                self.ended = True
+                return
+            yield self._keep(name, text)
+
+    def ndjson(self) -> Iterator[StreamEvent]:
+        """Newline-delimited JSON objects in order; blank lines are skipped."""
+        for line in self.reader.lines():
+            if line.strip():
+                yield self._keep(None, line)
+
+    def _keep(self, name: str | None, text: str) -> StreamEvent:
+        data = self.reader.event(text)
+        self.events.append(data)
+        return StreamEvent(name, data, text)
+
+
 def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
     """Server-sent events from text lines: (event name or None, data) for each event."""
     event: str | None = None
@@ -320,7 +376,8 @@ class HttpProvider(BaseProvider, ABC):
     """What the HTTP providers share: settings from the registry, the key in memory only, one `complete()`.
 
     A wire format fills in `url`, `body`, `parse_response` and `read_stream`, and `headers` where
-    its credentials do not go as a bearer token.
+    its credentials do not go as a bearer token; what it finds wrong in a response it raises as a
+    BadResponse, which becomes a ProviderError here.
     """
 
     extra_options: ClassVar[frozenset[str]] = frozenset()
@@ -405,12 +462,24 @@ class HttpProvider(BaseProvider, ABC):
     def _call(self, request: ModelRequest, on_text: TextSink | None) -> ModelResponse:
         if on_text is None or not self.stream:
             data, wire = self.http.post(self.url, self.body(request), self.headers())
-            return self._whole(data, request, wire, on_text)
+            with self._reading(wire):
+                return self._whole(data, request, wire, on_text)
         with self.http.stream(self.url, self.body(request, stream=True), self.headers()) as reader:
-            if "application/json" in reader.headers.get("content-type", ""):
-                # some servers answer a streamed request with one plain response (llm-katan with tools)
-                return self._whole(reader.json(), request, reader.wire, on_text)
-            return self.read_stream(reader, request, on_text)
+            with self._reading(reader.wire):
+                if "application/json" in reader.headers.get("content-type", ""):
+                    # some servers answer a streamed request with one plain response (llm-katan with tools)
+                    return self._whole(reader.json(), request, reader.wire, on_text)
+                return self.read_stream(EventStream(reader), request, on_text)
+
+    @contextmanager
+    def _reading(self, wire: WireExchange) -> Iterator[None]:
+        """A BadResponse raised while a response is read, as this provider's ProviderError about that response."""
+        try:
+            yield
+        except BadResponse as exc:
+            raise self.http.error(
+                exc.message, wire, status=wire.status, type=exc.type, retryable=exc.retryable
+            ) from None
 
     def _whole(self, data: Any, request: ModelRequest, wire: WireExchange, on_text: TextSink | None) -> ModelResponse:
         result = self.parse_response(data, request, wire)
@@ -438,11 +507,12 @@ class HttpProvider(BaseProvider, ABC):
 
     @abstractmethod
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
-        """A whole response body as a ModelResponse; a malformed one is a ProviderError."""
+        """A whole response body as a ModelResponse; a malformed one raises BadResponse."""
 
     @abstractmethod
-    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+    def read_stream(self, stream: EventStream, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """A streamed response as a ModelResponse, each text delta passed to `on_text` as it arrives.
 
-        Its lines come from `stream.lines()` and each payload is decoded by `stream.event()`: both keep to the limits.
+        Its events come decoded, within the limits and already kept in the exchange, from `stream.sse()`
+        or `stream.ndjson()`; a malformed or failed one raises BadResponse.
         """

@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
-from ..errors import ProviderError
 from ..messages import (
     MAX_COUNT,
     AssistantMessage,
@@ -27,8 +26,7 @@ from ..messages import (
     parse_arguments,
 )
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, iter_sse
-from ._limits import ResponseReader
+from ._http import BadResponse, EventStream, HttpProvider
 from .anthropic_cache import place_cache_breakpoints
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
@@ -169,8 +167,8 @@ def parse_usage(data: Any) -> Usage:
     )
 
 
-def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> AssistantMessage:
-    """Content blocks as an AssistantMessage; a tool_use without id or name is a ProviderError."""
+def parse_blocks(blocks: list[Any]) -> AssistantMessage:
+    """Content blocks as an AssistantMessage; a tool_use without id or name is a BadResponse."""
     text: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[ReasoningPart] = []
@@ -192,11 +190,9 @@ def parse_blocks(blocks: list[Any], http: HttpTransport, wire: WireExchange) -> 
         elif kind == "tool_use":
             call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
             if not call_id:
-                raise http.error(
-                    f"content block {k} (tool_use {name or 'unnamed'}) has no id", wire, status=wire.status
-                )
+                raise BadResponse(f"content block {k} (tool_use {name or 'unnamed'}) has no id")
             if not name:
-                raise http.error(f"content block {k} (tool_use {call_id}) has no name", wire, status=wire.status)
+                raise BadResponse(f"content block {k} (tool_use {call_id}) has no name")
             if isinstance(arguments, dict):
                 calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
             else:
@@ -218,11 +214,11 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def parse_message(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
-    """A `message` body as a ModelResponse; a malformed body is a ProviderError."""
+def parse_message(data: Any, wire: WireExchange) -> ModelResponse:
+    """A `message` body as a ModelResponse; a malformed body is a BadResponse."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-        raise http.error("the response is not a message with a content list", wire, status=wire.status)
-    message = parse_blocks(data["content"], http, wire)
+        raise BadResponse("the response is not a message with a content list")
+    message = parse_blocks(data["content"])
     reason = data.get("stop_reason")
     return ModelResponse(
         message=message,
@@ -286,32 +282,27 @@ class AnthropicProvider(HttpProvider):
 
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
         """A `message` body as a ModelResponse."""
-        return parse_message(data, self.http, wire)
+        return parse_message(data, wire)
 
-    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        """Named SSE events folded into one message, up to message_stop; an `error` event is a ProviderError."""
-        wire = stream.wire
-        events: list[Any] = []
-        wire.response = events
+    def read_stream(self, stream: EventStream, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Named SSE events folded into one message, up to message_stop; an `error` event is a BadResponse."""
         message = _MessageStream(on_text)
         finished = False
-        for name, data in iter_sse(stream.lines()):
-            event = stream.event(data)
-            events.append(event)
-            fields = event if isinstance(event, dict) else {}
-            kind = fields.get("type", name)
-            if kind == "error" or name == "error":
-                raise _stream_error(fields, data, self.http, wire)
+        for event in stream.sse():
+            fields = event.data if isinstance(event.data, dict) else {}
+            kind = fields.get("type", event.name)
+            if kind == "error" or event.name == "error":
+                raise _stream_error(fields, event.text)
             finished = message.add(kind, fields)
             if finished:
                 break
         if not finished:
-            raise self.http.error("the stream ended before message_stop", wire, status=wire.status)
+            raise BadResponse("the stream ended before message_stop")
         return ModelResponse(
-            message=parse_blocks(message.content(), self.http, wire),
+            message=parse_blocks(message.content()),
             usage=parse_usage(message.usage),
             finish_reason=STOP_REASONS.get(message.stop_reason, message.stop_reason),
-            wire=wire,
+            wire=stream.wire,
         )
 
 
@@ -364,14 +355,12 @@ class _MessageStream:
         return [self.blocks[i] for i in sorted(self.blocks)]
 
 
-def _stream_error(event: dict[str, Any], data: str, http: HttpTransport, wire: WireExchange) -> ProviderError:
-    """An `error` event as a ProviderError; an overload or a server error may be retried."""
+def _stream_error(event: dict[str, Any], text: str) -> BadResponse:
+    """An `error` event (`text` as sent); an overload or a server error may be retried."""
     err = event.get("error")
     err = err if isinstance(err, dict) else {}
-    return http.error(
-        f"error in the stream: {err.get('message') or data}",
-        wire,
-        status=wire.status,
+    return BadResponse(
+        f"error in the stream: {err.get('message') or text}",
         type=err.get("type"),
         retryable=err.get("type") in ("overloaded_error", "api_error"),
     )

@@ -23,8 +23,7 @@ from ..messages import (
 )
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport
-from ._limits import ResponseReader
+from ._http import BadResponse, EventStream, HttpProvider
 from .base import ModelRequest, ModelResponse, Settings, TextSink, WireExchange
 
 PROVIDER = "ollama"
@@ -95,11 +94,11 @@ def parse_usage(data: dict[str, Any]) -> Usage:
     return Usage(input_tokens=as_count(data.get("prompt_eval_count")), output_tokens=as_count(data.get("eval_count")))
 
 
-def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -> ToolCall:
+def parse_tool_call(k: int, raw: Any) -> ToolCall:
     """One /api/chat tool call; older servers send no id, so one is made up (ids must be unique in a run)."""
     fn = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(fn, dict) or not fn.get("name"):
-        raise http.error(f"tool call {k} has no function name", wire, status=wire.status)
+        raise BadResponse(f"tool call {k} has no function name")
     call_id = raw.get("id") or f"call_{uuid.uuid4().hex[:12]}"
     arguments = fn.get("arguments")
     if isinstance(arguments, dict):
@@ -120,14 +119,14 @@ def _response(
     )
 
 
-def parse_chat(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
-    """A non-streamed /api/chat body as a ModelResponse; a malformed body is a ProviderError."""
+def parse_chat(data: Any, wire: WireExchange) -> ModelResponse:
+    """A non-streamed /api/chat body as a ModelResponse; a malformed body is a BadResponse."""
     if not isinstance(data, dict) or not isinstance(data.get("message"), dict):
-        raise http.error("the response has no message", wire, status=wire.status)
+        raise BadResponse("the response has no message")
     if data.get("error"):
-        raise http.error(str(data["error"]), wire, status=wire.status)
+        raise BadResponse(str(data["error"]))
     message = data["message"]
-    calls = tuple(parse_tool_call(k, c, http, wire) for k, c in enumerate(message.get("tool_calls") or []))
+    calls = tuple(parse_tool_call(k, c) for k, c in enumerate(message.get("tool_calls") or []))
     return _response(message.get("content") or "", _text(message.get("thinking")), calls, data, wire)
 
 
@@ -162,26 +161,20 @@ class OllamaProvider(HttpProvider):
 
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
         """A whole /api/chat body as a ModelResponse."""
-        return parse_chat(data, self.http, wire)
+        return parse_chat(data, wire)
 
-    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+    def read_stream(self, stream: EventStream, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """NDJSON lines: text deltas passed on, whole tool calls collected, usage from the final (done) line."""
-        wire = stream.wire
-        lines: list[Any] = []
-        wire.response = lines
         text: list[str] = []
         thinking: list[str] = []
         raw_calls: list[Any] = []
         final: dict[str, Any] | None = None
-        for line in stream.lines():
-            if not line.strip():
-                continue
-            chunk = stream.event(line)
-            lines.append(chunk)
+        for event in stream.ndjson():
+            chunk = event.data
             if not isinstance(chunk, dict):
-                raise self.http.error("a streamed line is not a JSON object", wire, status=wire.status)
+                raise BadResponse("a streamed line is not a JSON object")
             if chunk.get("error"):
-                raise self.http.error(f"error in the stream: {chunk['error']}", wire, status=wire.status)
+                raise BadResponse(f"error in the stream: {chunk['error']}")
             message = chunk.get("message")
             message = message if isinstance(message, dict) else {}
             thinking.append(_text(message.get("thinking")))
@@ -193,6 +186,6 @@ class OllamaProvider(HttpProvider):
                 final = chunk
                 break
         if final is None:
-            raise self.http.error("the stream ended before the final (done) line", wire, status=wire.status)
-        calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
-        return _response("".join(text), "".join(thinking), calls, final, wire)
+            raise BadResponse("the stream ended before the final (done) line")
+        calls = tuple(parse_tool_call(k, c) for k, c in enumerate(raw_calls))
+        return _response("".join(text), "".join(thinking), calls, final, stream.wire)

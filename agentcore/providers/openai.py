@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, assert_never
 
-from ..errors import ProviderError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, iter_sse
-from ._limits import ResponseReader
+from ._http import BadResponse, EventStream, HttpProvider
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens, estimate_tokens
 
 
@@ -80,33 +78,33 @@ def parse_usage(data: Any) -> Usage | None:
     )
 
 
-def parse_tool_call(k: int, raw: Any, http: HttpTransport, wire: WireExchange) -> ToolCall:
-    """One wire tool call as a ToolCall; a call without an id or a name is a ProviderError."""
+def parse_tool_call(k: int, raw: Any) -> ToolCall:
+    """One wire tool call as a ToolCall; a call without an id or a name is a BadResponse."""
     fn = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(fn, dict):
-        raise http.error(f"tool call {k} has no function", wire, status=wire.status)
+        raise BadResponse(f"tool call {k} has no function")
     call_id, name = raw.get("id"), fn.get("name")
     if not call_id:
-        raise http.error(f"tool call {k} ({name or 'unnamed'}) has no id", wire, status=wire.status)
+        raise BadResponse(f"tool call {k} ({name or 'unnamed'}) has no id")
     if not name:
-        raise http.error(f"tool call {k} ({call_id}) has no function name", wire, status=wire.status)
+        raise BadResponse(f"tool call {k} ({call_id}) has no function name")
     arguments = fn.get("arguments")
     if isinstance(arguments, dict):  # some compatible servers send an object, not a string
         return ToolCall(id=str(call_id), name=str(name), arguments=arguments)
     return parse_argument_text(str(call_id), str(name), arguments if arguments is None else str(arguments))
 
 
-def parse_completion(data: Any, request: ModelRequest, http: HttpTransport, wire: WireExchange) -> ModelResponse:
-    """A `chat.completion` body as a ModelResponse; a malformed body is a ProviderError."""
+def parse_completion(data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
+    """A `chat.completion` body as a ModelResponse; a malformed body is a BadResponse."""
     if not isinstance(data, dict):
-        raise http.error(f"the response is a JSON {type(data).__name__}, not an object", wire, status=wire.status)
+        raise BadResponse(f"the response is a JSON {type(data).__name__}, not an object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise http.error("the response has no choices", wire, status=wire.status)
+        raise BadResponse("the response has no choices")
     message = choices[0].get("message") if isinstance(choices[0], dict) else None
     if not isinstance(message, dict):
-        raise http.error("the response's first choice has no message", wire, status=wire.status)
-    calls = tuple(parse_tool_call(k, c, http, wire) for k, c in enumerate(message.get("tool_calls") or []))
+        raise BadResponse("the response's first choice has no message")
+    calls = tuple(parse_tool_call(k, c) for k, c in enumerate(message.get("tool_calls") or []))
     content = message.get("content")
     return _response(
         content if isinstance(content, str) else None, calls, choices[0].get("finish_reason"), data, request, wire
@@ -156,28 +154,20 @@ class OpenAIProvider(HttpProvider):
 
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
         """A `chat.completion` body as a ModelResponse."""
-        return parse_completion(data, request, self.http, wire)
+        return parse_completion(data, request, wire)
 
-    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        """SSE chunks: text deltas passed on, tool-call fragments merged by index, usage from the last chunk."""
-        wire = stream.wire
-        chunks: list[Any] = []
-        wire.response = chunks
+    def read_stream(self, stream: EventStream, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """SSE chunks up to [DONE]: text deltas passed on, tool-call fragments merged by index, usage from the last."""
         text: list[str] = []
         slots: dict[int, dict[str, Any]] = {}
         usage: Any = None
         finish: str | None = None
-        done = False
-        for _, data in iter_sse(stream.lines()):
-            if data.strip() == "[DONE]":
-                done = True
-                break
-            chunk = stream.event(data)
-            chunks.append(chunk)
+        for event in stream.sse(end="[DONE]"):
+            chunk = event.data
             if not isinstance(chunk, dict):
-                raise self.http.error("a streamed chunk is not a JSON object", wire, status=wire.status)
+                raise BadResponse("a streamed chunk is not a JSON object")
             if chunk.get("error"):
-                raise _stream_error(chunk["error"], self.http, wire)
+                raise _stream_error(chunk["error"])
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
@@ -190,21 +180,21 @@ class OpenAIProvider(HttpProvider):
                 for k, piece in enumerate(delta.get("tool_calls") or []):
                     _merge_call(slots.setdefault(piece.get("index", k), {}), piece)
                 finish = choice.get("finish_reason") or finish
-        if not done and finish is None:
-            raise self.http.error("the stream ended before the response was complete", wire, status=wire.status)
+        if not stream.ended and finish is None:
+            raise BadResponse("the stream ended before the response was complete")
         raw_calls = [
             {"id": s.get("id"), "function": {"name": s.get("name"), "arguments": s.get("arguments", "")}}
             for _, s in sorted(slots.items())
         ]
-        calls = tuple(parse_tool_call(k, c, self.http, wire) for k, c in enumerate(raw_calls))
-        return _response("".join(text) or None, calls, finish, {"usage": usage}, request, wire)
+        calls = tuple(parse_tool_call(k, c) for k, c in enumerate(raw_calls))
+        return _response("".join(text) or None, calls, finish, {"usage": usage}, request, stream.wire)
 
 
-def _stream_error(err: Any, http: HttpTransport, wire: WireExchange) -> ProviderError:
-    """An error chunk in the middle of a stream as a ProviderError."""
+def _stream_error(err: Any) -> BadResponse:
+    """An error chunk in the middle of a stream."""
     message = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
     kind = (err.get("type") or err.get("code")) if isinstance(err, dict) else None
-    return http.error(f"error in the stream: {message}", wire, status=wire.status, type=kind)
+    return BadResponse(f"error in the stream: {message}", type=kind)
 
 
 def _merge_call(slot: dict[str, Any], piece: dict[str, Any]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
-from ..errors import ProviderError
 from ..messages import (
     AssistantMessage,
     Message,
@@ -25,8 +24,8 @@ from ..messages import (
     parse_arguments,
 )
 from ..tools import ToolSpec
-from ._http import HttpProvider, HttpTransport, iter_sse
-from ._limits import ResponseReader, snippet
+from ._http import BadResponse, EventStream, HttpProvider
+from ._limits import snippet
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange
 
 PROVIDER = "openai-responses"
@@ -130,8 +129,8 @@ def parse_usage(data: Any) -> Usage:
     )
 
 
-def parse_items(items: list[Any], http: HttpTransport, wire: WireExchange) -> AssistantMessage:
-    """Output items as an AssistantMessage; a function_call without call_id or name is a ProviderError."""
+def parse_items(items: list[Any]) -> AssistantMessage:
+    """Output items as an AssistantMessage; a function_call without call_id or name is a BadResponse."""
     text: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[ReasoningPart] = []
@@ -142,11 +141,9 @@ def parse_items(items: list[Any], http: HttpTransport, wire: WireExchange) -> As
         elif kind == "function_call":
             call_id, name = item.get("call_id"), item.get("name")
             if not call_id or not isinstance(call_id, str):
-                raise http.error(
-                    f"output item {k} (function_call {name or 'unnamed'}) has no call_id", wire, status=wire.status
-                )
+                raise BadResponse(f"output item {k} (function_call {name or 'unnamed'}) has no call_id")
             if not name or not isinstance(name, str):
-                raise http.error(f"output item {k} (function_call {call_id}) has no name", wire, status=wire.status)
+                raise BadResponse(f"output item {k} (function_call {call_id}) has no name")
             arguments = item.get("arguments")
             calls.append(parse_arguments(call_id, name, arguments if isinstance(arguments, str) else None))
         elif kind == "reasoning":
@@ -178,13 +175,13 @@ def _part_texts(parts: Any, kinds: tuple[str, ...], *keys: str) -> list[str]:
     return found
 
 
-def parse_response(data: Any, http: HttpTransport, wire: WireExchange) -> ModelResponse:
-    """A response object as a ModelResponse; a failed or malformed one is a ProviderError."""
+def parse_response(data: Any, wire: WireExchange) -> ModelResponse:
+    """A response object as a ModelResponse; a failed or malformed one is a BadResponse."""
     if not isinstance(data, dict) or not isinstance(data.get("output"), list):
-        raise http.error("the response is not a response object with an output list", wire, status=wire.status)
+        raise BadResponse("the response is not a response object with an output list")
     if data.get("status") == "failed":
-        raise _failure(data.get("error"), http, wire)
-    message = parse_items(data["output"], http, wire)
+        raise _failure(data.get("error"))
+    message = parse_items(data["output"])
     return ModelResponse(
         message=message, usage=parse_usage(data.get("usage")), finish_reason=_finish(data, message), wire=wire
     )
@@ -199,11 +196,11 @@ def _finish(data: dict[str, Any], message: AssistantMessage) -> str:
     return "tool_calls" if message.tool_calls else "stop"
 
 
-def _failure(error: Any, http: HttpTransport, wire: WireExchange, prefix: str = "") -> ProviderError:
+def _failure(error: Any, prefix: str = "") -> BadResponse:
     err = error if isinstance(error, dict) else {}
     code = err.get("code") if isinstance(err.get("code"), str) else None
     message = snippet(err.get("message") or "the response failed with no reason given")
-    return http.error(f"{prefix}{message}", wire, status=wire.status, type=code, retryable=code in RETRYABLE_CODES)
+    return BadResponse(f"{prefix}{message}", type=code, retryable=code in RETRYABLE_CODES)
 
 
 class OpenAIResponsesProvider(HttpProvider):
@@ -222,34 +219,29 @@ class OpenAIResponsesProvider(HttpProvider):
 
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
         """A whole response object as a ModelResponse."""
-        return parse_response(data, self.http, wire)
+        return parse_response(data, wire)
 
-    def read_stream(self, stream: ResponseReader, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        """Named SSE events up to response.completed (or .incomplete); an error or failed event is a ProviderError."""
-        wire = stream.wire
-        events: list[Any] = []
-        wire.response = events
+    def read_stream(self, stream: EventStream, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Named SSE events up to response.completed (or .incomplete); an error or failed event is a BadResponse."""
         folded = _ResponseStream(on_text)
-        for name, data in iter_sse(stream.lines()):
-            event = stream.event(data)
-            events.append(event)
-            fields = event if isinstance(event, dict) else {}
-            kind = fields.get("type") or name
+        for event in stream.sse():
+            fields = event.data if isinstance(event.data, dict) else {}
+            kind = fields.get("type") or event.name
             if kind == "error":
-                raise _failure(fields, self.http, wire, "error in the stream: ")
+                raise _failure(fields, "error in the stream: ")
             if kind == "response.failed":
                 response = fields.get("response")
-                raise _failure(response.get("error") if isinstance(response, dict) else None, self.http, wire)
+                raise _failure(response.get("error") if isinstance(response, dict) else None)
             if folded.add(kind, fields):
                 break
         if folded.final is None:
-            raise self.http.error("the stream ended before response.completed", wire, status=wire.status)
-        message = parse_items(folded.items(), self.http, wire)
+            raise BadResponse("the stream ended before response.completed")
+        message = parse_items(folded.items())
         return ModelResponse(
             message=message,
             usage=parse_usage(folded.final.get("usage")),
             finish_reason=_finish(folded.final, message),
-            wire=wire,
+            wire=stream.wire,
         )
 
 
