@@ -3,12 +3,15 @@
 Every request resends the whole message list, so per-step input grows about linearly
 with the step number and the cumulative input quadratically. Prices come from
 genai-prices, the maintained price database; nothing here calls a model.
+
+What step n sent (`sent_at`) and what a step is counted and priced by (`step_usage`, `step_costs`)
+are answered here once, for the Cost page, the gauge, the what-if curves, the store and the tests.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -79,8 +82,9 @@ class Pricer:
     """Prices token counts for one genai-prices model, cache reads and writes at their own rates."""
 
     ref: PriceRef
-    _model: Any = field(repr=False)
-    _provider: Any = field(repr=False)
+    # equal and hashed by `ref` alone (genai-prices' own records are unhashable), so a price can be memoised
+    _model: Any = field(repr=False, compare=False)
+    _provider: Any = field(repr=False, compare=False)
 
     @classmethod
     def find(cls, ref: PriceRef) -> Pricer | None:
@@ -123,26 +127,32 @@ def _pricer(ref: PriceRef) -> Pricer | None:
     return Pricer.find(ref)
 
 
-def run_cost(run: Run) -> float | None:
-    """The run's cost in US dollars from its recorded usage, each step at the price of the model that answered it.
+def price_call(run: Run, model: ModelRef, usage: Usage) -> float | None:
+    """What one call of the run cost at its model's price: 0 for a free provider, None when the price is unknown."""
+    if model.provider in FREE_PROVIDERS:
+        return 0.0
+    pricer = _pricer(model_price_ref(run, model))
+    if pricer is None:
+        return None
+    return pricer.price(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
 
-    A free provider's steps cost 0; None when a step's price is unknown.
+
+def run_cost(run: Run) -> float | None:
+    """The run's cost in US dollars: its `step_costs` added up, so `account`'s total wherever that is priced.
+
+    A run answered by free providers alone costs 0 here (its policy calls aside), where `account` leaves
+    it unpriced so that the Cost page can price the same tokens as another model; None when a step's
+    price is unknown.
     """
-    usage: dict[ModelRef, Usage] = {}
-    for step in run.steps:
-        model = run.answered_by(step)
-        usage[model] = usage.get(model, Usage()) + step.usage
-    total = 0.0
-    for model, u in usage.items():
-        if model.provider in FREE_PROVIDERS:
-            continue
-        pricer = _pricer(model_price_ref(run, model))
-        if pricer is None:
-            return None
-        # prices are linear in tokens, so pricing a model's totals once equals adding up its steps
-        total += pricer.price(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-    charged = _policy_cost(run.steps)
-    return None if charged is None else total + charged
+    return _total(step_costs(run))
+
+
+def _total(costs: Iterable[float | None]) -> float | None:
+    # added in step order, as account's running total is, so both give the same float
+    total: float | None = 0.0
+    for cost in costs:
+        total = None if total is None or cost is None else total + cost
+    return total
 
 
 def _policy_cost(steps: Iterable[StepRecord]) -> float | None:
@@ -190,7 +200,8 @@ def message_parts(m: Message) -> dict[str, int]:
     raise TypeError(f"not a message: {m!r}")
 
 
-def _spec_tokens(run: Run) -> int:
+def tool_tokens(run: Run) -> int:
+    """Estimated tokens of the run's tool definitions, sent with every request."""
     specs = run.tool_specs
     return sum(estimate_tokens(s.name + s.description + json.dumps(s.parameters, separators=(",", ":"))) for s in specs)
 
@@ -215,6 +226,99 @@ def _scale_parts(parts: dict[str, int], total: int) -> dict[str, int]:
     for k in sorted(exact, key=lambda k: exact[k] - out[k], reverse=True)[: total - sum(out.values())]:
         out[k] += 1
     return out
+
+
+# -- what a step sent and what it cost ------------------------------------------------
+
+
+def sent_at(run: Run, n: int) -> list[Message]:
+    """The messages step `n` (1-based) sent: its context policy's record applied to the history, else the history."""
+    step = run.steps[n - 1]
+    history = run.messages[: step.message_count]
+    return list(history) if step.sent is None else step.sent.messages(history)
+
+
+def sent_tokens(run: Run, n: int) -> int:
+    """Estimated input tokens of what step `n` sent: its messages and the tool definitions."""
+    return sum(m.tokens for m in sent_at(run, n)) + tool_tokens(run)
+
+
+def step_usage(run: Run, n: int) -> tuple[Usage, bool]:
+    """The tokens step `n` (1-based) is counted and priced by, and whether any of them is an estimate.
+
+    The one rule for the Cost page, the gauge, `account` and `run_cost`:
+    - an input of 0 was not recorded (a request always sends something): it is estimated from what the
+      step sent (`sent_tokens`), and the step is marked estimated;
+    - an output of 0 beside a reply with text or reasoning was not recorded either: it is estimated from
+      that reply, its reasoning counted as output;
+    - reasoning is part of the output, as Usage counts it; a reasoning count above the output (a server
+      that counted it apart, or a file's mistake) raises the output to it, the least that both counts
+      allow, so the step is billed for every token a count says the model wrote and none twice;
+    - cache reads and writes are taken as recorded.
+    """
+    return _counted(run, n, lambda: sent_tokens(run, n))
+
+
+def _counted(run: Run, n: int, estimate_input: Callable[[], int]) -> tuple[Usage, bool]:
+    record = run.steps[n - 1]
+    u = record.usage
+    inp, out, reasoning, estimated = u.input_tokens, u.output_tokens, u.reasoning_tokens, record.estimated
+    if inp == 0:
+        inp, estimated = estimate_input(), True
+    if out == 0:
+        reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
+        guessed, guessed_reasoning = _estimate_output(reply)
+        if guessed:
+            out, reasoning, estimated = guessed, max(reasoning, guessed_reasoning), True
+    out = max(out, reasoning)
+    counted = u.model_copy(update={"input_tokens": inp, "output_tokens": out, "reasoning_tokens": reasoning})
+    return counted, estimated
+
+
+def _estimate_output(reply: Message | None) -> tuple[int, int]:
+    """Estimated output and reasoning tokens of a reply whose usage was not recorded; its reasoning is output."""
+    if reply is None:
+        return 0, 0
+    reasoning = sum(estimate_tokens(p.display_text) for p in getattr(reply, "reasoning", ()))
+    return estimate_tokens(reply.text) + reasoning, reasoning
+
+
+def step_costs(run: Run, price_as: PriceRef | None = None) -> list[float | None]:
+    """Each step's cost in US dollars: its `step_usage` at the price of the model that answered it (or of
+    `price_as`), with the calls its policies made; a free provider's step costs 0, an unknown price is None."""
+    out = []
+    for n, step in enumerate(run.steps, start=1):
+        pricer = _step_pricer(run, step, price_as)
+        # a free or unpriced step's cost does not depend on its tokens: count them only where they are priced
+        usage = step_usage(run, n)[0] if isinstance(pricer, Pricer) else step.usage
+        out.append(_step_cost(pricer, usage, step))
+    return out
+
+
+def _step_pricer(run: Run, step: StepRecord, price_as: PriceRef | None) -> Pricer | str | None:
+    """The step's pricer: `price_as`'s, "free" for a free provider's step, else its model's (None if unknown)."""
+    if price_as is None and run.answered_by(step).provider in FREE_PROVIDERS:
+        return "free"
+    return _pricer(price_as or step_price_ref(run, step))
+
+
+def _step_cost(pricer: Pricer | str | None, usage: Usage, step: StepRecord) -> float | None:
+    if isinstance(pricer, Pricer):
+        cost: float | None = _price(pricer, usage.input_tokens, usage.output_tokens, *_cached(usage))
+    else:
+        cost = 0.0 if pricer == "free" else None
+    charged = _policy_cost([step])  # a summariser's call is charged to the step it was made for
+    return None if cost is None or charged is None else cost + charged
+
+
+def _cached(usage: Usage) -> tuple[int, int]:
+    return usage.cache_read_tokens, usage.cache_write_tokens
+
+
+@lru_cache(maxsize=4096)
+def _price(pricer: Pricer, input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> float:
+    # the store prices a run after every phase, its earlier steps again: price each step's tokens once
+    return pricer.price(input_tokens, output_tokens, cache_read, cache_write)
 
 
 # -- per-step accounting --------------------------------------------------------------
@@ -381,57 +485,40 @@ class CostReport:
 def _pricing(run: Run, price_as: PriceRef | None) -> tuple[list[Pricer | str | None], list[PriceRef], str | None]:
     """Each step's pricer, the models the costs are in, and why a cost is missing (None when none is).
 
-    A step is priced as the model that answered it, or as `price_as`; a free provider's step is "free"
-    beside priced steps (a run of free steps alone stays unpriced, to be priced as another model); None
-    when genai-prices does not know the model. A run without steps is priced as its configured model.
+    A step is priced as `step_costs` prices it, except that a run of free steps alone stays unpriced, to be
+    priced as another model; None when genai-prices does not know the model. A run without steps is
+    priced as its configured model.
     """
+    pricers: list[Pricer | str | None] = [_step_pricer(run, s, price_as) for s in run.steps]
     refs = [price_as or step_price_ref(run, s) for s in run.steps] or [price_as or run_price_ref(run)]
-    pricers: list[Pricer | str | None] = [_pricer(ref) for ref in refs]
-    if price_as is None and run.steps and any(p is not None for p in pricers):
-        free = [run.answered_by(s).provider in FREE_PROVIDERS for s in run.steps]
-        pricers = ["free" if f else p for p, f in zip(pricers, free, strict=True)]
+    if not any(isinstance(p, Pricer) for p in pricers):
+        pricers = [_pricer(ref) for ref in refs]
     prices = list(dict.fromkeys(p.ref for p in pricers if isinstance(p, Pricer)))
     unknown = ", ".join(dict.fromkeys(ref.label for ref, p in zip(refs, pricers, strict=True) if p is None))
     note = f"genai-prices does not know {unknown}: choose a model to price the same tokens as" if unknown else None
     return pricers[: len(run.steps)], prices, note
 
 
-def _estimate_output(reply: Message | None) -> tuple[int, int]:
-    """Estimated output and reasoning tokens of a reply whose usage was not recorded; its reasoning is output."""
-    if reply is None:
-        return 0, 0
-    reasoning = sum(estimate_tokens(p.display_text) for p in getattr(reply, "reasoning", ()))
-    return estimate_tokens(reply.text) + reasoning, reasoning
-
-
 def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
-    """Account for every step of a run; price each step as the model that answered it, or all as `price_as`."""
-    spec_tokens = _spec_tokens(run)
+    """Account for every step of a run; price each step as the model that answered it, or all as `price_as`.
+
+    Each step's request is what it sent (`sent_at`), its tokens are `step_usage`'s and its cost is what
+    `step_costs` says, so the total is `run_cost` wherever the run is priced.
+    """
+    spec_tokens = tool_tokens(run)
     pricers, prices, note = _pricing(run, price_as)
     steps: list[StepAccount] = []
     requests: list[list[Message]] = []
     scales: list[float] = []
     cum_in = cum_out = 0
     cum_cost: float | None = 0.0
-    for record, pricer in zip(run.steps, pricers, strict=True):
-        request = list(run.messages[: record.message_count])
+    for n, (record, pricer) in enumerate(zip(run.steps, pricers, strict=True), start=1):
+        request = sent_at(run, n)
         raw = request_parts(request, spec_tokens)
         raw_total = sum(raw.values())
-        u = record.usage
-        estimated = record.estimated
-        inp, out, reasoning = u.input_tokens, u.output_tokens, u.reasoning_tokens
-        if inp == 0 and out == 0:  # no usage recorded: estimate it from the messages
-            estimated = True
-            inp = raw_total
-            reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
-            out, reasoning = _estimate_output(reply)
-        out = max(out, reasoning)  # reasoning is output, priced as output, even where a server counted it apart
-        if isinstance(pricer, Pricer):
-            cost = pricer.price(inp, out, u.cache_read_tokens, u.cache_write_tokens)
-        else:
-            cost = 0.0 if pricer == "free" else None
-        charged = _policy_cost([record])  # a summariser's call is charged to the step it was made for
-        cost = None if cost is None or charged is None else cost + charged
+        u, estimated = _counted(run, n, lambda total=raw_total: total)
+        inp, out = u.input_tokens, u.output_tokens
+        cost = _step_cost(pricer, u, record)
         cum_in, cum_out = cum_in + inp, cum_out + out
         cum_cost = None if cum_cost is None or cost is None else cum_cost + cost
         steps.append(
@@ -449,7 +536,7 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
                 cumulative_cost_usd=cum_cost,
                 model=run.answered_by(record).label,
                 priced_as=pricer.ref.label if isinstance(pricer, Pricer) else pricer,
-                reasoning_tokens=reasoning,
+                reasoning_tokens=u.reasoning_tokens,
             )
         )
         requests.append(request)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .accounting import account
+from .accounting import step_costs
 from .errors import TranscriptError
 from .exports import numbered
-from .providers import FREE_PROVIDERS
+from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
 from .run import Run
 
 FORMAT = "agentcore.comparison"
@@ -25,10 +25,8 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
 
 
 def _step_costs(run: Run) -> list[float | None]:
-    if run.config.provider in FREE_PROVIDERS:
-        return [0.0] * len(run.steps)
     try:
-        return [s.cost_usd for s in account(run).steps]
+        return step_costs(run)  # a free provider's steps cost 0
     except ValueError:  # genai-prices refuses usage it cannot price (more cached tokens than input): unknown cost
         return [None] * len(run.steps)
 

@@ -1,8 +1,10 @@
 """The context-window gauge: how much of the model's window each request filled, and whether the next one fits.
 
 The window comes from the catalogue (genai-prices' context windows), or for the embedded model from the
-n_ctx it was loaded with. Tokens are the step's reported input; the next request is the estimate of what
-the policies would send, in the model's own units (scaled by the last step's reported/estimated ratio).
+n_ctx it was loaded with. A step's tokens are its input as accounting counts it (`step_usage`: the
+reported input, else the estimate of what it sent), so the gauge and the Cost page's composition agree; the
+next request is the estimate of what the policies would send, in the model's own units (scaled by the last
+step's reported/estimated ratio).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .accounting import sent_tokens, step_usage, tool_tokens
 from .catalogue import context_window
-from .policies import origins, plan_request, request_tokens, sent_messages, sent_request, stand_in_summary
+from .policies import origins, plan_request, request_tokens, sent_request, stand_in_summary
 from .run import Run
 
 WARN_SHARE = 0.9  # a request past this share of the window is warned about before it is sent
@@ -56,21 +59,10 @@ def window_of(run: Run, provider: Any = None) -> int | None:
     return context_window(getattr(provider, "name", None) or run.config.provider, model)
 
 
-def _tool_tokens(run: Run) -> int:
-    from .messages import COMPACT_JSON, estimate_tokens
-
-    return sum(estimate_tokens(s.name + s.description + COMPACT_JSON.encode(s.parameters)) for s in run.tool_specs)
-
-
 def step_gauges(run: Run, provider: Any = None, window: int | None = None) -> list[Gauge]:
     """Each step's request against the window: its reported input tokens, or the estimate of what it sent."""
     window = window if window is not None else window_of(run, provider)
-    tools = _tool_tokens(run)
-    out = []
-    for s in run.steps:
-        tokens = s.usage.input_tokens or request_tokens(sent_messages(run, s.index), tools)
-        out.append(Gauge(s.index, tokens, window))
-    return out
+    return [Gauge(s.index, step_usage(run, n)[0].input_tokens, window) for n, s in enumerate(run.steps, start=1)]
 
 
 def next_gauge(run: Run, provider: Any = None, window: int | None = None) -> Gauge:
@@ -82,10 +74,9 @@ def next_gauge(run: Run, provider: Any = None, window: int | None = None) -> Gau
     if policies is not None and policies.shapes_request:
         plan = plan_request(history, origins(run, len(history)), step, policies)
         history = sent_request(plan, stand_in_summary() if plan.to_summarise else None).messages(history)
-    tools = _tool_tokens(run)
-    estimate = request_tokens(history, tools)
+    estimate = request_tokens(history, tool_tokens(run))
     last = run.steps[-1] if run.steps else None
     if last is not None and last.usage.input_tokens and not last.estimated:
-        sent = request_tokens(sent_messages(run, last.index), tools)
+        sent = sent_tokens(run, len(run.steps))
         estimate = round(estimate * last.usage.input_tokens / sent) if sent else estimate
     return Gauge(step, estimate, window)

@@ -10,7 +10,7 @@ from itertools import accumulate
 from typing import Any
 
 from .accounting import CostReport, Pricer
-from .policies import ContextPolicies, project, request_tokens, sent_messages
+from .policies import ContextPolicies, project, request_tokens
 from .run import Run
 
 # -- what-if --------------------------------------------------------------------------
@@ -123,8 +123,9 @@ class PolicyCurves:
 def policy_curves(run: Run, report: CostReport) -> PolicyCurves | None:
     """The curves of a run made with policies that shape the request; None for a run without.
 
-    Each step's estimate is scaled by its measured input over the estimate of what it sent, so a
-    scripted run's curves are exact and a real model's are in its own tokenizer's units.
+    Each step's estimate is scaled by its measured input over the estimate of what it sent (the report's
+    scale, from `sent_at`), so a scripted run's curves are exact and a real model's are in its own
+    tokenizer's units.
     """
     policies = run.config.policies
     if policies is None or not policies.shapes_request or not report.steps:
@@ -132,8 +133,7 @@ def policy_curves(run: Run, report: CostReport) -> PolicyCurves | None:
     measured, projected, whole, summariser = [], [], [], []
     for i, (step, acc) in enumerate(zip(run.steps, report.steps, strict=True)):
         history = run.messages[: step.message_count]
-        sent = request_tokens(sent_messages(run, i + 1), report.spec_tokens)
-        scale = acc.input_tokens / sent if sent else 1.0
+        scale = report.scales[i]
         measured.append(acc.input_tokens)
         projected.append(round(request_tokens(project(run, policies, i), report.spec_tokens) * scale))
         whole.append(round(request_tokens(history, report.spec_tokens) * scale))

@@ -17,9 +17,13 @@ from agentcore.accounting import (
     parse_price_as,
     price_choices,
     run_cost,
+    sent_at,
+    step_usage,
 )
 from agentcore.errors import UsageError
+from agentcore.gauge import step_gauges
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.policies import Change, SentRequest
 from agentcore.run import Run, RunConfig, StepRecord
 from agentcore.whatif import what_ifs
 
@@ -397,3 +401,49 @@ def test_a_summarisers_call_is_charged_to_its_step_and_to_the_run():
 
 def test_a_responses_api_run_is_priced_as_the_openai_model_it_ran_on():
     assert run_cost(hand_run(provider="openai-responses")) == pytest.approx(run_cost(hand_run()))
+
+
+# -- one answer to what a step sent and what it cost ----------------------------------
+
+
+def test_run_cost_is_accounts_total_when_usage_was_not_recorded():
+    run = hand_run()
+    run.steps[1] = run.steps[1].model_copy(update={"usage": Usage()})  # a file that kept no usage for step 2
+    p_in, _, p_out = prices(MINI)
+    # step 2 sent 122 tokens by the estimate and answered `read{}`, 2 tokens
+    expected = 13 * p_in + 10 * p_out + 122 * p_in + 2 * p_out + 231 * p_in + 10 * p_out + 340 * p_in + 10 * p_out
+    assert account(run).total_cost_usd == pytest.approx(expected)
+    assert run_cost(run) == account(run).total_cost_usd
+
+
+def test_run_cost_is_accounts_total_when_reasoning_exceeds_output():
+    run = hand_run()
+    run.steps[2] = run.steps[2].model_copy(
+        update={"usage": Usage(input_tokens=231, output_tokens=10, reasoning_tokens=50)}
+    )
+    p_in, _, p_out = prices(MINI)
+    step = account(run).steps[2]
+    assert (step.output_tokens, step.reasoning_tokens) == (50, 50)  # reasoning is output: at least 50 were written
+    assert account(run).total_cost_usd == pytest.approx(706 * p_in + 80 * p_out)
+    assert run_cost(run) == account(run).total_cost_usd
+
+
+def test_an_input_that_was_not_recorded_is_estimated_even_beside_a_recorded_output():
+    run = hand_run()
+    run.steps[1] = run.steps[1].model_copy(update={"usage": Usage(output_tokens=10)})
+    (usage, estimated) = step_usage(run, 2)
+    assert (usage.input_tokens, usage.output_tokens, estimated) == (122, 10, True)
+    assert account(run).steps[1].input_tokens == 122 == step_gauges(run)[1].tokens
+
+
+@pytest.mark.parametrize("usage", [Usage(input_tokens=133, output_tokens=10), Usage()], ids=["reported", "unrecorded"])
+def test_a_step_is_counted_by_what_its_policy_sent_not_by_the_whole_history(usage):
+    run = hand_run()
+    # step 3 sent its first tool result cleared, as keep_tool_results=1 does: 13 + 6 + 5 + 6 + 103 = 133 tokens
+    cleared = SentRequest(policies=["keep_tool_results=1"], changes={2: Change(mark="cleared", content="-")})
+    run.steps[2] = run.steps[2].model_copy(update={"sent": cleared, "usage": usage})
+    assert [m.content for m in sent_at(run, 3) if isinstance(m, ToolMessage)] == ["-", "s" * 396]
+    assert sent_at(run, 2) == run.messages[:3]
+    step = account(run).steps[2]
+    assert step.composition == {**dict.fromkeys(PARTS, 0), "user": 13, "tool_calls": 12, "tool_results": 108}
+    assert step.input_tokens == 133 == step_gauges(run)[2].tokens == step_usage(run, 3)[0].input_tokens

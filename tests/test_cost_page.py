@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
 from streamlit.testing.v1 import AppTest
 
-from agentcore import cli, transcript
-from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore import Agent, ScriptedProvider, cli, transcript
+from agentcore.gauge import step_gauges
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage, estimate_tokens
+from agentcore.policies import CLEARED, ContextPolicies
 from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.toolbox import get_tools
 
 PAGE = "views/cost.py"
 
@@ -255,3 +260,76 @@ def test_counts_and_missing_values_are_words_not_none_or_step_lists(research_fil
     one = two_step_run()
     one.steps.pop()
     assert any(m.value.endswith("· 1 step") for m in page_with(one).markdown)
+
+
+def by_step(trace: dict) -> dict[int, float]:
+    """A trace's values keyed by the step its x says they belong to."""
+    return dict(zip(trace["x"], trace["y"], strict=True))
+
+
+def figure(at: AppTest, title: str) -> dict:
+    return next(c for c in charts(at) if c["layout"]["title"]["text"].startswith(title))
+
+
+def policy_run(usage: Usage | None = None) -> Run:
+    """The scripted research scenario with keep_tool_results=1, kept as a gpt-4o-mini run (so its context
+    window is known and it is priced); `usage`, when given, replaces every step's, as a file without usage."""
+    provider = ScriptedProvider(scenario="research")
+    policies = ContextPolicies(keep_tool_results=1)
+    config = RunConfig(provider="scripted", model="research", scenario="research", policies=policies)
+    run = Run.start(provider.scenario.prompt, config)
+    Agent(provider, get_tools(list(provider.scenario.tools))).run(run)
+    run.config = run.config.model_copy(update={"provider": "openai", "model": "gpt-4o-mini", "scenario": None})
+    for step in run.steps:
+        step.provider, step.model = "openai", "gpt-4o-mini"
+        step.usage = step.usage if usage is None else usage
+    return run
+
+
+@pytest.mark.parametrize("usage", [None, Usage()], ids=["reported", "unrecorded"])
+def test_a_policy_runs_composition_agrees_with_its_gauge(page_with, usage):
+    run = policy_run(usage)
+    at = page_with(run)
+    assert not at.exception
+    bars = [by_step(t) for t in figure(at, "Tokens per step")["data"] if t["type"] == "bar"]
+    gauge = by_step(figure(at, "Share of the 128,000-token context window")["data"][0])
+    gauges = step_gauges(run)
+    assert len(gauges) == len(run.steps) > 3
+    results = next(by_step(t) for t in figure(at, "Tokens per step")["data"] if t["name"] == "tool results")
+    for g, step in zip(gauges, run.steps, strict=True):
+        assert sum(b[g.step] for b in bars) == g.tokens
+        assert gauge[g.step] == pytest.approx(100 * g.tokens / 128_000)
+        # every tool result but the last went as the placeholder
+        sent = [m for m in run.messages[: step.message_count] if isinstance(m, ToolMessage)]
+        expected = (len(sent) - 1) * (4 + estimate_tokens(CLEARED)) + sent[-1].tokens if sent else 0
+        assert results[g.step] == expected
+
+
+def three_step_run() -> Run:
+    """Three steps whose input and output differ at every step, priced as gpt-4o-mini."""
+    run = two_step_run()
+    run.messages[3:] = [AssistantMessage(content="again"), UserMessage(content="more"), AssistantMessage(content="ok")]
+    run.steps.append(StepRecord(index=3, usage=Usage(input_tokens=140, output_tokens=9), message_count=5))
+    return run
+
+
+def test_the_tokens_chart_has_each_steps_tokens_at_its_step(page_with):
+    run = three_step_run()
+    chart = figure(page_with(run), "Tokens per step")["data"]
+    bars = [by_step(t) for t in chart if t["type"] == "bar"]
+    output = next(by_step(t) for t in chart if t["name"] == "output")
+    assert {k: sum(b[k] for b in bars) for k in (1, 2, 3)} == {1: 30, 2: 95, 3: 140}
+    assert output == {1: 5, 2: 3, 3: 9}
+
+
+def test_the_cost_chart_has_each_steps_cost_at_its_step(page_with):
+    run = three_step_run()
+    chart = figure(page_with(run), "Cost (USD")["data"]
+    per_step = next(by_step(t) for t in chart if t["name"] == "cost per step")
+    cumulative = next(by_step(t) for t in chart if t["name"] == "cumulative")
+    expected = {
+        s.index: float(calc_price(PriceUsage(**s.usage.model_dump()), "gpt-4o-mini", provider_id="openai").total_price)
+        for s in run.steps
+    }
+    assert per_step == pytest.approx(expected)
+    assert cumulative == pytest.approx({1: expected[1], 2: expected[1] + expected[2], 3: sum(expected.values())})
