@@ -224,3 +224,35 @@ def test_the_summary_shows_a_dash_where_a_column_has_no_value(page):
     table = at.dataframe[0].value
     assert list(table["stop reason"]) == ["—", "—"]  # neither column has stopped after one step
     assert not {"None", "nan"} & {str(v) for v in table.to_numpy().ravel()}
+
+
+def test_the_cost_pages_comparison_runs_the_run_twice_the_second_column_with_its_policies(open_app):
+    from agentcore import Agent, Run, RunConfig, ScriptedProvider
+    from agentcore.policies import ContextPolicies
+    from agentcore.toolbox import get_tools
+    from ui.state import Session
+
+    tools = get_tools(["search_notes", "read_note"])
+    policies = ContextPolicies(keep_tool_results=1)
+    config = RunConfig(
+        provider="scripted", model="research", scenario="research", tools=[t.spec() for t in tools], max_steps=5
+    )
+    run = Run.start("Research why agents get expensive.", config.model_copy(update={"policies": policies}))
+    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    session = Session()
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    at.button(key="cost_compare_policy").click().run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="cmp_n").value == 2
+    assert at.text_area(key="cmp_prompt").value == "Research why agents get expensive."
+    assert at.multiselect(key="cmp_tools").value == ["search_notes", "read_note"]
+    assert [at.selectbox(key=f"cmp_scenario_{i}").value for i in range(2)] == ["research", "research"]
+    at.switch_page(PAGE)  # AppTest draws the page it was last sent to, as a browser does after the switch
+    button(at, "Run all").click()
+    settle(at)
+    assert not at.exception, at.exception
+    columns = comparison(at).columns
+    assert [c.run.config.policies for c in columns] == [None, policies]
+    assert [len(c.run.steps) for c in columns] == [5, 5]
+    assert "keep_tool_results=1" in columns[1].label and "keep_tool_results" not in columns[0].label

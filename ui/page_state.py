@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Literal, Self
 
 import streamlit as st
 
-from agentcore.compare import Comparison
+from agentcore.compare import ColumnSpec, Comparison
+from agentcore.run import Run
 
 Notice = tuple[Literal["success", "error"], str]
 # the playground's open tab below the diagram (Messages or Steps): only the open one is drawn
@@ -63,6 +64,18 @@ class CostState(PageState):
     """The cost page: only its settings (price as, what-if), kept while another page is open."""
 
     KEY: ClassVar[str] = "cost_state"
+    open_compare: bool = False  # a comparison was set up (CompareState.prefill): open the compare page
+
+
+@dataclass(frozen=True)
+class CompareSetup:
+    """A comparison set up by another page, for the compare page to put into its widgets on its next draw."""
+
+    prompt: str
+    system_prompt: str
+    tools: list[str]
+    max_steps: int
+    columns: list[ColumnSpec]  # each column's provider, model (the scenario, for the scripted model) and base URL
 
 
 @dataclass
@@ -75,6 +88,23 @@ class CompareState(PageState):
     live: bool = False  # columns were started and the page is following them
     open_index: int | None = None  # a column to open in the playground on this draw
     notice: str | None = None
+    setup: CompareSetup | None = None  # asked for by another page (prefill), not yet in the widgets
+    policies: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # context policies by column
+
+    @classmethod
+    def prefill(cls, run: Run) -> None:
+        """A new comparison of `run`'s prompt on its model twice, the second column with the run's context policies."""
+        config = run.config
+        column = ColumnSpec(provider=config.provider, model=config.scenario or config.model, base_url=config.base_url)
+        setup = CompareSetup(
+            prompt=next((m.content or "" for m in run.messages if m.role == "user"), ""),
+            system_prompt=config.system_prompt or "",
+            tools=[t.name for t in config.tools],
+            max_steps=config.max_steps,
+            columns=[column, column],
+        )
+        policies = {1: config.policies.model_dump() if config.policies else None}
+        st.session_state[cls.KEY] = cls(setup=setup, policies=policies)
 
 
 @dataclass

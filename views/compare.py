@@ -33,6 +33,7 @@ from ui.tool_registry import available_tools, resolve_tools
 
 PLAYGROUND = "views/playground.py"
 POLL_S = 0.5
+MAX_STEPS = 100  # the most the Max steps box takes
 STATE_COLOURS = {"ready": "blue", "running": "orange", "done": "green", "error": "red"}
 SUMMARY_COLUMNS = {
     "config": "configuration",
@@ -129,7 +130,7 @@ def _new_comparison() -> None:
     if state.comparison is not None and state.comparison.running:
         state.notice = "The columns are still working: press Stop and wait for them first."
         return
-    st.session_state[CompareState.KEY] = CompareState(widgets=state.widgets)
+    st.session_state[CompareState.KEY] = CompareState(widgets=state.widgets, policies=state.policies)
 
 
 def _request_open(i: int) -> None:
@@ -137,6 +138,25 @@ def _request_open(i: int) -> None:
 
 
 # -- setup ---------------------------------------------------------------------------
+
+
+def _take_setup(state: CompareState) -> None:
+    """Put a setup another page asked for (CompareState.prefill) into the widgets, before they are drawn."""
+    setup, state.setup = state.setup, None
+    if setup is None:
+        return
+    values: dict[str, Any] = {
+        "cmp_n": len(setup.columns),
+        "cmp_prompt": setup.prompt,
+        "cmp_system": setup.system_prompt,
+        "cmp_tools": [name for name in setup.tools if name in available_tools()],
+        "cmp_max_steps": max(1, min(MAX_STEPS, setup.max_steps)),
+    }
+    for i, spec in enumerate(setup.columns):
+        values |= {f"cmp_provider_{i}": spec.provider, f"cmp_base_url_{i}": spec.base_url or ""}
+        values[f"cmp_scenario_{i}" if spec.provider == "scripted" else f"cmp_model_{i}"] = spec.model or ""
+    st.session_state.update(values)
+    state.widgets.update(values)
 
 
 def _column_setup(i: int, locked: bool) -> tuple[ColumnSpec, str | None]:
@@ -204,7 +224,7 @@ def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[in
     left, mid, right = st.columns([3, 3, 1])
     left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
     mid.multiselect("Tools", list(available_tools()), key="cmp_tools", disabled=locked)
-    right.number_input("Max steps", 1, 100, key="cmp_max_steps", disabled=locked)
+    right.number_input("Max steps", 1, MAX_STEPS, key="cmp_max_steps", disabled=locked)
     right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
     specs, keys = [], {}
     slots = st.columns(int(st.session_state["cmp_n"]))
@@ -239,7 +259,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
         except AgentcoreError as exc:
             state.notice = str(exc)
             return
-        with_policies(state.comparison, st.session_state.get("cmp_policies"))
+        with_policies(state.comparison, state.policies)
     if state.comparison.start(action, keys):
         state.live = state.comparison.running
     else:
@@ -398,6 +418,7 @@ def _open_in_playground(run: Run) -> None:
 def main() -> None:
     """Draw the compare page from its state."""
     state = _state()
+    _take_setup(state)
     state.restore(SHARED)
     st.markdown("## Compare providers")
     st.caption(

@@ -24,7 +24,7 @@ from agentcore.run import Run, models_label
 from agentcore.transcript import loads
 from agentcore.whatif import WhatIf, policy_curves, what_ifs
 from ui import safe, words
-from ui.page_state import CostState
+from ui.page_state import CompareState, CostState
 from ui.policy_view import local_window
 from ui.state import get_session
 
@@ -246,22 +246,8 @@ def _policies(run: Run, report: CostReport) -> None:
 
 def _compare_policy(run: Run) -> None:
     """Set the compare page up with this run's prompt and model twice, the second column with its policies."""
-    c = run.config
-    prompt = next((m.content for m in run.messages if m.role == "user"), "")
-    values: dict[str, object] = {
-        "cmp_n": 2,
-        "cmp_prompt": prompt,
-        "cmp_system": c.system_prompt or "",
-        "cmp_tools": [t.name for t in c.tools],
-        "cmp_max_steps": c.max_steps,
-        "cmp_policies": {1: c.policies.model_dump() if c.policies else None},
-    }
-    for i in range(2):
-        values |= {f"cmp_provider_{i}": c.provider, f"cmp_base_url_{i}": c.base_url or ""}
-        values[f"cmp_scenario_{i}" if c.provider == "scripted" else f"cmp_model_{i}"] = c.scenario or c.model
-    st.session_state.update(values)
-    st.session_state.pop("compare_state", None)  # a new comparison with these settings
-    st.session_state["cost_open_compare"] = True
+    CompareState.prefill(run)
+    CostState.get().open_compare = True
 
 
 def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
@@ -379,7 +365,8 @@ def render() -> None:
     """Draw the page for the current run, or for a transcript opened here."""
     state = CostState.get()
     state.restore(WIDGETS)
-    if st.session_state.pop("cost_open_compare", False):
+    if state.open_compare:
+        state.open_compare = False
         st.switch_page("views/compare.py")
     st.title("Cost")
     st.caption(
