@@ -12,7 +12,7 @@ from ..errors import UsageError
 EXIT_PROVIDER = 4
 
 
-def _short(text: str | None, limit: int = 300) -> str:
+def shorten(text: str | None, limit: int = 300) -> str:
     """One line of text, cut at `limit` characters with the full length said."""
     text = (text or "").replace("\n", " ⏎ ")
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
@@ -75,7 +75,7 @@ def _print_run(run) -> None:
                 print(f"[{i}] assistant → {call.name}({call.arguments_text}) [{call.id}]")
         elif isinstance(m, ToolMessage):
             mark = "error" if m.is_error else "result"
-            print(f"[{i}] tool {m.name} {mark}: {_short(m.content, 500)}")
+            print(f"[{i}] tool {m.name} {mark}: {shorten(m.content, 500)}")
         else:
             print(f"[{i}] {m.role}: {m.content}")
     if run.final_output is not None:
@@ -104,7 +104,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             mixed = " (mixed)" if r.mixed else ""
             print(
                 f"{r.id}  {r.updated_at[:19]}  {r.models_label}{mixed}  {r.steps} steps  {r.stop_reason or 'open'}  "
-                f"{r.total_tokens} tokens  {cost}  {_short(r.title, 60)}"
+                f"{r.total_tokens} tokens  {cost}  {shorten(r.title, 60)}"
             )
     elif action == "show":
         _print_run(store.load_run(args.id))

@@ -22,7 +22,6 @@ from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
 from ..transcript import describe_validation, one_line
 from .commands import (
-    _short,
     cmd_compare,
     cmd_cost,
     cmd_export,
@@ -31,6 +30,7 @@ from .commands import (
     cmd_show,
     cmd_tools,
     cmd_validate,
+    shorten,
 )
 from .terminal import guarded, shown_stream
 
@@ -67,7 +67,7 @@ class Printer:
         elif event.kind == "tool_finished":
             o = event.outcome
             mark = "✗" if o.is_error else "✓"
-            w(f"  {mark} {event.tool_call.name} ({o.duration_ms:.0f} ms): {_short(o.content)}\n")
+            w(f"  {mark} {event.tool_call.name} ({o.duration_ms:.0f} ms): {shorten(o.content)}\n")
         elif event.kind == "error":
             w(f"error: {event.error}\n")
         self.out.flush()

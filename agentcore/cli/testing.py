@@ -109,7 +109,7 @@ def _store(db: str | None):
 def _print_diff(test, run_id: str, db: str | None) -> int:
     from ..diff import diff_runs
     from ..store.runs import Store
-    from .commands import _short
+    from .commands import shorten
 
     if test.pinned is None:
         raise UsageError(f"test {test.name!r} has no pinned run to compare with")
@@ -117,10 +117,10 @@ def _print_diff(test, run_id: str, db: str | None) -> int:
     print(f"pinned run {diff.a_id} vs run {diff.b_id}: {diff.summary()}")
     for row in diff.rows:  # `-` the pinned run's side, `+` the new run's
         if row.kind == "same":
-            print(f"  [{row.a_index}] {_short(row.a_text, 120)}")
+            print(f"  [{row.a_index}] {shorten(row.a_text, 120)}")
             continue
         if row.a_index is not None:
-            print(f"- [{row.a_index}] {_short(row.a_text, 200)}")
+            print(f"- [{row.a_index}] {shorten(row.a_text, 200)}")
         if row.b_index is not None:
-            print(f"+ [{row.b_index}] {_short(row.b_text, 200)}")
+            print(f"+ [{row.b_index}] {shorten(row.b_text, 200)}")
     return EXIT_PASS
