@@ -28,7 +28,6 @@ from .compare_report import (
 from .errors import AgentcoreError, UsageError
 from .loop import Agent, Event
 from .providers import REGISTRY, create_provider
-from .providers.base import Settings
 from .run import Run, RunConfig
 from .tools import Tool
 
@@ -236,9 +235,8 @@ class Comparison:
             return None, f"{spec.provider}: {type(exc).__name__}: {exc}"
 
     def _agent(self, column: Column, provider: Any) -> Agent:
-        spec = column.spec
-        settings = Settings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=spec.seed)
-        return Agent(provider, self.tools, observers=[column._observe], settings=settings)
+        # the column's settings are its run's config: the loop sends them, the export writes them
+        return Agent(provider, self.tools, observers=[column._observe])
 
     def _builder(self, column: Column, key: str | None) -> Callable[[], Agent]:
         def build() -> Agent:
@@ -262,6 +260,7 @@ class Comparison:
             max_steps=self.max_steps,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,
+            seed=spec.seed,
         )
         run = Run.start(self.prompt, config, title=f"{self.prompt[:60]} · {label}")
         if error is not None:

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
-from .policies import prepare
-from .providers.base import ModelRequest, Provider, Settings, WireExchange
+from .providers.base import Provider, Settings, WireExchange
+from .request import model_request, prepare, request_settings
 from .run import EXECUTED, FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
@@ -129,12 +129,7 @@ class Agent:
             check_final_schema(schema)  # before the model is paid to fill a schema nothing could check
             self._schema_checked = schema
         index = len(run.steps) + 1
-        settings = self.settings
-        if run.config.temperature is not None and settings.temperature is None:
-            settings = settings.model_copy(update={"temperature": run.config.temperature})
-        for name in ("max_tokens", "thinking_budget", "reasoning_effort"):  # a resumed run keeps its settings
-            if getattr(run.config, name) is not None and getattr(settings, name) is None:
-                settings = settings.model_copy(update={name: getattr(run.config, name)})
+        settings = request_settings(run.config, self.settings)  # a resumed run keeps its settings
         try:  # the context policies choose what is sent; a summary they ask for is a model call
             prepared = prepare(run, self.provider)
         except ProviderError as exc:
@@ -144,9 +139,7 @@ class Agent:
         except Exception as exc:  # noqa: BLE001 - a broken summariser must not lose the run, as a broken model
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())
             return self._fail(run, index, f"summarising the older turns: {self.provider.name}: {detail}")
-        request = ModelRequest.model_construct(
-            messages=tuple(prepared.messages), tools=tuple(run.tool_specs), settings=settings
-        )
+        request = model_request(run, prepared.messages, settings)
         preflight = getattr(self.provider, "preflight", None)
         if preflight is not None:
             violations = preflight(request)

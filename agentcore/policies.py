@@ -10,11 +10,13 @@ The run keeps every message; a policy only shapes the request. They compose in o
 
 The system prompt and the user's messages are never left out, and a tool call and its result are always
 sent or left out together. Each step records what was sent as a `SentRequest` against the history.
+
+This module is the policies' data and their pure planning: nothing here calls or prices a model. The loop
+prepares each request, with the summary a policy asks for, in request.py.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -25,16 +27,11 @@ from .errors import UsageError
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
-    from .providers.base import Provider
     from .run import Run
 
 CLEARED = "[cleared]"  # what an older tool result is replaced with, so each call keeps its answer
 POLICY_ORDER = ("drop_turns_older_than", "summarize_older_than", "keep_tool_results", "truncate_tool_results")
 SUMMARY_MAX_TOKENS = 200  # the summariser's answer is asked to fit this; a projection assumes this length
-SUMMARY_PROMPT = (
-    "Summarise the earlier part of this agent's conversation for the agent itself: the facts found, "
-    f"the tools called and what they returned, in at most {SUMMARY_MAX_TOKENS} tokens. Plain text only."
-)
 SUMMARY_HEADING = "Summary of the earlier steps:"
 
 Mark = Literal["shortened", "cleared", "dropped", "summarised"]
@@ -238,129 +235,7 @@ def sent_request(plan: Plan, summary: str | None) -> SentRequest:
     )
 
 
-# -- before each model phase ------------------------------------------------------------
-
-
-@dataclass
-class Prepared:
-    """What the model phase sends, the record of it, and the calls the policies made for it."""
-
-    messages: list[Message]
-    sent: SentRequest | None = None
-    calls: list[PolicyCall] = field(default_factory=list)
-
-    def reply(self, history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
-        """The model's reply with each tool call id that the history already holds made distinct.
-
-        A model that did not see part of the history may number its calls again (the scripted one counts
-        the turns it was sent); a run's ids must stay unique, so a repeated one gets the step's suffix.
-        """
-        if self.sent is None or not message.tool_calls:
-            return message
-        taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
-        if not any(c.id in taken for c in message.tool_calls):
-            return message
-        calls = tuple(
-            c.model_copy(update={"id": f"{c.id}_s{step}"}) if c.id in taken else c for c in message.tool_calls
-        )
-        return message.model_copy(update={"tool_calls": calls})
-
-
-def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
-    """The request of the run's next model phase under its policies; the whole history without any.
-
-    `summarise_older_than` asks `summariser` (the run's own model) for a summary unless the previous
-    step already summarised the same messages; a failed summary raises the provider's error.
-    """
-    policies = run.config.policies
-    if hasattr(summariser, "cache_breakpoints"):  # a provider that can place cache breakpoints
-        summariser.cache_breakpoints = policies is not None and policies.cache_breakpoints  # type: ignore[union-attr]
-    if policies is None or not policies.shapes_request:
-        return Prepared(run.messages)
-    history = run.messages
-    step = len(run.steps) + 1
-    plan = plan_request(history, origins(run, len(history)), step, policies)
-    summary, calls = None, []
-    summarised = plan.to_summarise
-    if summarised:
-        summary, covered = _previous_summary(run)
-        if summary is None or covered != summarised:
-            if summariser is None:
-                raise UsageError("summarize_older_than needs a model to write the summary")
-            # the summary grows: the previous one, and only the messages that became old since
-            new = [history[i] for i in summarised if i not in set(covered)] if summary else None
-            summary, call = summarise(run, new or [history[i] for i in summarised], summariser, summary)
-            calls.append(call)
-    sent = sent_request(plan, summary)
-    return Prepared(sent.messages(history), sent, calls)
-
-
-def _previous_summary(run: Run) -> tuple[str | None, list[int]]:
-    """The previous step's summary and the history messages it covered (none without one)."""
-    sent = run.steps[-1].sent if run.steps else None
-    if sent is None or sent.summary is None:
-        return None, []
-    return sent.summary, sorted(i for i, c in sent.changes.items() if c.mark == "summarised")
-
-
-def transcript_text(messages: Sequence[Message]) -> str:
-    """Messages as plain text for the summariser: one `role: text` paragraph each."""
-    lines = []
-    for m in messages:
-        if isinstance(m, ToolMessage):
-            lines.append(f"tool {m.name} result: {m.content}")
-        elif isinstance(m, AssistantMessage):
-            calls = "; ".join(f"{c.name}({c.arguments_text})" for c in m.tool_calls)
-            lines.append(f"assistant: {m.content or ''}" + (f" [calls {calls}]" if calls else ""))
-        else:
-            lines.append(f"{m.role}: {m.text}")
-    return "\n\n".join(lines)
-
-
-def summarise(
-    run: Run, messages: Sequence[Message], provider: Provider, earlier: str | None = None
-) -> tuple[str, PolicyCall]:
-    """Ask `provider` to summarise `messages` (after an `earlier` summary); the summary and the call, priced."""
-    from .providers.base import ModelRequest, Settings
-
-    text = transcript_text(messages)
-    if earlier:
-        text = f"{SUMMARY_HEADING}\n{earlier}\n\nWhat happened next:\n\n{text}"
-    request = ModelRequest(
-        messages=(SystemMessage(content=SUMMARY_PROMPT), UserMessage(content=text)),
-        settings=Settings(max_tokens=SUMMARY_MAX_TOKENS),
-    )
-    started = time.perf_counter()
-    response = provider.complete(request)
-    latency = (time.perf_counter() - started) * 1000
-    # a model that answers with a tool call still wrote text; an empty answer is said to be one
-    text = (response.message.content or "").strip() or "(the model wrote no summary)"
-    name = getattr(provider, "name", None) or run.config.provider
-    model = getattr(provider, "model", None) or run.config.model
-    call = PolicyCall(
-        provider=name,
-        model=model,
-        usage=response.usage,
-        estimated=response.estimated,
-        cost_usd=call_cost(run, name, model, response.usage),
-        latency_ms=latency,
-        summarised=len(messages),
-    )
-    return text, call
-
-
-def call_cost(run: Run, provider: str, model: str, usage: Usage) -> float | None:
-    """What one call cost at its model's price: 0 for a free provider, None when the price is unknown."""
-    from .accounting import _pricer, model_price_ref
-    from .providers import FREE_PROVIDERS
-    from .run import ModelRef
-
-    if provider in FREE_PROVIDERS:
-        return 0.0
-    pricer = _pricer(model_price_ref(run, ModelRef(provider, model)))
-    if pricer is None:
-        return None
-    return pricer.price(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+# -- projections ------------------------------------------------------------------------
 
 
 def stand_in_summary() -> str:
@@ -399,14 +274,10 @@ __all__ = [
     "Change",
     "ContextPolicies",
     "PolicyCall",
-    "Prepared",
     "SentRequest",
     "parse_policy",
     "plan_request",
     "policies_from",
-    "prepare",
     "project",
     "sent_messages",
-    "summarise",
-    "transcript_text",
 ]

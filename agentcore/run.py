@@ -73,6 +73,7 @@ class RunConfig(BaseModel):
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     # the most tokens a call may write, when the run set it; left out of the plain form when unset
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_COUNT, exclude_if=lambda v: v is None)
+    seed: int | None = Field(default=None, exclude_if=lambda v: v is None)  # sampling seed, where the API has one
     final_answer_schema: dict[str, Any] | None = None
     # what each model call sends (see agentcore.policies); left out of the plain form when unset
     policies: ContextPolicies | None = Field(default=None, exclude_if=lambda v: v is None)

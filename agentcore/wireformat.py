@@ -6,7 +6,7 @@ from typing import Any
 
 from .errors import UsageError
 from .messages import AssistantMessage
-from .providers.base import ModelRequest, Settings
+from .request import model_request, request_settings
 from .run import Run
 
 FORMATS = ("openai", "openai-responses", "anthropic", "ollama")
@@ -16,9 +16,10 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     """The request body `fmt` would receive for the run's messages and tools (the final-answer tool included).
 
     The model is the run's own when the run used that provider, else the registry's default for it.
-    The run's settings go with it (temperature, max tokens, reasoning); reasoning another provider made
-    is left out (see ReasoningPart). For Anthropic a finished run exports the request that got its answer:
-    a body ending on the assistant's turn is a prefill, which current models reject.
+    The run's settings go with it as the loop sends them (temperature, max tokens, seed, reasoning, prompt
+    caching's breakpoints); reasoning another provider made is left out (see ReasoningPart). For Anthropic
+    a finished run exports the request that got its answer: a body ending on the assistant's turn is a
+    prefill, which current models reject.
     """
     from .providers import get_info
 
@@ -26,28 +27,16 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
         raise UsageError(f"unknown wire format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if model is None:
         model = run.config.model if run.config.provider == fmt and run.config.model else get_info(fmt).default_model
-    specs = run.tool_specs
     messages = tuple(run.messages)
     if fmt == "anthropic" and messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].tool_calls:
         messages = messages[:-1]
-    request = ModelRequest(
-        messages=messages,
-        tools=tuple(specs),
-        settings=Settings(
-            temperature=run.config.temperature,
-            max_tokens=run.config.max_tokens,
-            thinking_budget=run.config.thinking_budget,
-            reasoning_effort=run.config.reasoning_effort,
-        ),
-    )
+    request = model_request(run, messages, request_settings(run.config))
     if fmt == "openai":
         from .providers import openai
 
-        # as the adapter sends it: OpenAI's own API wants max_completion_tokens (reasoning models refuse
-        # max_tokens), a compatible server the run was made on the older max_tokens
-        compatible = run.config.provider == "openai" and bool(run.config.base_url)
-        field = "max_tokens" if compatible else "max_completion_tokens"
-        return openai.build_body(model, request, stream=stream, max_tokens_field=field)
+        # as the adapter sends it: the run's own server when it ran on Chat Completions, else OpenAI's API
+        base_url = run.config.base_url if run.config.provider == "openai" else None
+        return openai.build_body(model, request, stream=stream, max_tokens_field=openai.max_tokens_field_for(base_url))
     if fmt == "openai-responses":
         from .providers import openai_responses
 

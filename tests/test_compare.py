@@ -435,3 +435,28 @@ def test_cancel_stops_a_running_column_before_its_next_phase():
     gated, weather = comparison.columns
     assert gated.run.stop_reason == "cancelled" and len(gated.run.steps) == 1 and gated.state == "ready"
     assert weather.run.stop_reason in ("answer", "cancelled") and weather.error is None  # Stop asks every column
+
+
+class SettingsSeen(BaseProvider):
+    """Answers at once, keeping the settings of each request it was sent."""
+
+    name: ClassVar[str] = "settings-seen"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.seen: list[tuple] = []
+
+    def complete(self, request, on_text=None) -> ModelResponse:
+        s = request.settings
+        self.seen.append((s.temperature, s.max_tokens, s.seed))
+        return ModelResponse(message=AssistantMessage(content="19 degrees."))
+
+
+def test_a_columns_settings_are_recorded_in_its_run_and_sent_from_there():
+    providers = {"a": SettingsSeen("a"), "b": SettingsSeen("b")}
+    specs = [ColumnSpec("a", temperature=0.2, max_tokens=50, seed=7), ColumnSpec("b", seed=8)]
+    comparison = Comparison(PROMPT, specs, factory=factory_of(providers))
+    comparison.step_all()
+    assert providers["a"].seen == [(0.2, 50, 7)] and providers["b"].seen == [(None, None, 8)]
+    config = comparison.columns[0].run.config
+    assert (config.temperature, config.max_tokens, config.seed) == (0.2, 50, 7)  # an export of the run sends them too

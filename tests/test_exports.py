@@ -7,13 +7,17 @@ import json
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
-from agentcore import AssistantMessage, Run, RunConfig, transcript
+from agentcore import Agent, AssistantMessage, Run, RunConfig, create_provider, transcript
 from agentcore.cli.main import main
 from agentcore.compare_report import load_bundle, make_bundle
 from agentcore.exports import FORMATS, WIRE_FORMATS, export_body, export_bundle, export_json, export_zip
+from agentcore.policies import ContextPolicies
+from agentcore.providers.anthropic_cache import breakpoints
 from agentcore.store.runs import Store
+from agentcore.toolbox import get_tools
 from agentcore.wireformat import export_request
 
 PROMPT = "weather in \ud800 Paris?"  # the CLI takes undecodable bytes in argv as a lone surrogate
@@ -92,3 +96,120 @@ def test_compare_out_writes_a_bundle_for_a_prompt_with_a_lone_surrogate(tmp_path
     assert main(["compare", PROMPT, *configs, "--out", str(out)]) == 0
     prompt, _, runs = load_bundle(json.loads(out.read_bytes()))
     assert prompt == PROMPT and [r.messages[0].content for r in runs] == [PROMPT, PROMPT]
+
+
+# -- an exported body is the body the run's provider was sent ----------------------------------
+
+CALL_THEN_ANSWER = {
+    "openai": (
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10},
+        },
+        {
+            "choices": [{"message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 80, "completion_tokens": 3},
+        },
+    ),
+    "anthropic": (
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 50, "output_tokens": 10},
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Sunny."}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 80, "output_tokens": 3},
+        },
+    ),
+}
+
+
+def answered_run(fmt: str, base_url: str | None) -> Run:
+    """A two-step run (a tool call, then the answer) on `fmt`'s provider, its answers scripted at the HTTP layer."""
+    replies = iter(CALL_THEN_ANSWER[fmt])
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=next(replies)))
+    provider = create_provider(
+        fmt,
+        "gpt-4o-mini" if fmt == "openai" else "claude-haiku-4-5",
+        base_url=base_url,
+        api_key="test-key",
+        transport=transport,
+        stream=False,
+    )
+    config = RunConfig(
+        provider=fmt,
+        model=provider.model,
+        base_url=base_url,
+        system_prompt="Be brief.",
+        max_steps=3,
+        temperature=0.2,
+        max_tokens=300,
+        seed=7 if fmt == "openai" else None,
+        policies=ContextPolicies(cache_breakpoints=True),
+    )
+    run = Run.start("What is the weather in Paris?", config)
+    Agent(provider, get_tools(["get_weather"])).run(run)
+    assert [s.wire is not None for s in run.steps] == [True, True] and run.stop_reason == "answer", run.error
+    return run
+
+
+@pytest.mark.parametrize(
+    ("fmt", "base_url"),
+    [
+        ("anthropic", None),
+        ("openai", None),
+        ("openai", "https://api.openai.com/v1"),  # the official API named by its URL
+        ("openai", "http://compat.test/v1"),  # a compatible server
+    ],
+)
+def test_each_steps_exported_body_is_the_body_it_sent(fmt: str, base_url: str | None, monkeypatch) -> None:
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    run = answered_run(fmt, base_url)
+    for step in run.steps:
+        assert export_request(run.fork(step.index), fmt) == step.wire.request, step.index
+
+
+def test_an_anthropic_export_of_a_cached_run_carries_the_cache_control_that_was_sent(monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    run = answered_run("anthropic", None)
+    sent = run.steps[-1].wire.request
+    assert breakpoints(sent) == ["tools[0]", "system[0]", "messages[2].content[0]"]
+    assert export_request(run, "anthropic") == sent  # a finished run exports the request that got its answer
+
+
+@pytest.mark.parametrize(
+    ("base_url", "field"),
+    [
+        (None, "max_completion_tokens"),
+        ("https://api.openai.com/v1/", "max_completion_tokens"),
+        ("http://compat.test/v1", "max_tokens"),
+    ],
+)
+def test_an_openai_export_names_max_tokens_as_the_request_sent_did(base_url, field, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run = answered_run("openai", base_url)
+    for body in (run.steps[0].wire.request, export_request(run, "openai")):
+        assert body[field] == 300 and body["seed"] == 7
+        assert len(body.keys() & {"max_tokens", "max_completion_tokens"}) == 1

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
-from agentcore.accounting import _pricer, account, model_price_ref
+from agentcore.accounting import Pricer, account, model_price_ref
 from agentcore.catalogue import context_window
 from agentcore.errors import TranscriptError, UsageError
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
@@ -27,19 +27,18 @@ from agentcore.messages import (
 from agentcore.policies import (
     CLEARED,
     SUMMARY_HEADING,
-    SUMMARY_PROMPT,
     ContextPolicies,
     SentRequest,
     parse_policy,
     policies_from,
-    prepare,
     project,
     sent_messages,
 )
 from agentcore.providers.anthropic import AnthropicProvider, parse_usage
 from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
-from agentcore.providers.base import ModelRequest, estimate_request_tokens
+from agentcore.providers.base import ModelRequest, Settings, estimate_request_tokens
 from agentcore.providers.openai import OpenAIProvider
+from agentcore.request import SUMMARY_PROMPT, request_settings
 from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
@@ -175,7 +174,7 @@ def test_the_summariser_call_is_priced_as_its_model(katan):
     Agent(provider, get_tools(["get_weather"])).run(run)
     assert len(run.steps) == 3
     (call,) = run.steps[2].policy_calls
-    pricer = _pricer(model_price_ref(run, ModelRef("openai", "gpt-4o-mini")))
+    pricer = Pricer.find(model_price_ref(run, ModelRef("openai", "gpt-4o-mini")))
     u = call.usage
     assert u.input_tokens > 0 and not call.estimated
     assert call.cost_usd == pytest.approx(pricer.price(u.input_tokens, u.output_tokens)) and call.cost_usd > 0
@@ -293,10 +292,13 @@ def without_breakpoints(body: dict) -> dict:
     return body
 
 
-def anthropic(model: str = "claude-haiku-4-5", *, cache: bool = True) -> AnthropicProvider:
-    provider = AnthropicProvider(model, api_key="test-key")
-    provider.cache_breakpoints = cache
-    return provider
+def anthropic(model: str = "claude-haiku-4-5") -> AnthropicProvider:
+    return AnthropicProvider(model, api_key="test-key")
+
+
+def cached(request: ModelRequest, on: bool = True) -> ModelRequest:
+    """The request with prompt caching's breakpoints asked for (or not) in its settings."""
+    return request.model_copy(update={"settings": Settings(cache_breakpoints=on)})
 
 
 def test_cache_breakpoints_on_a_recorded_tool_turn():
@@ -310,14 +312,14 @@ def test_cache_breakpoints_on_a_recorded_tool_turn():
     )
     specs = (ToolSpec(name=tool["name"], description=tool["description"], parameters=tool["input_schema"]),)
     request = ModelRequest(messages=messages, tools=specs)
-    body = anthropic().body(request)
+    body = anthropic().body(cached(request))
     assert breakpoints(body) == ["tools[0]", "messages[2].content[0]"]  # no system prompt here
     assert body["tools"][0]["cache_control"] == {"type": "ephemeral"}
     # nothing else changes: the body is the recorded one (less the SDK's `caller`) plus the breakpoints
     for block in wire["messages"][1]["content"]:
         block.pop("caller", None)
     assert without_breakpoints(body) == wire
-    assert anthropic(cache=False).body(request) == wire
+    assert anthropic().body(cached(request, on=False)) == wire
 
 
 def test_the_system_breakpoint_is_the_documented_block():
@@ -325,7 +327,7 @@ def test_the_system_breakpoint_is_the_documented_block():
     request = ModelRequest(
         messages=(SystemMessage(content=docs["system"][0]["text"]), UserMessage(content=docs["messages"][0]["content"]))
     )
-    body = anthropic("claude-opus-4-7").body(request)
+    body = anthropic("claude-opus-4-7").body(cached(request))
     assert body["system"] == docs["system"]
     # the last turn's text goes as a text block, as the recorded turn 2 sends its user turns
     turn2 = recorded("anthropic_cache_request_turn2.json")["messages"][-1]
@@ -338,14 +340,12 @@ def test_cache_reads_and_writes_are_counted_from_the_recorded_response():
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (3 + 418 + 1111, 1111, 418)
 
 
-def test_the_run_policy_turns_the_breakpoints_on_and_off():
-    provider = anthropic(cache=False)
-    run = Run.start("hi", RunConfig(provider="anthropic", policies=ContextPolicies(cache_breakpoints=True)))
-    prepare(run, provider)
-    assert provider.cache_breakpoints
-    run.config = run.config.model_copy(update={"policies": None})
-    prepare(run, provider)
-    assert not provider.cache_breakpoints
+def test_the_run_policy_turns_the_breakpoints_on_and_off_in_the_request_settings():
+    config = RunConfig(provider="anthropic", policies=ContextPolicies(cache_breakpoints=True))
+    assert request_settings(config).cache_breakpoints
+    assert request_settings(config, Settings(max_tokens=5)).cache_breakpoints
+    assert not request_settings(config.model_copy(update={"policies": None})).cache_breakpoints
+    assert not request_settings(config.model_copy(update={"policies": ContextPolicies()})).cache_breakpoints
 
 
 # -- the context-window gauge --------------------------------------------------------------
@@ -632,3 +632,27 @@ def test_a_summariser_that_raises_a_plain_error_fails_the_step_and_keeps_the_run
     assert run.stop_reason == "error" and run.error.startswith("summarising the older turns: scripted: RuntimeError")
     assert "\n" not in run.error
     assert run.steps == steps and run.messages == before
+
+
+class _SettingsSeen(ScriptedProvider):
+    """Answers as the research scenario, noting for each call whether it was the summary's and its caching."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.seen: list[tuple[bool, bool]] = []
+
+    def complete(self, request, on_text=None):
+        self.seen.append((request.messages[0].text == SUMMARY_PROMPT, request.settings.cache_breakpoints))
+        return super().complete(request, on_text)
+
+
+def test_the_run_asks_for_cache_breakpoints_but_its_summary_calls_do_not():
+    provider = _SettingsSeen(scenario="research")
+    config = RunConfig(
+        provider="scripted",
+        model="research",
+        max_steps=4,
+        policies=ContextPolicies(summarize_older_than=1, cache_breakpoints=True),
+    )
+    Agent(provider, get_tools(list(provider.scenario.tools))).run(Run.start(provider.scenario.prompt, config))
+    assert set(provider.seen) == {(False, True), (True, False)}  # each summary is new text: nothing to reuse

@@ -45,7 +45,10 @@ STOP_REASONS = {
 def build_body(
     model: str, request: ModelRequest, *, stream: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS
 ) -> dict[str, Any]:
-    """The request body: `system` on top, turns alternating, all tool results of a turn in one user message."""
+    """The request body: `system` on top, turns alternating, all tool results of a turn in one user message.
+
+    With `Settings.cache_breakpoints`, prompt caching's breakpoints are placed (see anthropic_cache).
+    """
     system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
     body: dict[str, Any] = {"model": model, "max_tokens": request.settings.max_tokens or max_tokens}
     if system:
@@ -60,7 +63,7 @@ def build_body(
     add_thinking(body, request.settings.thinking_budget, request.settings.reasoning_effort)
     if stream:
         body["stream"] = True
-    return body
+    return place_cache_breakpoints(body) if request.settings.cache_breakpoints else body
 
 
 def add_thinking(body: dict[str, Any], budget: int | None, effort: str | None) -> None:
@@ -233,7 +236,6 @@ class AnthropicProvider(HttpProvider):
 
     name: ClassVar[str] = PROVIDER
     extra_options: ClassVar[frozenset[str]] = frozenset({"max_tokens", "anthropic_version"})
-    cache_breakpoints: bool = False  # set from the run's policies before each call (agentcore.policies)
 
     @property
     def url(self) -> str:
@@ -252,11 +254,10 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
-        """The request body this provider sends; with `cache_breakpoints`, prompt caching's breakpoints placed."""
-        body = build_body(
+        """The request body this provider sends."""
+        return build_body(
             self.model, request, stream=stream, max_tokens=int(self.options.get("max_tokens", DEFAULT_MAX_TOKENS))
         )
-        return place_cache_breakpoints(body) if self.cache_breakpoints else body
 
     def preflight(self, request: ModelRequest) -> list[Violation]:
         """The shared rules, plus Anthropic's: the first turn is the user's and roles alternate."""

@@ -30,6 +30,8 @@ class Settings(BaseModel):
     # Anthropic's adaptive thinking and Ollama's think levels; a provider without one ignores it
     thinking_budget: int | None = Field(default=None, ge=1)
     reasoning_effort: ReasoningEffort | None = None
+    # prompt caching: Anthropic places cache_control breakpoints (see anthropic_cache); others cache on their own
+    cache_breakpoints: bool = False
 
 
 class ModelRequest(BaseModel):

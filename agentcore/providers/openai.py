@@ -8,6 +8,7 @@ from typing import Any, ClassVar, assert_never
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
+from . import get_info
 from ._http import BadResponse, EventStream, HttpProvider
 from .base import ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens, estimate_tokens
 
@@ -43,10 +44,20 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+def max_tokens_field_for(base_url: str | None) -> str:
+    """The field of the most tokens to write: `max_completion_tokens` on OpenAI's own API, else `max_tokens`.
+
+    OpenAI deprecated max_tokens, and its reasoning models refuse it; many compatible servers know only
+    max_tokens. No base URL, or the registry's default one, is OpenAI's own API.
+    """
+    official = not base_url or base_url.rstrip("/") == get_info("openai").default_base_url
+    return "max_completion_tokens" if official else "max_tokens"
+
+
 def build_body(
     model: str, request: ModelRequest, *, stream: bool = False, max_tokens_field: str = "max_tokens"
 ) -> dict[str, Any]:
-    """The request body for a ModelRequest."""
+    """The request body for a ModelRequest; `max_tokens_field` is the one `max_tokens_field_for(base_url)` names."""
     body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
     if request.tools:
         body["tools"] = [tool_to_wire(t) for t in request.tools]
@@ -148,9 +159,7 @@ class OpenAIProvider(HttpProvider):
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The request body this provider sends."""
-        # max_tokens is deprecated on api.openai.com but the only name many compatible servers know
-        field = "max_completion_tokens" if self.official else "max_tokens"
-        return build_body(self.model, request, stream=stream, max_tokens_field=field)
+        return build_body(self.model, request, stream=stream, max_tokens_field=max_tokens_field_for(self.base_url))
 
     def parse_response(self, data: Any, request: ModelRequest, wire: WireExchange) -> ModelResponse:
         """A `chat.completion` body as a ModelResponse."""

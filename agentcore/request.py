@@ -1,0 +1,181 @@
+"""What a run's next model call sends: its settings from the run's config, its messages under the context policies.
+
+The loop builds each model phase's request here, and the export (wireformat.py) builds a run's request body
+from the same settings, so a body exported from a run is the body its provider was sent. The policies'
+own data and their pure planning are in policies.py; what a policy needs a model for, the summary of the
+older turns, is asked for and priced here, before the model phase.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .accounting import price_call
+from .errors import UsageError
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .policies import (
+    SUMMARY_HEADING,
+    SUMMARY_MAX_TOKENS,
+    PolicyCall,
+    SentRequest,
+    origins,
+    plan_request,
+    sent_request,
+)
+from .providers.base import ModelRequest, Provider, Settings
+from .run import ModelRef, Run, RunConfig
+
+SUMMARY_PROMPT = (
+    "Summarise the earlier part of this agent's conversation for the agent itself: the facts found, "
+    f"the tools called and what they returned, in at most {SUMMARY_MAX_TOKENS} tokens. Plain text only."
+)
+# the generation settings a run's config records, by the same name as in Settings
+CONFIG_SETTINGS = ("temperature", "max_tokens", "seed", "thinking_budget", "reasoning_effort")
+
+
+# -- the settings ---------------------------------------------------------------------
+
+
+def request_settings(config: RunConfig, settings: Settings | None = None) -> Settings:
+    """The settings of the run's model calls: `settings` (an agent's own) where set, else the run's config.
+
+    Prompt caching is on when the run's policies ask for it (`cache_breakpoints`) or the settings do.
+    """
+    settings = settings or Settings()
+    update = {
+        name: getattr(config, name)
+        for name in CONFIG_SETTINGS
+        if getattr(settings, name) is None and getattr(config, name) is not None
+    }
+    if config.policies is not None and config.policies.cache_breakpoints and not settings.cache_breakpoints:
+        update["cache_breakpoints"] = True
+    return settings.model_copy(update=update) if update else settings
+
+
+def model_request(run: Run, messages: Sequence[Message], settings: Settings) -> ModelRequest:
+    """The request of one model call of the run: these messages, the run's tools, these settings."""
+    # the messages and specs are already validated objects of the run: building the request skips checking them again
+    return ModelRequest.model_construct(messages=tuple(messages), tools=tuple(run.tool_specs), settings=settings)
+
+
+# -- the messages, before each model phase ---------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """What the model phase sends, the record of it, and the calls the policies made for it."""
+
+    messages: list[Message]
+    sent: SentRequest | None = None
+    calls: list[PolicyCall] = field(default_factory=list)
+
+    def reply(self, history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
+        """The model's reply with each tool call id that the history already holds made distinct.
+
+        A model that did not see part of the history may number its calls again (the scripted one counts
+        the turns it was sent); a run's ids must stay unique, so a repeated one gets the step's suffix.
+        """
+        if self.sent is None or not message.tool_calls:
+            return message
+        taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+        if not any(c.id in taken for c in message.tool_calls):
+            return message
+        calls = tuple(
+            c.model_copy(update={"id": f"{c.id}_s{step}"}) if c.id in taken else c for c in message.tool_calls
+        )
+        return message.model_copy(update={"tool_calls": calls})
+
+
+def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
+    """The messages of the run's next model phase under its policies; the whole history without any.
+
+    `summarize_older_than` asks `summariser` (the run's own model) for a summary unless the previous
+    step already summarised the same messages; a failed summary raises the provider's error.
+    """
+    policies = run.config.policies
+    if policies is None or not policies.shapes_request:
+        return Prepared(run.messages)
+    history = run.messages
+    step = len(run.steps) + 1
+    plan = plan_request(history, origins(run, len(history)), step, policies)
+    summary, calls = None, []
+    summarised = plan.to_summarise
+    if summarised:
+        summary, covered = _previous_summary(run)
+        if summary is None or covered != summarised:
+            if summariser is None:
+                raise UsageError("summarize_older_than needs a model to write the summary")
+            # the summary grows: the previous one, and only the messages that became old since
+            new = [history[i] for i in summarised if i not in set(covered)] if summary else None
+            summary, call = summarise(run, new or [history[i] for i in summarised], summariser, summary)
+            calls.append(call)
+    sent = sent_request(plan, summary)
+    return Prepared(sent.messages(history), sent, calls)
+
+
+def _previous_summary(run: Run) -> tuple[str | None, list[int]]:
+    """The previous step's summary and the history messages it covered (none without one)."""
+    sent = run.steps[-1].sent if run.steps else None
+    if sent is None or sent.summary is None:
+        return None, []
+    return sent.summary, sorted(i for i, c in sent.changes.items() if c.mark == "summarised")
+
+
+def transcript_text(messages: Sequence[Message]) -> str:
+    """Messages as plain text for the summariser: one `role: text` paragraph each."""
+    lines = []
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            lines.append(f"tool {m.name} result: {m.content}")
+        elif isinstance(m, AssistantMessage):
+            calls = "; ".join(f"{c.name}({c.arguments_text})" for c in m.tool_calls)
+            lines.append(f"assistant: {m.content or ''}" + (f" [calls {calls}]" if calls else ""))
+        else:
+            lines.append(f"{m.role}: {m.text}")
+    return "\n\n".join(lines)
+
+
+def summarise(
+    run: Run, messages: Sequence[Message], provider: Provider, earlier: str | None = None
+) -> tuple[str, PolicyCall]:
+    """Ask `provider` to summarise `messages` (after an `earlier` summary); the summary and the call, priced."""
+    text = transcript_text(messages)
+    if earlier:
+        text = f"{SUMMARY_HEADING}\n{earlier}\n\nWhat happened next:\n\n{text}"
+    # no cache breakpoints, whatever the run's policies: each summary request is new text that no later
+    # request starts with, so a cache write would cost more and never be read
+    request = ModelRequest(
+        messages=(SystemMessage(content=SUMMARY_PROMPT), UserMessage(content=text)),
+        settings=Settings(max_tokens=SUMMARY_MAX_TOKENS),
+    )
+    started = time.perf_counter()
+    response = provider.complete(request)
+    latency = (time.perf_counter() - started) * 1000
+    # a model that answers with a tool call still wrote text; an empty answer is said to be one
+    text = (response.message.content or "").strip() or "(the model wrote no summary)"
+    name = getattr(provider, "name", None) or run.config.provider
+    model = getattr(provider, "model", None) or run.config.model
+    call = PolicyCall(
+        provider=name,
+        model=model,
+        usage=response.usage,
+        estimated=response.estimated,
+        cost_usd=price_call(run, ModelRef(name, model), response.usage),
+        latency_ms=latency,
+        summarised=len(messages),
+    )
+    return text, call
+
+
+__all__ = [
+    "CONFIG_SETTINGS",
+    "SUMMARY_PROMPT",
+    "Prepared",
+    "model_request",
+    "prepare",
+    "request_settings",
+    "summarise",
+    "transcript_text",
+]
