@@ -2,7 +2,7 @@
 
 The cache covers the prefix up to each breakpoint, in the order tools → system → messages. A breakpoint on
 the last block of the last turn caches the whole request, which the next step sends again as its prefix;
-reads are billed at a tenth of the input price, writes at 1.25 times (shared/reference/wire FACTS).
+reads are billed at a tenth of the input price, writes at 1.25 times (Anthropic's prompt-caching pricing).
 """
 
 from __future__ import annotations
