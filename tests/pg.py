@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,6 +69,27 @@ class Cluster:
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://agentcore@127.0.0.1:{self.port}/{database}"
+
+    def password_role(self, user: str, password: str) -> None:
+        """A role that must give `password` over TCP (scram-sha-256), where every other role is trusted."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone() is None:
+                conn.execute(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+            hba = self.data / "pg_hba.conf"
+            line = f"host all {user} 127.0.0.1/32 scram-sha-256\n"
+            if line not in hba.read_text():
+                hba.write_text(line + hba.read_text())  # the first matching line wins: before the trust lines
+            conn.execute("SELECT pg_reload_conf()")
+        url = f"postgresql://{user}@127.0.0.1:{self.port}/postgres"
+        for _ in range(100):  # the server reloads its rules after the call returns
+            try:
+                psycopg.connect(url, connect_timeout=5).close()
+            except psycopg.OperationalError:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"the server still lets {user} in without a password")
 
     def new_database(self) -> str:
         """A fresh, empty database; its URL."""

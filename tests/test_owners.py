@@ -13,7 +13,7 @@ from servers import ROOT
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.providers.scripted import get_scenario
 from agentcore.store.runs import LAST_RUN_KEY, Store
-from ui.state import USER_HEADER_ENV, resolve_user, valid_name
+from ui.state import USER_HEADER_ENV, NotSignedIn, resolve_user, valid_name
 
 PLAYGROUND, RUNS = "views/playground.py", "views/runs.py"
 
@@ -118,7 +118,21 @@ def test_deleting_someone_elses_run_is_refused_on_the_runs_page(open_app, monkey
     assert Store(os.environ["AGENTCORE_DB"]).exists(theirs.id)
 
 
-def test_the_header_name_wins_when_configured_and_a_bad_value_is_not_a_name(monkeypatch) -> None:
+def test_renaming_someone_elses_run_is_refused_on_the_runs_page(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "ada")
+    monkeypatch.delenv("AGENTCORE_ALLOW_DELETE_OTHERS", raising=False)
+    theirs = Run.start("Bob's question")
+    Store(os.environ["AGENTCORE_DB"], owner="bob").save_run(theirs)
+    at = open_app(RUNS)
+    at.toggle(key="runs_mine").set_value(False).run()
+    at.selectbox(key="runs_selected").set_value(theirs.id).run()
+    at.text_input(key=f"runs_title_{theirs.id}").set_value("Ada's now")
+    at.button(key=f"runs_rename_{theirs.id}").click().run()
+    assert any("only its owner may rename it" in e.value for e in at.error)
+    assert Store(os.environ["AGENTCORE_DB"]).summary(theirs.id).title == theirs.title
+
+
+def test_the_header_name_wins_when_configured_and_without_a_valid_one_no_name_is_taken(monkeypatch) -> None:
     monkeypatch.setenv("AGENTCORE_USER", "server")
     monkeypatch.delenv(USER_HEADER_ENV, raising=False)
     headers = {"X-Forwarded-User": "grace"}
@@ -126,8 +140,40 @@ def test_the_header_name_wins_when_configured_and_a_bad_value_is_not_a_name(monk
     assert resolve_user({}, "ada") == ("ada", "typed here, for this browser session", False)
     monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
     assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header", True)
-    assert resolve_user({"X-Forwarded-User": "<b>grace</b>"}, "ada").name == "ada"
-    assert resolve_user({"X-Forwarded-User": "x" * 65}, None).name == "server"
+    for sent in ({}, {"X-Forwarded-User": ""}, {"X-Forwarded-User": "<b>grace</b>"}, {"X-Forwarded-User": "x" * 65}):
+        for typed in ("ada", None):  # neither a typed name nor the server's default stands in for the header
+            with pytest.raises(NotSignedIn, match="X-Forwarded-User header"):
+                resolve_user(sent, typed)
+
+
+@pytest.mark.parametrize("sent", [None, "", "DOMAIN\\grace", "a:b", "<b>grace</b>"])
+def test_without_a_valid_name_in_the_configured_header_the_app_is_refused_in_one_line(
+    open_app, monkeypatch, sent: str | None
+) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "server")
+    monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
+    headers = {} if sent is None else {"X-Forwarded-User": sent}
+    monkeypatch.setattr("ui.state.request_headers", lambda: headers)
+    theirs = Run.start("Grace's question")
+    Store(os.environ["AGENTCORE_DB"], owner="grace").save_run(theirs)
+    for page in (None, RUNS):
+        at = open_app(page)
+        (refusal,) = at.error
+        assert refusal.value.startswith("Not signed in: this app takes your name from the X-Forwarded-User header")
+        assert "\n" not in refusal.value
+        assert not at.text_input and not at.button and not at.dataframe  # no name to type, nothing to press or list
+    assert [(r.id, r.owner) for r in Store(os.environ["AGENTCORE_DB"]).list_runs()] == [(theirs.id, "grace")]
+
+
+def test_a_valid_name_in_the_configured_header_owns_the_runs_and_no_name_can_be_typed(open_app, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTCORE_USER", "server")
+    monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
+    monkeypatch.setattr("ui.state.request_headers", lambda: {"X-Forwarded-User": "grace"})
+    at = open_app()
+    assert not at.error and "user_name" not in [w.key for w in at.text_input]
+    assert any("Signed in as **grace** (from the X-Forwarded-User header)" in c.value for c in at.sidebar.caption)
+    at.button(key="start").click().run()
+    assert Store(os.environ["AGENTCORE_DB"]).summary(at.session_state["session"].current_id).owner == "grace"
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "<b>a</b>", "a/../b", "[x](http://e.com)", "-rf", "a\nb", "é" * 65])
@@ -159,18 +205,22 @@ def test_opening_someone_elses_run_steps_an_own_copy_and_leaves_theirs_alone(ope
 
 @pytest.mark.slow
 def test_a_real_server_saves_each_tabs_runs_under_the_name_in_its_header(tmp_path, monkeypatch) -> None:
-    """Over Streamlit's own websocket, as browsers behind an authenticating proxy: the header's name, or none."""
+    """Over Streamlit's own websocket, as browsers behind an authenticating proxy: the header's name, or no app."""
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     class_load = importlib.import_module("class_load")  # its websocket client is a browser tab's protocol
     monkeypatch.setenv("AGENTCORE_USER", "server")
     db = tmp_path / "runs.db"
     proc, url = class_load.start_app(db, "scripted", tmp_path / "app.log")  # AGENTCORE_USER_HEADER=X-Bench-User
     try:
-        for name in ("grace", "<b>mallory</b>"):
-            tab = asyncio.run(class_load.learner(url, name, 1, 0.0, 0.0, random.Random(1)))
-            assert not tab.problems and len(tab.latencies) == 1
+        grace = asyncio.run(class_load.learner(url, "grace", 1, 0.0, 0.0, random.Random(1)))
+        assert not grace.problems and len(grace.latencies) == 1
+        mallory = asyncio.run(class_load.learner(url, "<b>mallory</b>", 1, 0.0, 0.0, random.Random(1)))
+        assert mallory.problems[0].startswith(
+            "error box: Not signed in: this app takes your name from the X-Bench-User"
+        )
+        assert not mallory.latencies  # no New run button to press, no Step
     finally:
         proc.terminate()
         proc.wait(timeout=15)
     store = Store(db)
-    assert {r.owner: r.steps for r in store.list_runs()} == {"grace": 1, "server": 1}
+    assert {r.owner: r.steps for r in store.list_runs()} == {"grace": 1}

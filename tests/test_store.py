@@ -462,6 +462,23 @@ def test_runs_carry_their_owner_and_only_the_owner_deletes_unless_allowed(locati
     assert not bob.exists(theirs.id)
 
 
+def test_only_the_owner_renames_a_run_unless_allowed(location: str, monkeypatch) -> None:
+    monkeypatch.delenv("AGENTCORE_ALLOW_DELETE_OTHERS", raising=False)
+    ada, bob = Store(location, owner="ada"), Store(location, owner="bob")
+    _, theirs = scripted_run("weather")
+    bob.save_run(theirs)
+    with pytest.raises(StoreError, match="belongs to bob, not ada: only its owner may rename it"):
+        ada.set_title(theirs.id, "taken over")
+    with pytest.raises(StoreError, match="belongs to bob, not mallory"):
+        bob.set_title(theirs.id, "taken over", user="mallory")
+    assert bob.summary(theirs.id).title == bob.load_data(theirs.id)["title"] == theirs.title
+    bob.set_title(theirs.id, "Bob's weather")
+    assert ada.summary(theirs.id).title == "Bob's weather"
+    monkeypatch.setenv("AGENTCORE_ALLOW_DELETE_OTHERS", "1")  # a deployment that lets anyone delete lets anyone rename
+    ada.set_title(theirs.id, "renamed by ada")
+    assert bob.summary(theirs.id).title == "renamed by ada"
+
+
 def test_the_owner_comes_from_agentcore_user(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("AGENTCORE_USER", "grace")
     s = Store(tmp_path / "runs.db")

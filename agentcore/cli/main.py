@@ -188,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             store.save_run(run)
         except (AgentcoreError, OSError) as exc:
             if args.db:  # asked for by name: a database that cannot be used is bad input
-                raise UsageError(f"--db {args.db}: {exc}") from None
+                raise UsageError(f"--db: {exc}") from None  # the message names the database, its password masked
             print(f"agentcore: warning: not saving to the runs database: {exc}", file=sys.stderr)
             store = None
         else:

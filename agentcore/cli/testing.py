@@ -101,7 +101,7 @@ def _store(db: str | None):
         return Store(db)
     except (AgentcoreError, OSError) as exc:
         if db:
-            raise UsageError(f"--db {db}: {exc}") from None
+            raise UsageError(f"--db: {exc}") from None  # the message names the database, its password masked
         print(f"agentcore: warning: failing runs are not saved: {exc}")
         return None
 

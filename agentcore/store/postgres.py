@@ -1,11 +1,21 @@
-"""The runs store's shared backend: PostgreSQL through psycopg 3 (the `postgres` extra), for a team or a class."""
+"""The runs store's shared backend: PostgreSQL through psycopg 3 (the `postgres` extra), for a team or a class.
+
+A server is named as libpq names one: a `postgresql://` URL, or a key/value string (`host=db password=…`).
+Either may hold a password (after `user:` in the URL, in its `?password=` query, or as a key), so every
+form of the location a person sees goes through `redact_dsn`, each password is registered as a secret
+before the first connection, and a driver's message is cleaned of it: a server that is down or refuses
+the password must not put the password on a terminal or a page.
+"""
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from ..secrets import register_secret
 
 
 def _psycopg() -> Any:
@@ -28,9 +38,110 @@ def _ddl(statement: str) -> str:
     return re.sub(r"\s*WITHOUT ROWID", "", statement)
 
 
-def redact_url(url: str) -> str:
-    """The URL with its password replaced, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+URL_SCHEMES = ("postgresql://", "postgres://")
+# libpq's connection keywords (PostgreSQL 17): a location that opens with one of them and `=` is a
+# key/value connection string, never a file name
+LIBPQ_KEYS = frozenset(
+    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
+    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode sslnegotiation "
+    "requiressl sslcompression sslcert sslkey sslkeylogfile sslpassword sslcertmode sslrootcert sslcrl sslcrldir "
+    "sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation "
+    "service target_session_attrs load_balance_hosts".split()
+)
+MASK = "***"
+_FIRST_KEY = re.compile(r"\s*([A-Za-z_]+)\s*=")
+# one `key = value` pair as libpq reads it: a value in single quotes, or up to the next space; `\` escapes
+_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|((?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*)?)")
+_SECRET_KEY = re.compile(r"(?:ssl)?password", re.IGNORECASE)
+_SECRET_QUERY = re.compile(r"([?&](?:ssl)?password=)([^&#]*)", re.IGNORECASE)
+_SHORTEST_CLEANED = 3  # a shorter password is no secret, and replacing it would garble every message
+
+
+def is_key_value(location: str) -> bool:
+    """Whether a location is a libpq key/value connection string (`host=… dbname=…`), well formed or not."""
+    first = _FIRST_KEY.match(location)
+    return first is not None and first.group(1) in LIBPQ_KEYS
+
+
+def is_dsn(location: object) -> bool:
+    """Whether a database location names a PostgreSQL server: a postgresql:// URL or a key/value string."""
+    return isinstance(location, str) and (location.startswith(URL_SCHEMES) or is_key_value(location))
+
+
+def key_value_pairs(dsn: str) -> list[re.Match[str]] | None:
+    """The pairs of a key/value connection string as libpq reads them, or None when it is not well formed."""
+    pairs, at = [], 0
+    while at < len(dsn.rstrip()):
+        found = _PAIR.match(dsn, at)
+        if found is None or found.end() == at:
+            return None
+        pairs.append(found)
+        at = found.end()
+    return pairs
+
+
+def _pair_value(pair: re.Match[str]) -> tuple[str, int, int]:
+    group = 2 if pair.group(2) is not None else 3
+    return pair.group(group) or "", pair.start(group), pair.end(group)
+
+
+def _url_parts(url: str) -> tuple[int, int, int]:
+    """Where a URL's userinfo password starts and ends (equal when it has none), and where its query starts.
+
+    A password should be percent-encoded, but one written raw may hold `@`, `/` or `?`: the userinfo ends at
+    the last `@` before the path or before the query, whichever reaches further, so all of it is found.
+    """
+    start = url.index("://") + 3
+    ends = [url.find(mark, start) for mark in "/?"]
+    at = max(url.rfind("@", start, end if end != -1 else len(url)) for end in ends)
+    colon = url.find(":", start, at) if at != -1 else -1
+    query = url.find("?", max(at, start))
+    query = len(url) if query == -1 else query
+    return (colon + 1, at, query) if colon != -1 else (start, start, query)
+
+
+def passwords(dsn: str) -> list[str]:
+    """The passwords a connection string holds: as written, as the server gets them, and the parts libpq may quote."""
+    found: list[str] = []
+    if dsn.startswith(URL_SCHEMES):
+        start, end, query = _url_parts(dsn)
+        if end > start:  # libpq ends the password at its first @ and takes the rest for the host: both in messages
+            found += [dsn[start:end], *dsn[start:end].split("@")]
+        found += [m.group(2) for m in _SECRET_QUERY.finditer(dsn, query)]
+    else:
+        for pair in key_value_pairs(dsn) or []:
+            if _SECRET_KEY.fullmatch(pair.group(1)):
+                value = _pair_value(pair)[0]
+                found += [value, re.sub(r"\\(.)", r"\1", value)]
+    found += [urllib.parse.unquote(v) for v in found]
+    return [v for v in dict.fromkeys(found) if v]
+
+
+def redact_dsn(dsn: str) -> str:
+    """The connection string with every password replaced by `***`, for messages (a URL or key/value form)."""
+    if dsn.startswith(URL_SCHEMES):
+        start, end, query = _url_parts(dsn)
+        if end > start:
+            dsn, query = dsn[:start] + MASK + dsn[end:], query - (end - start) + len(MASK)
+        return dsn[:query] + _SECRET_QUERY.sub(rf"\1{MASK}", dsn[query:])
+    pairs = key_value_pairs(dsn)
+    if pairs is None:  # not readable as pairs: nothing after the first password key can be shown safely
+        secret = re.search(r"(?:ssl)?password\s*=", dsn, re.IGNORECASE)
+        return dsn if secret is None else dsn[: secret.end()] + MASK
+    for pair in reversed(pairs):
+        if _SECRET_KEY.fullmatch(pair.group(1)):
+            _, start, end = _pair_value(pair)
+            dsn = dsn[:start] + MASK + dsn[end:]
+    return dsn
+
+
+def clean_message(text: str, dsn: str) -> str:
+    """A driver's message about `dsn` on one line, with the DSN's passwords removed in every form it holds."""
+    for secret in sorted(passwords(dsn), key=len, reverse=True):
+        if len(secret) >= _SHORTEST_CLEANED:
+            text = text.replace(secret, MASK)
+    return " ".join(text.split())
 
 
 class PostgresBackend:
@@ -48,9 +159,15 @@ class PostgresBackend:
     )
 
     def __init__(self, url: str) -> None:
+        if not url.startswith(URL_SCHEMES) and key_value_pairs(url) is None:
+            raise ValueError(
+                "not a key/value connection string: each setting is key=value, a value with spaces in quotes"
+            )
+        for secret in passwords(url):
+            register_secret(secret)  # removed from whatever is printed, shown or saved from now on
         self.url = url
         self.path = url
-        self.location = redact_url(url)
+        self.location = redact_dsn(url)
         self._conn = self._connect()
 
     @staticmethod

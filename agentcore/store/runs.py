@@ -35,7 +35,7 @@ from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
 from ..secrets import redact_fields, scrub_text
 from ..transcript import FORMAT, VERSION, from_dict, json_text
-from .postgres import PostgresBackend, redact_url
+from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
 from .sqlite import SqliteBackend
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
@@ -116,12 +116,13 @@ def _now() -> str:
 
 
 def is_url(location: str | Path) -> bool:
-    """Whether a database location names a PostgreSQL server rather than a SQLite file."""
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+    """Whether a database location names a PostgreSQL server (a postgresql:// URL or a libpq key/value string,
+    `host=… dbname=…`) rather than a SQLite file."""
+    return is_dsn(location)
 
 
 def default_path() -> Path | str:
-    """AGENTCORE_DB if set (a file path or a postgresql:// URL), else ~/.agentcore/runs.db."""
+    """AGENTCORE_DB if set (a file path, a postgresql:// URL or a key/value string), else ~/.agentcore/runs.db."""
     env = os.environ.get("AGENTCORE_DB")
     if env and is_url(env):
         return env
@@ -226,24 +227,30 @@ def _signature(step: StepRecord) -> tuple[Any, ...]:
 
 
 class Store:
-    """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL.
+    """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL or key/value string.
 
     Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
-    login name) is recorded on the runs this Store saves first, and is whose runs `delete_run` may delete.
+    login name) is recorded on the runs this Store saves first, and is whose runs `delete_run` and `set_title`
+    may delete and rename.
     """
 
     def __init__(self, path: str | Path | None = None, *, owner: str | None = None) -> None:
         where = path if path is not None else default_path()
-        backend = PostgresBackend if is_url(where) else SqliteBackend
-        self.location = redact_url(where) if is_url(where) else str(Path(where).expanduser())
+        server = is_url(where)
+        backend = PostgresBackend if server else SqliteBackend
+        self.location = redact_dsn(where) if server else str(Path(where).expanduser())
         self.owner = owner or default_owner()
         try:
-            self._backend = backend(where if is_url(where) else Path(where).expanduser())
+            self._backend = backend(where if server else Path(where).expanduser())
             self._backend.migrate(MIGRATIONS, self._newer)
         except ImportError as exc:
             raise StoreError(f"{self.location}: {exc}") from None
+        except ValueError as exc:  # a connection string that cannot be read: the driver is not asked
+            raise StoreError(f"{self.location}: {exc}") from None
         except (*backend.errors(), OSError) as exc:
-            raise StoreError(f"{self.location}: cannot open the runs database: {exc}") from None
+            # PostgreSQL's message runs over lines, and a malformed URL's quotes the part that holds the password
+            detail = clean_message(str(exc), where) if server else " ".join(str(exc).split())
+            raise StoreError(f"{self.location}: cannot open the runs database: {detail}") from None
         self.path: Path | str = self._backend.path
         self._lock = threading.RLock()
         self._written: OrderedDict[str, _Written] = OrderedDict()
@@ -429,34 +436,39 @@ class Store:
     def delete_run(self, run_id: str, *, user: str | None = None) -> None:
         """Delete a run and its steps; runs forked from it stay, pointing at a missing parent.
 
-        Only the run's owner (`user`, default this Store's owner) may delete it, unless the deployment sets
-        AGENTCORE_ALLOW_DELETE_OTHERS=1; a run saved before owners were kept has none, and anyone may.
+        Only the run's owner (`user`, default this Store's owner) may delete it (or rename it), unless the
+        deployment sets AGENTCORE_ALLOW_DELETE_OTHERS=1; a run saved before owners were kept has none, and anyone may.
         """
-        user = user or self.owner
         with self._transaction() as db:
-            found = db.execute(f"SELECT owner FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
-            if found is None:
-                raise self._no_run(run_id)
-            if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
-                raise StoreError(
-                    f"run {run_id} belongs to {found[0]}, not {user}: only its owner may delete it "
-                    f"(a deployment that wants otherwise sets {ALLOW_DELETE_OTHERS}=1)"
-                )
+            self._check_owner(db, run_id, user or self.owner, "delete")
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)
             self._revisions.pop(run_id, None)
 
-    def set_title(self, run_id: str, title: str) -> None:
-        """Rename a run (not a new revision: a rename never conflicts with a session stepping the run)."""
+    def _check_owner(self, db: Any, run_id: str, user: str, action: str) -> None:
+        # inside the caller's transaction, with the row locked: the owner cannot change before the write
+        found = db.execute(f"SELECT owner FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
+        if found is None:
+            raise self._no_run(run_id)
+        if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
+            raise StoreError(
+                f"run {run_id} belongs to {found[0]}, not {user}: only its owner may {action} it "
+                f"(a deployment that wants otherwise sets {ALLOW_DELETE_OTHERS}=1)"
+            )
+
+    def set_title(self, run_id: str, title: str, *, user: str | None = None) -> None:
+        """Rename a run (not a new revision: a rename never conflicts with a session stepping the run).
+
+        Only its owner (`user`, default this Store's owner) may, as for `delete_run`.
+        """
         title = scrub_text(title.strip())
         if not title:
             raise StoreError("a title cannot be empty")
         with self._transaction() as db:
-            found = db.execute(f"SELECT body FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
-            if found is None:
-                raise self._no_run(run_id)
+            self._check_owner(db, run_id, user or self.owner, "rename")
+            found = db.execute("SELECT body FROM runs WHERE id = ?", (run_id,)).fetchone()
             body = {**json.loads(found[0]), "title": title}
             db.execute(
                 "UPDATE runs SET title = ?, body = ?, updated_at = ? WHERE id = ?",
