@@ -14,13 +14,15 @@ goes through one of these functions first, so that showing it never fetches, lin
 - `inline(text)`: text inside a line the app writes (a title, a model name), kept on that line.
 - `block(text)`: text with lines of its own (a provider's error), line by line.
 - `plotly(text)`: a name in a Plotly chart, whose labels read a little HTML.
+- `plain(text)`: text drawn without Markdown (st.text), its bidi controls shown as escapes.
 
 None of them may go inside a directive's label (`:gray[...]`): Streamlit reads a label's text
 again, and the escapes in it do not hold there. `inline` and `block` show the text as written but
 for `*`/`_` emphasis. All but `plotly` leave two things as Streamlit draws them: emoji short codes
 (`:smile:` shows as the emoji) and typographic arrows (`->` shows as →); neither can fetch or link
 anything. Text drawn without Markdown (st.text, st.code, st.json, table cells, select box options)
-needs none of this.
+needs none of this, but for the bidi controls (U+202E and its kin) that make a browser show text in
+another order than it is written: `plain` shows them as `\\u202e`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ _SHORTCODE = re.compile(r"material[/_]|streamlit:")  # after a colon: one of Str
 _LINE_START = re.compile(r"([ \t]*)(\d{1,9}(?=[.)])|[#>+*=_~|\[-])")
 _FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# the characters that reorder the text around them: marks, embeddings, overrides and isolates
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -102,6 +106,11 @@ def markdown(text: str) -> str:
         out.append(_line(lines[i], links=True) + ("  " if lines[i].strip() else ""))
         i += 1
     return "\n".join(out)
+
+
+def plain(text: str) -> str:
+    """Text for st.text and other places without Markdown, with each bidi control shown as an escape (`\\u202e`)."""
+    return _BIDI.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
 
 
 def plotly(text: str) -> str:

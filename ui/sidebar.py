@@ -181,7 +181,9 @@ def _tools(sb: DeltaGenerator) -> list[str]:
     with sb.expander("What these tools do"):
         for name in tools:
             spec = tool_spec(name)
-            st.markdown(f"**`{name}`** — {spec.description}")
+            st.markdown(f"**{safe.code(name)}**")
+            if spec.description:  # a server's words: drawn as text, never read as Markdown
+                st.text(safe.plain(spec.description))
             st.json(spec.parameters, expanded=False)
         if not tools:
             st.caption("No tools: the model can only answer.")

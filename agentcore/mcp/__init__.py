@@ -1,5 +1,7 @@
 """Tools from MCP servers: the client (`client`), the server configuration (`config`) and a demo server (`demo`).
 
+What a server may make the client hold is bounded in `limits` and `bounded_http`; the SDK's logging is one line in `logs`.
+
 The `mcp` extra brings the official SDK; without it, configuring a server is a one-line usage error.
 """
 

@@ -10,7 +10,9 @@ result the model can read, not a hung step; the next call starts a dead server a
 
 A server is untrusted input: its names, descriptions and schemas are bounded before they
 reach a model, its text is capped like any tool output, and each JSON-RPC message it
-exchanges is kept (the last `WIRE_KEEP`) for the wire view with secrets removed.
+exchanges is kept (the last `WIRE_KEEP`, each cut to a bounded size: limits.py) for the wire
+view with secrets removed. Its HTTP replies are bounded as they are read (bounded_http.py), and
+what the SDK logs about it is one line on stderr (logs.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
+import hashlib
+import itertools
 import json
 import re
 import tempfile
@@ -37,7 +41,9 @@ from ..providers.base import WireExchange
 from ..secrets import scrub
 from ..tool_output import cap_output, describe, utf8_safe
 from ..tools import Tool, ToolOutcome, ToolSpec
+from . import logs
 from .config import ServerConfig, servers_from_args
+from .limits import file_tail, kept
 
 CONNECT_TIMEOUT_S = 20.0
 CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that ended, not an answer from the server
@@ -132,8 +138,8 @@ class Connection:
             body = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
         else:
             body = {"transport_error": describe(item)} if isinstance(item, BaseException) else {"item": repr(item)}
-        entry = {"server": self.name, "direction": direction, "at": time.time(), "message": scrub(body)}
         rpc_id = body.get("id") if isinstance(body, dict) else None
+        entry = {"server": self.name, "direction": direction, "at": time.time(), "message": kept(scrub(body))}
         call_id = _TOOL_CALL_ID.get() if direction == "→" else self._call_ids.pop(rpc_id, None)
         if call_id is not None:
             entry["tool_call_id"] = call_id
@@ -161,6 +167,7 @@ class Connection:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name=f"mcp-{self.name}", daemon=True)
             thread.start()
+            logs.watch(thread, self)
             self._loop = loop
             ready = asyncio.run_coroutine_threadsafe(self._begin(), loop)
             try:
@@ -185,13 +192,14 @@ class Connection:
         c = self.config
         if c.url is not None:
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=dict(c.headers) or None)
+            from .bounded_http import http_client
+
+            client = http_client(dict(c.headers) or None)
             return streamable_http_client(c.url, http_client=client), client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._stderr = tempfile.TemporaryFile("w+b")  # binary, so that its end can be read alone
         params = StdioServerParameters(command=c.command or "", args=list(c.args), env=dict(c.env) or None, cwd=c.cwd)
         return stdio_client(params, errlog=self._stderr), None
 
@@ -209,7 +217,10 @@ class Connection:
             self.server_info = init.server_info.model_dump(mode="json")
             if self.config.name is None:
                 self.name = _NAME_CHARS.sub("_", init.server_info.name)[:32] or "mcp"
-            self.tools = (await session.list_tools()).tools[:MAX_TOOLS_PER_SERVER]
+            first: dict[str, Any] = {}
+            for listed in (await session.list_tools()).tools:
+                first.setdefault(listed.name, listed)  # a call names its tool: of two of one name, the first is kept
+            self.tools = list(first.values())[:MAX_TOOLS_PER_SERVER]
             self._session = session
             started.set_result(None)
             assert self._stop is not None
@@ -238,8 +249,7 @@ class Connection:
         if self._stderr is None:
             return ""
         with contextlib.suppress(OSError, ValueError):
-            self._stderr.seek(0)
-            return scrub(self._stderr.read()[-chars:].strip())
+            return scrub(file_tail(self._stderr, chars).strip())
         return ""
 
     # calling
@@ -420,7 +430,11 @@ def close_all() -> None:
 
 
 def mcp_tools(configs: list[ServerConfig], taken: Iterable[str] = ()) -> list[MCPTool]:
-    """The tools of these servers; a name two of them share (or a `taken` one) becomes `SERVER__NAME`."""
+    """The tools of these servers under unique names: one two of them share (or a `taken` one) becomes `SERVER__NAME`.
+
+    A name cleaned to the characters a model accepts, or cut to 64 of them, can still meet another: the
+    later one gets a short suffix drawn from its server and its own name (`a<b` and `a>b`: `S__a_b`, `S__a_b_1f2e3d`).
+    """
     connections = [connect(c) for c in configs]
     seen: set[str] = set()
     for c in connections:  # two servers that call themselves the same are told apart
@@ -428,7 +442,8 @@ def mcp_tools(configs: list[ServerConfig], taken: Iterable[str] = ()) -> list[MC
         while c.name in seen:
             c.name, n = f"{base}_{n}", n + 1
         seen.add(c.name)
-    counts: dict[str, int] = {n: 1 for n in taken}
+    used = set(taken)
+    counts: dict[str, int] = {n: 1 for n in used}
     for c in connections:
         for t in c.tools:
             counts[t.name] = counts.get(t.name, 0) + 1
@@ -437,10 +452,21 @@ def mcp_tools(configs: list[ServerConfig], taken: Iterable[str] = ()) -> list[MC
         for remote in c.tools:
             plain = _NAME_CHARS.sub("_", remote.name)[:64] or "tool"
             name = plain if counts[remote.name] == 1 and plain == remote.name else f"{c.name}__{plain}"[:64]
-            made = _tool(c, remote, name)
+            made = _tool(c, remote, _unused(name, f"{c.name}/{remote.name}", used))
             if made is not None:
+                used.add(made.name)
                 tools.append(made)
     return tools
+
+
+def _unused(name: str, key: str, used: set[str]) -> str:
+    """`name`, or when another tool has it, `name` cut and followed by a suffix drawn from `key` (never a count)."""
+    if name not in used:
+        return name
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    candidates = (f"{name[: 63 - width]}_{digest[:width]}" for width in (6, 12, 24))  # longer if a shorter is taken
+    fallback = (f"{name[:50]}_{digest[:6]}_{n}" for n in itertools.count(2))
+    return next(c for c in itertools.chain(candidates, fallback) if c not in used)
 
 
 def with_mcp_tools(args: Any, tools: list[Tool]) -> list[Tool]:

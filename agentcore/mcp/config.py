@@ -9,12 +9,13 @@ import json
 import os
 import re
 import shlex
+import urllib.parse
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..secrets import register_headers, register_secret
+from ..secrets import REDACTED, register_headers, register_secret
 from ..tools import DEFAULT_TIMEOUT_S
 
 _SECRET_ENV = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
@@ -41,11 +42,39 @@ class ServerConfig:
         for key, value in self.env:
             if _SECRET_ENV.search(key):
                 register_secret(value)
+        if self.url is not None:
+            register_url(self.url)
 
     @property
     def label(self) -> str:
-        """Where the server is, for messages: its URL or its command line."""
-        return self.url or shlex.join([self.command or "", *self.args])
+        """Where the server is, for messages: its URL without credentials, or its command line."""
+        return redacted_url(self.url) if self.url is not None else shlex.join([self.command or "", *self.args])
+
+
+def register_url(url: str) -> None:
+    """Register the credentials a URL carries: its userinfo, and the value of each query parameter."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    # as written and decoded: httpx sends the decoded pair as basic auth, and error messages quote the URL
+    for value in (userinfo, *userinfo.split(":", 1)):
+        register_secret(value)
+        register_secret(urllib.parse.unquote(value))
+    for pair in filter(None, parts.query.split("&")):
+        name, equals, value = pair.partition("=")
+        for secret in (value, urllib.parse.unquote_plus(value)) if equals else (name, urllib.parse.unquote_plus(name)):
+            register_secret(secret)
+
+
+def redacted_url(url: str) -> str:
+    """The URL as it may be shown or written: its userinfo and every query value replaced by `[redacted]`."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
+    # a query's names are kept, so a reader can tell which parameter was sent; its values can be keys
+    query = "&".join(
+        f"{pair.partition('=')[0]}={REDACTED}" if "=" in pair else pair and REDACTED for pair in parts.query.split("&")
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment and REDACTED))
 
 
 def stdio_server(command_line: str, name: str | None = None) -> ServerConfig:
@@ -62,18 +91,23 @@ def stdio_server(command_line: str, name: str | None = None) -> ServerConfig:
 def http_server(url: str, headers: dict[str, str] | None = None, name: str | None = None) -> ServerConfig:
     """A streamable HTTP server at `url`; header values are registered as secrets."""
     if not re.match(r"https?://", url):
-        raise UsageError(f"--mcp-url {url!r}: an MCP URL starts with http:// or https://")
+        raise UsageError(f"--mcp-url {redacted_url(url)!r}: an MCP URL starts with http:// or https://")
     return ServerConfig(name=name, url=url, headers=tuple((headers or {}).items()))
 
 
-def _expand(value: Any, where: str) -> str:
-    """A config string with each `${VAR}` replaced by the environment's value, so secrets stay out of the file."""
+def _expand(value: Any, where: str, *, secret: bool = False) -> str:
+    """A config string with each `${VAR}` replaced by the environment's value, so secrets stay out of the file.
+
+    With `secret`, each value put in is registered as a secret: a variable in a URL is there to keep it out of the file.
+    """
     if not isinstance(value, str):
         raise UsageError(f"{where}: must be a string")
 
     def lookup(m: re.Match[str]) -> str:
         if m.group(1) not in os.environ:
             raise UsageError(f"{where}: the environment variable {m.group(1)} is not set")
+        if secret:
+            register_secret(os.environ[m.group(1)])
         return os.environ[m.group(1)]
 
     return _ENV_REF.sub(lookup, value)
@@ -110,7 +144,7 @@ def parse_config(data: Any, where: str = "MCP config") -> list[ServerConfig]:
             )
         elif kind in ("http", "streamable-http", "streamableHttp") and isinstance(entry.get("url"), str):
             headers = {k: _expand(v, f"{at}.headers.{k}") for k, v in (entry.get("headers") or {}).items()}
-            config = http_server(_expand(entry["url"], f"{at}.url"), headers, name)
+            config = http_server(_expand(entry["url"], f"{at}.url", secret=True), headers, name)
             configs.append(replace(config, timeout_s=float(timeout)))
         elif kind == "sse":
             raise UsageError(f"{at}: the old SSE transport is not supported; use the server's streamable HTTP URL")
