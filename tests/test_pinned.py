@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,9 @@ from agentcore.testing import pinned
 from agentcore.testing.pinned import Expectations, check, last_turn_repeats, propose, repeated_calls
 from agentcore.testing.runner import REPLAY, departure_step, junit_xml, parse_config, run_cell, run_matrix
 from agentcore.tools import tool
+
+# the schema Jenkins' xunit plugin reads JUnit reports with (a copy; its source is named in the file)
+JUNIT_XSD = Path(__file__).parent / "fixtures" / "junit-10.xsd"
 
 
 @tool
@@ -92,6 +96,24 @@ def test_an_argument_matcher_passes_and_fails(good, bad):
     assert failures(expect) == []
     expect["tool_calls"]["calls"][0]["args"] = bad
     assert "not found" in failures(expect)[0]
+
+
+def test_any_order_fails_a_list_of_the_same_length_that_misses_a_call():
+    # the run called a, b and c: each expected call needs a call of its own, so a twice leaves b unexpected
+    for bad in ([A, A, C], [C, B, B]):
+        found = failures({"tool_calls": {"mode": "any_order", "calls": bad}})
+        assert len(found) == 1 and "not found among: lookup, lookup, lookup" in found[0], found
+
+
+def test_an_argument_regex_matches_inside_the_value():
+    run = played(calls(("lookup", {"key": "the city of Paris, France"})), answer("done"))
+    for pattern in ("Paris", r"city of \w+,", "France$", "^the"):
+        expect = {"tool_calls": {"mode": "exact", "calls": [{"name": "lookup", "args": {"regex": {"key": pattern}}}]}}
+        assert failures(expect, run) == [], pattern
+    expect["tool_calls"]["calls"][0]["args"]["regex"]["key"] = "London"
+    assert failures(expect, run) == [
+        "tool_calls (exact): call 1: argument 'key' = the city of Paris, France does not match /London/"
+    ]
 
 
 def test_forbidden_tools():
@@ -244,23 +266,46 @@ def test_the_matrix_runs_scripted_and_a_stand_in_server_concurrently(katan, monk
     check_junit(ET.fromstring(junit_xml(matrix)), tests=6, failed=2)
 
 
-def check_junit(root: ET.Element, tests: int, failed: int) -> None:
-    """The common JUnit schema (the Jenkins/Ant junit-10 XSD) in the subset agentcore writes, checked by hand:
-    testsuites > testsuite[name, tests, failures, errors] > testcase[name, classname, time] > failure[message?]."""
-    assert root.tag == "testsuites" and int(root.get("tests")) == tests and int(root.get("failures")) == failed
-    total = 0
+def check_junit(root: ET.Element, tests: int, failed: int, errors: int = 0) -> None:
+    """The report is valid under Jenkins' junit-10.xsd, and its counts match its testcases.
+
+    The schema checks the shape (testsuites > testsuite[name, tests, failures, errors] > testcase[name] >
+    failure | error | system-out); the counts it leaves as strings, so they are checked here:
+    a missed expectation is a `<failure>`, a run that could not reach a verdict an `<error>`."""
+    xmlschema = pytest.importorskip("xmlschema", reason="the JUnit schema check needs xmlschema (the test extra)")
+    xmlschema.validate(root, xmlschema.XMLSchema(JUNIT_XSD))
+    assert root.tag == "testsuites" and int(root.get("tests")) == tests
+    assert (int(root.get("failures")), int(root.get("errors"))) == (failed, errors)
+    found = {"failure": 0, "error": 0}
     for suite in root:
-        assert suite.tag == "testsuite"
-        assert suite.get("name") and {"tests", "failures", "errors", "time"} <= set(suite.keys())
         cases = list(suite)
         assert int(suite.get("tests")) == len(cases) and float(suite.get("time")) >= 0
         assert int(suite.get("failures")) == sum(c.find("failure") is not None for c in cases)
+        assert int(suite.get("errors")) == sum(c.find("error") is not None for c in cases)
         for case in cases:
-            assert case.tag == "testcase" and case.get("name") and case.get("classname")
+            assert case.get("classname") and len(case.findall("failure") + case.findall("error")) <= 1
             float(case.get("time"))
-            assert {child.tag for child in case} <= {"failure", "error", "skipped", "system-out", "system-err"}
-            total += case.find("failure") is not None
-    assert total == failed
+            for kind in found:
+                found[kind] += case.find(kind) is not None
+    assert found == {"failure": failed, "error": errors}
+
+
+def test_junit_says_a_provider_that_cannot_be_reached_is_an_error_and_a_missed_expectation_a_failure(monkeypatch):
+    from servers import free_port
+
+    monkeypatch.setenv("OPENAI_API_KEY", "refused-test-key-000")
+    test = propose(weather_run(), "weather")
+    refused = f"openai:gpt-4o-mini@http://127.0.0.1:{free_port()}/v1"  # nothing listens there: connection refused
+    matrix = run_matrix([test], [parse_config(c) for c in (REPLAY, "scripted:runaway", refused)])
+    (replayed, missed, unreached) = matrix.cells[0]
+    assert (replayed.passed, missed.errored, unreached.errored) == (True, False, True)
+    assert matrix.table().splitlines()[1].split() == ["weather", "pass", "FAIL", "ERROR"]
+    root = ET.fromstring(junit_xml(matrix))
+    check_junit(root, tests=3, failed=1, errors=1)
+    (error,) = root.iter("error")
+    assert error.get("type") == "provider" and "cannot reach" in error.get("message")
+    (failure,) = root.iter("failure")
+    assert failure.get("type") == "expectation" and failure.get("message").startswith("tool_calls")
 
 
 # -- the command line ----------------------------------------------------------------------

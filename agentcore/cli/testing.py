@@ -65,7 +65,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     store = None if args.no_db or matrix.passed else _store(getattr(args, "db", None))
     by_name = dict(zip([t.name for t in tests], files, strict=True))
     for cell in matrix.failed:
-        print(f"\nFAIL {cell.test} × {cell.config}: {cell.first_failure}")
+        print(f"\n{'ERROR' if cell.errored else 'FAIL'} {cell.test} × {cell.config}: {cell.first_failure}")
         if cell.departed_at is not None:
             print(f"  departed from the pinned run at step {cell.departed_at}")
         if store is not None and cell.run is not None:

@@ -61,6 +61,11 @@ class Cell:
         return not self.failures
 
     @property
+    def errored(self) -> bool:
+        """Whether the cell failed for want of a verdict: its provider could not start, or failed during the run."""
+        return bool(self.failures) and (self.run is None or self.run.stop_reason == "error")
+
+    @property
     def first_failure(self) -> str | None:
         return str(self.failures[0]) if self.failures else None
 
@@ -175,17 +180,27 @@ class Matrix:
 
     @property
     def failed(self) -> list[Cell]:
+        """Every cell that did not pass: a missed expectation or an error."""
         return [c for row in self.cells for c in row if not c.passed]
 
+    @property
+    def errors(self) -> list[Cell]:
+        """The cells that ended in an error rather than a missed expectation."""
+        return [c for c in self.failed if c.errored]
+
     def table(self) -> str:
-        """The matrix as text: one row per test, one column per configuration, `pass` or `FAIL`."""
+        """The matrix as text: one row per test, one column per configuration, `pass`, `FAIL` or `ERROR`."""
         first = max(len("test"), *(len(t) for t in self.tests))
-        widths = [max(len(c), 4) for c in self.configs]
+        widths = [max(len(c), 5) for c in self.configs]
         lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(self.configs, widths, strict=True))])]
         for name, row in zip(self.tests, self.cells, strict=True):
-            marks = ("pass" if c.passed else "FAIL" for c in row)
+            marks = (_mark(c) for c in row)
             lines.append("  ".join([name.ljust(first), *(m.ljust(w) for m, w in zip(marks, widths, strict=True))]))
         return "\n".join(line.rstrip() for line in lines)
+
+
+def _mark(cell: Cell) -> str:
+    return "pass" if cell.passed else "ERROR" if cell.errored else "FAIL"
 
 
 def run_matrix(
@@ -231,17 +246,22 @@ def _xml_text(text: str) -> str:
 
 
 def junit_xml(matrix: Matrix) -> str:
-    """The matrix as JUnit XML: a testsuite per configuration, a testcase per test, a failure per failing cell."""
+    """The matrix as JUnit XML: a testsuite per configuration, a testcase per test.
+
+    As CI tools read it (Jenkins' junit-10.xsd, GitLab): a missed expectation is a `<failure>`, a cell
+    that could not reach a verdict (its provider did not start, or failed mid-run) an `<error>`, and the
+    `failures` and `errors` counts of each suite and of the whole say as much.
+    """
     root = ET.Element("testsuites", name="agentcore", tests=str(len(matrix.tests) * len(matrix.configs)))
-    root.set("failures", str(len(matrix.failed)))
-    root.set("errors", "0")
+    root.set("failures", str(len(matrix.failed) - len(matrix.errors)))
+    root.set("errors", str(len(matrix.errors)))
     root.set("time", f"{matrix.wall_s:.3f}")
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
     for j, config in enumerate(matrix.configs):
         column = [row[j] for row in matrix.cells]
         suite = ET.SubElement(root, "testsuite", name=_xml_text(config), tests=str(len(column)))
-        suite.set("failures", str(sum(not c.passed for c in column)))
-        suite.set("errors", "0")
+        suite.set("failures", str(sum(not c.passed and not c.errored for c in column)))
+        suite.set("errors", str(sum(c.errored for c in column)))
         suite.set("skipped", "0")
         suite.set("time", f"{sum(c.wall_s for c in column):.3f}")
         suite.set("timestamp", stamp)
@@ -251,10 +271,9 @@ def junit_xml(matrix: Matrix) -> str:
             )
             case.set("time", f"{cell.wall_s:.3f}")
             if not cell.passed:
-                failure = ET.SubElement(
-                    case, "failure", message=_xml_text(cell.first_failure or ""), type="expectation"
-                )
-                failure.text = _xml_text("\n".join(map(str, cell.failures)))
+                kind, why = ("error", "provider") if cell.errored else ("failure", "expectation")
+                verdict = ET.SubElement(case, kind, message=_xml_text(cell.first_failure or ""), type=why)
+                verdict.text = _xml_text("\n".join(map(str, cell.failures)))
             if cell.run is not None:
                 out = ET.SubElement(case, "system-out")
                 out.text = _xml_text(f"run {cell.run.id} · {len(cell.run.steps)} steps · stop: {cell.run.stop_reason}")
