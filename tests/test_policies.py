@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
-from agentcore.accounting import Pricer, account, model_price_ref
+from agentcore.accounting import Pricer, account, model_price_ref, sent_at
 from agentcore.catalogue import context_window
 from agentcore.errors import TranscriptError, UsageError
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
@@ -32,7 +32,6 @@ from agentcore.policies import (
     parse_policy,
     policies_from,
     project,
-    sent_messages,
 )
 from agentcore.providers.anthropic import AnthropicProvider, parse_usage
 from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
@@ -64,7 +63,7 @@ def research(max_steps: int = 30, **policy) -> Run:
 def sent_tokens(run: Run) -> list[int]:
     """Each step's request as rebuilt from its record, counted with the scripted model's own estimate."""
     return [
-        estimate_request_tokens(ModelRequest(messages=tuple(sent_messages(run, s.index)), tools=tuple(run.tool_specs)))
+        estimate_request_tokens(ModelRequest(messages=tuple(sent_at(run, s.index)), tools=tuple(run.tool_specs)))
         for s in run.steps
     ]
 
@@ -101,7 +100,7 @@ def test_a_policy_that_keeps_the_turns_sends_fewer_tokens_for_the_same_steps(pol
 def test_keep_tool_results_clears_all_but_the_last_k():
     run = research(keep_tool_results=2)
     last = run.steps[-1]
-    sent = sent_messages(run, last.index)
+    sent = sent_at(run, last.index)
     results = [m for m in sent if isinstance(m, ToolMessage)]
     assert [m.content == CLEARED for m in results] == [True] * (len(results) - 2) + [False, False]
     assert last.sent.marks(last.message_count).count("cleared") == len(results) - 2
@@ -110,7 +109,7 @@ def test_keep_tool_results_clears_all_but_the_last_k():
 def test_truncate_cuts_each_result_to_n_tokens():
     run = research(truncate_tool_results=10)
     for s in run.steps:
-        for m in sent_messages(run, s.index):
+        for m in sent_at(run, s.index):
             if isinstance(m, ToolMessage):
                 assert len(m.content) <= 40
 
@@ -120,7 +119,7 @@ def test_dropping_old_turns_keeps_the_prompt_and_the_last_k_turns():
     assert len(run.steps) == 30 and run.stop_reason == "max_steps"  # it forgets what it read, and reads again
     assert [s.usage.input_tokens for s in run.steps][:10] == [137, 208, 306, 399, 398, 402, 416, 416, 384, 379]
     assert sent_tokens(run) == [s.usage.input_tokens for s in run.steps]
-    sent = sent_messages(run, 30)
+    sent = sent_at(run, 30)
     assert isinstance(sent[0], UserMessage) and sent[0] == run.messages[0]
     assert sum(isinstance(m, AssistantMessage) for m in sent) == 3
 
@@ -131,7 +130,7 @@ def test_the_summariser_call_is_recorded_on_its_step():
     assert summarised and summarised[0].index == 5  # the first step with a turn older than three
     call = summarised[0].policy_calls[0]
     assert call.usage.input_tokens > 0 and call.cost_usd == 0.0 and call.provider == "scripted"
-    sent = sent_messages(run, 5)
+    sent = sent_at(run, 5)
     assert sent[1].content.startswith(SUMMARY_HEADING) and isinstance(sent[1], UserMessage)
     assert sent_tokens(run) == [s.usage.input_tokens for s in run.steps]
     # each later call summarises the previous summary and only the turn that became old since
@@ -145,7 +144,7 @@ def test_policies_and_what_was_sent_survive_the_transcript(tmp_path):
     transcript.save(run, path)
     back = transcript.load(path)
     assert back.config.policies == run.config.policies
-    assert [sent_messages(back, s.index) for s in back.steps] == [sent_messages(run, s.index) for s in run.steps]
+    assert [sent_at(back, s.index) for s in back.steps] == [sent_at(run, s.index) for s in run.steps]
     assert back.steps[-1].policy_calls == run.steps[-1].policy_calls
 
 
@@ -178,7 +177,7 @@ def test_the_summariser_call_is_priced_as_its_model(katan):
     u = call.usage
     assert u.input_tokens > 0 and not call.estimated
     assert call.cost_usd == pytest.approx(pricer.price(u.input_tokens, u.output_tokens)) and call.cost_usd > 0
-    assert sent_messages(run, 3)[1].content.startswith(SUMMARY_HEADING)
+    assert sent_at(run, 3)[1].content.startswith(SUMMARY_HEADING)
 
 
 # -- no orphaned tool result, over random runs -----------------------------------------------
