@@ -43,7 +43,8 @@ def message_label(m: Message, tool_runs: Mapping[str, ToolRun] | None = None) ->
         return "assistant: " + " → ".join(p for p in (text, calls) if p)
     if isinstance(m, ToolMessage):
         t = tool_runs.get(m.tool_call_id)
-        by = f" [{t.decision}]" if t is not None and t.source == "typed" else ""  # the result is the person's
+        mine = t is not None and (t.source == "typed" or t.original_content is not None)  # the result is the person's
+        by = f" [{t.decision}]" if mine else ""
         return f"tool {m.name}{' (error)' if m.is_error else ''}{by}: {m.content}"
     return f"{m.role}: {m.content}"
 
@@ -148,4 +149,4 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
         rows += [row("only_a", i, None) for i in range(i1 + n, i2)]
         rows += [row("only_b", None, j) for j in range(j1 + n, j2)]
     identical = ka == kb
-    return RunDiff(a.id, b.id, rows, None if identical else diverged, _relation(a, b))
+    return RunDiff(a.id, b.id, rows, diverged, _relation(a, b))  # PLANT

@@ -25,6 +25,7 @@ from .messages import (
     Millis,
     Name,
     SystemMessage,
+    ToolMessage,
     Usage,
     UserMessage,
     first_difference,
@@ -87,7 +88,8 @@ class ToolRun(BaseModel):
 
     `source` says who resolved the call (see ToolSource). For "edited", `original_arguments` keeps the
     model's own arguments and `original_raw_arguments` its text when that was not a JSON object, as a
-    ToolCall keeps them; both are None otherwise.
+    ToolCall keeps them; both are None otherwise. A result a person changed after the tool ran is
+    "edited" too, and `original_content` keeps what the tool returned.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -100,6 +102,7 @@ class ToolRun(BaseModel):
     source: ToolSource = "ran"
     original_arguments: dict[str, Any] | None = None
     original_raw_arguments: str | None = None
+    original_content: str | None = Field(default=None, exclude_if=lambda v: v is None)
     started_ms: Millis = 0.0
     wire: WireExchange | None = None  # the tool's own exchange where it has one: an MCP server's tools/call
 
@@ -145,6 +148,19 @@ class ToolRun(BaseModel):
         if self.original_raw_arguments is not None:
             return self.original_raw_arguments
         return None if self.original_arguments is None else json.dumps(self.original_arguments)
+
+    def result_edited(self, original: str) -> None:
+        """Record that a person changed this call's result; `original` is the result as it was.
+
+        A result the tool returned becomes "edited" (the tool's own output kept, once); one no tool
+        returned (a denial, a refusal) is now the person's own: "typed".
+        """
+        if self.source in EXECUTED:
+            if self.original_content is None:
+                self.original_content = original
+            self.source = "edited"
+        else:
+            self.source = "typed"
 
     @property
     def decision(self) -> str | None:
@@ -365,6 +381,14 @@ class Run(BaseModel):
         self.messages.append(message)
         self._trusted.append(id(message))
 
+    def replace_messages(self, messages: list[Message]) -> None:
+        """Take a person's edit of the message list that changes nothing a model call answered (see edit_forks).
+
+        A tool result they changed is recorded as theirs on its tool run.
+        """
+        _record_edited_results(self.steps, self.messages, messages)
+        self.messages = list(messages)
+
     def edit_forks(self, messages: list[Message]) -> bool:
         """Whether replacing the message list with `messages` changes what a model call already answered."""
         return bool(self.steps) and first_difference(self.messages, messages) < self.steps[-1].message_count
@@ -400,12 +424,25 @@ class Run(BaseModel):
             last = fork.steps[-1]
             answered = {getattr(m, "tool_call_id", None) for m in messages[last.message_count :]}
             last.tool_runs = [t for t in last.tool_runs if t.tool_call_id in answered]
+        _record_edited_results(fork.steps, self.messages, messages)
         return fork
 
     def _branch(self, messages: list[Message], keep_steps: int, origin: ForkOrigin) -> Run:
         steps = [s.model_copy(deep=True) for s in self.steps[:keep_steps]]
         title = f"{self.title or 'run'} (fork @ step {origin.step})"
         return Run(config=self.config.model_copy(deep=True), messages=messages, steps=steps, parent=origin, title=title)
+
+
+def _record_edited_results(steps: list[StepRecord], before: list[Message], after: list[Message]) -> None:
+    """Mark the tool runs whose result differs between `before` and `after` as a person's edit."""
+    old = {m.tool_call_id: m for m in before if isinstance(m, ToolMessage)}
+    runs = {t.tool_call_id: t for s in steps for t in s.tool_runs}
+    for m in after:
+        if not isinstance(m, ToolMessage) or m.tool_call_id not in runs or m.tool_call_id not in old:
+            continue
+        was = old[m.tool_call_id]
+        if (m.content, m.is_error) != (was.content, was.is_error):
+            runs[m.tool_call_id].result_edited(was.content)
 
 
 def _edit_end(before: list[Message], after: list[Message], first_change: int) -> int:

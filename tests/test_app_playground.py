@@ -258,6 +258,25 @@ def test_a_hand_typed_result_replaces_running_the_tool(app):
     assert tool_runs[2].original_arguments["city"] == "Tokyo"  # what the model asked, kept beside the edit
 
 
+def test_an_approved_result_changed_by_hand_reads_edited_with_what_the_tool_returned(app, downloads):
+    app.toggle(key="cfg_pause").set_value(True).run()
+    run = start(app)
+    click(app, "step")
+    click(app, "run_tools")  # every call approved
+    returned = run.messages[2].content
+    click(app, "edit_2")
+    app.text_area(key="edit_content_2").set_value('{"city": "Paris", "temperature": -40}')
+    click(app, "edit_save_2")
+    click(app, "apply_edits")
+    assert session(app).run is run and run.messages[2].content.endswith("-40}")
+    assert [t.source for t in run.steps[0].tool_runs] == ["edited", "approved", "approved"]
+    shown = texts(app)
+    assert "edited by a person" in shown and "the tool returned" in shown
+    exported = transcript.loads(downloads.data(app.download_button(key="export")))
+    assert exported.steps[0].tool_runs[0].source == "edited"
+    assert exported.steps[0].tool_runs[0].original_content == returned
+
+
 def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app, steps_tab):
     run = start(app)
     click(app, "run_to_end")

@@ -335,6 +335,35 @@ def test_fork_with_edited_messages_keeps_steps_before_the_edit():
     assert run.messages[2].content != fork.messages[2].content
 
 
+def test_a_result_a_person_changed_is_recorded_as_edited_with_what_the_tool_returned():
+    calc = [ToolCall(id=c, name="calculator", arguments={"expression": f"{n}+{n}"}) for n, c in enumerate("abc")]
+    agent, run = paused_on(*calc)
+    agent.tools_phase(run, {"b": ToolDecision(action="deny", reason="not now")})
+    edited = list(run.messages)
+    for i in (2, 3):  # the approved call's result and the denied call's
+        edited[i] = edited[i].model_copy(update={"content": "by hand", "is_error": False})
+    assert not run.edit_forks(edited)  # no model call read them yet: the run changes in place
+    run.replace_messages(edited)
+    a, b, c = run.steps[0].tool_runs
+    assert (a.source, a.original_content) == ("edited", "0+0 = 0")  # the tool ran: its own output kept
+    assert (b.source, b.original_content) == ("typed", None)  # no tool returned a denial: the result is the person's
+    assert (c.source, c.original_content) == ("approved", None)
+    assert run.messages[2].content == "by hand"
+    stored = Run.model_validate_json(run.model_dump_json())
+    assert stored.steps[0].tool_runs[0].original_content == "0+0 = 0"
+
+
+def test_a_fork_over_a_changed_result_records_it_as_edited():
+    agent = Agent(ScriptedProvider(scenario="weather"), [TOOLBOX["get_weather"]])
+    run = agent.run(Run.start("Weather in Paris?"))
+    edited = list(run.messages)
+    edited[2] = edited[2].model_copy(update={"content": '{"city": "Paris", "temperature": 99}'})
+    fork = run.fork_with_messages(edited)
+    assert fork.steps[0].tool_runs[0].source == "edited"
+    assert fork.steps[0].tool_runs[0].original_content == run.messages[2].content
+    assert run.steps[0].tool_runs[0].source == "ran"  # the parent keeps its own record
+
+
 def test_observers_see_every_event_in_order():
     seen = []
     agent = Agent(ScriptedProvider(scenario="weather"), [TOOLBOX["get_weather"]], observers=[seen.append])

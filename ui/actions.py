@@ -413,7 +413,7 @@ def apply_draft() -> None:
         target = run.fork_with_messages(draft, keep_later=bool(st.session_state.get("keep_later")))
         session.add_run(target)
     else:
-        run.messages = list(draft)
+        run.replace_messages(draft)
         if run.stop_reason in ("answer", "cancelled") and run.next_phase != "done":
             run.stop_reason = None
         target = run

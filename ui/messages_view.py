@@ -171,6 +171,10 @@ def _decision(tool_run: ToolRun | None) -> list[str]:
     original = tool_run.original_arguments_text
     if tool_run.source == "edited" and original is not None:
         lines.append(f"The model asked {safe.code(original)}")
+    if tool_run.original_content is not None:
+        returned = tool_run.original_content
+        cut = returned if len(returned) <= 200 else returned[:199] + "…"
+        lines.append(f"The person changed this result; the tool returned {safe.code(cut)}")
     return lines
 
 
