@@ -149,4 +149,4 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
         rows += [row("only_a", i, None) for i in range(i1 + n, i2)]
         rows += [row("only_b", None, j) for j in range(j1 + n, j2)]
     identical = ka == kb
-    return RunDiff(a.id, b.id, rows, diverged, _relation(a, b))  # PLANT
+    return RunDiff(a.id, b.id, rows, None if identical else diverged, _relation(a, b))
