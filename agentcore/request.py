@@ -92,7 +92,10 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     """The messages of the run's next model phase under its policies; the whole history without any.
 
     `summarize_older_than` asks `summariser` (the run's own model) for a summary unless the previous
-    step already summarised the same messages; a failed summary raises the provider's error.
+    step already summarised the same messages; a failed summary raises the provider's error. The previous
+    summary grows by the messages that became old since, unless `drop_turns_older_than` has since left out
+    a message it covered: then the summary is written again from the messages left, so a dropped turn
+    reaches the model neither as itself nor through the summary.
     """
     policies = run.config.policies
     if policies is None or not policies.shapes_request:
@@ -104,6 +107,8 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     summarised = plan.to_summarise
     if summarised:
         summary, covered = _previous_summary(run)
+        if summary is not None and not set(covered) <= set(summarised):
+            summary = None  # it covered a message that is now dropped
         if summary is None or covered != summarised:
             if summariser is None:
                 raise UsageError("summarize_older_than needs a model to write the summary")

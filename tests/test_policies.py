@@ -29,6 +29,7 @@ from agentcore.policies import (
     SUMMARY_HEADING,
     ContextPolicies,
     SentRequest,
+    origins,
     parse_policy,
     policies_from,
     project,
@@ -37,7 +38,7 @@ from agentcore.providers.anthropic import AnthropicProvider, parse_usage
 from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
 from agentcore.providers.base import ModelRequest, Settings, estimate_request_tokens
 from agentcore.providers.openai import OpenAIProvider
-from agentcore.request import SUMMARY_PROMPT, request_settings
+from agentcore.request import SUMMARY_PROMPT, request_settings, transcript_text
 from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
@@ -238,6 +239,61 @@ def test_no_policy_ever_separates_a_call_from_its_result(run, policies):
 def test_policies_compose_in_the_stated_order():
     policies = policies_from(["truncate_tool_results=5", "keep_tool_results=1", "drop_turns_older_than=2"])
     assert policies.labels() == ["drop_turns_older_than=2", "keep_tool_results=1", "truncate_tool_results=5"]
+
+
+class RecordingScripted(ScriptedProvider):
+    """The scripted model, keeping every request it was sent (the summariser's among them)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.requests: list[ModelRequest] = []
+
+    def complete(self, request, on_text=None):
+        self.requests.append(request)
+        return super().complete(request, on_text)
+
+
+def test_dropping_and_summarising_together_send_the_prompt_a_summary_of_the_middle_and_the_last_turns():
+    provider = RecordingScripted(scenario="research")
+    policies = ContextPolicies(drop_turns_older_than=4, summarize_older_than=2)
+    config = RunConfig(provider="scripted", model="research", scenario="research", max_steps=9, policies=policies)
+    run = Run.start(provider.scenario.prompt, config)
+    Agent(provider, get_tools(list(provider.scenario.tools))).run(run)
+    assert len(run.steps) == 9
+
+    # each model request, with the summary request made just before it
+    steps: list[tuple[ModelRequest | None, ModelRequest]] = []
+    pending = None
+    for request in provider.requests:
+        if request.messages[0] == SystemMessage(content=SUMMARY_PROMPT):
+            pending = request
+        else:
+            steps.append((pending, request))
+            pending = None
+    assert len(steps) == 9
+
+    origin = origins(run, len(run.messages))
+    for index, (summary_request, request) in enumerate(steps, start=1):
+        history = run.messages[: run.steps[index - 1].message_count]
+
+        def turns(first: int, last: int, history=history) -> list:
+            return [m for i, m in enumerate(history) if max(first, 1) <= origin[i] < last]  # 0: the prompt
+
+        kept = turns(index - 2, index)  # "older than 2": the last two steps' turns go as they are
+        summarised = turns(index - 4, index - 2)  # older than 2 and not older than 4: the summary's part
+        if index < 4:  # nothing is older than two steps yet
+            assert summary_request is None and list(request.messages) == history
+            continue
+        prompt, summary, *rest = request.messages
+        assert prompt == run.messages[0] and rest == kept  # the older turns are neither sent nor summarised
+        assert isinstance(summary, UserMessage) and summary.content.startswith(SUMMARY_HEADING)
+        assert summary_request is not None
+        asked = summary_request.messages[1].content
+        if index == 5:  # nothing dropped yet: the summary of step 1 grows by step 2
+            assert asked.endswith(f"What happened next:\n\n{transcript_text(turns(2, 3))}")
+        else:  # from step 6 a dropped turn's summary must not be kept: it is written again from what is left
+            assert asked == transcript_text(summarised), index
+        assert run.steps[index - 1].policy_calls[0].summarised == (len(summarised) if index != 5 else 2)
 
 
 @pytest.mark.parametrize(
