@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -117,6 +120,54 @@ def test_runs_are_saved_in_the_runs_database_unless_told_not_to(tmp_path, monkey
     assert len(saved) == 1 and saved[0].stop_reason == "answer"
     assert main(["run", "--provider", "scripted", "--scenario", "weather", "--no-db"]) == 0
     assert len(Store(db).list_runs()) == 1
+
+
+def test_a_run_killed_mid_run_keeps_every_finished_phase_in_the_database(tmp_path):
+    from agentcore import Agent, Run, RunConfig, ScriptedProvider
+    from agentcore.messages import AssistantMessage, ToolCall
+    from agentcore.store.runs import Store
+    from agentcore.tools import tool
+
+    @tool
+    def slow(seconds: float) -> str:
+        """Stands in for the toolbox's slow while the transcript to replay is written."""
+        return "slept"
+
+    # a transcript whose model turns each call the toolbox's slow tool: replayed, each tools phase takes 0.6 s
+    turns = [
+        AssistantMessage(content=f"turn {n}", tool_calls=(ToolCall(id=f"call_{n}", name="slow", arguments={"seconds": 0.6}),))
+        for n in range(1, 7)
+    ]
+    source = Run.start("wait", RunConfig(provider="scripted", model="replay", max_steps=20))
+    Agent(ScriptedProvider(replay=[*turns, AssistantMessage(content="done")]), [slow]).run(source)
+    tr.save(source, tmp_path / "slow.json")
+    db = tmp_path / "runs.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentcore", "run", "--replay", str(tmp_path / "slow.json"), "--tools", "slow"]
+        + ["--db", str(db), "--max-steps", "20"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    seen: list[str] = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if "[call_3]" in line:  # step 3's model phase is finished: its tools phase sleeps 0.6 s
+                time.sleep(0.3)
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL and "[call_3]" in seen[-1], seen
+    (summary,) = Store(db).list_runs()
+    run = Store(db).load_run(summary.id)
+    # steps 1 and 2 whole, step 3's model turn without its result: the tools phase was in flight
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.tool_calls[0].id for m in run.messages if m.role == "assistant"] == ["call_1", "call_2", "call_3"]
+    assert [m.content for m in run.messages if m.role == "tool"] == ["slept 0.6 s", "slept 0.6 s"]
+    assert len(run.steps) == 3 and run.next_phase == "tools" and run.stop_reason is None
 
 
 def test_an_unusable_default_database_warns_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
