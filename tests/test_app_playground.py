@@ -277,6 +277,37 @@ def test_an_approved_result_changed_by_hand_reads_edited_with_what_the_tool_retu
     assert exported.steps[0].tool_runs[0].original_content == returned
 
 
+def test_the_export_keeps_the_runs_own_settings_whatever_the_sidebar_says_since(app, downloads):
+    run = start(app)
+    click(app, "step")
+    app.session_state["cfg_policy_drop"] = 2  # settings changed after the step, with no step taken since
+    app.number_input(key="cfg_max_steps").set_value(7).run()
+    exported = transcript.loads(downloads.data(app.download_button(key="export")))
+    assert exported.config == run.config
+    assert exported.config.max_steps == 10 and exported.config.policies is None
+
+
+@pytest.mark.parametrize("button", ["step", "tools_phase"])
+def test_a_step_on_a_paused_run_takes_the_decisions_in_the_form(app, button):
+    app.toggle(key="cfg_pause").set_value(True).run()
+    run = start(app)
+    click(app, "step")
+    assert run.next_phase == "tools" and run.paused
+    app.radio(key="dec_call_1_1").set_value("Deny").run()
+    app.text_input(key="dec_reason_call_1_1").set_value("not Rome today")
+    app.radio(key="dec_call_1_2").set_value("Edit arguments").run()
+    app.text_area(key="dec_args_call_1_2").set_value('{"city": "Kyoto"}')
+    click(app, button)  # the bar's button, not the form's own "Run tools with these decisions"
+    tool_runs = run.steps[0].tool_runs
+    assert [t.source for t in tool_runs] == ["approved", "denied", "edited"]
+    denied = next(m for m in run.messages if isinstance(m, ToolMessage) and m.tool_call_id == "call_1_1")
+    assert denied.is_error and "not Rome today" in denied.content
+    assert run.messages[1].tool_calls[2].arguments == {"city": "Kyoto"}
+    assert tool_runs[2].original_arguments == {"city": "Tokyo"}
+    kyoto = next(m for m in run.messages if isinstance(m, ToolMessage) and m.tool_call_id == "call_1_2")
+    assert "Kyoto" in kyoto.content and not kyoto.is_error
+
+
 def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app, steps_tab):
     run = start(app)
     click(app, "run_to_end")
@@ -462,6 +493,54 @@ def test_the_graph_marks_where_the_run_is_and_the_edge_it_took():
     failed = _scripted_run(0)
     failed.stop_reason, failed.error = "error", "boom"
     assert position(failed).error and f'fillcolor="{ERROR}"' in loop_dot(failed)
+
+
+class _FailingModel(BaseProvider):
+    name: ClassVar[str] = "failing"
+
+    def complete(self, request: ModelRequest, on_text=None) -> ModelResponse:
+        raise ProviderError("the service is overloaded", provider="failing", status=529)
+
+
+def _stopped_run(stop: str) -> Run:
+    """A run stopped by `stop`: its step budget, a failed model call, or a Stop between its phases."""
+    import threading
+
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.toolbox import get_tools
+
+    if stop == "max_steps":
+        return _scripted_run(1, max_steps=1)  # the step asked for tools: the budget, not an answer, ends it
+    if stop == "error":
+        run = _scripted_run(1)
+        Agent(_FailingModel("x")).step(run)
+        return run
+    run = _scripted_run(0)
+    cancel = threading.Event()
+    cancel.set()  # Stop pressed during the model phase: the run stops before its tools
+    Agent(ScriptedProvider("weather"), get_tools(["get_weather"])).step(run, cancel=cancel)
+    return run
+
+
+@pytest.mark.parametrize(
+    ("stop", "colour", "edge"),
+    [("max_steps", "DONE", "tools-done"), ("error", "ERROR", "tools-model"), ("cancelled", "DONE", None)],
+)
+def test_the_loop_diagram_marks_done_for_a_run_stopped_without_an_answer(stop, colour, edge):
+    import ui.graph
+    from ui.graph import loop_dot, loop_html, loop_svg, position
+
+    run = _stopped_run(stop)
+    assert run.stop_reason == stop
+    assert position(run).node == "done"
+    svg = loop_svg(run)
+    current = re.findall(r'class="ac-node ac-current" data-node="(\w+)">(<circle[^>]*>)', svg)
+    assert [(node, f'fill="{getattr(ui.graph, colour)}"' in circle) for node, circle in current] == [("done", True)]
+    assert re.findall(r'class="ac-edge ac-taken" data-edge="([\w-]+)"', svg) == ([edge] if edge else [])
+    assert f">{stop}</tspan>" in svg  # the stop reason is written in the done node
+    assert f'done [label="done\\n{stop}", shape=doublecircle, fillcolor="{getattr(ui.graph, colour)}"' in loop_dot(run)
+    assert 'data-node="done"' in loop_html(run)
 
 
 def test_the_drawn_loop_marks_the_same_node_and_edge_and_shows_text_as_text():

@@ -35,7 +35,12 @@ class Position:
 
 
 def position(run: Run | None) -> Position:
-    """Derive the run's place in the loop from its messages and stop reason alone."""
+    """Derive the run's place in the loop from its messages and stop reason alone.
+
+    A run that stopped is done, whatever stopped it: an answer, the step budget, a failed model call
+    (drawn as a failure, the call that failed on the model node) or a Stop, which takes no edge of the
+    loop. Stepping it again moves it on.
+    """
     if run is None or not run.messages:
         return Position("prompt", None)
     last = run.messages[-1]
@@ -47,7 +52,9 @@ def position(run: Run | None) -> Position:
         came_from = "prompt"
     last_phase = came_from if came_from != "prompt" else None
     if run.stop_reason == "error":
-        return Position("model", (came_from, "model") if came_from != "model" else None, True, last_phase)
+        return Position("done", (came_from, "model") if came_from != "model" else None, True, last_phase)
+    if run.stop_reason == "cancelled" and not run.finished:
+        return Position("done", None, False, last_phase)
     if run.finished:
         return Position("done", (came_from, "done"), False, last_phase)
     target: Node = run.next_phase  # type: ignore[assignment]
