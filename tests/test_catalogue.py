@@ -61,6 +61,39 @@ def test_models_past_their_end_of_life_are_retired_and_never_suggested():
         assert all(catalogue.find(provider, m).end_of_life is None for m in suggested), suggested
 
 
+@pytest.fixture
+def newest_cheap_retired(monkeypatch):
+    """The catalogue as it stands the day after the newest model of each cheap family reached its end of life."""
+    families = catalogue.DEFAULT_FAMILY.items()  # by genai-prices provider id: openai, anthropic
+    newest = {p: next(m.id for m in catalogue.models(p) if family.fullmatch(m.id)) for p, family in families}
+    yesterday = date.fromordinal(date.today().toordinal() - 1).isoformat()
+    end_of_life = {p: dict(ids) for p, ids in catalogue.END_OF_LIFE.items()}
+    for provider, model in newest.items():
+        end_of_life[provider][model] = yesterday
+    monkeypatch.setattr(catalogue, "END_OF_LIFE", end_of_life)
+    cached = (catalogue.models, catalogue.find, catalogue.default_model, catalogue.suggested_models)
+    for f in cached:
+        f.cache_clear()
+    yield newest
+    for f in cached:
+        f.cache_clear()
+
+
+def test_no_default_names_a_model_past_its_end_of_life(newest_cheap_retired):
+    from agentcore.providers import REGISTRY, create_provider
+
+    for name in ("openai", "openai-responses", "anthropic"):
+        gone = newest_cheap_retired[catalogue.CATALOGUED[name]]
+        assert catalogue.retired(name, gone) is not None
+        family = catalogue.DEFAULT_FAMILY[catalogue.CATALOGUED[name]]
+        # the next newest of the same cheap family takes its place, and the picker no longer offers it
+        expected = [m.id for m in catalogue.models(name) if family.fullmatch(m.id) and m.id != gone][0]
+        assert catalogue.default_model(name) == REGISTRY[name].default_model == expected
+        assert catalogue.retired(name, expected) is None
+        assert gone not in catalogue.suggested_models(name) and gone not in REGISTRY[name].known_models
+    assert create_provider("anthropic", api_key="test-key").model == catalogue.default_model("anthropic")
+
+
 def test_a_model_with_an_end_of_life_to_come_is_deprecated_until_then():
     before, after = date(2027, 1, 21), date(2027, 1, 22)
     assert catalogue.retired("anthropic", "claude-opus-4-5-20251101", before) is None

@@ -189,6 +189,29 @@ def test_another_conversation_in_between_does_not_cost_a_run_its_cache(provider,
     assert said(back) == said(ask(provider, RUN))
 
 
+def test_a_shorter_conversation_in_between_keeps_the_longer_ones_saved_state(provider, llama):
+    rome = ToolCall(id="call_2", name="get_weather", arguments={"city": "Rome"})
+    longer = (
+        UserMessage(content="What is the weather in Paris and in Rome?"),
+        *RUN[1:],
+        AssistantMessage(tool_calls=(rome,)),
+        ToolMessage(tool_call_id="call_2", name="get_weather", content='{"temperature": 24.0, "condition": "sunny"}'),
+    )
+    first = ask(provider, longer)
+    # the same tools, another question: it shares the system prompt, then differs, and is much shorter
+    shorter = (UserMessage(content="What is 12 * 12?"),)
+    short = ask(provider, shorter)
+    assert 0 < short.usage.cache_read_tokens < short.usage.input_tokens < first.usage.input_tokens
+    # the longer conversation goes on: its whole last prompt comes from its saved state, its new turn is evaluated
+    went_on = (*longer, AssistantMessage(content="Paris is cloudy, Rome is sunny."), UserMessage(content="And Tokyo?"))
+    back = ask(provider, went_on)
+    assert back.usage.cache_read_tokens == first.usage.input_tokens
+    short_again = ask(provider, shorter)  # and the shorter one's own state was kept in turn
+    assert short_again.usage.cache_read_tokens == short.usage.input_tokens - 2
+    llama.forget()
+    assert said(back) == said(ask(provider, went_on))
+
+
 def test_two_threads_on_the_one_model_get_their_own_answers(provider, llama):
     other = (UserMessage(content="What is 12 * 12?"),)
     expected = [said(ask(provider, RUN)), said(ask(provider, other))]

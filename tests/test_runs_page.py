@@ -11,6 +11,8 @@ import pytest
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
 from agentcore.diff import diff_runs
+from agentcore.messages import AssistantMessage
+from agentcore.providers.scripted import ScriptedProvider
 from agentcore.providers.scripted import get_scenario
 from agentcore.store.runs import LAST_RUN_KEY, Store
 
@@ -129,8 +131,18 @@ def test_diff_of_identical_runs_and_of_a_fork() -> None:
     fork = run.fork(3)
     agent.run(fork)
     d = diff_runs(run, fork)
-    assert d.diverged_at == run.steps[2].message_count or d.identical
+    # the scripted model is deterministic: the fork goes on exactly as the run did
+    assert d.identical and d.diverged_at is None and [r.kind for r in d.rows] == ["same"] * len(run.messages)
+    assert d.summary() == "The two runs have the same messages."
     assert d.related == f"{fork.id} is a fork of {run.id} at step 3"
+    # a fork that another model goes on with diverges at its first new message, the fork point
+    answered = run.fork(3)
+    early = [m for m in run.messages if isinstance(m, AssistantMessage)][:2] + [AssistantMessage(content="Enough.")]
+    Agent(ScriptedProvider(replay=early), list(agent.tools.values())).run(answered)
+    d = diff_runs(run, answered)
+    assert d.diverged_at == run.steps[2].message_count == 5 and not d.identical
+    assert [r.kind for r in d.rows] == ["same"] * 5 + ["changed"] + ["only_a"] * (len(run.messages) - 6)
+    assert d.rows[5].b_text.endswith("Enough.") and d.summary().startswith("They share the first 5 messages")
     shorter = run.fork(2)
     d = diff_runs(run, shorter)
     assert d.diverged_at == run.steps[1].message_count
