@@ -136,6 +136,18 @@ def test_the_steps_table_shows_dashes_and_no_negative_zero(playground):
     assert str(table["latency ms"].iloc[0]) == "0.0"
 
 
+def test_the_steps_table_says_which_steps_came_from_the_parent_and_who_answered_each(playground):
+    parent = scripted_run()
+    fork = parent.fork(2)
+    Agent(create_provider("scripted", "weather", scenario="weather"), toolbox.get_tools("get_weather")).step(fork)
+    fork.steps[-1].provider, fork.steps[-1].model = "local", "smollm2-135m"  # step 2 answered after a switch
+    at = playground(fork, view="Steps")  # the parent is not open in this session
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["from"]) == ["parent run", "this run"]
+    assert list(table["model"]) == ["scripted/weather", "local/smollm2-135m"]
+
+
 def test_the_wire_view_shows_the_status_as_a_status_and_the_json_to_copy(playground):
     run = scripted_run()
     at = playground(run, view="Steps")

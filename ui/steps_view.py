@@ -30,17 +30,15 @@ def lineage(session: Session, run: Run) -> list[Run]:
     return chain
 
 
-def inherited_steps(session: Session, run: Run) -> int:
-    """How many of the run's first steps were copied from its parent when it was forked."""
-    if run.parent is None or run.parent.run_id not in session.runs:
+def inherited_steps(run: Run) -> int:
+    """How many of the run's first steps were copied from its parent when it was forked.
+
+    A fork keeps the steps before the one it makes again (`parent.step`), whether or not the parent is
+    open in this session.
+    """
+    if run.parent is None:
         return 0
-    parent = session.runs[run.parent.run_id]
-    count = 0
-    for mine, theirs in zip(run.steps, parent.steps, strict=False):
-        if mine.started_at != theirs.started_at:
-            break
-        count += 1
-    return count
+    return max(0, min(run.parent.step - 1, len(run.steps)))
 
 
 def run_label(session: Session, run: Run) -> str:
@@ -125,12 +123,13 @@ def _lineage(session: Session, run: Run) -> None:
         )
 
 
-def _steps_table(session: Session, run: Run) -> None:
-    inherited = inherited_steps(session, run)
+def _steps_table(run: Run) -> None:
+    inherited = inherited_steps(run)
     rows = [
         {
             "step": s.index,
-            "from": "parent" if s.index <= inherited else "this run",
+            "from": "parent run" if s.index <= inherited else "this run",
+            "model": run.answered_by(s).label,
             "latency ms": words.number(s.latency_ms),
             "input tok": s.usage.input_tokens,
             "output tok": s.usage.output_tokens,
@@ -208,5 +207,5 @@ def render_steps(session: Session) -> None:
     if not run.steps:
         st.info("No steps yet: press **Step** to make the first model call.")
         return
-    _steps_table(session, run)
+    _steps_table(run)
     _step_details(_pick(session, run))
