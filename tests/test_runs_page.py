@@ -223,12 +223,11 @@ def test_the_diff_names_the_runs_by_title_and_a_cut_cell_shows_the_change(tmp_pa
     at.selectbox(key=f"runs_diff_{after.id}").set_value(before.id).run()
     assert not at.exception
     table = at.dataframe[1].value
-    assert list(table.columns) == ["", "# Before the edit", "Before the edit", "# After the edit", "After the edit"]
     changed = table[table[""] == "≠"].iloc[0]
     # the answers differ after 557 characters: the cells show that part, not only the same beginning
     assert "OLD ending" in changed["Before the edit"] and "NEW ending" in changed["After the edit"]
     assert changed["Before the edit"].startswith("…") and len(changed["Before the edit"]) <= 300
-    assert list(table["# Before the edit"]) == ["0", "1"]
+    assert list(table.columns)[1:] == ["Before the edit", "After the edit"]  # no column of message numbers
 
 
 def test_the_library_writes_counts_in_words_and_a_dash_for_an_unknown_cost(tmp_path, monkeypatch, page) -> None:
@@ -243,3 +242,44 @@ def test_the_library_writes_counts_in_words_and_a_dash_for_an_unknown_cost(tmp_p
     label = at.selectbox(key="runs_selected").format_func(unpriced.id)
     assert " · 1 step · " in label
     assert any(" · 1 step · " in c.value for c in at.caption)
+
+
+def test_test_and_lesson_runs_are_listed_only_when_asked_for(library, page) -> None:
+    store, root, fork, other = library
+    lesson = _saved(store, "Lesson: The loop itself", "It is sunny.")
+    test = _saved(store, "test weather · scripted", "It is sunny.")
+    at = page()
+    assert not at.exception
+    assert set(at.dataframe[0].value["id"]) == {root.id, fork.id, other.id}
+    assert lesson.id not in at.selectbox(key="runs_selected").options
+    at.toggle(key="runs_made").set_value(True).run()
+    assert set(at.dataframe[0].value["id"]) == {root.id, fork.id, other.id, lesson.id, test.id}
+    fresh = page()
+    assert len(fresh.dataframe[0].value) == 3  # hidden again in a new session
+
+
+def test_compare_with_defaults_to_a_fork_of_a_run_that_has_no_parent(library, page) -> None:
+    store, root, fork, other = library
+    at = page()
+    at.selectbox(key="runs_selected").set_value(root.id).run()
+    assert at.selectbox(key=f"runs_diff_{root.id}").value == fork.id
+    at.selectbox(key="runs_selected").set_value(other.id).run()  # unrelated to any: the newest other run
+    assert at.selectbox(key=f"runs_diff_{other.id}").value in {root.id, fork.id}
+
+
+def test_a_run_answered_by_two_models_names_each_with_its_provider(tmp_path, monkeypatch, page) -> None:
+    from agentcore.run import StepRecord
+
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    store = Store(tmp_path / "runs.db")
+    run = _saved(store, "Switched", "It is sunny.")
+    run.messages.append(run.messages[0].model_copy(update={"content": "And tomorrow?"}))
+    run.messages.append(AssistantMessage(content="Also sunny."))
+    run.steps[0].provider, run.steps[0].model = "scripted", "weather"
+    run.steps.append(StepRecord(index=2, provider="local", model="smollm2-135m", message_count=3))
+    store.save_run(run)
+    at = page()
+    assert not at.exception
+    label = at.selectbox(key="runs_selected").format_func(run.id)
+    assert "scripted/weather → local/smollm2-135m" in label
+    assert any("scripted/weather → local/smollm2-135m" in c.value for c in at.caption)

@@ -17,11 +17,21 @@ from ui.state import get_session, get_store, remember_last_run
 
 ALL = "All providers"
 PLAYGROUND = "views/playground.py"
-WIDGETS = {"runs_search": "", "runs_provider": ALL}
+WIDGETS = {"runs_search": "", "runs_provider": ALL, "runs_made": False}
 
 
 def _label(r: RunSummary) -> str:
-    return f"{r.title or '(untitled)'} · {r.provider}/{r.model} · {words.plural(r.steps, 'step')} · {r.id}"
+    return f"{r.title or '(untitled)'} · {r.models_label} · {words.plural(r.steps, 'step')} · {r.id}"
+
+
+def _made_by_app(r: RunSummary) -> bool:
+    """Whether the run was made by Run tests or a lesson, not by a person in the playground.
+
+    They are known by the titles they are given: `test NAME · CONFIGURATION` (agentcore.testing.runner)
+    and `Lesson: TITLE` (ui.lessons), a fork of a lesson's run included.
+    """
+    title = r.title or ""
+    return title.startswith("Lesson: ") or (title.startswith("test ") and " · " in title)
 
 
 def _table(runs: list[RunSummary]) -> pd.DataFrame:
@@ -151,7 +161,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     run_id = summary.id
     st.subheader(safe.inline(summary.title or "(untitled)"))
     cost = "unknown" if summary.cost_usd is None else f"\\${summary.cost_usd:.4f}"
-    what = f"{run_id} · {summary.provider}/{summary.model}"
+    what = f"{run_id} · {summary.models_label}"
     stop = summary.stop_reason or "open"
     st.caption(
         f"{safe.inline(what)} · {words.plural(summary.steps, 'step')} · stop: {safe.inline(stop)}"
@@ -224,7 +234,9 @@ def _diff(store: Store, run: Run, summary: RunSummary) -> None:
         return
     st.markdown("**Compare with another run**")
     ids = [r.id for r in others]
-    default = ids.index(summary.parent_id) if summary.parent_id in ids else 0
+    # the run it was forked from, else its first fork: the run it is most likely to be compared with
+    related = [summary.parent_id, *(c.id for c in store.children(run.id))]
+    default = next((ids.index(i) for i in related if i in ids), 0)
     labels = {r.id: _label(r) for r in others}
     other_id = st.selectbox("Compare with", ids, index=default, format_func=labels.get, key=f"runs_diff_{run.id}")
     base = store.read_run(other_id)
@@ -244,7 +256,7 @@ def _diff_names(a: Run, b: Run) -> tuple[str, str]:
 
 
 def _diff_table(diff: RunDiff, a: Run, b: Run) -> pd.DataFrame:
-    """One row per aligned message: a mark, then each run's message number and text, a changed text cut where it differs."""
+    """One row per aligned message: a mark, then each run's message text, a changed text cut where it differs."""
     name_a, name_b = _diff_names(a, b)
     marks = {"same": "", "changed": "≠", "only_a": "−", "only_b": "+"}
     rows = []
@@ -253,9 +265,7 @@ def _diff_table(diff: RunDiff, a: Run, b: Run) -> pd.DataFrame:
         rows.append(
             {
                 "": marks[r.kind],
-                f"# {name_a}": words.text(r.a_index),
                 name_a: text_a,
-                f"# {name_b}": words.text(r.b_index),
                 name_b: text_b,
             }
         )
@@ -286,6 +296,18 @@ def main() -> None:
     state.keep(WIDGETS)
     owner, show_owner = _owner_filter(store)
     runs = store.list_runs(search or None, None if provider == ALL else provider, owner=owner)
+    made = [r for r in runs if _made_by_app(r)]
+    show_made = st.toggle(
+        f"Show test and lesson runs ({len(made)})",
+        key="runs_made",
+        disabled=not made,
+        help="Runs made by Run tests (a failed test's run) and by the lessons; hidden unless shown",
+    )
+    if not show_made:
+        runs = [r for r in runs if not _made_by_app(r)]
+    if not runs and made and not show_made:
+        st.info("Only test and lesson runs match: turn on **Show test and lesson runs** to list them.")
+        return
     if not runs:
         st.info(
             "No runs match."
