@@ -467,7 +467,7 @@ def test_the_cost_page_draws_measured_beside_projected_and_opens_the_comparison(
     at.button(key="cost_compare_policy").click().run()
     assert not at.exception, at.exception
     assert at.session_state["cmp_provider_1"] == "scripted" and at.session_state["cmp_scenario_1"] == "research"
-    assert at.session_state["cmp_policies"] == {1: ContextPolicies(drop_turns_older_than=3).model_dump()}
+    assert at.session_state["compare_state"].policies == {1: ContextPolicies(drop_turns_older_than=3).model_dump()}
     assert any("Compare" in m.value for m in at.main.markdown)  # the compare page is drawn
 
 
