@@ -33,10 +33,12 @@ def _started(path: str) -> tuple[list[Connection], list[MCPTool], list[str]]:
     started = []
     for config in configs:
         try:
-            connect(config)
+            connection = connect(config)
             started.append(config)
         except AgentcoreError as exc:
             problems.append(str(exc))
+        else:  # one that started but offers no tools, or not all it listed, says so here
+            problems += [f"MCP server {connection.name}: {note}" for note in connection.notes]
     try:
         tools = mcp_tools(started, taken=list(TOOLBOX))
     except AgentcoreError as exc:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 
+if TYPE_CHECKING:
+    from ..tools import Tool
+
 EXIT_PROVIDER = 4
+NAME_COLUMN = 32  # `agentcore tools` pads names to the longest up to this; a longer one still gets two spaces
 
 
 def shorten(text: str | None, limit: int = 300) -> str:
@@ -27,20 +33,45 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def select_tools(args: argparse.Namespace, names: str | None, default: str | Iterable[str] = ()) -> list[Tool]:
+    """The tools `--tools` names, built-in and MCP alike; without it, the `default` built-in ones and every MCP tool.
+
+    An MCP tool has one name wherever it is listed or chosen: one whose name a built-in tool has is
+    `SERVER__NAME`, whether or not that built-in tool is chosen, as the app names it. Each server's
+    notes (no tools offered, part of its listing left out) are one line each on stderr.
+    """
+    from ..mcp.client import connect, mcp_tools
+    from ..mcp.config import servers_from_args
+    from ..toolbox import TOOLBOX, get_tools
+
+    configs = servers_from_args(args)
+    remote = mcp_tools(configs, taken=list(TOOLBOX)) if configs else []
+    for config in configs:
+        connection = connect(config)
+        for note in connection.notes:
+            print(f"agentcore: note: MCP server {connection.name}: {note}", file=sys.stderr)
+    if names is None:
+        return [*get_tools(default if isinstance(default, str) else list(default)), *remote]
+    offered = {**TOOLBOX, **{t.name: t for t in remote}}
+    wanted = list(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
+    unknown = [n for n in wanted if n not in offered]
+    if unknown:
+        listed = ", ".join(offered)
+        raise UsageError(f"unknown tool {unknown[0]!r}; available: {shorten(listed, 1000)}")
+    return [offered[n] for n in wanted]
+
+
 def cmd_tools(args: argparse.Namespace) -> int:
-    from ..mcp.client import with_mcp_tools
     from ..mcp.config import servers_from_args
     from ..toolbox import TOOLBOX
 
-    if servers_from_args(args):  # the servers' tools, each with the server it came from and its schema
-        for t in with_mcp_tools(args, []):
-            print(f"{t.name:<13}{t.description} [{t.spec().source}]")
-            print(json.dumps(t.parameters, indent=2))
-        return 0
-    for t in TOOLBOX.values():
-        flags = " [sequential]" if t.sequential else ""
-        print(f"{t.name:<13}{t.description}{flags}")
-        if args.schema:
+    served = bool(servers_from_args(args))  # then the servers' tools, each with its server and its schema
+    shown = select_tools(args, None) if served else list(TOOLBOX.values())
+    width = min(max((len(t.name) for t in shown), default=0), NAME_COLUMN)
+    for t in shown:
+        said = f" [{t.spec().source}]" if served else " [sequential]" if t.sequential else ""
+        print(f"{t.name:<{width}}  {t.description}{said}")
+        if served or args.schema:
             print(json.dumps(t.parameters, indent=2))
     return 0
 
@@ -138,20 +169,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run 2 to 4 configurations on one prompt concurrently; print the summary table, write the bundle."""
     from dataclasses import replace
 
-    from .. import toolbox
     from ..compare import Comparison, format_table, parse_spec
-    from ..mcp.client import with_mcp_tools
     from ..providers import get_info
     from ..providers.scripted import SCENARIOS
 
     specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
     for spec in specs:
         get_info(spec.provider)  # an unknown provider is bad usage (exit 2), not one column's provider error
-    names = args.tools
-    if names is None:  # a scripted scenario needs its own tools to play; other providers get none unless asked
-        scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
-        names = ",".join(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
-    tools = with_mcp_tools(args, toolbox.get_tools(names))
+    # without --tools, a scripted scenario needs its own tools to play; other providers get none unless asked
+    scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
+    names = list(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
+    tools = select_tools(args, args.tools, names)
     comparison = Comparison(args.prompt, specs, system_prompt=args.system, tools=tools, max_steps=args.max_steps)
     print(f"comparing {len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}")
     comparison.start("run")

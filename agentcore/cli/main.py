@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import AgentcoreError, UsageError
-from ..mcp.client import with_mcp_tools
 from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
 from ..transcript import describe_validation, one_line
@@ -30,6 +29,7 @@ from .commands import (
     cmd_show,
     cmd_tools,
     cmd_validate,
+    select_tools,
     shorten,
 )
 from .terminal import guarded, shown_stream
@@ -74,7 +74,6 @@ class Printer:
 
 
 def _build_run(args: argparse.Namespace):
-    from .. import toolbox
     from ..loop import Agent, check_final_schema
     from ..providers import Settings, create_provider, default_provider, get_info
     from ..providers.scripted import get_scenario
@@ -89,11 +88,8 @@ def _build_run(args: argparse.Namespace):
     info = get_info(provider_name)
     scenario = None
     final_schema = None
-    tool_names = args.tools
     if provider_name == "scripted":
         scenario = get_scenario(args.scenario or args.model)
-        if tool_names is None:
-            tool_names = ",".join(scenario.tools)
         final_schema = scenario.final_answer_schema
     elif args.scenario:
         raise UsageError("--scenario only applies to --provider scripted")
@@ -103,7 +99,7 @@ def _build_run(args: argparse.Namespace):
         except (OSError, ValueError) as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
         check_final_schema(final_schema, f"--final-schema {args.final_schema}")
-    tools = with_mcp_tools(args, toolbox.get_tools(tool_names or ""))
+    tools = select_tools(args, args.tools, scenario.tools if scenario else ())  # a scenario has its own tools
     model = args.model or (scenario.name if scenario else info.default_model)
     options: dict[str, Any] = {}
     if scenario:
@@ -150,8 +146,8 @@ def _build_replay(args: argparse.Namespace):
 
     source = load(args.replay)
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
-    names = args.tools.split(",") if args.tools else [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
-    tools = with_mcp_tools(args, toolbox.get_tools(names))
+    names = [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
+    tools = select_tools(args, args.tools or None, names)
     config = source.config.model_copy(update={"provider": "scripted", "model": "replay", "max_steps": args.max_steps})
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
@@ -247,7 +243,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--model", help="the model name, or a GGUF path for local")
     p.add_argument("--base-url", help="the server's base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--scenario", help="the scripted provider's scenario (see `agentcore scenarios`)")
-    p.add_argument("--tools", help="comma-separated toolbox tools (see `agentcore tools`)")
+    p.add_argument(
+        "--tools", help="comma-separated tools, built-in or from the MCP servers given (see `agentcore tools`)"
+    )
     p.add_argument("--system", help="the system prompt")
     p.add_argument("--max-steps", type=int, default=10, help="the step budget (default 10)")
     p.add_argument("--temperature", type=float, help="sampling temperature")
@@ -344,7 +342,10 @@ def _add_compare(sub: Any) -> None:
         metavar="PROVIDER[:MODEL][@BASE_URL]",
         help="a configuration (2 to 4 of them); for scripted the model is the scenario, e.g. scripted:weather",
     )
-    p.add_argument("--tools", help="comma-separated toolbox tools for all (default: the scripted scenarios' tools)")
+    p.add_argument(
+        "--tools",
+        help="comma-separated tools for all, built-in or MCP (default: the scripted scenarios' tools and every MCP tool)",
+    )
     p.add_argument("--system", help="the system prompt, the same for every configuration")
     p.add_argument("--max-steps", type=int, default=10, help="the step budget of each configuration (default 10)")
     p.add_argument("--temperature", type=float, help="sampling temperature for every configuration")

@@ -85,13 +85,12 @@ def cmd_test(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace, tests: list):
     """The toolbox tools the tests name and the MCP servers' tools, as `run` merges them; None without servers."""
     from .. import toolbox
-    from ..mcp.client import with_mcp_tools
     from ..mcp.config import servers_from_args
+    from .commands import select_tools
 
     if not servers_from_args(args):
         return None  # each test takes its toolbox tools by name, as before
-    names = sorted({n for t in tests for n in t.tools if n in toolbox.TOOLBOX})
-    return with_mcp_tools(args, toolbox.get_tools(names))
+    return select_tools(args, None, sorted({n for t in tests for n in t.tools if n in toolbox.TOOLBOX}))
 
 
 def _store(db: str | None):

@@ -12,7 +12,8 @@ A server is untrusted input: its names, descriptions and schemas are bounded bef
 reach a model, its text is capped like any tool output, and each JSON-RPC message it
 exchanges is kept (the last `WIRE_KEEP`, each cut to a bounded size: limits.py) for the wire
 view with secrets removed. Its HTTP replies are bounded as they are read (bounded_http.py), and
-what the SDK logs about it is one line on stderr (logs.py).
+what the SDK logs about it is one line on stderr (logs.py). Its tools are read from every page of
+`tools/list`, each on its own, and only if it offers tools (listing.py); what is left out is a note.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import __version__
 from ..errors import AgentcoreError, UsageError
 from ..messages import ToolCall
 from ..providers.base import WireExchange
@@ -44,11 +46,12 @@ from ..tools import Tool, ToolOutcome, ToolSpec
 from . import logs
 from .config import ServerConfig, servers_from_args
 from .limits import file_tail, kept
+from .listing import mend_listing, read_tools
 
 CONNECT_TIMEOUT_S = 20.0
 CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that ended, not an answer from the server
 WIRE_KEEP = 500
-MAX_TOOLS_PER_SERVER = 128
+STDERR_LINES = 5  # of a server that could not start: the end of what it said, where the reason usually is
 MAX_DESCRIPTION_CHARS = 2000
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # the agentcore tool call a tools/call request is made for: the SDK writes the request in the task
@@ -122,6 +125,7 @@ class Connection:
         self.tools: list[Any] = []  # the SDK's Tool objects from tools/list
         self.wire: deque[dict[str, Any]] = deque(maxlen=WIRE_KEEP)
         self._call_ids: dict[Any, str] = {}  # JSON-RPC id of a tools/call in flight -> tool call id
+        self.notes: list[str] = []  # one line each: why it has no tools, or what of its listing was left out
         self.starts = 0
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -175,6 +179,9 @@ class Connection:
             except BaseException as exc:  # noqa: BLE001 - every way a start fails is said the same way
                 self._shutdown()
                 why = "it did not answer in time" if isinstance(exc, TimeoutError) else describe(_leaf(exc))
+                said = self.stderr_tail().splitlines()[-STDERR_LINES:]  # a process that died says why on stderr
+                if said:
+                    why += f"; its stderr ends: {' | '.join(line.strip() for line in said)}"
                 raise MCPServerError(f"MCP server {self.name} ({self.config.label}) could not start: {why}") from None
 
     async def _begin(self) -> None:
@@ -203,24 +210,34 @@ class Connection:
         params = StdioServerParameters(command=c.command or "", args=list(c.args), env=dict(c.env) or None, cwd=c.cwd)
         return stdio_client(params, errlog=self._stderr), None
 
+    def _received(self, direction: str, item: Any) -> None:
+        """Keep a message from the server; then leave out of a tool listing each tool MCP's types refuse."""
+        self._keep(direction, item)  # first: the wire view shows what the server sent
+        for note in mend_listing(item):
+            if note not in self.notes:
+                self.notes.append(note)
+
     async def _serve(self, started: asyncio.Future[None]) -> None:
-        from mcp import ClientSession
+        from mcp import ClientSession, types
 
         transport, client = self._transport()
         async with contextlib.AsyncExitStack() as stack:
             if client is not None:
                 await stack.enter_async_context(client)
             read, write = await stack.enter_async_context(transport)
-            session = ClientSession(_Recorded(read, self._keep, "←"), _Recorded(write, self._keep, "→"))
+            session = ClientSession(
+                _Recorded(read, self._received, "←"),
+                _Recorded(write, self._keep, "→"),
+                client_info=types.Implementation(name="agentcore", version=__version__),
+            )
             session = await stack.enter_async_context(session)
             init = await session.initialize()
             self.server_info = init.server_info.model_dump(mode="json")
             if self.config.name is None:
                 self.name = _NAME_CHARS.sub("_", init.server_info.name)[:32] or "mcp"
-            first: dict[str, Any] = {}
-            for listed in (await session.list_tools()).tools:
-                first.setdefault(listed.name, listed)  # a call names its tool: of two of one name, the first is kept
-            self.tools = list(first.values())[:MAX_TOOLS_PER_SERVER]
+            self.notes = []
+            self.tools, notes = await read_tools(session, init.capabilities)
+            self.notes += [n for n in notes if n not in self.notes]
             self._session = session
             started.set_result(None)
             assert self._stop is not None
