@@ -6,16 +6,18 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
 
-from agentcore import Agent, AssistantMessage, Run, RunConfig, create_provider, transcript
+from agentcore import Agent, AssistantMessage, Run, RunConfig, create_provider, providers, transcript
 from agentcore.cli.main import main
 from agentcore.compare_report import load_bundle, make_bundle
 from agentcore.exports import FORMATS, WIRE_FORMATS, export_body, export_bundle, export_json, export_zip
 from agentcore.policies import ContextPolicies
 from agentcore.providers.anthropic_cache import breakpoints
+from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage, WireExchange
 from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from agentcore.wireformat import export_request
@@ -213,3 +215,40 @@ def test_an_openai_export_names_max_tokens_as_the_request_sent_did(base_url, fie
     for body in (run.steps[0].wire.request, export_request(run, "openai")):
         assert body[field] == 300 and body["seed"] == 7
         assert len(body.keys() & {"max_tokens", "max_completion_tokens"}) == 1
+
+
+class BodyKeyProvider(BaseProvider):
+    """A test-only model whose recorded request body holds a credential-named field, as a compatible server's may."""
+
+    name: ClassVar[str] = "bodykey"
+
+    def __init__(self, model: str | None = None, **_: object) -> None:
+        super().__init__(model or "m")
+
+    def complete(self, request: ModelRequest, on_text=None) -> ModelResponse:
+        body = {
+            "model": self.model,
+            "api_key": BODY_KEY,
+            "messages": [m.model_dump(mode="json") for m in request.messages],
+        }
+        return ModelResponse(
+            message=AssistantMessage(content="done"),
+            usage=Usage(input_tokens=3, output_tokens=1),
+            wire=WireExchange(url="http://127.0.0.1:9/v1/chat/completions", request=body, status=200),
+        )
+
+
+BODY_KEY = "hunter2-correct-horse"  # no key's shape and never registered: only the field name gives it away
+
+
+def test_run_out_writes_the_runs_page_export_with_credential_fields_blanked(tmp_path: Path, monkeypatch) -> None:
+    registry = dict(providers.REGISTRY)
+    registry["bodykey"] = providers.ProviderInfo("bodykey", f"{__name__}:BodyKeyProvider", "m", ("m",), "test-only")
+    monkeypatch.setattr(providers, "REGISTRY", registry)
+    out, db = tmp_path / "run.json", tmp_path / "runs.db"
+    assert main(["run", "hello", "--provider", "bodykey", "--out", str(out), "--db", str(db)]) == 0
+    written = out.read_bytes()
+    assert BODY_KEY.encode() not in written
+    assert json.loads(written)["steps"][0]["wire"]["request"]["api_key"] == "[redacted]"
+    (summary,) = Store(db).list_runs()
+    assert written.decode() == export_json(Store(db).load_run(summary.id))  # byte for byte the Runs page's export

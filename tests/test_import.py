@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from agentcore import AssistantMessage, Run, SystemMessage, ToolMessage, UserMessage
 from agentcore.cli.main import main
 from agentcore.errors import TranscriptError
+from agentcore.exports import export_body, export_json
 from agentcore.importers import parse_import
 from agentcore.store.runs import Store
 from agentcore.transcript import dumps
@@ -199,7 +201,13 @@ def test_the_runs_cli_imports_lists_shows_exports_and_deletes(tmp_path: Path, ca
     assert main(["runs", "export", run_id, "--db", db, "--format", "openai"]) == 0
     assert json.loads(capsys.readouterr().out)["messages"][0] == {"role": "system", "content": "Be brief."}
     out = tmp_path / "both.zip"
-    assert main(["runs", "export", run_id, run_id, "--db", db, "--out", str(out)]) == 0 and out.exists()
+    assert main(["runs", "export", run_id, run_id, "--db", db, "--out", str(out), "--format", "anthropic"]) == 0
+    stored = Store(db).load_run(run_id)
+    with zipfile.ZipFile(out) as archive:  # a run named twice is written once: its transcript and its body
+        assert sorted(archive.namelist()) == [f"{run_id}.anthropic.json", f"{run_id}.json"]
+        assert archive.read(f"{run_id}.json").decode() == export_json(stored)
+        assert archive.read(f"{run_id}.anthropic.json").decode() == export_body(stored, "anthropic")
+        assert json.loads(archive.read(f"{run_id}.anthropic.json"))["system"] == "Be brief."
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "tool", "tool_call_id": "x", "content": "y"}]')
     assert main(["runs", "import", str(bad), "--db", db]) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,12 +29,18 @@ def test_pin_as_test_writes_a_file_that_proposes_the_run_tool_sequence(stored_ru
     at = open_app(PAGE)
     assert "No test files" in at.info[0].value
     at.selectbox(key="tests_pin").set_value(stored_run.id).run()
-    assert at.json, "the proposed expectations are shown before pinning"
+    (shown,) = at.main.json  # the proposed expectations, before pinning
+    proposed = json.loads(shown.value)
+    assert [(c["name"], c["args"]) for c in proposed["tool_calls"]["calls"]] == [
+        ("get_weather", {"equals": {"city": "Paris"}}),
+        ("get_weather", {"equals": {"city": "Rome"}}),
+    ]
     at.button(key="tests_pin_button").click().run()
     assert not at.exception
     (path,) = (tmp_path / "suite").iterdir()
     test = load(path)
     assert [c.name for c in test.expect.tool_calls.calls] == ["get_weather", "get_weather"]
+    assert json.loads(path.read_bytes())["expect"] == proposed  # the file holds what the page proposed
     assert list(at.dataframe[0].value["file"]) == [path.name]
 
 

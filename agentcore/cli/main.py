@@ -155,7 +155,8 @@ def _build_replay(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .. import transcript
+    from ..exports import export_json
+    from ..transcript import write_atomic
 
     agent, run = _build_run(args)
     if args.policy:  # what each model call sends; the history is kept whole
@@ -165,14 +166,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     saver = None
     if args.out:
         out = Path(args.out)
+
+        def save_out() -> None:  # the Runs page's export: credential-named fields are blanked here too
+            write_atomic(out, export_json(run))
+
         try:  # an unwritable --out is bad input, found before any model call is paid for
-            transcript.save(run, out)
+            save_out()
         except OSError as exc:
             raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
 
         def saver(event) -> None:
             if event.kind in ("phase_finished", "error", "run_finished"):
-                transcript.save(run, out)
+                save_out()
 
         agent.observers.append(saver)
     store = None
@@ -197,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run.stop_reason = "cancelled"
         print(f"agentcore: interrupted at step {len(run.steps)}; every completed phase is saved", file=sys.stderr)
     if args.out:
-        transcript.save(run, args.out)
+        save_out()
     if store is not None:  # the run's end (a Ctrl-C included) is saved, not only its phases
         store.save_run(run)
     usage = run.usage
