@@ -62,6 +62,9 @@ def test_the_matrix_shows_each_cell_and_a_failing_cell_opens_its_run_at_the_depa
     assert not at.exception
     session = at.session_state["session"]
     assert session.run.config.model == "runaway" and session.inspect_step == 1
+    # the playground opens on its Steps tab with that step picked, not on the newest messages
+    assert at.session_state["playground_view"] == "Steps"
+    assert at.selectbox(key="inspect_step").value == 1
 
 
 def test_a_bad_configuration_is_said_in_one_line(stored_run, open_app) -> None:
@@ -71,3 +74,35 @@ def test_a_bad_configuration_is_said_in_one_line(stored_run, open_app) -> None:
     at.text_area(key="tests_configs").set_value("nosuch:model").run()
     at.button(key="tests_run").click().run()
     assert "unknown provider 'nosuch'" in at.error[0].value
+
+
+def test_pinning_a_run_that_did_not_finish_warns_first(stored_run, open_app, tmp_path) -> None:
+    tools = toolbox.get_tools("get_weather")
+    open_run = Run.start("Weather in Oslo?", RunConfig(provider="scripted", model="weather"))
+    Agent(create_provider("scripted", "weather", scenario="weather"), tools).step(open_run)
+    assert open_run.stop_reason is None
+    Store(tmp_path / "runs.db").save_run(open_run)
+    at = open_app(PAGE)
+    at.selectbox(key="tests_pin").set_value(stored_run.id).run()
+    assert not at.warning  # it ended on its answer
+    at.selectbox(key="tests_pin").set_value(open_run.id).run()
+    (warning,) = at.warning
+    assert "did not finish" in warning.value and "still open after 1 step" in warning.value
+
+
+def test_two_tests_pinned_from_the_same_prompt_get_different_names(stored_run, open_app, tmp_path) -> None:
+    at = open_app(PAGE)
+    at.selectbox(key="tests_pin").set_value(stored_run.id).run()
+    at.button(key="tests_pin_button").click().run()
+    at.button(key="tests_pin_button").click().run()
+    assert not at.exception
+    names = sorted(load(p).name for p in (tmp_path / "suite").iterdir())
+    assert names == ["Weather in Paris and Rome?", "Weather in Paris and Rome? (2)"]
+    assert sorted(at.dataframe[0].value["test"]) == names
+
+
+def test_the_default_test_folder_is_in_the_users_agentcore_folder(open_app, tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("AGENTCORE_TESTS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    at = open_app(PAGE)
+    assert at.text_input(key="tests_folder").value == str(tmp_path / "home" / ".agentcore" / "tests")

@@ -97,6 +97,7 @@ class Session:
     notice: str | None = None  # one line about the last thing that failed
     store_error: str | None = None
     inspect_step: int | None = None
+    open_view: str | None = None  # the playground tab another page asked for, opened on the playground's next draw
     message_page: int | None = None  # pages back from the newest; None: the newest
     sync_sidebar: bool = False  # the sidebar shows the current run's provider and limits on its next draw
     last_run: RunSummary | None = None  # the run the last session looked at, offered to reopen
@@ -109,13 +110,17 @@ class Session:
         """The current run, if there is one."""
         return self.runs.get(self.current_id) if self.current_id else None
 
+    def show_step(self, step: int) -> None:
+        """Have the playground open on one step of the current run: its Steps tab, with that step picked."""
+        self.inspect_step, self.open_view = step, "Steps"
+
     def add_run(self, run: Run) -> None:
         """Keep a run and make it current; a pending edit or action belongs to the old one."""
         self.runs[run.id] = run
         self.current_id = run.id
         self.draft, self.editing, self.action, self.decisions = None, None, None, {}
         self.running = self.stop_requested = False
-        self.inspect_step, self.message_page = None, None
+        self.inspect_step, self.message_page, self.open_view = None, None, None
         self.sync_sidebar = True
         self.last_run = None
 

@@ -364,6 +364,8 @@ def _page(session: Session) -> None:
     _where(run)
     # Only the open tab is drawn: the Steps tab's wire bodies were a third of the page, redrawn on every Step.
     # The labels stay fixed, since the open tab is remembered by its label.
+    if session.open_view in VIEWS:  # another page asked for a tab: a failing test's cell opens on its step
+        st.session_state[PLAYGROUND_VIEW_KEY], session.open_view = session.open_view, None
     messages, steps = st.tabs(list(VIEWS), key=PLAYGROUND_VIEW_KEY, on_change="rerun")
     if messages.open:
         with messages:

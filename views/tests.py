@@ -13,6 +13,8 @@ import streamlit as st
 
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_test
+from agentcore.run import Run
+from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
 from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
 from agentcore.transcript import write_atomic
@@ -22,11 +24,44 @@ from ui.state import get_session, get_store
 
 PLAYGROUND = "views/playground.py"
 TESTS_ENV = "AGENTCORE_TESTS"
-WIDGETS = {"tests_folder": os.environ.get(TESTS_ENV, "agentcore-tests"), "tests_configs": REPLAY, "tests_pin": None}
+# beside the runs database in the user's agentcore folder, not in whatever folder the server was started from
+DEFAULT_FOLDER = str((DEFAULT_PATH.parent / "tests").expanduser())
+WIDGETS = {"tests_folder": os.environ.get(TESTS_ENV, DEFAULT_FOLDER), "tests_configs": REPLAY, "tests_pin": None}
+ENDED = ("answer", "structured")  # a run that ended on its own answer; any other run is pinned mid-way
+
+
+def _folder() -> Path:
+    return Path(st.session_state["tests_folder"]).expanduser()
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "test"
+
+
+def _unique_name(name: str, folder: Path) -> str:
+    """`name`, or `name (2)`, `name (3)`…: a name no test in `folder` has, so each row of the matrix is told apart."""
+    taken = set()
+    for f in pinned.find_tests([folder]) if folder.is_dir() else []:
+        try:
+            taken.add(pinned.load(f).name)
+        except AgentcoreError:
+            continue  # a file that does not load is listed with its problem; it has no name to take
+    unique, n = name, 1
+    while unique in taken:
+        n += 1
+        unique = f"{name} ({n})"
+    return unique
+
+
+def _unfinished(run: Run) -> str | None:
+    """Why pinning this run would pin an unfinished one, in words; None when it ended on its answer."""
+    if run.stop_reason in ENDED:
+        return None
+    how = f"stopped ({run.stop_reason})" if run.stop_reason else "still open"
+    return (
+        f"This run did not finish: it is {how} after {words.plural(len(run.steps), 'step')}. A test pinned from "
+        "it expects the same unfinished path; finish the run in the playground first to pin its answer."
+    )
 
 
 # -- actions (callbacks change state; the page redraws from it) ---------------------------
@@ -37,17 +72,18 @@ def _pin(run_id: str | None) -> None:
     if not run_id:
         state.notice = ("error", "Choose a run to pin.")
         return
-    folder = Path(st.session_state["tests_folder"])
+    folder = _folder()
     try:
         run = get_store().read_run(run_id)  # pinning a run reads it; it does not open it to save over
         test = pinned.propose(run)
+        test = test.model_copy(update={"name": _unique_name(test.name, folder)})
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{_slug(test.name)}-{run.id}.json"
         write_atomic(path, export_test(test))
     except (AgentcoreError, OSError) as exc:
         state.notice = ("error", f"Not pinned: {exc}")
         return
-    state.notice = ("success", f"Pinned run {run.id} as {path}.")
+    state.notice = ("success", f"Pinned run {run.id} as {path} (test {test.name!r}).")
 
 
 def _request_run() -> None:
@@ -87,7 +123,8 @@ def _open_cell(state: TestsState) -> None:
         return
     session = get_session()
     session.add_run(cell.run)
-    session.inspect_step = cell.departed_at
+    if cell.departed_at:
+        session.show_step(cell.departed_at)
     st.switch_page(PLAYGROUND)
 
 
@@ -95,7 +132,7 @@ def _open_cell(state: TestsState) -> None:
 
 
 def _pin_section() -> None:
-    st.subheader("Pin a run as a test")
+    st.header("Pin a run as a test")
     runs = get_store().list_runs(limit=200)
     labels = {
         r.id: f"{r.title or '(untitled)'} · {r.models_label} · {words.plural(r.steps, 'step')} · {r.id}" for r in runs
@@ -103,17 +140,21 @@ def _pin_section() -> None:
     chosen = st.selectbox("Run", list(labels), format_func=labels.get, key="tests_pin", index=None)
     if chosen:
         try:
-            test = pinned.propose(get_store().read_run(chosen))
+            run = get_store().read_run(chosen)
+            test = pinned.propose(run)
         except AgentcoreError as exc:
             st.error(f"This run cannot be pinned: {safe.block(str(exc))}")
             return
+        unfinished = _unfinished(run)
+        if unfinished:
+            st.warning(unfinished, icon=":material/warning:")
         st.caption("Proposed expectations (the file can be edited after):")
         st.json(pinned.to_data(test)["expect"], expanded=False)
     st.button("Pin as test", on_click=_pin, args=(chosen,), disabled=not chosen, key="tests_pin_button")
 
 
 def _files_section(folder: Path) -> list[Path]:
-    st.subheader("Test files")
+    st.header("Test files")
     try:
         files = pinned.find_tests([folder]) if folder.is_dir() else []
     except AgentcoreError as exc:
@@ -136,7 +177,7 @@ def _files_section(folder: Path) -> list[Path]:
 def _matrix_section(matrix: Matrix) -> None:
     passed = sum(c.passed for row in matrix.cells for c in row)
     total = len(matrix.tests) * len(matrix.configs)
-    st.subheader(f"Matrix: {passed} of {total} passed in {matrix.wall_s:.2f} s")
+    st.header(f"Matrix: {passed} of {total} passed in {matrix.wall_s:.2f} s")
     head = st.columns([2] + [3] * len(matrix.configs))
     head[0].markdown("**test**")
     for col, config in zip(head[1:], matrix.configs, strict=True):
@@ -171,7 +212,7 @@ def main() -> None:
         "configuration, `PROVIDER[:MODEL][@BASE_URL]`."
     )
     st.text_input("Test folder", key="tests_folder")
-    folder = Path(st.session_state["tests_folder"])
+    folder = _folder()
     _pin_section()
     files = _files_section(folder)
     st.text_area("Configurations, one a line", key="tests_configs", height=100)
