@@ -170,7 +170,7 @@ def _files_section(folder: Path) -> list[Path]:
             rows.append({"file": f.name, "test": test.name, "prompt": test.prompt, "problem": ""})
         except AgentcoreError as exc:
             rows.append({"file": f.name, "test": "", "prompt": "", "problem": str(exc)})
-    st.dataframe(rows, hide_index=True, use_container_width=True)  # table cells are text, not Markdown
+    st.dataframe(rows, hide_index=True, width="stretch")  # table cells are text, not Markdown
     return files
 
 
