@@ -165,6 +165,12 @@ class ToolCall(_Frozen):
         return json.dumps(self.arguments)
 
     @property
+    def arguments_shown(self) -> str:
+        """The arguments as a person reads them: the model's text where it was kept, else JSON with each
+        character as itself (`17 × 23`, not `17 \\u00d7 23`). For display only: the wire gets arguments_text."""
+        return self.raw_arguments if self.raw_arguments is not None else json.dumps(self.arguments, ensure_ascii=False)
+
+    @property
     def arguments_text(self) -> str:
         """The arguments as text: the model's own text when it was not a JSON object, else the JSON."""
         return self.raw_arguments if self.raw_arguments is not None else self.arguments_json

@@ -225,3 +225,48 @@ def test_every_line_the_code_panels_mark_is_in_the_loops_own_source():
     source = inspect.getsource(Agent)
     markers = [*graph._MARKERS["model"], *graph._MARKERS["tools"], *graph._STOP_MARKERS.values(), *graph._ERROR_MARKERS]
     assert [m for m in markers if m not in source] == []
+
+
+
+def test_a_finished_lesson_offers_the_next_one_and_the_last_does_not(open_app):
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value("loop").run()
+    while not at.button(key="lesson_step").disabled:
+        at.button(key="lesson_step").click().run()
+    assert at.button(key="lesson_next").label == f"Next lesson: {LESSONS['parallel'].title}"
+    at.button(key="lesson_next").click().run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="lesson_id").value == "parallel"
+    assert LESSONS["parallel"].narration(None) in _markdown(at)
+    last = list(LESSONS)[-1]
+    at.selectbox(key="lesson_id").set_value(last).run()
+    while not at.button(key="lesson_step").disabled:
+        at.button(key="lesson_step").click().run()
+        if any(b.key == "lesson_fork_button" for b in at.button):
+            at.button(key="lesson_fork_button").click().run()
+    assert [s.value for s in at.success] == [LESSONS[last].ending]
+    assert not [b for b in at.button if b.key == "lesson_next"]
+
+
+def test_the_errors_lesson_shows_the_times_sign_as_itself():
+    run = _stepped(LESSONS["errors"], 1)
+    call = run.messages[-2].tool_calls[0]
+    assert call.arguments_shown == '{"expression": "17 × 23"}'
+    assert "\\u00d7" in call.arguments_text  # what goes over the wire is unchanged
+
+
+def test_the_lesson_page_shows_a_calls_arguments_as_written(open_app):
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value("errors").run()
+    at.button(key="lesson_step").click().run()
+    shown = "\n".join(_markdown(at))
+    assert "17 × 23" in shown and "\\u00d7" not in shown
+
+
+def test_the_diagram_counts_steps_against_the_budget_not_as_the_lessons_length():
+    from ui.graph import loop_svg
+
+    run = _stepped(LESSONS["loop"], 1)
+    assert run.config.max_steps > LENGTHS["loop"][0]
+    drawn = html.unescape(loop_svg(run))
+    assert f"at most {run.config.max_steps}" in drawn and "of 4" not in drawn

@@ -81,7 +81,10 @@ def _node_labels(run: Run | None, pos: Position) -> dict[Node, str]:
     budget = run.config.max_steps if run else 0
     labels: dict[Node, str] = {
         "prompt": "user prompt",
-        "model": f"model phase\ncall the model\n(step {steps} of {budget})" if run else "model phase\ncall the model",
+        # the budget is the most steps the run may take, not how many it will: a two-step lesson has a budget of 4
+        "model": f"model phase\ncall the model\n(step {steps}, at most {budget})"
+        if run
+        else "model phase\ncall the model",
         "tools": "tools phase\nrun the tool calls",
         "done": f"done\n{run.stop_reason}" if run and pos.node == "done" and run.stop_reason else "done",
     }

@@ -141,6 +141,10 @@ def _diagram(run: Run | None) -> None:
         st.html(loop_html(run))  # a fixed drawing: nothing to lay out in the browser on each Step
 
 
+def _next_lesson(lesson_id: str) -> None:
+    st.session_state[LESSON_KEY] = lesson_id
+
+
 def _ending(lesson: Lesson) -> None:
     with st.container(key="lesson_ending"):
         st.success(lesson.ending, icon=":material/flag:")
@@ -148,13 +152,24 @@ def _ending(lesson: Lesson) -> None:
             st.page_link(
                 "views/cost.py", label="Open the Cost page: the fit and the what-if curves", icon=":material/payments:"
             )
+        ids = list(LESSONS)
+        following = ids[ids.index(lesson.id) + 1] if lesson.id in ids[:-1] else None
+        if following is not None:
+            st.button(
+                f"Next lesson: {LESSONS[following].title}",
+                key="lesson_next",
+                type="primary",
+                icon=":material/arrow_forward:",
+                on_click=_next_lesson,
+                args=(following,),
+            )
 
 
 def _message_line(m: Message) -> str:
     """One message as a short line of Markdown, its untrusted text made safe."""
     if isinstance(m, AssistantMessage):
         parts = [safe.inline(_cut(m.content))] if m.content else []
-        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_text})', 60))}" for c in m.tool_calls]
+        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_shown})', 60))}" for c in m.tool_calls]
         return "**assistant** " + " ".join(parts)
     if isinstance(m, ToolMessage):
         mark = ":red-badge[error]" if m.is_error else ":green-badge[result]"
