@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_app_playground import PLAN, click, session, start, texts
 
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.policies import ContextPolicies
 from agentcore.providers.local import _provider_error
 from agentcore.run import ModelRef, Run, RunConfig, StepRecord, ToolRun
 from agentcore.store.runs import LAST_RUN_KEY, Store
@@ -77,6 +78,33 @@ def test_the_tools_already_asked_for_run_with_the_tools_the_model_was_offered(ap
     assert [t.name for t in run.config.tools] == ["calculator"]
     click(app, "step")  # the model phase: from here the model is offered the sidebar's tools
     assert [t.name for t in run.config.tools] == ["get_weather"]
+
+
+def test_run_to_end_runs_the_waiting_calls_with_the_old_tools_then_offers_the_sidebars(app):
+    app.toggle(key="cfg_pause").set_value(True).run()
+    run = _planned_run(app, 1)
+    app.multiselect(key="cfg_tools").set_value(["get_weather"]).run()
+    app.toggle(key="cfg_pause").set_value(False).run()
+    assert [t.name for t in run.config.tools] == ["calculator"] and run.config.pause_before_tools
+    click(app, "run_to_end")
+    results = [m for m in run.messages if isinstance(m, ToolMessage)]
+    assert results[0].content == "1 + 1 = 2" and not results[0].is_error  # the call the model made still ran
+    assert [t.name for t in run.config.tools] == ["get_weather"] and not run.config.pause_before_tools
+    assert results[1].is_error  # the model asked for the calculator again: no longer offered, it is refused
+
+
+def test_drawing_the_sidebar_never_changes_the_run_and_a_step_takes_its_policies(app):
+    run = start(app, "research")
+    click(app, "step")
+    click(app, "step")
+    app.session_state["cfg_policy_keep"] = 1
+    app.run()
+    assert run.config.policies is None  # the sidebar was drawn: the run is as it was
+    shown = "\n".join(m.value for m in app.markdown)
+    assert "cleared in the next request" in shown  # and the message list shows what the next request will do
+    click(app, "step")
+    assert run.config.policies == ContextPolicies(keep_tool_results=1)
+    assert run.steps[-1].sent is not None and run.steps[-1].sent.policies == ["keep_tool_results=1"]
 
 
 def test_the_cost_page_prices_a_run_answered_by_two_priced_models(app):

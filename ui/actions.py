@@ -2,6 +2,10 @@
 
 Phases are not run inside callbacks: a callback only records the request, and the page
 runs it at the top of its next draw, where streamed text and progress can be shown.
+
+A run's config is written from the sidebar's settings in one place, `apply_settings`, which the
+callbacks that start a phase call: the sidebar shows a change at once, as the next call's plan
+(`upcoming`, `next_call`), and the run takes it when it goes on.
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ def request(action: Action) -> None:
     """Ask the page to run a phase on its next draw; for tools, take the decisions from the form."""
     session = get_session()
     session.notice = None
+    apply_settings(session)
     if action in ("tools", "step") and session.run is not None and session.run.next_phase == "tools":
         try:
             session.decisions = collect_decisions(session.run)
@@ -119,6 +124,7 @@ def start_run_to_end() -> None:
     """Step until the run stops, showing progress; Stop ends it between phases."""
     session = get_session()
     session.notice = None
+    apply_settings(session)
     session.running, session.stop_requested = True, False
 
 
@@ -163,10 +169,10 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
 
 
 def _sidebar_config(session: Session, run: Run) -> RunConfig:
-    """The run's config with the sidebar's provider, model, tools and limits: how a run goes on on another model.
+    """The run's config with the sidebar's provider, model, tools, limits and policies: how a run goes on.
 
-    Each step records who answered it, so such a switch is on the record. The tools change only
-    before a model phase: calls already waiting run with the tools the model was offered.
+    Each step records who answered it, so a switch to another model is on the record. The tools change
+    only before a model phase: calls already waiting run with the tools the model was offered.
     """
     cfg = session.config
     update: dict[str, Any] = {
@@ -178,10 +184,24 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
         "concurrency": cfg.concurrency,
         "pause_before_tools": cfg.pause_before_tools,
         "temperature": cfg.temperature,
+        "policies": cfg.policies,
     }
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
         update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]
     return run.config.model_copy(update=update)
+
+
+def apply_settings(session: Session, **changes: Any) -> None:
+    """The one place the current run's config is written from the sidebar: its settings, then a page's `changes`.
+
+    Called by the callbacks that start a phase, never while the sidebar draws. A run the sidebar does not
+    show yet (just opened, forked or started by a page) keeps its own config: the sidebar follows it first.
+    """
+    run = session.run
+    if run is None:
+        return
+    config = run.config if session.sync_sidebar else _sidebar_config(session, run)
+    run.config = config.model_copy(update=changes) if changes else config
 
 
 def _tool_names(run: Run) -> list[str]:
@@ -191,9 +211,11 @@ def _tool_names(run: Run) -> list[str]:
 
 
 def upcoming(session: Session) -> Run | None:
-    """The current run as its next phase will see it: with the sidebar's provider and limits (a view; not saved)."""
+    """The current run as its next phase will see it: with the sidebar's settings (a view; not saved)."""
     run = session.run
-    return None if run is None else run.model_copy(update={"config": _sidebar_config(session, run)})
+    if run is None or session.sync_sidebar:
+        return run
+    return run.model_copy(update={"config": _sidebar_config(session, run)})
 
 
 @dataclass(frozen=True)
@@ -223,7 +245,6 @@ def next_call(session: Session) -> NextCall | None:
 
 
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
-    run.config = _sidebar_config(session, run)
     provider = make_provider(run.config, session.config.provider_options)
     return Agent(provider, resolve_tools(_tool_names(run)), observers=observers)
 
@@ -308,6 +329,7 @@ def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
         if run.next_phase == "tools" and not run.paused:
             # the waiting calls run with the tools the model was offered; the sidebar's apply from the model phase
             _agent(session, run, [observe]).step(run, cancel=cancel)
+            apply_settings(session)
         _agent(session, run, [observe]).run(run, cancel)
 
     # a click on Stop (or on the sidebar) interrupts the page with Streamlit's own exception, which passes through

@@ -305,8 +305,12 @@ def _page_range(session: Session, total: int) -> range:
     return range(lo, hi)
 
 
-def _message_row(session: Session, i: int, m: Message, reasons: list[str], record: Record, new: bool) -> None:
+def _message_row(
+    session: Session, i: int, m: Message, reasons: list[str], record: Record, new: bool, upcoming: Run
+) -> None:
     """One message with its edit and delete buttons, its editor when open, and what is wrong with it.
+
+    Its marks say what the next request (`upcoming`: the run with the sidebar's settings) does with it.
 
     The header and the body are one Markdown block beside the two buttons: every element is a delta
     sent and drawn again on each Step, so a message is as few elements as it can be.
@@ -314,7 +318,7 @@ def _message_row(session: Session, i: int, m: Message, reasons: list[str], recor
     editing = session.editing == i
     with st.container(border=True, key=f"msg_{i}"):
         row = st.container(horizontal=True, wrap=False, vertical_alignment="top", gap="small")
-        head = _header(i, m, record.answered(i), new) + policy_view.row_badge(session.run, i, session.draft is not None)
+        head = _header(i, m, record.answered(i), new) + policy_view.row_badge(upcoming, i, session.draft is not None)
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
@@ -348,12 +352,13 @@ def render_messages(session: Session) -> None:
     violations = _violations(messages)
     if session.draft is not None:
         _draft_bar(run, session.draft, violations)
-    policy_view.render_panel(run, session.draft, session.config)  # the request beside the history, the gauge
+    upcoming = actions.upcoming(session) or run  # the next request is made with the sidebar's settings
+    policy_view.render_panel(upcoming, session.draft, session.config)  # the request beside the history, the gauge
     record = Record(run, first_difference(run.messages, messages))
     since = _new_since(run) if session.draft is None else None
     shown = _page_range(session, len(messages))
     for i in shown:
-        _message_row(session, i, messages[i], violations.get(i, []), record, since is not None and i >= since)
+        _message_row(session, i, messages[i], violations.get(i, []), record, since is not None and i >= since, upcoming)
     for reason in violations.get(len(messages), []):
         st.error(safe.block(reason), icon=":material/rule:")
     _insert_form(len(messages))

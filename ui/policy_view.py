@@ -196,12 +196,6 @@ def follow_policies(run: Run) -> None:
     st.session_state[CACHE_WIDGET] = policies.cache_breakpoints
 
 
-def apply_policies(run: Run | None, policies: ContextPolicies | None) -> None:
-    """The sidebar's policies shape the current run's next requests (the first request has nothing to shape)."""
-    if run is not None and run.config.policies != policies:
-        run.config = run.config.model_copy(update={"policies": policies})
-
-
 # -- the playground's message list ---------------------------------------------------------------
 
 MARKS_KEY = "_policy_marks"  # this browser session's marks: (run id, what they were worked out from, marks, prefix)

@@ -1,4 +1,7 @@
-"""The shared sidebar: provider, model, key, tools and loop settings, written into the Session's config."""
+"""The shared sidebar: provider, model, key, tools and loop settings, kept as the Session's config (AppConfig).
+
+Drawing it never changes a run: the callbacks that step a run write these settings into it (actions.apply_settings).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from . import safe
 from .actions import start_scenario_run
 from .mcp_view import render_mcp_servers
-from .policy_view import apply_policies, follow_policies, policy_settings
+from .policy_view import follow_policies, policy_settings
 from .state import (
     DEFAULT_N_CTX,
     MODEL_ENV,
@@ -110,6 +113,8 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in available_tools()]
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
+    st.session_state["cfg_pause"] = config.pause_before_tools
+    st.session_state["cfg_temperature"] = config.temperature
     follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
     if prompt is not None:
@@ -192,7 +197,7 @@ def _tools(sb: DeltaGenerator) -> list[str]:
 
 
 def render_sidebar(session: Session, *, folded: bool = False) -> None:
-    """Draw the configuration and write it into session.config; the typed key is kept for this run only.
+    """Draw the configuration and keep it as session.config; the typed key is kept for this run only.
 
     `folded` puts the settings in a closed expander: pages other than the playground do not use
     them, but they are still drawn there, since a widget not drawn on a rerun loses its value.
@@ -217,11 +222,17 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     system_prompt = sb.text_area("System prompt", key="cfg_system", height=80, placeholder="(none)")
     max_steps = sb.number_input("Max steps", min_value=1, max_value=500, step=1, key="cfg_max_steps")
     temperature = sb.number_input(
-        "Temperature", min_value=0.0, max_value=2.0, value=None, step=0.1, placeholder="provider default"
+        "Temperature",
+        min_value=0.0,
+        max_value=2.0,
+        value=None,
+        step=0.1,
+        key="cfg_temperature",
+        placeholder="provider default",
     )
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
-    apply_policies(session.run, policy_settings(sb, info.name))
+    policies = policy_settings(sb, info.name)
     session.config = AppConfig(
         provider=info.name,
         model=model or info.default_model,
@@ -235,6 +246,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         temperature=temperature,
         final_answer_schema=schema,
         n_ctx=n_ctx,
+        policies=policies,
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

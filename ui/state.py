@@ -25,6 +25,7 @@ import streamlit as st
 from agentcore.errors import AgentcoreError, UsageError
 from agentcore.loop import ToolDecision
 from agentcore.messages import Message
+from agentcore.policies import ContextPolicies
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
 from agentcore.run import Run, RunConfig
@@ -59,6 +60,7 @@ class AppConfig:
     temperature: float | None = None
     final_answer_schema: dict[str, Any] | None = None
     n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
+    policies: ContextPolicies | None = None  # what each model call sends of the history
 
     @property
     def provider_options(self) -> dict[str, Any]:
@@ -76,8 +78,10 @@ class AppConfig:
             tools=[t.spec() for t in resolve_tools(self.tools)],
             max_steps=self.max_steps,
             concurrency=self.concurrency,
+            pause_before_tools=self.pause_before_tools,
             temperature=self.temperature,
             final_answer_schema=self.final_answer_schema if self.provider == "scripted" else None,
+            policies=self.policies,
         )
 
 
