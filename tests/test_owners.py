@@ -224,3 +224,16 @@ def test_a_real_server_saves_each_tabs_runs_under_the_name_in_its_header(tmp_pat
         proc.wait(timeout=15)
     store = Store(db)
     assert {r.owner: r.steps for r in store.list_runs()} == {"grace": 1}
+
+
+def test_your_name_does_not_offer_the_servers_login_account(open_app, monkeypatch) -> None:
+    monkeypatch.delenv("AGENTCORE_USER", raising=False)
+    monkeypatch.delenv(USER_HEADER_ENV, raising=False)
+    monkeypatch.setattr("getpass.getuser", lambda: "root")
+    at = open_app()
+    field = at.text_input(key="user_name")
+    assert field.value == "" and field.placeholder == "type your name"
+    assert "root" not in field.help
+    monkeypatch.setenv("AGENTCORE_USER", "ada")  # a name the deployment chose is offered
+    at.run()
+    assert at.text_input(key="user_name").placeholder == "ada"

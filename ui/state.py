@@ -171,6 +171,9 @@ def valid_name(text: str | None) -> str:
     return name
 
 
+LOGIN_NAME = "the account the server runs as"  # where a name comes from when nobody chose one
+
+
 class User(NamedTuple):
     """Whose runs a browser session saves, where that name came from, and whether the deployment vouched for it."""
 
@@ -205,7 +208,9 @@ def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
             raise NotSignedIn(header) from None
     if typed:
         return User(typed, "typed here, for this browser session")
-    return User(default_owner(), "the server's default (AGENTCORE_USER)")
+    if os.environ.get("AGENTCORE_USER"):
+        return User(default_owner(), "the server's default (AGENTCORE_USER)")
+    return User(default_owner(), LOGIN_NAME)
 
 
 def request_headers() -> Mapping[str, str]:

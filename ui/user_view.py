@@ -6,7 +6,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from . import safe
-from .state import Session, current_user, get_session, keep_as_new_run, valid_name
+from .state import LOGIN_NAME, Session, current_user, get_session, keep_as_new_run, valid_name
 
 NAME_KEY = "user_name"
 
@@ -33,12 +33,15 @@ def render_user(sb: DeltaGenerator, session: Session) -> None:
         sb.caption(f"Signed in as **{safe.inline(name)}** ({safe.inline(source)})")
     else:
         st.session_state.setdefault(NAME_KEY, session.user or "")
+        # the operating system's account (root, in a container) is nobody's name: it is not offered as one
+        chosen = source != LOGIN_NAME
         sb.text_input(
             "Your name",
             key=NAME_KEY,
             on_change=_on_name,
-            placeholder=name,
-            help=f"Runs you save are yours under this name; until you type one: {name} ({source}).",
+            placeholder=name if chosen else "type your name",
+            help="Runs you save are yours under this name; until you type one, "
+            + (f"{name} ({source})." if chosen else f"they are saved under {source}."),
         )
         error = st.session_state.get("user_name_error")
         if error:
