@@ -13,7 +13,7 @@ from agentcore.errors import UsageError
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolMessage
 from agentcore.providers.scripted import ScriptedProvider
-from agentcore.run import Run
+from agentcore.run import ModelRef, Run
 from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from ui.graph import key_lines, key_lines_html, step_views
@@ -50,7 +50,7 @@ def _markdown(at: AppTest) -> list[str]:
 
 
 def _lesson_run(at: AppTest, lesson: Lesson) -> Run:
-    run_id = at.session_state["lesson_runs"][lesson.id]
+    run_id = at.session_state["lesson_state"].runs[lesson.id]
     return at.session_state["session"].runs[run_id]
 
 
@@ -121,6 +121,35 @@ def test_restart_begins_the_lesson_again_and_keeps_the_old_run(open_app):
     at.button(key="lesson_step").click().run()
     assert _lesson_run(at, get_lesson(None)).id != first.id
     assert first.id in at.session_state["session"].runs
+
+
+def test_a_lessons_first_step_runs_on_the_lessons_own_model_whatever_the_sidebar_holds(open_app):
+    at = open_app()
+    at.selectbox(key="cfg_scenario").set_value("research").run()
+    at.switch_page("views/lesson.py").run()
+    at.button(key="lesson_step").click().run()
+    assert not at.exception, at.exception
+    run = _lesson_run(at, get_lesson(None))
+    assert [run.answered_by(s) for s in run.steps] == [ModelRef("scripted", "weather")]
+    assert at.selectbox(key="cfg_scenario").value == "weather"  # and the sidebar now shows the lesson's run
+
+
+def test_a_lesson_runs_its_tools_as_the_model_asked_when_the_sidebar_pauses_before_tools(open_app):
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value("fork").run()
+    at.toggle(key="cfg_pause").set_value(True).run()
+    at.button(key="lesson_step").click().run()
+    run = _lesson_run(at, LESSONS["fork"])
+    assert len(run.steps) == 1 and run.next_phase == "model"  # the step ran its tools: no pause
+    assert at.toggle(key="cfg_pause").value is False  # the sidebar shows the lesson's run
+    at.toggle(key="cfg_pause").set_value(True).run()  # paused by hand: the next step takes it
+    at.button(key="lesson_step").click().run()
+    assert run.config.pause_before_tools and LESSONS["fork"].wants_fork(run)
+    at.button(key="lesson_fork_button").click().run()
+    assert not at.exception, at.exception
+    fork = _lesson_run(at, LESSONS["fork"])
+    assert fork.parent is not None and not fork.config.pause_before_tools  # the lesson goes on without pausing
+    assert at.toggle(key="cfg_pause").value is False
 
 
 def test_a_first_visit_is_offered_the_first_lesson_and_a_returning_one_is_not(open_app):
@@ -203,6 +232,7 @@ def test_an_unknown_lesson_is_a_usage_error_naming_the_others():
 def test_the_lesson_page_shows_a_hostile_run_inert(open_app, pending):
     from test_rendering import EVIL, assert_inert, hostile_run
 
+    from ui.page_state import LessonState
     from ui.state import Session
 
     run = hostile_run(pending=pending)
@@ -210,7 +240,7 @@ def test_the_lesson_page_shows_a_hostile_run_inert(open_app, pending):
     session.add_run(run)
     session.sync_sidebar = False  # the run's provider is the scripted one: nothing to follow
     at = open_app(session=session)
-    at.session_state["lesson_runs"] = {"loop": run.id}  # as if this run were the first lesson's
+    at.session_state["lesson_state"] = LessonState(runs={"loop": run.id})  # as if this run were the first lesson's
     at.switch_page("views/lesson.py").run()
     newest = "name" if pending else "final"  # the tool calls waiting, or the last answer
     assert_inert(at, shows=f"{EVIL}/{newest}-img")
@@ -225,7 +255,6 @@ def test_every_line_the_code_panels_mark_is_in_the_loops_own_source():
     source = inspect.getsource(Agent)
     markers = [*graph._MARKERS["model"], *graph._MARKERS["tools"], *graph._STOP_MARKERS.values(), *graph._ERROR_MARKERS]
     assert [m for m in markers if m not in source] == []
-
 
 
 def test_a_finished_lesson_offers_the_next_one_and_the_last_does_not(open_app):

@@ -108,6 +108,15 @@ class CompareState(PageState):
 
 
 @dataclass
+class LessonState(PageState):
+    """The lesson page: each lesson's run in this session, and the one line about the last thing that failed."""
+
+    KEY: ClassVar[str] = "lesson_state"
+    runs: dict[str, str] = field(default_factory=dict)  # lesson id -> the id of its run in this session
+    notice: str | None = None
+
+
+@dataclass
 class TestsState(PageState):
     """The tests page: the last matrix, what the next draw does, and the cell to open in the playground."""
 

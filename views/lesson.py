@@ -14,12 +14,12 @@ from agentcore.run import Run
 from ui import actions, safe
 from ui.graph import key_lines_html, loop_html, step_views
 from ui.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
+from ui.page_state import LessonState
 from ui.state import Session, get_session, in_app_words, on_run_changed
 
 LESSON_KEY = "lesson_id"  # the lesson picker
-RUNS_KEY = "lesson_runs"  # lesson id -> the id of its run in this session
-NOTICE_KEY = "lesson_notice"
 FORK_TEXT_KEY = "lesson_fork_result"
+WIDGETS = {LESSON_KEY: next(iter(LESSONS))}  # kept while another page is open, with their first values
 SHOWN_MESSAGES = 4
 SHOWN_CHARS = 90  # a message's text is cut to about one line: the newest step's messages must fit
 
@@ -40,21 +40,23 @@ PAGE_STYLE = (
 # -- which run is the lesson's ----------------------------------------------------------------
 
 
-def _runs() -> dict[str, str]:
-    return st.session_state.setdefault(RUNS_KEY, {})
+def _chosen() -> Lesson:
+    """The lesson in the picker."""
+    return get_lesson(st.session_state.get(LESSON_KEY))
 
 
 def lesson_run(session: Session, lesson: Lesson) -> Run | None:
     """This lesson's run in this session, if it has started."""
-    run_id = _runs().get(lesson.id)
+    run_id = LessonState.get().runs.get(lesson.id)
     return session.runs.get(run_id) if run_id else None
 
 
 def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
     """Make `run` the lesson's run and the current one, so the Step drives it and the Cost page shows it."""
-    _runs()[lesson.id] = run.id
+    LessonState.get().runs[lesson.id] = run.id
     session.add_run(run)
-    st.session_state["cfg_pause"] = False  # a lesson runs its tools as the model asked; the sidebar shows this run
+    # a lesson runs its tools as the model asked (a fork of a run paused in the sidebar too); the sidebar follows
+    actions.apply_settings(session, pause_before_tools=False)
     on_run_changed(run)
 
 
@@ -63,8 +65,8 @@ def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
 
 def _step() -> None:
     """Step the lesson's run; the first Step starts it."""
-    session, lesson = get_session(), get_lesson(st.session_state.get(LESSON_KEY))
-    st.session_state[NOTICE_KEY] = None
+    session, lesson = get_session(), _chosen()
+    LessonState.get().notice = None
     run = lesson_run(session, lesson)
     if run is None:
         _adopt(session, lesson, lesson.start())
@@ -75,23 +77,24 @@ def _step() -> None:
 
 def _restart() -> None:
     """Start the lesson again; its old run stays in the runs library."""
-    _runs().pop(get_lesson(st.session_state.get(LESSON_KEY)).id, None)
-    st.session_state[NOTICE_KEY] = None
-    st.session_state.pop(FORK_TEXT_KEY, None)
+    state = LessonState.get()
+    state.runs.pop(_chosen().id, None)
+    state.notice = None
+    st.session_state.pop(FORK_TEXT_KEY, None)  # the box is filled in again for the new run
 
 
 def _fork() -> None:
     """Fork the lesson's run with the tool result typed in the box."""
-    session, lesson = get_session(), get_lesson(st.session_state.get(LESSON_KEY))
+    session, lesson, state = get_session(), _chosen(), LessonState.get()
     run = lesson_run(session, lesson)
     if run is None:
         return
     try:
         fork = fork_with_result(run, st.session_state.get(FORK_TEXT_KEY, ""))
     except AgentcoreError as exc:
-        st.session_state[NOTICE_KEY] = str(exc)
+        state.notice = str(exc)
         return
-    st.session_state[NOTICE_KEY] = None
+    state.notice = None
     _adopt(session, lesson, fork)
 
 
@@ -124,7 +127,7 @@ def _header(lesson: Lesson, run: Run | None) -> None:
 def _narration(session: Session, lesson: Lesson, run: Run | None) -> None:
     with st.container(key="lesson_narration"):
         st.markdown(lesson.narration(run))  # the project's own words; only numbers come from the run
-    notice = st.session_state.get(NOTICE_KEY) or session.notice
+    notice = LessonState.get().notice or session.notice
     if notice:
         st.error(safe.block(in_app_words(notice)), icon=":material/error:")
     if run is not None and run.stop_reason == "error":
@@ -220,9 +223,9 @@ def _fork_box(run: Run) -> None:
 def main() -> None:
     """Draw the lesson chosen in the picker, running a requested Step first."""
     st.html(PAGE_STYLE)
-    session = get_session()
-    st.session_state.setdefault(LESSON_KEY, next(iter(LESSONS)))
-    lesson = get_lesson(st.session_state[LESSON_KEY])
+    session, state = get_session(), LessonState.get()
+    state.restore(WIDGETS)
+    lesson = _chosen()
     run = lesson_run(session, lesson)
     if run is not None and session.action and session.current_id == run.id:
         action, session.action = session.action, None
@@ -241,6 +244,7 @@ def main() -> None:
             _code(run)
             if run is not None and lesson.done(run):
                 _ending(lesson)
+    state.keep(WIDGETS)
 
 
 main()
