@@ -79,6 +79,7 @@ def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view(p
     assert list(table["steps"]) == [2, 3] and list(table["stop reason"]) == ["answer", "max_steps"]
     assert list(table["tool errors"]) == [0, 3]  # the runaway asks for a tool this comparison does not offer
     assert table["final answer"][0].startswith("Here is the weather")
+    assert list(table["cost (USD)"]) == ["free", "free"]  # not $0.000000
     assert len(at.get("plotly_chart")) == 1  # cumulative tokens, every configuration overlaid
     assert any("ran for free" in i.value for i in at.info)  # scripted costs nothing: no flat $0 chart
     at.number_input(key="cmp_wire_step").set_value(2)

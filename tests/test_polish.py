@@ -90,6 +90,7 @@ def test_a_missing_value_is_a_dash_and_zero_has_no_sign():
     assert words.shown(-1.5) == "-1.5"  # a real negative keeps its sign
     assert str(words.number(-0.04)) == "0.0" and words.number(None) is None
     assert words.usd(2.355e-05) == "$0.000024" and words.usd(None) == "—"
+    assert words.usd(0.0) == "free"
 
 
 # -- a message's text as one block -------------------------------------------------------

@@ -52,7 +52,10 @@ def shown(value: float | None, spec: str = ",.1f", *, prefix: str = "") -> str:
 
 
 def usd(value: float | None) -> str:
-    """A cost in US dollars to the millionth (a step on a small model costs a few of them), or a dash."""
+    """A cost in US dollars to the millionth (a step on a small model costs a few of them); `free` for
+    nothing at all (a local or scripted model), not a row of zeros; a dash when it is unknown."""
+    if value == 0:
+        return "free"
     return shown(value, ",.6f", prefix="$")
 
 
