@@ -25,13 +25,14 @@ def _source_run(ref: str, db: str | None):
 
 def cmd_pin(args: argparse.Namespace) -> int:
     """Write a test file from a run, with the expectations it meets proposed."""
+    from ..exports import export_test
     from ..testing import pinned
     from ..transcript import write_atomic
 
     run = _source_run(args.run, getattr(args, "db", None))
     test = pinned.propose(run, args.name)
     out = Path(args.out)
-    text = pinned.dumps(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES)
+    text = export_test(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, text)
