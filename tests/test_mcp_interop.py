@@ -94,7 +94,7 @@ def everything_http(npm_bin, tmp_path_factory):
     """server-everything in its Streamable HTTP mode, on 127.0.0.1 only, once it accepts connections."""
     port = free_port()
     log = tmp_path_factory.mktemp("everything") / "server.log"
-    env = {**os.environ, "PORT": str(port), "NODE_OPTIONS": f"--require {LOOPBACK}"}
+    env = {**os.environ, "PORT": str(port), "NODE_OPTIONS": f'--require "{LOOPBACK}"'}
     with log.open("wb") as handle:
         proc = subprocess.Popen(
             [str(npm_bin / "mcp-server-everything"), "streamableHttp"],
