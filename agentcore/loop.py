@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
+from .guard import REPEAT, answered_calls, call_key, guard_mode, repeat_count, repeat_outcome
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import Provider, Settings, WireExchange
 from .request import model_request, prepare, request_settings
@@ -173,6 +174,7 @@ class Agent:
                 wire=response.wire,
                 sent=prepared.sent,
                 policy_calls=prepared.calls,
+                tools_withheld=request.tool_choice == "none",
             )
         )
         message = prepared.reply(run.messages, response.message, index)
@@ -206,8 +208,10 @@ class Agent:
         index = len(run.steps)
         calls, originals = self._apply_edits(run, calls, decisions)
         sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
+        repeated = self._repeated(run, calls, decisions)
+        sources.update(dict.fromkeys(repeated, REPEAT))
         self._emit("phase_started", run.id, index, "tools")
-        results = self._execute(run, index, calls, decisions, sources)
+        results = self._execute(run, index, calls, decisions, sources, repeated)
         structured = self._append_results(run, calls, results, originals)
         self._emit("phase_finished", run.id, index, "tools")
         self._emit("step_finished", run.id, index)
@@ -224,8 +228,12 @@ class Agent:
         calls: list[ToolCall],
         decisions: dict[str, ToolDecision],
         sources: dict[str, ToolSource],
+        repeated: dict[str, ToolOutcome],
     ) -> dict[str, _Result]:
-        """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused."""
+        """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused.
+
+        A call in `repeated` is not run: the loop guard answered it with its earlier result.
+        """
         phase_start = time.perf_counter()
         results: dict[str, _Result] = {}
         allowed, refused = calls[: self.max_tool_calls], calls[self.max_tool_calls :]
@@ -236,6 +244,8 @@ class Agent:
             self._emit("tool_started", run.id, index, "tools", tool_call=call)
             if call.id in refused_ids:
                 outcome, source = self._refused(len(calls)), "refused"
+            elif call.id in repeated:
+                outcome, source = repeated[call.id], REPEAT
             else:
                 outcome, source = self._resolve(run, call, decisions.get(call.id)), sources[call.id]
             results[call.id] = (outcome, source, started, self._tool_wire(call, source))
@@ -283,6 +293,20 @@ class Agent:
                 structured = True
                 run.final_output = call.arguments
         return structured
+
+    def _repeated(self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]) -> dict[str, ToolOutcome]:
+        """Under the loop guard, the result of each call (no person decided) identical to one the run answered."""
+        if guard_mode(run.config) != "guard":
+            return {}
+        answered = answered_calls(run, calls)
+        repeated: dict[str, ToolOutcome] = {}
+        count = repeat_count(run)
+        for call in calls[: self.max_tool_calls]:
+            earlier = answered.get(call_key(call))
+            if earlier is not None and call.id not in decisions and call.name != FINAL_ANSWER_TOOL:
+                count += 1
+                repeated[call.id] = repeat_outcome(earlier, count)
+        return repeated
 
     def _apply_edits(
         self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .accounting import price_call
 from .errors import UsageError
+from .guard import withholds_tools
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .policies import (
     SUMMARY_HEADING,
@@ -55,9 +56,15 @@ def request_settings(config: RunConfig, settings: Settings | None = None) -> Set
 
 
 def model_request(run: Run, messages: Sequence[Message], settings: Settings) -> ModelRequest:
-    """The request of one model call of the run: these messages, the run's tools, these settings."""
+    """The request of one model call of the run: these messages, the run's tools, these settings.
+
+    After repeated identical calls the loop guard asks for an answer: tool_choice "none" (see agentcore.guard).
+    """
+    choice = "none" if withholds_tools(run) else "auto"
     # the messages and specs are already validated objects of the run: building the request skips checking them again
-    return ModelRequest.model_construct(messages=tuple(messages), tools=tuple(run.tool_specs), settings=settings)
+    return ModelRequest.model_construct(
+        messages=tuple(messages), tools=tuple(run.tool_specs), settings=settings, tool_choice=choice
+    )
 
 
 # -- the messages, before each model phase ---------------------------------------------

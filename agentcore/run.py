@@ -40,8 +40,10 @@ from .tools import ToolSpec
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
 Phase = Literal["model", "tools", "done"]
 # how a tool call was resolved: "ran" when no person was asked; the next four are a person's decisions
-# on a paused run; "refused" when the call was past the turn's limit
-ToolSource = Literal["ran", "approved", "edited", "denied", "typed", "refused"]
+# on a paused run; "refused" when the call was past the turn's limit; "repeat" when the loop guard answered
+# it with the result of an identical call the run had already made (see agentcore.guard)
+ToolSource = Literal["ran", "approved", "edited", "denied", "typed", "refused", "repeat"]
+LoopGuard = Literal["off", "warn", "guard"]  # what the loop does about repeated identical calls (agentcore.guard)
 BY_PERSON: dict[str, str] = {
     "approved": "approved by a person",
     "edited": "edited by a person",
@@ -81,6 +83,8 @@ class RunConfig(BaseModel):
     # the reasoning settings of every call (see Settings), left out of the plain form when unset
     thinking_budget: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
     reasoning_effort: ReasoningEffort | None = Field(default=None, exclude_if=lambda v: v is None)
+    # None: the provider's default ("guard" for the embedded model, "warn" elsewhere); left out of the plain form
+    loop_guard: LoopGuard | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ToolRun(BaseModel):
@@ -216,6 +220,8 @@ class StepRecord(BaseModel):
     # a policy made for it (the summariser's), charged to this step
     sent: SentRequest | None = Field(default=None, exclude_if=lambda v: v is None)
     policy_calls: list[PolicyCall] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # the loop guard made this call with no tool to call, after repeated identical calls (see agentcore.guard)
+    tools_withheld: bool = Field(default=False, exclude_if=lambda v: not v)
 
     @field_validator("wire")
     @classmethod

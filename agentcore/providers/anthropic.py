@@ -56,7 +56,9 @@ def build_body(
     body["messages"] = messages_to_wire(request.messages)
     if request.tools:
         body["tools"] = [tool_to_wire(t) for t in request.tools]
-        if request.settings.parallel_tool_calls is False:
+        if request.tool_choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        elif request.settings.parallel_tool_calls is False:
             body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
     if request.settings.temperature is not None:
         body["temperature"] = request.settings.temperature

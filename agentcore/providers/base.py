@@ -35,13 +35,24 @@ class Settings(BaseModel):
 
 
 class ModelRequest(BaseModel):
-    """Everything a provider is asked: the messages, the tools on offer, the settings."""
+    """Everything a provider is asked: the messages, the tools on offer, the settings.
+
+    `tool_choice` "none" asks for an answer, not a call: an API that has the field is sent it with the tools
+    (Anthropic refuses a history of tool calls without their tools); one without it is sent no tools
+    (`offered_tools`). The loop guard asks this after repeated identical calls (see agentcore.guard).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     settings: Settings = Settings()
+    tool_choice: Literal["auto", "none"] = "auto"
+
+    @property
+    def offered_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools the model may call: none under tool_choice "none"."""
+        return () if self.tool_choice == "none" else self.tools
 
 
 WIRE_TEXT_LIMIT = 64 * 1024  # bytes of a body that is not JSON kept for the wire view

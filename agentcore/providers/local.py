@@ -23,7 +23,16 @@ from ..errors import ProviderError, UsageError
 from ..messages import ToolMessage, Usage
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange
 from .llama_state import FairQueue, caching_llama
-from .local_chat import DEFAULT_STYLE, ChatStyle, Piece, grammar_text, parse_reply, render_pieces, tokenize_prompt
+from .local_chat import (
+    ANSWER_GRAMMAR,
+    DEFAULT_STYLE,
+    ChatStyle,
+    Piece,
+    grammar_text,
+    parse_reply,
+    render_pieces,
+    tokenize_prompt,
+)
 from .local_chatml import Recorder, gather, mark_safe, to_message, to_openai_messages
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -209,7 +218,7 @@ class LocalProvider(BaseProvider):
         s = request.settings
         messages = mark_safe(to_openai_messages(request.messages))
         kwargs: dict[str, Any] = {"messages": messages}
-        if request.tools and self.tool_choice != "none":
+        if request.offered_tools and self.tool_choice != "none":
             if not messages or messages[0]["role"] != "system":
                 messages.insert(0, {"role": "system", "content": DEFAULT_SYSTEM_PROMPT})
             kwargs["tools"] = [
@@ -217,12 +226,12 @@ class LocalProvider(BaseProvider):
                     "type": "function",
                     "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
                 }
-                for t in request.tools
+                for t in request.offered_tools
             ]
             if self.tool_choice == "auto":
                 kwargs["tool_choice"] = "auto"
             else:
-                if not any(t.name == self.tool_choice for t in request.tools):
+                if not any(t.name == self.tool_choice for t in request.offered_tools):
                     raise UsageError(f"tool_choice {self.tool_choice!r} is not among the tools offered")
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
                 stream = False  # a forced call streams argument fragments, not text
@@ -260,8 +269,12 @@ class LocalProvider(BaseProvider):
         wire: dict[str, Any] = {"chat_format": "agentcore", "prompt": "".join(p.text for p in pieces)}
         answered = any(isinstance(m, ToolMessage) for m in request.messages)
         grammar = None
-        if request.tools and style.grammar:
-            grammar = grammar_text(request.tools, answer=answered or not style.call_first)
+        if request.tools and style.grammar:  # the tools stay in the prompt (its cached prefix) under tool_choice "none"
+            grammar = (
+                ANSWER_GRAMMAR
+                if request.tool_choice == "none"
+                else grammar_text(request.tools, answer=answered or not style.call_first)
+            )
         if grammar:
             wire["grammar"] = grammar
         wire |= {

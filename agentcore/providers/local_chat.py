@@ -174,10 +174,14 @@ def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
     head = (
         f"root ::= agentcore-call{' | agentcore-answer' if answer else ''}\n"
         f"agentcore-call ::= {json.dumps(CALL_OPEN)} agentcore-call-json {json.dumps(CALL_CLOSE)}\n"
-        # an answer is any text that does not begin like a call
-        "agentcore-answer ::= [^<] [^\\x00]*\n"
     )
-    return head + calls
+    return head + ANSWER_RULE + calls
+
+
+# an answer is any text that does not begin like a call
+ANSWER_RULE = "agentcore-answer ::= [^<] [^\\x00]*\n"
+# GBNF for a reply that can only be an answer: what the loop guard asks for (ModelRequest.tool_choice "none")
+ANSWER_GRAMMAR = "root ::= agentcore-answer\n" + ANSWER_RULE
 
 
 def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:

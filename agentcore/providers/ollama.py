@@ -62,8 +62,8 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
 def build_body(model: str, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
     """The request body; `stream` is always sent because Ollama streams by default."""
     body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
-    if request.tools:
-        body["tools"] = [tool_to_wire(t) for t in request.tools]
+    if request.offered_tools:  # Ollama has no tool_choice: an answer is asked for by offering no tools
+        body["tools"] = [tool_to_wire(t) for t in request.offered_tools]
     s = request.settings
     options = {
         k: v

@@ -61,6 +61,8 @@ def build_body(
     body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
     if request.tools:
         body["tools"] = [tool_to_wire(t) for t in request.tools]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
         if request.settings.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.settings.parallel_tool_calls
     s = request.settings

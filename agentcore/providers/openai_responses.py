@@ -46,6 +46,8 @@ def build_body(model: str, request: ModelRequest, *, stream: bool = False) -> di
     s = request.settings
     if request.tools:
         body["tools"] = [tool_to_wire(t) for t in request.tools]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
         if s.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = s.parallel_tool_calls
     if s.reasoning_effort is not None or s.thinking_budget is not None:

@@ -46,7 +46,8 @@ class Turn:
         return self.results[-1] if self.results else None
 
     def offers(self, tool: str) -> bool:
-        return any(t.name == tool for t in self.request.tools)
+        """Whether the model may call `tool` now (not when the request asks for an answer: tool_choice "none")."""
+        return any(t.name == tool for t in self.request.offered_tools)
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,9 @@ def _read_id(turn: Turn, result: ToolMessage) -> str | None:
 
 
 def _play_runaway(turn: Turn) -> AssistantMessage:
+    if not turn.offers("search_notes"):  # asked for an answer (the loop guard): it answers from what it found
+        found = turn.results[0].content if turn.results else "nothing"
+        return _say(f"I kept asking for the same search. From its first result: {found}")
     return AssistantMessage(
         content="I should check the notes again to be sure.",
         tool_calls=(turn.call(0, "search_notes", {"query": "step budget"}),),
@@ -350,6 +354,8 @@ class ScriptedProvider(BaseProvider):
             "messages": list(map(_DATA, request.messages)),
             "tools": [t.model_dump(mode="json") for t in request.tools],
         }
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
         return ModelResponse(
             message=message,
             usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text)),

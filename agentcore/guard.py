@@ -1,0 +1,106 @@
+"""The loop guard: a repeated identical tool call is answered from the run, and then the model must answer.
+
+A small model, or a large one that lost its way, can ask for the same call again and again until the step
+budget stops it, each step sending the whole history once more. A run's `loop_guard` setting says what
+the loop does about it:
+
+- "off": nothing;
+- "warn": the call runs again, and the app warns that the model repeated it (what pinned tests check too);
+- "guard": a call identical to one already answered in this run (same tool, same arguments) is not run
+  again: its earlier result is returned with a note saying so, and recorded with the source "repeat";
+  after the second such repeat the next model call goes with no tool to call (`ModelRequest.tool_choice`
+  "none"), so the model has to answer with what it has.
+
+The embedded model guards by default (a 135M model loops often); every other provider warns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from .messages import AssistantMessage, ToolCall, ToolMessage
+from .run import LoopGuard, Run, RunConfig
+from .tools import ToolOutcome
+
+__all__ = [
+    "LOOP_GUARDS",
+    "REPEATS_BEFORE_ANSWER",
+    "REPEAT",
+    "answered_calls",
+    "call_key",
+    "default_mode",
+    "guard_mode",
+    "repeat_count",
+    "repeat_outcome",
+    "withholds_tools",
+]
+
+LOOP_GUARDS: tuple[LoopGuard, ...] = ("off", "warn", "guard")
+REPEAT = "repeat"  # the ToolRun source of a call the guard answered from the run
+REPEATS_BEFORE_ANSWER = 2  # after this many repeats the next model call has no tool to call
+
+
+def default_mode(provider: str) -> LoopGuard:
+    """The loop guard a provider gets when the run does not set one: "guard" for the embedded model, else "warn"."""
+    return "guard" if provider == "local" else "warn"
+
+
+def guard_mode(config: RunConfig) -> LoopGuard:
+    """The run's loop guard: its own setting, else its provider's default."""
+    return config.loop_guard or default_mode(config.provider)
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What makes two calls identical: the tool's name and its arguments (as sent, when they were not JSON)."""
+    args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments, sort_keys=True)
+    return call.name, args
+
+
+def answered_calls(run: Run, pending: Iterable[ToolCall] = ()) -> dict[tuple[str, str], ToolMessage]:
+    """The first result of each call the run already answered, by call_key; the `pending` calls are left out.
+
+    A call refused for the turn's limit was never answered, so it does not count.
+    """
+    skip = {c.id for c in pending}
+    refused = {t.tool_call_id for s in run.steps for t in s.tool_runs if t.source == "refused"}
+    calls = {
+        c.id: c
+        for m in run.messages
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+        if c.id not in skip and c.id not in refused
+    }
+    answered: dict[tuple[str, str], ToolMessage] = {}
+    for m in run.messages:
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls:
+            answered.setdefault(call_key(calls[m.tool_call_id]), m)
+    return answered
+
+
+def repeat_count(run: Run) -> int:
+    """How many calls of the run the guard has answered from the run."""
+    return sum(t.source == REPEAT for s in run.steps for t in s.tool_runs)
+
+
+def repeat_outcome(earlier: ToolMessage, repeats: int) -> ToolOutcome:
+    """The result of a repeated call: the earlier result and a note; `repeats` counts this one."""
+    note = (
+        "[Loop guard: this call is identical to one already answered in this run (same tool, same arguments); "
+        "it was not run again. The result above is the earlier one.]"
+    )
+    if repeats >= REPEATS_BEFORE_ANSWER:
+        note += " [No tools are offered on the next call: answer with what you have.]"
+    return ToolOutcome(f"{earlier.content}\n\n{note}", earlier.is_error, 0.0, REPEAT if earlier.is_error else None)
+
+
+def withholds_tools(run: Run) -> bool:
+    """Whether the run's next model call goes with no tool to call.
+
+    Under "guard", when the last tools phase answered a call from the run and the run has
+    answered REPEATS_BEFORE_ANSWER or more that way; a model that moves on gets its tools back.
+    """
+    if guard_mode(run.config) != "guard" or not run.steps or not run.tool_specs:
+        return False
+    last = run.steps[-1].tool_runs
+    return any(t.source == REPEAT for t in last) and repeat_count(run) >= REPEATS_BEFORE_ANSWER
