@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, Literal
 
 # agentcore provider (or dialect) name -> genai-prices provider id
 CATALOGUED = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
@@ -185,25 +185,98 @@ TEMPERATURE_RANGE: dict[str, tuple[float, float | None]] = {
     "anthropic": (0.0, 1.0),
     "ollama": (0.0, None),
 }
-# The reasoning efforts each wire format names ("none" is off, and is never sent).
+# The reasoning efforts each wire format names: Chat Completions' reasoning_effort and the Responses API's
+# reasoning.effort (the openai SDK's ReasoningEffort), where "none" is sent; Anthropic's output_config.effort
+# and Ollama's think levels, where "none" is agentcore's word for off and is never sent.
 EFFORTS: dict[str, tuple[str, ...]] = {
+    "openai": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
     "openai-responses": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
     "anthropic": ("none", "low", "medium", "high", "xhigh", "max"),
     "ollama": ("none", "low", "medium", "high", "max"),
 }
 MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
+# max_tokens for a Claude model that thinks by default, when the run sets none: thinking counts toward it,
+# and Anthropic's own extended-thinking example gives 16,000 (a 10,000-token budget within it)
+THINKING_MAX_TOKENS = 16_000
 
-# Per-model rules, matched on the catalogue's id (so a dated id follows its model). Sources: Anthropic's
-# thinking troubleshooting table and Sonnet 5 migration guide, and the 400s users report (Opus 4.7,
-# Opus 5); the Claude 5 models after those follow their rules until the docs say otherwise.
-# Claude models that take adaptive thinking only, and reject any temperature.
-_ADAPTIVE_ONLY = re.compile(r"claude-(opus-4-[78]|(sonnet|opus|haiku|fable|mythos)-5\b).*")
-# Claude models with extended thinking (a budget) only: adaptive is a 400.
-_EXTENDED_ONLY = re.compile(r"claude-(opus-4-[15]|haiku-4-5|sonnet-4-5)\b.*")
-# Claude models whose efforts stop at max without xhigh ("Supported levels: high, low, max, medium").
-_NO_XHIGH = re.compile(r"claude-(opus|sonnet)-4-6\b.*")
-# OpenAI reasoning models that take only the default temperature, 1.
-_FIXED_TEMPERATURE = re.compile(r"o\d(-mini)?|gpt-5(-mini|-nano)?")
+Temperature = Literal["any", "never", "one", "effort_none"]
+
+
+@dataclass(frozen=True)
+class ModelRules:
+    """What one model takes beyond its API's types: the documented rules a schema-valid body can still break."""
+
+    efforts: tuple[str, ...] | None = None  # the reasoning efforts it takes; None: every one its API names
+    default_effort: str | None = None  # the effort it reasons at when none is sent
+    temperature: Temperature = "any"  # any (in range), never, one (1 only), effort_none (only at effort none)
+    chat_tools: Literal["any", "effort_none", "never"] = "any"  # function calling on Chat Completions
+    thinking: Literal["both", "adaptive", "extended"] = "both"  # Claude's thinking types
+    thinking_by_default: bool = False  # Claude: thinks with no thinking setting, within max_tokens
+    thinking_bound_to_prefix: bool = False  # Claude: a thinking block goes back only after an unchanged prefix
+
+
+_OPENAI_EFFORTS = EFFORTS["openai"]
+_DATED = r"(-\d{4}-\d{2}-\d{2})?"
+# Each model's rules, matched on the catalogue's id (so a dated id follows its model); the first match wins.
+RULES: tuple[tuple[str, re.Pattern[str], ModelRules], ...] = (
+    # developers.openai.com/api/docs/models/gpt-6-luna (copy of 2026-10-05): efforts none, low, medium, high,
+    # xhigh, max (no minimal), medium by default; "Chat Completions supports function calling only with
+    # `reasoning_effort` set to `none`"; temperature and top_p only at effort none ("at any other effort,
+    # remove them": OpenAI's prompting reference).
+    (
+        "openai",
+        re.compile(r"gpt-6-luna" + _DATED),
+        ModelRules(
+            efforts=("none", "low", "medium", "high", "xhigh", "max"),
+            default_effort="medium",
+            temperature="effort_none",
+            chat_tools="effort_none",
+        ),
+    ),
+    # The gpt-6.1-sol and gpt-6-astra model pages: "Use the Responses API for tool calling"; gpt-6.1-sol
+    # does not take effort none, gpt-6-astra refuses temperature.
+    (
+        "openai",
+        re.compile(r"gpt-6\.1-sol" + _DATED),
+        ModelRules(efforts=tuple(e for e in _OPENAI_EFFORTS if e != "none"), chat_tools="never"),
+    ),
+    ("openai", re.compile(r"gpt-6-astra" + _DATED), ModelRules(temperature="never", chat_tools="never")),
+    # OpenAI's reasoning guide: the o-series and gpt-5 reasoning models take only the default temperature.
+    ("openai", re.compile(r"(o\d(-mini)?|gpt-5(-mini|-nano)?)" + _DATED), ModelRules(temperature="one")),
+    # platform.claude.com/docs/en/models/haiku-5-5/overview and its migration guide: thinking is on by default
+    # and counts toward max_tokens; "If a request includes `temperature`, it must be `1`"; adaptive thinking
+    # only; "a request that sends a thinking block back after a change to `system`, `tools`, or earlier
+    # `messages` returns a 400 error".
+    (
+        "anthropic",
+        re.compile(r"claude-haiku-5-5\b.*"),
+        ModelRules(temperature="one", thinking="adaptive", thinking_by_default=True, thinking_bound_to_prefix=True),
+    ),
+    # Anthropic's thinking troubleshooting table: Fable 5 and Mythos 5 adaptive only and always thinking,
+    # Sonnet 5 adaptive only and thinking by default, Opus 4.8 and 4.7 adaptive only; the Sonnet 5 migration
+    # guide (and the 400s users report on Opus 4.7 and Opus 5): any temperature is refused. The Claude 5
+    # models after those follow their rules until the docs say otherwise.
+    (
+        "anthropic",
+        re.compile(r"claude-(sonnet|fable|mythos)-5\b.*"),
+        ModelRules(temperature="never", thinking="adaptive", thinking_by_default=True),
+    ),
+    (
+        "anthropic",
+        re.compile(r"claude-(opus-4-[78]|opus-5|haiku-5)\b.*"),
+        ModelRules(temperature="never", thinking="adaptive"),
+    ),
+    # the same table: Opus 4.5, Haiku 4.5, Sonnet 4.5 and Opus 4.1 take extended thinking (a budget) only
+    ("anthropic", re.compile(r"claude-(opus-4-[15]|haiku-4-5|sonnet-4-5)\b.*"), ModelRules(thinking="extended")),
+    # a recorded 400 on Opus 4.6: "This model does not support effort level 'xhigh'. Supported levels: high,
+    # low, max, medium."
+    (
+        "anthropic",
+        re.compile(r"claude-(opus|sonnet)-4-6\b.*"),
+        ModelRules(efforts=("none", "low", "medium", "high", "max")),
+    ),
+)
+NO_RULES = ModelRules()
 
 
 def _canonical(provider: str, model: str) -> str:
@@ -211,20 +284,72 @@ def _canonical(provider: str, model: str) -> str:
     return entry.id if entry else model.strip().lower()
 
 
-def check_settings(provider: str, model: str, settings: Any) -> str | None:
+@lru_cache(maxsize=512)  # model names are typed by people: bounded
+def model_rules(provider: str, model: str) -> ModelRules:
+    """The documented rules of `model` on `provider` (a dated id follows its model); none for a model without."""
+    family = CATALOGUED.get(provider)
+    if family is None or not model:
+        return NO_RULES
+    canonical = _canonical(provider, model)
+    return next((rules for f, rx, rules in RULES if f == family and rx.fullmatch(canonical)), NO_RULES)
+
+
+def _fit(provider: str, model: str, settings: Any, tools: bool) -> tuple[Any, str | None]:
+    rules = model_rules(provider, model)
+    chat_tools = provider == "openai" and tools and rules.chat_tools == "effort_none"
+    if chat_tools and getattr(settings, "reasoning_effort", None) is None:
+        note = f"reasoning_effort none is sent: {model} calls tools on Chat Completions only at effort none"
+        return settings.model_copy(update={"reasoning_effort": "none"}), note
+    return settings, None
+
+
+def fit_settings(provider: str, model: str, settings: Any, *, tools: bool = False) -> Any:
+    """`settings` with what `model` needs where there is one right answer (a Settings; a copy when changed).
+
+    The one such rule: gpt-6-luna offered tools on Chat Completions is sent reasoning_effort none, the only
+    effort at which it calls tools there, when the run set no effort.
+    """
+    return _fit(provider, model, settings, tools)[0]
+
+
+def fit_note(provider: str, model: str, settings: Any, *, tools: bool = False) -> str | None:
+    """One line saying what fit_settings sends that the settings did not ask for, and why; None when nothing."""
+    return _fit(provider, model, settings, tools)[1]
+
+
+def default_max_tokens(provider: str, model: str) -> int | None:
+    """The max_tokens a request to `model` needs when none is set: room for thinking it does by default."""
+    return THINKING_MAX_TOKENS if model_rules(provider, model).thinking_by_default else None
+
+
+def binds_thinking_to_prefix(provider: str, model: str) -> bool:
+    """Whether `model` refuses a thinking block sent back after a change to what was sent before it."""
+    return model_rules(provider, model).thinking_bound_to_prefix
+
+
+def check_settings(provider: str, model: str, settings: Any, *, tools: bool = False) -> str | None:
     """Why `provider` would refuse `settings` for `model`, in one line; None when it would take them.
 
-    `settings` is a providers.base.Settings (read by attribute, so an older one without the
-    reasoning fields works too). Checked before sending, so a bad setting is a clear message
-    rather than a 400 from the server.
+    `settings` is a providers.base.Settings (read by attribute, so an older one without the reasoning
+    fields works too), checked as fit_settings sends them; `tools` says whether tools are offered.
+    Checked before sending, so a bad setting is a clear message rather than a 400 from the server.
     """
+    settings = fit_settings(provider, model, settings, tools=tools)
     temperature = getattr(settings, "temperature", None)
     budget = getattr(settings, "thinking_budget", None)
     effort = getattr(settings, "reasoning_effort", None)
+    name = _canonical(provider, model)
+    rules = model_rules(provider, model)
     return (
         _check_temperature(provider, temperature)
         or _check_effort(provider, effort)
-        or _check_model(provider, _canonical(provider, model), temperature, budget, effort)
+        or _check_model_effort(provider, name, rules, effort)
+        or (_check_claude(name, rules, temperature, budget, effort) if provider == "anthropic" else None)
+        or (
+            _check_openai(provider, name, rules, temperature, effort, tools)
+            if provider in ("openai", "openai-responses")
+            else None
+        )
     )
 
 
@@ -246,32 +371,58 @@ def _check_effort(provider: str, effort: str | None) -> str | None:
     return f"{provider} has no reasoning effort {effort!r}: {', '.join(known)}"
 
 
-def _check_model(
-    provider: str, model: str, temperature: float | None, budget: int | None, effort: str | None
+def _check_model_effort(provider: str, model: str, rules: ModelRules, effort: str | None) -> str | None:
+    if effort is None or rules.efforts is None or effort in rules.efforts:
+        return None
+    # Anthropic's "none" is agentcore's word for off, always allowed: the efforts it names are the others
+    named = [e for e in rules.efforts if not (provider == "anthropic" and e == "none")]
+    return f"{model} has no reasoning effort {effort!r}: {', '.join(named[:-1])} or {named[-1]}"
+
+
+def _check_openai(
+    provider: str, model: str, rules: ModelRules, temperature: float | None, effort: str | None, tools: bool
 ) -> str | None:
-    if provider == "anthropic":
-        return _check_claude(model, temperature, budget, effort)
-    fixed = provider in ("openai", "openai-responses") and _FIXED_TEMPERATURE.fullmatch(model)
-    if fixed and temperature is not None and temperature != 1:
+    if provider == "openai" and tools and rules.chat_tools == "never":
+        return f"{model} calls tools on the Responses API only: choose the openai-responses provider, or offer no tools"
+    if provider == "openai" and tools and rules.chat_tools == "effort_none" and effort != "none":
+        return (
+            f"{model} calls tools on Chat Completions only at reasoning effort none, not {effort!r}: "
+            "set the effort to none, or choose the openai-responses provider"
+        )
+    return _check_sampling(model, rules, temperature, effort or rules.default_effort)
+
+
+def _check_sampling(model: str, rules: ModelRules, temperature: float | None, effort: str | None) -> str | None:
+    if temperature is None or rules.temperature == "any":
+        return None
+    if rules.temperature == "never":
+        return f"{model} does not accept temperature: leave it unset"
+    if rules.temperature == "one" and temperature != 1:
         return f"{model} takes the default temperature (1) only: leave it unset"
+    if rules.temperature == "effort_none" and effort not in (None, "none"):
+        return (
+            f"{model} takes temperature only at reasoning effort none, and this request reasons at {effort!r}: "
+            "leave temperature unset, or set the effort to none"
+        )
     return None
 
 
-def _check_claude(model: str, temperature: float | None, budget: int | None, effort: str | None) -> str | None:
-    thinking = bool(budget) or effort not in (None, "none")
-    if _ADAPTIVE_ONLY.fullmatch(model):
-        if temperature is not None:
-            return f"{model} does not accept temperature: leave it unset"
-        if budget:
-            return f"{model} takes adaptive thinking only: set a reasoning effort instead of a thinking budget"
+def _check_claude(
+    model: str, rules: ModelRules, temperature: float | None, budget: int | None, effort: str | None
+) -> str | None:
+    if rules.thinking == "adaptive" and budget:
+        return f"{model} takes adaptive thinking only: set a reasoning effort instead of a thinking budget"
+    sampling = _check_sampling(model, rules, temperature, None)
+    if sampling:
+        return sampling
     if budget is not None and budget < MIN_THINKING_BUDGET:
         return f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens, not {budget}"
+    # Anthropic's extended-thinking page: "Thinking isn't compatible with temperature … modifications"
+    thinking = bool(budget) or effort not in (None, "none") or rules.thinking_by_default
     if thinking and temperature is not None and temperature != 1:
         return f"with thinking on, {model} takes temperature 1 only: leave it unset"
-    if effort not in (None, "none") and not budget and _EXTENDED_ONLY.fullmatch(model):
+    if effort not in (None, "none") and not budget and rules.thinking == "extended":
         return f"{model} has no adaptive thinking: set a thinking budget ({MIN_THINKING_BUDGET} or more) instead"
-    if effort == "xhigh" and _NO_XHIGH.fullmatch(model):
-        return f"{model} has no reasoning effort 'xhigh': low, medium, high or max"
     return None
 
 

@@ -28,6 +28,7 @@ from .compare_report import (
 from .errors import AgentcoreError, UsageError
 from .loop import Agent, Event
 from .providers import REGISTRY, create_provider
+from .request import settings_refusal
 from .run import Run, RunConfig
 from .tools import Tool
 
@@ -263,6 +264,8 @@ class Comparison:
             seed=spec.seed,
         )
         run = Run.start(self.prompt, config, title=f"{self.prompt[:60]} · {label}")
+        if error is None:  # settings the model refuses stop the column before any call, in one line
+            error = settings_refusal(run, spec.provider, model)
         if error is not None:
             run.stop_reason, run.error = "error", error
             return Column(spec, label, run, error)

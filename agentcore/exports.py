@@ -16,6 +16,7 @@ import re
 import zipfile
 from typing import Any
 
+from .errors import UsageError
 from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields, scrub_text
@@ -94,7 +95,14 @@ def export_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
-    """Several runs in one zip: `<id>.json` each, `<id>.<format>.json` for each wire format asked for, `<id>.html`."""
+    """Several runs in one zip: `<id>.json` each, `<id>.<format>.json` for each wire format asked for, `<id>.html`.
+
+    A run whose settings a format's model refuses gets `<id>.<format>.txt`, the one line that says why, in place
+    of its body.
+    """
+    unknown = [f for f in formats if f not in FORMATS and f != REPLAY]
+    if unknown:
+        raise UsageError(f"no export of kind {unknown[0]!r}; choose one of {', '.join((*FORMATS, REPLAY))}")
     buffer = io.BytesIO()
     taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -105,7 +113,10 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
                 if fmt == REPLAY:
                     archive.writestr(f"{name}.html", replay_html(run))
                 elif fmt != "json":
-                    archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))
+                    try:
+                        archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))
+                    except UsageError as exc:
+                        archive.writestr(f"{name}.{fmt}.txt", f"{exc}\n")
     return buffer.getvalue()
 
 

@@ -134,6 +134,12 @@ class ToolCall(_Frozen):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
+    # The model's own text of arguments that were a usable object, kept when json.dumps would write them
+    # otherwise (`{"a":1}`, not `{"a": 1}`): a call goes back byte for byte as the model wrote it. Left out
+    # of the plain form when None, so transcripts written before it read as before.
+    written_arguments: str | None = Field(default=None, exclude_if=lambda text: text is None)
+    # The Responses API's id of the function_call item (`fc_…`), which goes back with the call.
+    item_id: str | None = Field(default=None, exclude_if=lambda text: text is None)
 
     @model_validator(mode="before")
     @classmethod
@@ -155,6 +161,8 @@ class ToolCall(_Frozen):
         return self.raw_arguments is not None
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        if update and ("arguments" in update or "raw_arguments" in update) and "written_arguments" not in update:
+            update = {**update, "written_arguments": None}  # edited arguments are no longer the model's text
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("arguments_json", None)  # an edited copy must not keep the original's text
         return copy
@@ -172,8 +180,10 @@ class ToolCall(_Frozen):
 
     @property
     def arguments_text(self) -> str:
-        """The arguments as text: the model's own text when it was not a JSON object, else the JSON."""
-        return self.raw_arguments if self.raw_arguments is not None else self.arguments_json
+        """The arguments as text: the model's own text (valid or not) where it was kept, else the JSON."""
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return self.written_arguments if self.written_arguments is not None else self.arguments_json
 
 
 class SystemMessage(_MessageBase):
@@ -223,6 +233,22 @@ class ReasoningPart(_Frozen):
         return "(redacted by the provider)" if self.redacted is not None else ""
 
 
+class OutputItem(_Frozen):
+    """One item of a provider's output list, in the model's order, so that the turn goes back as it came.
+
+    The Responses API answers with typed items (`reasoning`, `message`, `function_call`) and wants them
+    back in that order: a reasoning item is refused without the item that followed it. A reasoning item's
+    content is its ReasoningPart and a function call's its ToolCall, taken in turn; a message item keeps
+    its own `id`, `phase` (commentary or final_answer, resent on every later request) and `text`.
+    """
+
+    provider: Name
+    kind: Literal["reasoning", "message", "function_call"]
+    id: str | None = None
+    phase: str | None = None
+    text: str = ""
+
+
 class AssistantMessage(_MessageBase):
     """A model reply: text, tool calls, or both, after any reasoning the provider returned.
 
@@ -235,10 +261,16 @@ class AssistantMessage(_MessageBase):
     tool_calls: tuple[ToolCall, ...] = ()
     # left out of the plain form when empty, so transcripts without reasoning read as before
     reasoning: tuple[ReasoningPart, ...] = Field(default=(), exclude_if=lambda parts: not parts)
+    # the order of the provider's output items (see OutputItem); left out when empty, as reasoning is
+    items: tuple[OutputItem, ...] = Field(default=(), exclude_if=lambda items: not items)
 
     def reasoning_for(self, provider: str) -> tuple[ReasoningPart, ...]:
         """The reasoning parts to send back to `provider`: only its own; another provider's are dropped."""
         return tuple(p for p in self.reasoning if p.provider == provider)
+
+    def items_for(self, provider: str) -> tuple[OutputItem, ...]:
+        """The output items `provider` made for this turn, in its order; () for another provider's turn."""
+        return tuple(i for i in self.items if i.provider == provider)
 
     @cached_property
     def text(self) -> str:
@@ -274,7 +306,8 @@ def _no_constant(name: str) -> Any:
 def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
     """Build a ToolCall from a JSON-string argument text, keeping the raw text if it is not a usable object.
 
-    Usable: a JSON object nested at most MAX_ARGUMENT_DEPTH levels deep.
+    Usable: a JSON object nested at most MAX_ARGUMENT_DEPTH levels deep. A usable text is kept too, as
+    `written_arguments`, where it is not what json.dumps writes: the call goes back as the model wrote it.
     """
     if text is None or text.strip() == "":
         return ToolCall(id=call_id, name=name, arguments={})
@@ -284,7 +317,9 @@ def parse_arguments(call_id: str, name: str, text: str | None) -> ToolCall:
         return ToolCall(id=call_id, name=name, raw_arguments=text)
     if not isinstance(value, dict) or nesting(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
         return ToolCall(id=call_id, name=name, raw_arguments=text)
-    return ToolCall(id=call_id, name=name, arguments=value)
+    # the model's own text goes back as it wrote it; kept only where json.dumps would write another
+    written = text if text != json.dumps(value) else None
+    return ToolCall(id=call_id, name=name, arguments=value, written_arguments=written)
 
 
 @dataclass(frozen=True)

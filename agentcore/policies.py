@@ -105,7 +105,9 @@ class SentRequest(BaseModel):
     """What a model call sent, against the first `message_count` messages of the history.
 
     Messages not in `changes` went as they are; a summary, when there is one, went as a user
-    message right after the history message `summary_after`.
+    message right after the history message `summary_after`. The assistant turns in `thinking_left_out`
+    went without their reasoning: a model that binds a thinking block to what was sent before it
+    refuses the block once that changed (see request.py).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -114,6 +116,7 @@ class SentRequest(BaseModel):
     changes: dict[int, Change] = {}
     summary: str | None = None
     summary_after: int = Field(default=0, ge=0)
+    thinking_left_out: list[int] = Field(default=[], exclude_if=lambda found: not found)
 
     def marks(self, count: int) -> list[str]:
         """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`."""
@@ -122,9 +125,12 @@ class SentRequest(BaseModel):
     def messages(self, history: Sequence[Message]) -> list[Message]:
         """The messages this call sent, rebuilt from the history."""
         out: list[Message] = []
+        unthought = set(self.thinking_left_out)
         for i, m in enumerate(history):
             change = self.changes.get(i)
-            if change is None:
+            if change is None and i in unthought and isinstance(m, AssistantMessage):
+                out.append(m.model_copy(update={"reasoning": ()}))
+            elif change is None:
                 out.append(m)
             elif change.mark in ("shortened", "cleared") and isinstance(m, ToolMessage):
                 out.append(m.model_copy(update={"content": change.content or ""}))

@@ -4,6 +4,10 @@ The loop builds each model phase's request here, and the export (wireformat.py) 
 from the same settings, so a body exported from a run is the body its provider was sent. The policies'
 own data and their pure planning are in policies.py; what a policy needs a model for, the summary of the
 older turns, is asked for and priced here, before the model phase.
+
+A model can refuse what a policy makes of the history: Claude Haiku 5.5 answers a thinking block sent back
+after a change to what came before it with a 400. Such a turn's thinking is left out of the request (adaptive
+thinking takes a history without it), and the step records which turns went without (SentRequest.thinking_left_out).
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .accounting import price_call
+from . import catalogue
+from .accounting import price_call, sent_at
 from .errors import UsageError
 from .guard import withholds_tools
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
@@ -24,6 +29,7 @@ from .policies import (
     origins,
     plan_request,
     sent_request,
+    stand_in_summary,
 )
 from .providers.base import ModelRequest, Provider, Settings
 from .run import ModelRef, Run, RunConfig
@@ -67,6 +73,26 @@ def model_request(run: Run, messages: Sequence[Message], settings: Settings) -> 
     )
 
 
+def settings_refusal(run: Run, provider: str, model: str, settings: Settings | None = None) -> str | None:
+    """Why `provider`'s `model` would refuse the run's next request settings, in one line; None when it takes them.
+
+    The catalogue's documented rules (catalogue.check_settings), with the run's tools on offer: the check a
+    run, a comparison column, a pinned test and an export all make before a body is built.
+    """
+    settings = request_settings(run.config, settings)
+    problem = catalogue.check_settings(provider, model, settings, tools=bool(run.tool_specs))
+    return f"{provider}: {problem}" if problem else None
+
+
+def settings_note(run: Run, provider: str, model: str) -> str | None:
+    """One line about the settings of the run's next request: why the model would refuse them, else what
+    is sent that the run did not set and why (catalogue.fit_note); None when neither."""
+    settings = request_settings(run.config)
+    return settings_refusal(run, provider, model) or catalogue.fit_note(
+        provider, model, settings, tools=bool(run.tool_specs)
+    )
+
+
 # -- the messages, before each model phase ---------------------------------------------
 
 
@@ -105,9 +131,13 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     reaches the model neither as itself nor through the summary.
     """
     policies = run.config.policies
-    if policies is None or not policies.shapes_request:
-        return Prepared(run.messages)
     history = run.messages
+    provider = getattr(summariser, "name", None) or run.config.provider
+    model = getattr(summariser, "model", None) or run.config.model
+    binds = catalogue.binds_thinking_to_prefix(provider, model)
+    if policies is None or not policies.shapes_request:
+        sent = whole_history(run, provider, model)
+        return Prepared(history) if sent is None else Prepared(sent.messages(history), sent)
     step = len(run.steps) + 1
     plan = plan_request(history, origins(run, len(history)), step, policies)
     summary, calls = None, []
@@ -124,7 +154,77 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
             summary, call = summarise(run, new or [history[i] for i in summarised], summariser, summary)
             calls.append(call)
     sent = sent_request(plan, summary)
+    if binds:
+        sent.thinking_left_out = unbound_thinking(run, sent, provider)
     return Prepared(sent.messages(history), sent, calls)
+
+
+def whole_history(run: Run, provider: str, model: str) -> SentRequest | None:
+    """The record of a request that sends the run's whole history to `model`, when it cannot go as it is.
+
+    After requests that policies shaped, the whole history is a change from what they sent: a model that
+    binds thinking to its prefix is sent the turns whose thinking still fits, the others without it.
+    """
+    if not catalogue.binds_thinking_to_prefix(provider, model) or all(s.sent is None for s in run.steps):
+        return None
+    sent = SentRequest()
+    sent.thinking_left_out = unbound_thinking(run, sent, provider)
+    return sent if sent.thinking_left_out else None
+
+
+def unbound_thinking(run: Run, sent: SentRequest, provider: str) -> list[int]:
+    """The assistant turns whose thinking `sent` leaves out: those after a change to what their own request sent.
+
+    Claude Haiku 5.5's overview: "a request that sends a thinking block back after a change to `system`,
+    `tools`, or earlier `messages` returns a 400 error". A turn's thinking goes back only while everything
+    before it goes as the request that produced it sent it (the step whose reply it is); otherwise it is left
+    out, which adaptive thinking accepts. A turn left out changes what later turns' thinking follows, so
+    they are checked against the request as it now stands.
+    """
+    history = run.messages
+    turns = [
+        i
+        for i, m in enumerate(history)
+        if i not in sent.changes and isinstance(m, AssistantMessage) and m.reasoning_for(provider)
+    ]
+    if not turns:
+        return []
+    made_by = {s.message_count: n for n, s in enumerate(run.steps, 1)}  # the history index of each step's reply
+    now = sent.model_copy(update={"thinking_left_out": []}).messages(history)
+    where = {id(m): k for k, m in enumerate(now)}  # a turn with thinking goes as it is: found by identity
+    left_out: list[int] = []
+    for i in turns:
+        k, n = where[id(history[i])], made_by.get(i)
+        if n is None or now[:k] != sent_at(run, n):  # a turn no step of this run produced has no request to match
+            left_out.append(i)
+            now[k] = history[i].model_copy(update={"reasoning": ()})
+    return left_out
+
+
+def thinking_note(run: Run, provider: str, model: str) -> str | None:
+    """One line saying which turns' thinking the run's next request leaves out, and why; None when none.
+
+    The next request as the policies plan it; a summary still to be written is a stand-in, as projections take it.
+    """
+    if not catalogue.binds_thinking_to_prefix(provider, model) or run.next_phase != "model":
+        return None
+    policies, history = run.config.policies, run.messages
+    if policies is None or not policies.shapes_request:
+        whole = whole_history(run, provider, model)
+        left_out = whole.thinking_left_out if whole is not None else []
+    else:
+        plan = plan_request(history, origins(run, len(history)), len(run.steps) + 1, policies)
+        summary, covered = _previous_summary(run)
+        if plan.to_summarise and (summary is None or covered != plan.to_summarise):
+            summary = stand_in_summary()
+        left_out = unbound_thinking(run, sent_request(plan, summary), provider)
+    if not left_out:
+        return None
+    turns = f"{len(left_out)} turn{'s' if len(left_out) != 1 else ''}"
+    return (
+        f"the thinking of {turns} (message {', '.join(map(str, left_out))}) is not sent back: {model} refuses "
+        "a thinking block after a change to what was sent before it, and the policies changed that"
+    )
 
 
 def _previous_summary(run: Run) -> tuple[str | None, list[int]]:
@@ -188,6 +288,11 @@ __all__ = [
     "model_request",
     "prepare",
     "request_settings",
+    "settings_note",
+    "settings_refusal",
     "summarise",
+    "thinking_note",
     "transcript_text",
+    "unbound_thinking",
+    "whole_history",
 ]

@@ -6,7 +6,7 @@ from typing import Any
 
 from .errors import UsageError
 from .messages import AssistantMessage
-from .request import model_request, request_settings
+from .request import model_request, request_settings, settings_refusal, whole_history
 from .run import Run
 
 FORMATS = ("openai", "openai-responses", "anthropic", "ollama")
@@ -17,9 +17,11 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
 
     The model is the run's own when the run used that provider, else the registry's default for it.
     The run's settings go with it as the loop sends them (temperature, max tokens, seed, reasoning, prompt
-    caching's breakpoints); reasoning another provider made is left out (see ReasoningPart). For Anthropic
+    caching's breakpoints); reasoning another provider made is left out (see ReasoningPart), and so is thinking
+    the model would refuse after what the run's policies changed (request.whole_history). For Anthropic
     a finished run exports the request that got its answer: a body ending on the assistant's turn is a
-    prefill, which current models reject.
+    prefill, which current models reject. Settings the model refuses (the catalogue's documented rules) are a
+    UsageError that says why, not a body its API would answer with a 400.
     """
     from .providers import get_info
 
@@ -30,6 +32,12 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     messages = tuple(run.messages)
     if fmt == "anthropic" and messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].tool_calls:
         messages = messages[:-1]
+    refused = settings_refusal(run, fmt, model)
+    if refused:
+        raise UsageError(f"not exported: {refused}")
+    unbound = whole_history(run, fmt, model)  # thinking a model refuses after what policies changed stays out
+    if unbound is not None:
+        messages = tuple(unbound.messages(messages))
     request = model_request(run, messages, request_settings(run.config))
     if fmt == "openai":
         from .providers import openai

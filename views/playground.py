@@ -9,6 +9,7 @@ import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_json, export_run
 from agentcore.messages import pending_tool_calls, reasoning_note
+from agentcore.request import settings_note, thinking_note
 from agentcore.run import Run, models_label
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, safe
@@ -170,6 +171,11 @@ def _next_call(session: Session, run: Run) -> None:
     note = reasoning_note(run.messages, nxt.model.provider)  # reasoning goes back only to its own provider
     if note:
         st.caption(f":material/psychology: {safe.inline(note)}")
+    # the model's documented rules: a setting it refuses, a setting sent for it, thinking it would refuse
+    ahead, (provider, model) = actions.upcoming(session) or run, nxt.model
+    for line in (settings_note(ahead, provider, model), thinking_note(ahead, provider, model)):
+        if line:
+            st.caption(f":material/rule: {safe.inline(line)}")
 
 
 def _controls(session: Session, run: Run) -> None:

@@ -440,9 +440,9 @@ class HttpProvider(BaseProvider, ABC):
     def check_request(self, request: ModelRequest) -> None:
         """Refuse before sending what the server would answer with a 400: a setting this model does not
         take (the catalogue's rules) or a request larger than its context window."""
-        problem = catalogue.check_settings(self.name, self.model, request.settings) or catalogue.overflow(
-            self.name, self.model, estimate_request_tokens(request)
-        )
+        problem = catalogue.check_settings(
+            self.name, self.model, request.settings, tools=bool(request.tools)
+        ) or catalogue.overflow(self.name, self.model, estimate_request_tokens(request))
         if problem:
             raise UsageError(f"{self.name}: {problem}")
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
+from .. import catalogue
 from ..messages import (
     MAX_COUNT,
     AssistantMessage,
@@ -43,14 +44,19 @@ STOP_REASONS = {
 
 
 def build_body(
-    model: str, request: ModelRequest, *, stream: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS
+    model: str, request: ModelRequest, *, stream: bool = False, max_tokens: int | None = None
 ) -> dict[str, Any]:
     """The request body: `system` on top, turns alternating, all tool results of a turn in one user message.
 
-    With `Settings.cache_breakpoints`, prompt caching's breakpoints are placed (see anthropic_cache).
+    max_tokens is the run's, else `max_tokens` (the provider's option), else room for the thinking a model
+    does by default (catalogue.default_max_tokens), else DEFAULT_MAX_TOKENS. With `Settings.cache_breakpoints`,
+    prompt caching's breakpoints are placed (see anthropic_cache).
     """
     system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
-    body: dict[str, Any] = {"model": model, "max_tokens": request.settings.max_tokens or max_tokens}
+    limit = (
+        request.settings.max_tokens or max_tokens or catalogue.default_max_tokens(PROVIDER, model) or DEFAULT_MAX_TOKENS
+    )
+    body: dict[str, Any] = {"model": model, "max_tokens": limit}
     if system:
         body["system"] = "\n\n".join(system)
     body["messages"] = messages_to_wire(request.messages)
@@ -257,9 +263,8 @@ class AnthropicProvider(HttpProvider):
 
     def body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The request body this provider sends."""
-        return build_body(
-            self.model, request, stream=stream, max_tokens=int(self.options.get("max_tokens", DEFAULT_MAX_TOKENS))
-        )
+        option = self.options.get("max_tokens")
+        return build_body(self.model, request, stream=stream, max_tokens=None if option is None else int(option))
 
     def preflight(self, request: ModelRequest) -> list[Violation]:
         """The shared rules, plus Anthropic's: the first turn is the user's and roles alternate."""

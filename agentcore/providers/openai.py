@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, assert_never
 
+from .. import catalogue
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from ..messages import parse_arguments as parse_argument_text
 from ..tools import ToolSpec
@@ -31,7 +32,7 @@ def message_to_wire(m: Message) -> dict[str, Any]:
 
 
 def call_to_wire(call: ToolCall) -> dict[str, Any]:
-    """A tool call echoed back: arguments as the JSON string, or the model's own text if it was invalid."""
+    """A tool call echoed back with the arguments the model wrote, byte for byte (ToolCall.arguments_text)."""
     arguments = call.arguments_text
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
 
@@ -57,7 +58,11 @@ def max_tokens_field_for(base_url: str | None) -> str:
 def build_body(
     model: str, request: ModelRequest, *, stream: bool = False, max_tokens_field: str = "max_tokens"
 ) -> dict[str, Any]:
-    """The request body for a ModelRequest; `max_tokens_field` is the one `max_tokens_field_for(base_url)` names."""
+    """The request body for a ModelRequest; `max_tokens_field` is the one `max_tokens_field_for(base_url)` names.
+
+    The settings go as the catalogue fits them to the model (catalogue.fit_settings): gpt-6-luna offered
+    tools is sent reasoning_effort none, the only effort at which it calls tools on Chat Completions.
+    """
     body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
     if request.tools:
         body["tools"] = [tool_to_wire(t) for t in request.tools]
@@ -65,7 +70,9 @@ def build_body(
             body["tool_choice"] = "none"
         if request.settings.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.settings.parallel_tool_calls
-    s = request.settings
+    s = catalogue.fit_settings("openai", model, request.settings, tools=bool(request.tools))
+    if s.reasoning_effort is not None:
+        body["reasoning_effort"] = s.reasoning_effort
     if s.temperature is not None:
         body["temperature"] = s.temperature
     if s.max_tokens is not None:

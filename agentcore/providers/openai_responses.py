@@ -14,6 +14,7 @@ from typing import Any, ClassVar, assert_never
 from ..messages import (
     AssistantMessage,
     Message,
+    OutputItem,
     ReasoningPart,
     SystemMessage,
     ToolCall,
@@ -73,16 +74,56 @@ def messages_to_wire(messages: tuple[Message, ...] | list[Message]) -> list[dict
         if isinstance(m, UserMessage):
             items.append({"role": "user", "content": m.content})
         elif isinstance(m, AssistantMessage):
-            # only this API's reasoning goes back; another provider's is shown, not sent
-            items.extend(reasoning_to_wire(p) for p in m.reasoning_for(PROVIDER))
-            if m.content:
-                items.append({"role": "assistant", "content": m.content})
-            items.extend(call_to_wire(c) for c in m.tool_calls)
+            items.extend(assistant_to_wire(m))
         elif isinstance(m, ToolMessage):
             items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
         else:
             assert_never(m)
     return items
+
+
+def assistant_to_wire(m: AssistantMessage) -> list[dict[str, Any]]:
+    """An assistant turn as the items this API made, in its order, with their ids and phases.
+
+    The model's own order matters: a reasoning item is refused without the item that followed it
+    (langchainjs #9072, continuedev/continue #8933), and newer models link a function call to the
+    reasoning before it. Message items go back with their id and `phase` ("preserve and resend phase on
+    all assistant messages", the spec's MessagePhase). A turn this API did not make, or whose text or
+    calls were edited since, goes back as its reasoning, its text, then its calls.
+    """
+    reasoning = list(m.reasoning_for(PROVIDER))  # only this API's reasoning goes back; another's is shown, not sent
+    order = m.items_for(PROVIDER)
+    messages = [i for i in order if i.kind == "message"]
+    if (
+        not order
+        or sum(i.kind == "reasoning" for i in order) != len(reasoning)
+        or sum(i.kind == "function_call" for i in order) != len(m.tool_calls)
+        or "".join(i.text for i in messages) != (m.content or "")
+    ):
+        text = [{"role": "assistant", "content": m.content}] if m.content else []
+        return [*map(reasoning_to_wire, reasoning), *text, *map(call_to_wire, m.tool_calls)]
+    parts, calls = iter(reasoning), iter(m.tool_calls)
+    out: list[dict[str, Any]] = []
+    for item in order:
+        if item.kind == "reasoning":
+            out.append(reasoning_to_wire(next(parts)))
+        elif item.kind == "function_call":
+            out.append(call_to_wire(next(calls)))
+        else:
+            out.append(message_to_wire(item))
+    return out
+
+
+def message_to_wire(item: OutputItem) -> dict[str, Any]:
+    """A message item as the model made it: its id, its text as one output_text part, its phase."""
+    content = [{"type": "output_text", "text": item.text, "annotations": []}]
+    if item.id is None:  # an item without an id goes back as a plain assistant message
+        out: dict[str, Any] = {"role": "assistant", "content": item.text}
+    else:
+        out = {"type": "message", "id": item.id, "role": "assistant", "status": "completed", "content": content}
+    if item.phase is not None:
+        out["phase"] = item.phase
+    return out
 
 
 def reasoning_to_wire(part: ReasoningPart) -> dict[str, Any]:
@@ -99,8 +140,16 @@ def reasoning_to_wire(part: ReasoningPart) -> dict[str, Any]:
 
 
 def call_to_wire(call: ToolCall) -> dict[str, Any]:
-    """A function_call item echoed back: arguments as the JSON string, or the model's own text if invalid."""
-    return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments_text}
+    """A function_call item echoed back with its `fc_…` id, and the arguments as the model wrote them.
+
+    The item id pairs the call with the reasoning item before it (langchainjs #9082: a replay without
+    it was refused); the arguments go back byte for byte (ToolCall.arguments_text).
+    """
+    item: dict[str, Any] = {"type": "function_call"}
+    if call.item_id is not None:
+        item["id"] = call.item_id
+    item.update(call_id=call.id, name=call.name, arguments=call.arguments_text)
+    return item
 
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
@@ -136,23 +185,43 @@ def parse_items(items: list[Any]) -> AssistantMessage:
     text: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[ReasoningPart] = []
+    order: list[OutputItem] = []  # the items in the model's order, to go back in it
     for k, item in enumerate(items):
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "message":
-            text.extend(_part_texts(item.get("content"), ("output_text", "refusal"), "text", "refusal"))
+            texts = _part_texts(item.get("content"), ("output_text", "refusal"), "text", "refusal")
+            text.extend(texts)
+            item_id, phase = item.get("id"), item.get("phase")
+            order.append(
+                OutputItem(
+                    provider=PROVIDER,
+                    kind="message",
+                    id=item_id if isinstance(item_id, str) else None,
+                    phase=phase if isinstance(phase, str) else None,
+                    text="".join(texts),
+                )
+            )
         elif kind == "function_call":
             call_id, name = item.get("call_id"), item.get("name")
             if not call_id or not isinstance(call_id, str):
                 raise BadResponse(f"output item {k} (function_call {name or 'unnamed'}) has no call_id")
             if not name or not isinstance(name, str):
                 raise BadResponse(f"output item {k} (function_call {call_id}) has no name")
-            arguments = item.get("arguments")
-            calls.append(parse_arguments(call_id, name, arguments if isinstance(arguments, str) else None))
+            arguments, item_id = item.get("arguments"), item.get("id")
+            call = parse_arguments(call_id, name, arguments if isinstance(arguments, str) else None)
+            if isinstance(item_id, str):
+                call = call.model_copy(update={"item_id": item_id})
+            calls.append(call)
+            order.append(OutputItem(provider=PROVIDER, kind="function_call"))
         elif kind == "reasoning":
             reasoning.append(parse_reasoning(item))
+            order.append(OutputItem(provider=PROVIDER, kind="reasoning"))
     content = "".join(text)
     return AssistantMessage(
-        content=content or (None if calls else ""), tool_calls=tuple(calls), reasoning=tuple(reasoning)
+        content=content or (None if calls else ""),
+        tool_calls=tuple(calls),
+        reasoning=tuple(reasoning),
+        items=tuple(order),
     )
 
 

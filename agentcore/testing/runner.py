@@ -25,6 +25,7 @@ from ..loop import Agent
 from ..messages import AssistantMessage, ToolMessage, first_difference
 from ..providers import create_provider, get_info
 from ..providers.scripted import ScriptedProvider
+from ..request import settings_refusal
 from ..run import Run, RunConfig
 from ..secrets import scrub_text
 from ..tools import Tool
@@ -131,6 +132,10 @@ def run_cell(
         raise  # bad input (a tool unknown, nothing to replay) stops the whole matrix
     except AgentcoreError as exc:
         cell.failures = [Failure("setup", str(exc))]
+        return cell
+    refused = settings_refusal(run, run.config.provider, run.config.model)
+    if refused:  # settings the model refuses: the cell is not run, as when its provider cannot start
+        cell.failures = [Failure("setup", refused)]
         return cell
     try:
         agent.run(run)
