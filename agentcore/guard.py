@@ -17,6 +17,7 @@ The embedded model guards by default (a 135M model loops often); every other pro
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 
 from .messages import AssistantMessage, ToolCall, ToolMessage
@@ -30,7 +31,9 @@ __all__ = [
     "answered_calls",
     "call_key",
     "default_mode",
+    "guard_line",
     "guard_mode",
+    "most_repeated",
     "repeat_count",
     "repeat_outcome",
     "withholds_tools",
@@ -104,3 +107,32 @@ def withholds_tools(run: Run) -> bool:
         return False
     last = run.steps[-1].tool_runs
     return any(t.source == REPEAT for t in last) and repeat_count(run) >= REPEATS_BEFORE_ANSWER
+
+
+def most_repeated(run: Run) -> tuple[str, str, int] | None:
+    """The call the model made most often with identical arguments, if any was made twice: name, arguments, count."""
+    calls = (c for m in run.messages if isinstance(m, AssistantMessage) for c in m.tool_calls)
+    counts = Counter(map(call_key, calls)).most_common(1)
+    if not counts or counts[0][1] < 2:
+        return None
+    (name, args), count = counts[0]
+    return name, args, count
+
+
+def guard_line(run: Run) -> str | None:
+    """What the loop guard did or saw in the run, in one line; None when there is nothing to say."""
+    mode = guard_mode(run.config)
+    if mode == "guard":
+        repeats = repeat_count(run)
+        if not repeats:
+            return None
+        withheld = [s.index for s in run.steps if s.tools_withheld]
+        line = f"loop guard: {repeats} repeated call{'s' if repeats != 1 else ''} answered from the run, not run again"
+        if withheld:
+            line += f"; step {', '.join(map(str, withheld))} asked for an answer, with no tool to call"
+        return line
+    repeated = most_repeated(run) if mode == "warn" else None
+    if repeated is None:
+        return None
+    name, args, count = repeated
+    return f"loop guard (warn): {name}({args}) was made {count} times; --loop-guard guard answers a repeat from the run"

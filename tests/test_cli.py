@@ -176,3 +176,45 @@ def test_an_unusable_default_database_warns_and_the_run_goes_on(tmp_path, monkey
     err = capsys.readouterr().err
     assert "warning: not saving to the runs database" in err and err.count("\n") == 1
     assert main(["run", "--provider", "scripted", "--scenario", "weather", "--db", str(tmp_path)]) == 2
+
+
+# -- the loop guard and the default tools ----------------------------------------------
+
+
+def test_loop_guard_flag_parses_to_the_runs_setting_and_refuses_other_values(capsys):
+    from agentcore.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["run", "x"]).loop_guard is None  # the provider's default: guard for local, warn else
+    for mode in ("off", "warn", "guard"):
+        assert parser.parse_args(["run", "x", "--loop-guard", mode]).loop_guard == mode
+    assert main(["run", "x", "--provider", "scripted", "--loop-guard", "on"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--loop-guard" in err and "'guard'" in err
+
+
+def test_loop_guard_on_the_cli_ends_the_runaway_loop_with_an_answer(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    args = ["run", "--provider", "scripted", "--scenario", "runaway", "--no-db", "--out", str(out)]
+    assert main([*args, "--loop-guard", "guard"]) == 0
+    printed = capsys.readouterr().out
+    assert "loop guard: 2 repeated calls answered from the run" in printed and "stop: answer after 4 steps" in printed
+    run = tr.load(out)
+    assert run.config.loop_guard == "guard" and run.steps[-1].tools_withheld
+    assert main([*args, "--max-steps", "3"]) == 3  # the scripted model's default is warn: the loop runs on
+    assert "loop guard (warn): search_notes" in capsys.readouterr().out
+    assert "loop_guard" not in json.loads(out.read_text())["config"]
+
+
+def test_a_run_naming_no_tools_is_offered_the_apps_default_tools_and_none_offers_none(katan, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "katan-key")
+    out = tmp_path / "t.json"
+    args = ["run", "hello there", "--provider", "openai", "--base-url", f"{katan.url}/v1", "--model", "echo"]
+    args += ["--max-steps", "1", "--no-db", "--out", str(out)]
+    main(args)  # llm-katan answers a request with tools by a call: the budget of one step ends the run
+    run = tr.load(out)
+    assert [t.name for t in run.config.tools] == ["get_weather", "calculator"]
+    assert [t["function"]["name"] for t in run.steps[0].wire.request["tools"]] == ["get_weather", "calculator"]
+    assert main([*args, "--tools", "none"]) == 0  # no tools: katan echoes an answer
+    run = tr.load(out)
+    assert run.config.tools == [] and "tools" not in run.steps[0].wire.request and run.stop_reason == "answer"

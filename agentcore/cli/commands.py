@@ -34,7 +34,8 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def select_tools(args: argparse.Namespace, names: str | None, default: str | Iterable[str] = ()) -> list[Tool]:
-    """The tools `--tools` names, built-in and MCP alike; without it, the `default` built-in ones and every MCP tool.
+    """The tools `--tools` names, built-in and MCP alike; without it, the `default` built-in ones and every MCP tool;
+    `none` (or nothing) offers none.
 
     An MCP tool has one name wherever it is listed or chosen: one whose name a built-in tool has is
     `SERVER__NAME`, whether or not that built-in tool is chosen, as the app names it. Each server's
@@ -52,6 +53,8 @@ def select_tools(args: argparse.Namespace, names: str | None, default: str | Ite
             print(f"agentcore: note: MCP server {connection.name}: {note}", file=sys.stderr)
     if names is None:
         return [*get_tools(default if isinstance(default, str) else list(default)), *remote]
+    if names.strip().lower() == "none":  # the model is offered no tool and can only answer
+        return []
     offered = {**TOOLBOX, **{t.name: t for t in remote}}
     wanted = list(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
     unknown = [n for n in wanted if n not in offered]

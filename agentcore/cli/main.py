@@ -17,8 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import AgentcoreError, UsageError
+from ..guard import LOOP_GUARDS, guard_line
 from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
+from ..toolbox import DEFAULT_TOOLS
 from ..transcript import describe_validation, one_line
 from .commands import (
     cmd_compare,
@@ -99,7 +101,8 @@ def _build_run(args: argparse.Namespace):
         except (OSError, ValueError) as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
         check_final_schema(final_schema, f"--final-schema {args.final_schema}")
-    tools = select_tools(args, args.tools, scenario.tools if scenario else ())  # a scenario has its own tools
+    # a scenario has its own tools; any other run is offered the app's default ones
+    tools = select_tools(args, args.tools, scenario.tools if scenario else DEFAULT_TOOLS)
     model = args.model or (scenario.name if scenario else info.default_model)
     options: dict[str, Any] = {}
     if scenario:
@@ -125,6 +128,7 @@ def _build_run(args: argparse.Namespace):
         final_answer_schema=final_schema,
         thinking_budget=args.thinking_budget,
         reasoning_effort=args.reasoning_effort,
+        loop_guard=args.loop_guard,
     )
     prompt = args.prompt if args.prompt is not None else (scenario.prompt if scenario else None)
     if not prompt:
@@ -148,7 +152,10 @@ def _build_replay(args: argparse.Namespace):
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
     names = [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
     tools = select_tools(args, args.tools or None, names)
-    config = source.config.model_copy(update={"provider": "scripted", "model": "replay", "max_steps": args.max_steps})
+    update = {"provider": "scripted", "model": "replay", "max_steps": args.max_steps}
+    if args.loop_guard:
+        update["loop_guard"] = args.loop_guard
+    config = source.config.model_copy(update=update)
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
     return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()]), run
@@ -205,6 +212,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         save_out()
     if store is not None:  # the run's end (a Ctrl-C included) is saved, not only its phases
         store.save_run(run)
+    guarded = guard_line(run)
+    if guarded:
+        print(guarded)
     usage = run.usage
     est = " (estimated)" if any(s.estimated for s in run.steps) else ""
     print(
@@ -249,7 +259,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--base-url", help="the server's base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--scenario", help="the scripted provider's scenario (see `agentcore scenarios`)")
     p.add_argument(
-        "--tools", help="comma-separated tools, built-in or from the MCP servers given (see `agentcore tools`)"
+        "--tools",
+        help="comma-separated tools, built-in or from the MCP servers given (see `agentcore tools`); none offers "
+        f"none (default: {','.join(DEFAULT_TOOLS)} and the MCP servers' tools; a scenario's own)",
     )
     p.add_argument("--system", help="the system prompt")
     p.add_argument("--max-steps", type=int, default=10, help="the step budget (default 10)")
@@ -270,6 +282,12 @@ def _add_run(sub: Any) -> None:
         "--no-stream", action="store_true", help="ask for whole responses (some servers give usage only then)"
     )
     p.add_argument("--sequential-tools", action="store_true", help="run the tool calls of a turn one at a time")
+    p.add_argument(
+        "--loop-guard",
+        choices=LOOP_GUARDS,
+        help="repeated identical calls: off; warn (they run again); guard (answered from the run, then the model "
+        "is asked without tools). Default: guard for local, warn elsewhere",
+    )
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument(
         "--policy",

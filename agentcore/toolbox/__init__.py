@@ -332,6 +332,7 @@ def read_file(path: str) -> str:
     return f"{text}\n[the file is longer: reading stopped after {READ_CAP_BYTES:,} bytes]" if more else text
 
 
+DEFAULT_TOOLS = ("get_weather", "calculator")  # what the app and the CLI offer a run that names no tools
 TOOLBOX: dict[str, Tool] = {
     t.name: t for t in (calculator, get_weather, search_notes, read_note, clock, flaky, slow, read_file)
 }
