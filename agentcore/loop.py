@@ -386,7 +386,7 @@ class Agent:
         return tool.execute(call)
 
     def _check_final_answer(self, run: Run, call: ToolCall) -> ToolOutcome:
-        import jsonschema
+        from .schemas import SchemaError, schema_errors  # jsonschema and regex load when a schema is first used
 
         if call.arguments_invalid:
             return ToolOutcome(
@@ -395,10 +395,15 @@ class Agent:
                 0.0,
                 "invalid_json",
             )
-        errors = sorted(
-            jsonschema.Draft202012Validator(run.config.final_answer_schema).iter_errors(call.arguments),
-            key=lambda e: list(e.path),
-        )
+        try:
+            errors = schema_errors(run.config.final_answer_schema, call.arguments)
+        except SchemaError as exc:  # the run's schema, not the answer, is at fault: the model is told, the run goes on
+            return ToolOutcome(
+                f"Error: the final answer could not be checked: the final-answer schema cannot be applied: {exc}.",
+                True,
+                0.0,
+                "schema_error",
+            )
         if errors:
             problems = "; ".join(f"{'.'.join(map(str, e.path)) or 'answer'}: {e.message}" for e in errors)
             return ToolOutcome(
@@ -458,16 +463,18 @@ def _source(decision: ToolDecision | None, edited: bool, asked: bool) -> ToolSou
 
 
 def check_final_schema(schema: Any, where: str = "final_answer_schema") -> None:
-    """Raise a UsageError unless `schema` is a JSON Schema object that a final answer can be checked against."""
-    import jsonschema
+    """Raise a UsageError unless `schema` is a JSON Schema object that a final answer can be checked against.
+
+    Its references must stay inside it and not loop, and its patterns compile within bounds (see agentcore.schemas).
+    """
+    from .schemas import SchemaError, check_schema
 
     if not isinstance(schema, dict):
         raise UsageError(f"{where}: a JSON Schema is a JSON object, not {type(schema).__name__}")
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(map(str, exc.path)) or "(top level)"
-        raise UsageError(f"{where}: not a valid JSON Schema at {path}: {exc.message}") from None
+        check_schema(schema)
+    except SchemaError as exc:
+        raise UsageError(f"{where}: {exc}") from None
 
 
 def resolve_schema(schema: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:

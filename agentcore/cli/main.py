@@ -142,7 +142,7 @@ def _build_run(args: argparse.Namespace):
 def _build_replay(args: argparse.Namespace):
     """Replay the assistant turns of a saved transcript; the tools run for real."""
     from .. import toolbox
-    from ..loop import Agent
+    from ..loop import Agent, check_final_schema
     from ..messages import AssistantMessage
     from ..providers.scripted import ScriptedProvider
     from ..run import Run
@@ -152,6 +152,8 @@ def _build_replay(args: argparse.Namespace):
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
     names = [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
     tools = select_tools(args, args.tools or None, names)
+    if source.config.final_answer_schema is not None:  # a transcript's schema is untrusted: refused before the run
+        check_final_schema(source.config.final_answer_schema, f"{args.replay}: final_answer_schema")
     update = {"provider": "scripted", "model": "replay", "max_steps": args.max_steps}
     if args.loop_guard:
         update["loop_guard"] = args.loop_guard

@@ -336,6 +336,7 @@ class MCPTool(Tool):
 
     connection: Connection | None = field(default=None, compare=False, repr=False)
     remote_name: str = ""
+    refused: str | None = None  # why the server's inputSchema cannot be used; every call is then an error result
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters, source=self.source)
@@ -363,7 +364,7 @@ class MCPTool(Tool):
 
     def execute(self, call: ToolCall) -> ToolOutcome:
         """Check the arguments against the server's schema, call the server with a time limit."""
-        import jsonschema
+        from ..schemas import SchemaError, schema_errors
 
         started = time.perf_counter()
 
@@ -377,9 +378,20 @@ class MCPTool(Tool):
                 f"Call {self.name} again with arguments that match its schema.",
                 "invalid_json",
             )
-        problems = sorted(
-            jsonschema.Draft202012Validator(self.parameters).iter_errors(call.arguments), key=lambda e: list(e.path)
-        )
+        if self.refused is not None:
+            return done(
+                f"Error: {self.name} cannot be called: its server's inputSchema was refused: {self.refused}. "
+                "The call was not made.",
+                "invalid_schema",
+            )
+        try:
+            problems = schema_errors(self.parameters, call.arguments)
+        except SchemaError as exc:
+            return done(
+                f"Error: the arguments for {self.name} could not be checked: its inputSchema cannot be applied: "
+                f"{exc}. The call was not made.",
+                "invalid_schema",
+            )
         if problems:
             said = "; ".join(f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in problems[:5])
             return done(
@@ -401,17 +413,24 @@ class MCPTool(Tool):
         return done(text)
 
 
-def _tool(connection: Connection, remote: Any, name: str) -> MCPTool | None:
-    """An MCPTool of one listed tool, or None when its schema cannot be used."""
-    import jsonschema
+def _tool(connection: Connection, remote: Any, name: str) -> MCPTool:
+    """An MCPTool of one listed tool; one whose schema cannot be used is offered with no parameters, and says why.
+
+    A refused schema (a `$ref` out of it, a reference loop, a pattern too large: see agentcore.schemas) goes
+    to no provider and checks nothing: the tool's description and each call's error result give the reason.
+    """
+    from ..schemas import SchemaError, check_schema
 
     schema = remote.input_schema
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-        ToolSpec(name=name, parameters=schema)  # bounds the nesting, as for every tool
-    except (jsonschema.SchemaError, ValidationError):
-        return None
     description = utf8_safe(remote.description or remote.title or "")[:MAX_DESCRIPTION_CHARS]
+    refused = None
+    try:
+        check_schema(schema)
+        ToolSpec(name=name, parameters=schema)  # bounds the nesting, as for every tool
+    except (SchemaError, ValidationError) as exc:
+        refused = utf8_safe(scrub(" ".join(str(exc).split())))[:MAX_DESCRIPTION_CHARS]
+        schema = {"type": "object", "properties": {}}
+        description = f"{description} (Not callable: its inputSchema was refused: {refused})".strip()
     return MCPTool(
         name=name,
         description=description,
@@ -421,6 +440,7 @@ def _tool(connection: Connection, remote: Any, name: str) -> MCPTool | None:
         _schema=schema,
         connection=connection,
         remote_name=remote.name,
+        refused=refused,
     )
 
 

@@ -8,7 +8,6 @@ expect (the expectations below), and pinned (the transcript of the run it was pi
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from ..errors import TranscriptError, UsageError
 from ..messages import MAX_COUNT, MAX_DEPTH, AssistantMessage, ToolCall
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
+from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
 from ..transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
 
@@ -37,9 +37,9 @@ class _Strict(BaseModel):
 def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if schema is not None:
         try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+            check_schema(schema)  # a test file is untrusted input: its references stay inside it, its patterns bounded
+        except SchemaError as exc:
+            raise ValueError(str(exc)) from None
     return schema
 
 
@@ -47,9 +47,9 @@ def _check_patterns(patterns: dict[str, str] | str | None) -> Any:
     texts = [patterns] if isinstance(patterns, str) else list((patterns or {}).values())
     for text in texts:
         try:
-            re.compile(text)
-        except re.error as exc:
-            raise ValueError(f"regex {text!r}: {exc}") from None
+            compile_pattern(text)
+        except SchemaError as exc:
+            raise ValueError(str(exc)) from None
     return patterns
 
 
@@ -84,18 +84,21 @@ class ArgMatch(_Strict):
         for key, pattern in (self.regex or {}).items():
             value = args.get(key)
             text = value if isinstance(value, str) else json.dumps(value)
-            if key not in args or re.search(pattern, text) is None:
+            try:
+                matched = key in args and search(pattern, text)
+            except SchemaError as exc:
+                return f"argument {key!r} could not be matched: {exc}"
+            if not matched:
                 return f"argument {key!r} = {text} does not match /{pattern}/"
         if self.schema_ is not None:
-            errors = _errors(self.schema_, args)
+            try:
+                errors = schema_errors(self.schema_, args)
+            except SchemaError as exc:
+                return f"arguments {call.arguments_text} could not be checked: the schema cannot be applied: {exc}"
             if errors:
                 why = jsonschema.exceptions.best_match(errors).message
                 return f"arguments {call.arguments_text} do not fill the schema: {why}"
         return None
-
-
-def _errors(schema: dict[str, Any], value: Any) -> list[jsonschema.ValidationError]:
-    return list(jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
 
 
 class CallExpect(_Strict):
@@ -308,11 +311,18 @@ def _check_answer(expected: AnswerExpect, run: Run) -> str | None:
     for part in expected.contains:
         if part not in text:
             return f"{_cut(text)!r} does not contain {part!r}"
-    if expected.regex is not None and re.search(expected.regex, text) is None:
-        return f"{_cut(text)!r} does not match /{expected.regex}/"
+    if expected.regex is not None:
+        try:
+            if not search(expected.regex, text):
+                return f"{_cut(text)!r} does not match /{expected.regex}/"
+        except SchemaError as exc:
+            return f"the answer could not be matched: {exc}"
     if expected.schema_ is not None:
         value = run.final_output if structured else _as_json(text)
-        errors = _errors(expected.schema_, value)
+        try:
+            errors = schema_errors(expected.schema_, value)
+        except SchemaError as exc:
+            return f"the answer could not be checked: the schema cannot be applied: {exc}"
         if errors:
             return f"the answer does not fill the schema: {jsonschema.exceptions.best_match(errors).message}"
     return None
@@ -387,6 +397,11 @@ def propose(run: Run, name: str | None = None) -> PinnedTest:
     prompt = next((m.content for m in run.messages if m.role == "user"), None)
     if not prompt:
         raise UsageError(f"run {run.id} has no user prompt to pin")
+    if run.config.final_answer_schema is not None:  # an imported run's schema is untrusted, as a test file's is
+        try:
+            check_schema(run.config.final_answer_schema)
+        except SchemaError as exc:
+            raise UsageError(f"run {run.id}: its final-answer schema cannot be pinned: {exc}") from None
     usage = run.usage
     answer = None
     if run.final_output is not None and run.config.final_answer_schema is not None:
