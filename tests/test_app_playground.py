@@ -110,7 +110,9 @@ def test_stepping_runs_whole_iterations_until_the_answer(app):
     click(app, "step")
     assert run.stop_reason == "answer"
     assert app.button(key="step").disabled
-    assert any("Stop reason: **answer**" in s.value for s in app.success)
+    # the loop ended on a reply: said as "answered", and not in green, which would claim the reply is right
+    assert any("Stop reason: **answered**" in s.value and "for you to judge" in s.value for s in app.info)
+    assert not any("Stop reason" in s.value for s in app.success)
     assert "Here is the weather" in texts(app)
 
 

@@ -373,3 +373,29 @@ def test_the_playground_says_when_the_model_repeats_an_identical_call(app):
     click(app, "step")
     repeated = [w.value for w in app.warning if "repeated an identical call" in w.value]
     assert repeated and "search_notes" in repeated[0] and "2 times" in repeated[0]
+
+
+def test_the_loop_guard_set_in_the_sidebar_answers_repeats_and_the_page_says_so(app):
+    run = start(app, "runaway", cfg_max_steps=6)
+    assert app.selectbox(key="cfg_loop_guard").value == "warn"  # the scripted model's default
+    app.selectbox(key="cfg_loop_guard").set_value("guard").run()
+    for _ in range(3):
+        click(app, "step")
+    run = session(app).run
+    assert run.config.loop_guard == "guard"  # written by the one config writer when Step was pressed
+    assert [t.source for s in run.steps for t in s.tool_runs] == ["ran", "repeat", "repeat"]
+    notes = [i.value for i in app.info if "Loop guard" in i.value]
+    assert notes and "not run again" in notes[0] and "no tool to call" in notes[0]
+    assert not any("repeated an identical call" in w.value for w in app.warning)  # warn's warning is not shown
+    assert "repeat: answered from the run by the loop guard" in texts(app)
+    click(app, "step")
+    assert run.stop_reason == "answer" and run.steps[-1].tools_withheld
+    assert "no tools: the loop guard asked for an answer" in texts(app)
+    assert any("Stop reason: **answered**" in i.value for i in app.info)
+
+
+def test_the_sidebar_says_what_the_embedded_model_is_for(app):
+    app.selectbox(key="cfg_provider").set_value("local").run()
+    assert app.selectbox(key="cfg_loop_guard").value == "guard"  # the embedded model's default
+    said = captions(app)
+    assert "no key and no network" in said and "wrong tool" in said and "scripted scenario" in said

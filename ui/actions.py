@@ -185,6 +185,7 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
         "pause_before_tools": cfg.pause_before_tools,
         "temperature": cfg.temperature,
         "policies": cfg.policies,
+        "loop_guard": cfg.loop_guard,
     }
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
         update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]

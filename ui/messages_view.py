@@ -142,7 +142,8 @@ class Record:
         step = self._steps.get(i)
         if step is None:
             return None
-        return f"step {step.index} · {safe.code(self._run.answered_by(step).label)}"
+        head = f"step {step.index} · {safe.code(self._run.answered_by(step).label)}"
+        return f"{head} &nbsp; {NO_TOOLS_BADGE}" if step.tools_withheld else head
 
     def tool_run(self, i: int) -> ToolRun | None:
         """The tool run recorded for the result at `i`."""
@@ -162,8 +163,17 @@ def show_tool_call(call: ToolCall, args: str) -> None:
     st.markdown(tool_call_markdown(call, args))
 
 
+REPEAT_BADGE = ":blue-badge[:material/repeat: repeat: answered from the run by the loop guard, not run again]"
+NO_TOOLS_BADGE = ":blue-badge[:material/repeat: no tools: the loop guard asked for an answer]"
+
+
 def _decision(tool_run: ToolRun | None) -> list[str]:
-    """A person's decision on the call behind a result, as a badge; for an edit, what the model had asked."""
+    """A person's decision on the call behind a result, as a badge; for an edit, what the model had asked.
+
+    A call the loop guard answered from the run has its own badge.
+    """
+    if tool_run is not None and tool_run.source == "repeat":
+        return [REPEAT_BADGE]
     if tool_run is None or not tool_run.by_person:
         return []
     icon = DECISION_ICON[tool_run.source]

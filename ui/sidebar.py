@@ -11,9 +11,11 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from agentcore.guard import LOOP_GUARDS, default_mode, guard_mode
 from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
+from agentcore.toolbox import DEFAULT_TOOLS as TOOLBOX_DEFAULT
 
 from . import safe
 from .actions import start_scenario_run
@@ -34,7 +36,18 @@ from .tool_registry import available_tools, tool_spec
 from .user_view import render_conflict, render_user
 
 DEFAULT_PROMPT = "What is the weather in Paris and Rome?"
-DEFAULT_TOOLS = ["get_weather", "calculator"]
+DEFAULT_TOOLS = list(TOOLBOX_DEFAULT)  # the CLI's default too
+EMBEDDED_MODEL_NOTE = (
+    "The embedded model is here to watch the loop with no key and no network. At 135M parameters it often "
+    "calls the wrong tool or answers wrongly: for runs you can count on, pick a scripted scenario (provider "
+    "scripted) or a real provider."
+)
+LOOP_GUARD_HELP = (
+    "What the loop does when the model repeats an identical call (same tool, same arguments). "
+    "off: nothing. warn: the call runs again and the page warns. guard: the call is not run again, its earlier "
+    "result is returned with a note, and after a second repeat the model is asked to answer with no tool to call. "
+    "Guard is the embedded model's default, warn every other provider's."
+)
 DEFAULT_MAX_STEPS = 10
 
 
@@ -55,6 +68,7 @@ def _provider_defaults(provider: str, model: str | None = None, previous: str | 
     """A provider's own settings; leaving the scripted model also drops its scenario's tools and step budget."""
     info = REGISTRY[provider]
     st.session_state["cfg_model"] = model or info.default_model
+    st.session_state["cfg_loop_guard"] = default_mode(provider)
     st.session_state["cfg_base_url"] = (os.environ.get(info.base_url_env or "") or info.default_base_url) or ""
     if provider == "scripted":
         _scenario_defaults(model if model in SCENARIOS else DEFAULT_SCENARIO)
@@ -114,6 +128,7 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
     st.session_state["cfg_concurrency"] = config.concurrency
     st.session_state["cfg_pause"] = config.pause_before_tools
+    st.session_state["cfg_loop_guard"] = guard_mode(config)
     st.session_state["cfg_temperature"] = config.temperature
     follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
@@ -136,6 +151,8 @@ def _provider(sb: DeltaGenerator) -> tuple[ProviderInfo, str, str | None, dict[s
         sb.error(safe.block(problem), icon=":material/error:")
     else:
         sb.caption(info.description)
+    if provider == "local":
+        sb.caption(EMBEDDED_MODEL_NOTE)
     if provider != "scripted":
         current = st.session_state.get("cfg_model")  # a loaded run's model stays offered, listed or not
         options = [*info.known_models, *([current] if current and current not in info.known_models else [])]
@@ -232,6 +249,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     )
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
+    loop_guard = sb.selectbox("Loop guard", LOOP_GUARDS, key="cfg_loop_guard", help=LOOP_GUARD_HELP)
     policies = policy_settings(sb, info.name)
     session.config = AppConfig(
         provider=info.name,
@@ -247,6 +265,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         final_answer_schema=schema,
         n_ctx=n_ctx,
         policies=policies,
+        loop_guard=loop_guard,
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

@@ -28,7 +28,7 @@ from agentcore.messages import Message
 from agentcore.policies import ContextPolicies
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
-from agentcore.run import Run, RunConfig
+from agentcore.run import LoopGuard, Run, RunConfig
 from agentcore.secrets import register_secret
 from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path, is_url
 
@@ -61,6 +61,7 @@ class AppConfig:
     final_answer_schema: dict[str, Any] | None = None
     n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
     policies: ContextPolicies | None = None  # what each model call sends of the history
+    loop_guard: LoopGuard | None = None  # what the loop does about repeated identical calls (agentcore.guard)
 
     @property
     def provider_options(self) -> dict[str, Any]:
@@ -82,6 +83,7 @@ class AppConfig:
             temperature=self.temperature,
             final_answer_schema=self.final_answer_schema if self.provider == "scripted" else None,
             policies=self.policies,
+            loop_guard=self.loop_guard,
         )
 
 

@@ -194,6 +194,12 @@ def _step_details(step: StepRecord) -> None:
             help="Start a new run from just before this step's model call; this run is kept",
         )
         with st.expander("Wire view: the exact request and response (credentials removed)"):
+            if step.tools_withheld:
+                st.caption(
+                    "The loop guard made this call with no tool to call (tool_choice none where the API has it, "
+                    "no tools where it does not; for the embedded model, a grammar with no call), after repeated "
+                    "identical calls."
+                )
             _wire(step)
             _tool_wires(step)
 

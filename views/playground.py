@@ -8,6 +8,7 @@ from functools import partial
 import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_json, export_run
+from agentcore.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.request import settings_note, thinking_note
 from agentcore.run import Run, models_label
@@ -20,8 +21,9 @@ from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
+STOP_LABELS = {"answer": "answered"}  # the reason as the page says it: an answer is not a right answer
 STOP_REASONS = {
-    "answer": "the model replied without asking for a tool",
+    "answer": "the model replied without asking for a tool; whether the reply is right is for you to judge",
     "max_steps": "the step budget was used up",
     "structured": "the final answer matched the schema",
     "error": "the model call failed",
@@ -139,17 +141,48 @@ def _status(session: Session, run: Run) -> None:
     c4.metric("Tokens", f"{total.total_tokens:,}", help="Input + output over all steps")
     if run.stop_reason and run.stop_reason != "error":
         why = STOP_REASONS.get(run.stop_reason, "")
-        line = f"Stop reason: **{safe.inline(run.stop_reason)}** — {why}."
-        if run.stop_reason in ("answer", "structured"):
+        label = STOP_LABELS.get(run.stop_reason, run.stop_reason)
+        line = f"Stop reason: **{safe.inline(label)}** — {why}."
+        if run.stop_reason == "answer":  # not green: the loop ended, which says nothing of the answer
+            st.info(line, icon=":material/flag:")
+        elif run.stop_reason == "structured":  # the schema checked the answer's shape
             st.success(line, icon=":material/flag:")
         else:  # a used-up budget or a Stop is an interruption, not a success
             icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/hourglass_bottom:"
             st.warning(line, icon=icon)
-    repeat = last_turn_repeats(run)
+    _loop_guard(run)
+
+
+def _loop_guard(run: Run) -> None:
+    """What the loop guard did in the last tools phase, or, under warn, the model's repeated call."""
+    mode = guard_mode(run.config)
+    last = run.steps[-1] if run.steps else None
+    if mode == "guard" and last is not None:
+        repeats = [t for t in last.tool_runs if t.source == REPEAT]
+        if repeats:
+            names = ", ".join(safe.code(t.name) for t in repeats)
+            then = (
+                " The next model call goes with no tool to call, so the model has to answer."
+                if withholds_tools(run)
+                else ""
+            )
+            st.info(
+                f"Loop guard: the model repeated an identical call ({names}); it was not run again, its earlier "
+                f"result was returned with a note.{then}",
+                icon=":material/repeat:",
+            )
+        elif last.tools_withheld:
+            st.info(
+                "Loop guard: this step's model call went with no tool to call, after repeated identical calls.",
+                icon=":material/repeat:",
+            )
+        return
+    repeat = last_turn_repeats(run) if mode == "warn" else None
     if repeat is not None and not run.finished:
         st.warning(
             f"The model repeated an identical call: {safe.code(f'{repeat.name}({repeat.arguments})')}, "
-            f"made {repeat.count} times so far. A model stuck in a loop runs until the step budget stops it.",
+            f"made {repeat.count} times so far. A model stuck in a loop runs until the step budget stops it "
+            "(the sidebar's Loop guard set to guard answers a repeat from the run).",
             icon=":material/repeat:",
         )
 
