@@ -26,7 +26,7 @@ settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 # a test that uses one of these starts a real server: it is marked slow (pytest -m "not slow" skips it)
-SERVER_FIXTURES = {"katan", "katan_pool", "llama_server"}
+SERVER_FIXTURES = {"katan", "katan_pool", "llama_server", "pg_cluster", "pg_url"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -142,6 +142,7 @@ NOTES = (
 )
 
 
+@pytest.mark.slow  # the real model
 def test_a_prompt_read_partly_from_the_cache_gives_the_same_logits_as_a_fresh_evaluation(llama):
     # at 300 tokens of these notes, a last token evaluated alone gets logits up to 0.7 away from a fresh evaluation's
     # (the portable AVX2 build, measured); a batch of two or more tokens matches it exactly, whatever the split
@@ -157,6 +158,7 @@ def test_a_prompt_read_partly_from_the_cache_gives_the_same_logits_as_a_fresh_ev
     assert np.array_equal(again, fresh)
 
 
+@pytest.mark.slow  # the real model
 def test_a_warm_run_answers_exactly_as_a_cold_one_and_reads_its_prefix_from_the_cache(provider, llama):
     warm = [ask(provider, RUN[:1]), ask(provider, RUN)]
     llama.forget()
@@ -168,6 +170,7 @@ def test_a_warm_run_answers_exactly_as_a_cold_one_and_reads_its_prefix_from_the_
     assert warm[1].usage.cache_read_tokens == warm[0].usage.input_tokens
 
 
+@pytest.mark.slow  # the real model
 def test_an_edit_or_a_fork_evaluates_only_what_changed(provider, llama):
     ask(provider, RUN)
     edited = (*RUN[:2], RUN[2].model_copy(update={"content": '{"temperature": 3.0, "condition": "snow"}'}))
@@ -179,6 +182,7 @@ def test_an_edit_or_a_fork_evaluates_only_what_changed(provider, llama):
     assert fork.usage.cache_read_tokens == fork.usage.input_tokens - 2
 
 
+@pytest.mark.slow  # the real model
 def test_another_conversation_in_between_does_not_cost_a_run_its_cache(provider, llama):
     first = ask(provider, RUN)
     other = (SystemMessage(content="You answer in French. " * 8), UserMessage(content="Bonjour, ça va ?"))
@@ -189,6 +193,7 @@ def test_another_conversation_in_between_does_not_cost_a_run_its_cache(provider,
     assert said(back) == said(ask(provider, RUN))
 
 
+@pytest.mark.slow  # the real model
 def test_a_shorter_conversation_in_between_keeps_the_longer_ones_saved_state(provider, llama):
     rome = ToolCall(id="call_2", name="get_weather", arguments={"city": "Rome"})
     longer = (
@@ -212,6 +217,7 @@ def test_a_shorter_conversation_in_between_keeps_the_longer_ones_saved_state(pro
     assert said(back) == said(ask(provider, went_on))
 
 
+@pytest.mark.slow  # the real model
 def test_two_threads_on_the_one_model_get_their_own_answers(provider, llama):
     other = (UserMessage(content="What is 12 * 12?"),)
     expected = [said(ask(provider, RUN)), said(ask(provider, other))]
@@ -228,6 +234,7 @@ def test_two_threads_on_the_one_model_get_their_own_answers(provider, llama):
     assert results == expected
 
 
+@pytest.mark.slow  # the real model
 def test_the_answer_and_the_tool_call_are_the_models_own_choice(provider, llama):
     response = ask(provider, RUN, max_tokens=48)
     grammar = response.wire.request["grammar"]
@@ -236,6 +243,7 @@ def test_the_answer_and_the_tool_call_are_the_models_own_choice(provider, llama)
     assert response.message.content or response.message.tool_calls
 
 
+@pytest.mark.slow  # the real model
 def test_a_saved_state_evicted_while_switching_to_it_still_gives_the_cold_answer(provider, llama, monkeypatch):
     from agentcore.providers import llama_state
 

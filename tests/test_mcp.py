@@ -77,6 +77,7 @@ def call(tool, arguments, call_id="call_1"):
     return tool.execute(ToolCall(id=call_id, name=tool.name, arguments=arguments))
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_listing_gives_each_tool_its_schema_and_server(demo_tools):
     assert {"add", "divide", "sleep", "word_count"} <= set(demo_tools)
     spec = demo_tools["add"].spec()
@@ -85,6 +86,7 @@ def test_listing_gives_each_tool_its_schema_and_server(demo_tools):
     assert spec.source == "mcp:agentcore-demo"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_successful_call_is_its_text_and_its_jsonrpc_is_recorded(demo_tools):
     outcome = call(demo_tools["add"], {"a": 2, "b": 3}, "call_ok")
     assert (outcome.content, outcome.is_error) == ("5", False)
@@ -97,12 +99,14 @@ def test_a_successful_call_is_its_text_and_its_jsonrpc_is_recorded(demo_tools):
     assert methods[:2] == ["initialize", None] and "tools/list" in methods
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_an_is_error_result_is_an_error_the_model_reads(demo_tools):
     outcome = call(demo_tools["divide"], {"a": 1, "b": 0})
     assert outcome.is_error and outcome.error == "tool_error"
     assert outcome.content.startswith("Error: ") and "cannot divide by zero" in outcome.content
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_arguments_that_fail_the_schema_are_refused_before_any_call(demo_tools):
     tool = demo_tools["add"]
     outcome = call(tool, {"a": "two"}, "call_bad")
@@ -113,6 +117,7 @@ def test_arguments_that_fail_the_schema_are_refused_before_any_call(demo_tools):
     assert not_json.error == "invalid_json"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_slow_call_hits_its_time_limit_and_the_server_goes_on(demo_tools):
     slow = replace(demo_tools["sleep"], timeout_s=0.3)
     started = time.monotonic()
@@ -134,6 +139,7 @@ def _children_marked(mark: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # starts MCP servers
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the server's process through /proc")
 def test_a_stdio_server_killed_mid_call_is_an_error_result_and_is_started_again():
     config = replace(stdio_server(DEMO), env=(("AGENTCORE_TEST_MARK", "doomed"),))
@@ -149,6 +155,7 @@ def test_a_stdio_server_killed_mid_call_is_an_error_result_and_is_started_again(
     tools["add"].connection.close()
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_an_http_server_killed_mid_call_is_an_error_result(tmp_path):
     proc, url = start_http_demo(tmp_path / "demo.log")
     try:
@@ -164,6 +171,7 @@ def test_an_http_server_killed_mid_call_is_an_error_result(tmp_path):
         stop(proc)
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_name_two_servers_share_is_namespaced_by_server(http_demo):
     configs = [replace(stdio_server(DEMO), name="alpha"), replace(http_server(http_demo), name="beta")]
     names = {t.name: t for t in mcp_tools(configs, taken=["word_count"])}
@@ -173,6 +181,7 @@ def test_a_name_two_servers_share_is_namespaced_by_server(http_demo):
     assert names["alpha__add"].spec().source == "mcp:alpha"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_the_agent_loop_runs_an_mcp_tool_end_to_end(demo_tools, tmp_path):
     from agentcore.loop import Agent
     from agentcore.providers.scripted import ScriptedProvider
@@ -231,6 +240,7 @@ def test_a_server_that_cannot_start_is_a_clear_error_not_a_hang():
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_the_tools_command_lists_a_servers_tools_with_their_schemas(capsys):
     from agentcore.cli.main import main
 
@@ -239,6 +249,7 @@ def test_the_tools_command_lists_a_servers_tools_with_their_schemas(capsys):
     assert "add" in out and "mcp:agentcore-demo" in out and '"required"' in out
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_the_app_offers_the_tools_of_the_configured_servers(open_app, monkeypatch, tmp_path):
     from ui import tool_registry
 
@@ -290,6 +301,7 @@ def secret_run():
     return _added(tool, secret), secret
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_tool_run_records_its_tools_call_request_and_response_secrets_removed(secret_run, tmp_path):
     from agentcore.transcript import load, save
 
@@ -313,6 +325,7 @@ def test_a_tool_run_without_a_wire_loads_as_before():
     assert old.wire is None
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_the_step_detail_shows_each_tool_runs_jsonrpc(secret_run, open_app):
     from ui.state import Session
 
@@ -329,6 +342,7 @@ def test_the_step_detail_shows_each_tool_runs_jsonrpc(secret_run, open_app):
     assert not any(secret in b for b in bodies)
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_agentcore_test_runs_a_pinned_test_on_the_servers_tools(tmp_path, capsys):
     from agentcore.cli.main import main
     from agentcore.loop import Agent

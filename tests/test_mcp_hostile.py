@@ -85,6 +85,7 @@ def call(tool, arguments, call_id="c1"):
 # -- what the SDK logs --------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_server_that_writes_non_json_on_stdout_costs_no_traceback_on_stderr(tmp_path):
     replay = replay_file(tmp_path / "echo.json", "echo", {"text": "still answered"})
     done = agentcore("run", "--replay", str(replay), "--no-db", "--mcp-stdio", f"{HOSTILE} --noise")
@@ -99,6 +100,7 @@ def test_a_server_that_writes_non_json_on_stdout_costs_no_traceback_on_stderr(tm
 # -- what a server can make the client hold -------------------------------------------
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_server_that_floods_its_stderr_and_dies_costs_only_the_tail_of_it():
     (flood,) = [t for t in mcp_tools([hostile()]) if t.name == "flood"]
     tracemalloc.start()
@@ -112,6 +114,7 @@ def test_a_server_that_floods_its_stderr_and_dies_costs_only_the_tail_of_it():
     assert peak < 8 * MiB, f"{peak / MiB:.1f} MiB held to read the end of 64 MiB of stderr"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_gzip_bomb_in_an_http_reply_is_refused_past_the_cap_not_inflated_whole(tmp_path):
     from agentcore.mcp.bounded_http import MAX_RESPONSE_BYTES
     from agentcore.mcp.client import MCPServerError
@@ -131,6 +134,7 @@ def test_a_gzip_bomb_in_an_http_reply_is_refused_past_the_cap_not_inflated_whole
     assert peak < MAX_RESPONSE_BYTES + 16 * MiB, f"{peak / MiB:.0f} MiB held for a 128 MiB bomb"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_an_http_reply_in_gzip_under_the_cap_is_read_whole(tmp_path):
     proc, port = start_http(tmp_path, "--bomb-mb", "2")
     try:
@@ -141,6 +145,7 @@ def test_an_http_reply_in_gzip_under_the_cap_is_read_whole(tmp_path):
     assert tool.name == "t" and tool.description == "z" * 2000  # inflated, then cut as every description is
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_huge_tool_result_is_kept_in_the_wire_view_cut_as_the_model_sees_it(tmp_path):
     (big,) = [t for t in mcp_tools([hostile()]) if t.name == "big"]
     outcome = call(big, {"size": 10 * MiB}, "huge")
@@ -164,6 +169,7 @@ def test_a_message_too_long_even_with_its_strings_cut_is_kept_as_cut_text():
 # -- names ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_tool_names_that_clash_once_cleaned_or_cut_are_made_unique_the_same_way_each_time():
     tools = mcp_tools([hostile("--names")], taken=["echo"])
     by_remote: dict[str, list] = {}
@@ -185,6 +191,7 @@ def test_tool_names_that_clash_once_cleaned_or_cut_are_made_unique_the_same_way_
     assert call(by_remote["a>b"][0], {}).content == "Error: no tool a>b"
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_a_tool_listed_twice_under_one_name_is_offered_once():
     dups = [t for t in mcp_tools([hostile("--names")]) if t.remote_name == "dup"]
     assert [(t.name, t.description) for t in dups] == [("dup", "The first dup.")]
@@ -193,6 +200,7 @@ def test_a_tool_listed_twice_under_one_name_is_offered_once():
 # -- what the app draws ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_the_sidebar_draws_a_servers_tool_descriptions_as_text_that_fetches_and_reorders_nothing(
     open_app, monkeypatch, tmp_path
 ):
@@ -224,6 +232,7 @@ def test_the_sidebar_draws_a_servers_tool_descriptions_as_text_that_fetches_and_
 # -- secrets in a server's URL ---------------------------------------------------------
 
 
+@pytest.mark.slow  # starts MCP servers
 def test_credentials_in_an_mcp_url_are_written_nowhere(tmp_path):
     userinfo, query_key, env_token = "userpass-0123456789", "querykey-0123456789", "envtoken-0123456789abcdef"
     proc, port = start_http(tmp_path)

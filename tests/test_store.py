@@ -51,7 +51,7 @@ def made_by(run: Run, provider: str, model: str) -> Run:
     return run
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server
 def location(request, tmp_path: Path) -> str:
     """A test's runs database: a SQLite file, or a database of its own on the session's PostgreSQL cluster."""
     return str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
