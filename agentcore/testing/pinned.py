@@ -17,7 +17,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from ..errors import TranscriptError, UsageError
-from ..messages import MAX_COUNT, MAX_DEPTH, AssistantMessage, ToolCall
+from ..messages import MAX_COUNT, AssistantMessage, ToolCall
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
@@ -461,8 +461,7 @@ def data_text(data: dict[str, Any], yaml_format: bool = False) -> str:
     """Test file data (`to_data`) as the file's text: JSON, or YAML when asked (PyYAML needed)."""
     if not yaml_format:
         return json_text(data, indent=2) + "\n"
-    yaml = _yaml()
-    return scrub_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return scrub_text(_yaml().write_yaml(data))
 
 
 def from_data(data: Any) -> PinnedTest:
@@ -476,7 +475,7 @@ def from_data(data: Any) -> PinnedTest:
 
 def loads(raw: str | bytes, yaml_format: bool = False) -> PinnedTest:
     """A test from a file's text."""
-    return from_data(_read_yaml(raw) if yaml_format else read_json(raw))
+    return from_data(_yaml().read_yaml(raw) if yaml_format else read_json(raw))
 
 
 def load(path: str | Path) -> PinnedTest:
@@ -508,30 +507,11 @@ def find_tests(paths: list[str | Path]) -> list[Path]:
 
 
 def _yaml() -> Any:
+    # PyYAML is optional: only a YAML test file needs it
     try:
-        import yaml
-    except ImportError:
+        from . import yaml_file
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("yaml"):
+            raise
         raise UsageError("YAML test files need PyYAML (pip install pyyaml); JSON needs nothing") from None
-    return yaml
-
-
-def _read_yaml(raw: str | bytes) -> Any:
-    """YAML data within the same limits as read_json: size, nesting, and no aliases (which multiply data)."""
-    yaml = _yaml()
-    if len(raw) > MAX_FILE_BYTES:
-        raise TranscriptError(f"larger than {MAX_FILE_BYTES // 2**20} MB")
-    try:
-        depth = 0
-        for event in yaml.parse(raw, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise TranscriptError("YAML aliases are not read in test files")
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise TranscriptError(f"nested more than {MAX_DEPTH} levels deep")
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise TranscriptError(f"not YAML: {' '.join(str(exc).split())}") from None
-    return read_json(json.dumps(data, default=str))  # dates and the like become text, as JSON has no such types
+    return yaml_file
