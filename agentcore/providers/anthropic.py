@@ -316,11 +316,16 @@ class AnthropicProvider(HttpProvider):
 
 @dataclass
 class _MessageStream:
-    """A streamed message as its events arrive: content blocks by index, partial tool input, usage, stop reason."""
+    """A streamed message as its events arrive: content blocks by index, their text in pieces, usage, stop reason.
+
+    A block's text, thinking and tool input come as pieces joined once at the end: adding each
+    delta to the text so far copies all of it every time, and a long reply has tens of
+    thousands of deltas.
+    """
 
     on_text: TextSink
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    partial: dict[int, list[str]] = field(default_factory=dict)
+    pieces: dict[tuple[int, str], list[str]] = field(default_factory=dict)  # (block index, field): its deltas
     usage: dict[str, Any] = field(default_factory=dict)
     stop_reason: str | None = None
 
@@ -345,21 +350,26 @@ class _MessageStream:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})
         if delta.get("type") == "text_delta":
             text = _text(delta.get("text"))
-            block["text"] = _text(block.get("text")) + text
+            self._piece(index, "text", block).append(text)
             if text:
                 self.on_text(text)
         elif delta.get("type") == "input_json_delta":
-            self.partial.setdefault(index, []).append(_text(delta.get("partial_json")))
+            self.pieces.setdefault((index, "input"), []).append(_text(delta.get("partial_json")))
         elif delta.get("type") == "thinking_delta":
-            block["thinking"] = _text(block.get("thinking")) + _text(delta.get("thinking"))
+            self._piece(index, "thinking", block).append(_text(delta.get("thinking")))
         elif delta.get("type") == "signature_delta":  # one, just before the block ends
             block["signature"] = _text(delta.get("signature"))
 
+    def _piece(self, index: int, key: str, block: dict[str, Any]) -> list[str]:
+        # the block's own text from content_block_start comes first
+        return self.pieces.setdefault((index, key), [_text(block.get(key))])
+
     def content(self) -> list[dict[str, Any]]:
-        """The content blocks in order, each tool_use's input parsed from its pieces at the block's end."""
-        for index, pieces in self.partial.items():
-            # text that is not an object stays raw for the loop to report
-            self.blocks[index]["input"] = _object_or_raw("".join(pieces))
+        """The content blocks in order, their pieces joined; each tool_use's input parsed from its pieces."""
+        for (index, key), pieces in self.pieces.items():
+            text = "".join(pieces)
+            # tool input that is not an object stays raw for the loop to report
+            self.blocks[index][key] = _object_or_raw(text) if key == "input" else text
         return [self.blocks[i] for i in sorted(self.blocks)]
 
 

@@ -200,10 +200,7 @@ class OpenAIProvider(HttpProvider):
                 finish = choice.get("finish_reason") or finish
         if not stream.ended and finish is None:
             raise BadResponse("the stream ended before the response was complete")
-        raw_calls = [
-            {"id": s.get("id"), "function": {"name": s.get("name"), "arguments": s.get("arguments", "")}}
-            for _, s in sorted(slots.items())
-        ]
+        raw_calls = [_joined_call(s) for _, s in sorted(slots.items())]
         calls = tuple(parse_tool_call(k, c) for k, c in enumerate(raw_calls))
         return _response("".join(text) or None, calls, finish, {"usage": usage}, request, stream.wire)
 
@@ -216,13 +213,24 @@ def _stream_error(err: Any) -> BadResponse:
 
 
 def _merge_call(slot: dict[str, Any], piece: dict[str, Any]) -> None:
-    """Fold one streamed tool-call fragment into its slot (fragments of one call share an index)."""
+    """Fold one streamed tool-call fragment into its slot (fragments of one call share an index).
+
+    The name and the arguments are kept as pieces and joined once (`_joined_call`): adding each
+    fragment to the text so far copies all of it every time.
+    """
     if piece.get("id"):
         slot["id"] = piece["id"]
     fn = piece.get("function") or {}
-    name = fn.get("name")
-    if name and name != slot.get("name"):
-        # the first fragment names the call; servers that repeat the name must not double it
-        slot["name"] = slot.get("name", "") + name
+    name, names = fn.get("name"), slot.setdefault("name", [])
+    # the first fragment names the call; servers that repeat the name must not double it
+    if name and not (len(name) == slot.get("name_length", 0) and "".join(names) == name):
+        names.append(name)
+        slot["name_length"] = slot.get("name_length", 0) + len(name)
     if fn.get("arguments"):
-        slot["arguments"] = slot.get("arguments", "") + fn["arguments"]
+        slot.setdefault("arguments", []).append(fn["arguments"])
+
+
+def _joined_call(slot: dict[str, Any]) -> dict[str, Any]:
+    """A streamed call's slot as the tool call Chat Completions would have sent whole."""
+    name = "".join(slot.get("name", []))
+    return {"id": slot.get("id"), "function": {"name": name or None, "arguments": "".join(slot.get("arguments", []))}}
