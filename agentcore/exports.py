@@ -21,7 +21,7 @@ from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields, scrub_text
 from .testing.pinned import PinnedTest, data_text, to_data
-from .transcript import json_text, to_dict
+from .transcript import fitted_text, json_text, to_dict
 from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
 
@@ -55,8 +55,8 @@ def export_text(data: Any) -> str:
 
 
 def export_json(run: Run) -> str:
-    """The run as the project's transcript JSON."""
-    return export_text(to_dict(run))
+    """The run as the project's transcript JSON, within the size every reader takes (transcript.fitted_text)."""
+    return fitted_text(to_dict(run), prepare=redact_fields)  # export_text's own redaction
 
 
 def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:

@@ -38,6 +38,20 @@ Count = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 # A name, id or timestamp: text that can be written anywhere (a lone surrogate cannot be stored as UTF-8).
 Name = Annotated[str, AfterValidator(_utf8_text)]
+MAX_SUMMARY_PARTS = 64  # a reasoning summary has a few paragraphs; a server may send any number of parts
+
+
+def _bounded_summary(parts: tuple[str, ...]) -> tuple[str, ...]:
+    # empty parts say nothing and the rest merge into the last kept one, joined as display_text joins them:
+    # every part is a line in a transcript, and a reply of 600,000 of them made one no reader takes
+    kept = tuple(p for p in parts if p)
+    if len(kept) <= MAX_SUMMARY_PARTS:
+        return kept
+    return (*kept[: MAX_SUMMARY_PARTS - 1], "\n\n".join(kept[MAX_SUMMARY_PARTS - 1 :]))
+
+
+# A reasoning summary's parts, at most MAX_SUMMARY_PARTS, none empty.
+Summary = Annotated[tuple[str, ...], AfterValidator(_bounded_summary)]
 
 
 def as_count(value: Any) -> int:
@@ -205,7 +219,7 @@ class ReasoningPart(_Frozen):
 
     `provider` names the wire format that made it ("anthropic", "openai-responses", "ollama").
     `text` is the readable reasoning (Anthropic's thinking, Ollama's thinking, or raw reasoning
-    text where the Responses API gives it) and `summary` the Responses API's summary parts.
+    text where the Responses API gives it) and `summary` the Responses API's summary parts (see Summary).
     The opaque fields are kept exactly as they came and never parsed: Anthropic's `signature`
     and `redacted` (a redacted_thinking block's data), the Responses API's item `id` and
     `encrypted_content`.
@@ -217,7 +231,7 @@ class ReasoningPart(_Frozen):
 
     provider: Name
     text: str = ""
-    summary: tuple[str, ...] = ()
+    summary: Summary = ()
     signature: str | None = None
     redacted: str | None = None
     id: str | None = None

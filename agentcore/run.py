@@ -34,7 +34,7 @@ from .messages import (
     validate_messages,
 )
 from .policies import ContextPolicies, PolicyCall, SentRequest
-from .providers.base import ReasoningEffort, WireExchange
+from .providers.base import WIRE_TEXT_LIMIT, ReasoningEffort, WireExchange
 from .tools import ToolSpec
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
@@ -53,6 +53,9 @@ BY_PERSON: dict[str, str] = {
 EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited"})  # the tool itself ran
 FINAL_ANSWER_TOOL = "final_answer"
 WIRE_DEPTH = MAX_DEPTH - 4  # a wire body sits four levels down in a transcript: run, steps, step, wire
+# the most of a model call's response a step keeps whole, as compact JSON; the reply itself is in the messages
+WIRE_KEEP_CHARS = 4 * 2**20
+_WIRE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _now() -> str:
@@ -226,12 +229,34 @@ class StepRecord(BaseModel):
     @field_validator("wire")
     @classmethod
     def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
-        # a server's body nested too deeply to write back is not kept, so the run stays writable and readable;
-        # the request needs no check (and a step no scan of the whole history): it is built from messages and
-        # tool specs whose arguments and schemas are bounded when they are made
-        if wire is None or nesting(wire.response, WIRE_DEPTH) <= WIRE_DEPTH:
+        # a server's body too large (cut_response) or nested too deeply to write back is not kept whole, so the
+        # run stays writable and readable; the request needs no check (and a step no scan of the whole history):
+        # it is built from messages and tool specs bounded when they are made, and a file too large for a
+        # reader has its largest bodies cut as it is written (transcript.fitted_text)
+        if wire is None:
             return wire
-        return wire.model_copy(update={"response": f"(not kept: nested more than {WIRE_DEPTH} levels deep)"})
+        wire = cut_response(wire, WIRE_KEEP_CHARS)  # first: a response cut to text needs no walk through it
+        if nesting(wire.response, WIRE_DEPTH) > WIRE_DEPTH:
+            return wire.model_copy(update={"response": f"(not kept: nested more than {WIRE_DEPTH} levels deep)"})
+        return wire
+
+
+def cut_response(wire: WireExchange, most: int) -> WireExchange:
+    """The exchange, or a copy whose response over `most` characters of JSON is its first WIRE_TEXT_LIMIT, with a note.
+
+    A small reply can be a large response (600,000 empty summary parts are 21 MB of JSON and
+    three times that indented in a transcript): the copy keeps the step's transcript readable.
+    """
+    if isinstance(wire.response, str) and len(wire.response) <= most:
+        return wire
+    try:
+        text = _WIRE_JSON.encode(wire.response)
+    except RecursionError:  # nested too deeply to write at all: the depth check replaces it
+        return wire
+    if len(text) <= most:
+        return wire
+    note = f"… [cut: {len(text)} characters of JSON in all; a step keeps {most} whole]"
+    return wire.model_copy(update={"response": text[:WIRE_TEXT_LIMIT] + note})
 
 
 class ForkOrigin(BaseModel):

@@ -22,7 +22,7 @@ import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 # Header names whose values are credentials; matched case-insensitively.
 SECRET_HEADERS = frozenset(
@@ -49,6 +49,8 @@ class _Registry:
         self.values: set[str] = set()
         self.forms: tuple[str, ...] = ()  # longest first, so a longer encoding wins where two start together
         self.pattern: re.Pattern[str] | None = None
+        # the forms as JSON text writes them (json.dumps, ensure_ascii=False): searched once in a value's JSON
+        self.escaped: re.Pattern[str] | None = None
         self.envs: tuple[str, ...] = KEY_ENVS
         self.env_seen: tuple[str | None, ...] = ()
 
@@ -59,6 +61,9 @@ class _Registry:
             self.values.add(value)
             forms = set(self.forms) | {f for f in _encodings(value) if len(f) >= MIN_SECRET_LENGTH}
             self.forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+            escaped = {json.dumps(f, ensure_ascii=False)[1:-1] for f in self.forms}
+            # before the pattern: whoever sees the new pattern sees these forms too
+            self.escaped = re.compile("|".join(map(re.escape, sorted(escaped))))
             self.pattern = re.compile("|".join(map(re.escape, self.forms)))
 
     def current(self) -> re.Pattern[str] | None:
@@ -103,7 +108,7 @@ def forget_secrets() -> None:
     """Drop every registered value (the environment's are registered again on the next scrub); for tests."""
     with _registry.lock:
         _registry.values.clear()
-        _registry.forms, _registry.pattern, _registry.env_seen = (), None, ()
+        _registry.forms, _registry.pattern, _registry.escaped, _registry.env_seen = (), None, None, ()
 
 
 def _encodings(value: str) -> Iterator[str]:
@@ -162,7 +167,10 @@ def redact_fields(value: Any, depth: int = 0) -> Any:
 
 def scrub_text(text: str) -> str:
     """The text with every registered secret, in each of its forms, and anything shaped like a key replaced."""
-    pattern = _registry.current()
+    return _scrub_text(text, _registry.current())
+
+
+def _scrub_text(text: str, pattern: re.Pattern[str] | None) -> str:
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
     for marker, shape in _SECRET_SHAPES:
@@ -176,17 +184,44 @@ def scrub(value: Any) -> Any:
 
     What holds no secret comes back as the same object; what does is copied, never changed in place.
     """
+    # the registry is asked once per value, not once per string: it reads the environment each time
+    pattern = _registry.current()
+    return _scrub(value, _Patterns(pattern, _registry.escaped))
+
+
+class _Patterns(NamedTuple):
+    forms: re.Pattern[str] | None  # every registered form of every secret
+    escaped: re.Pattern[str] | None  # the same forms as JSON text writes them
+
+
+_PLAIN_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _may_hold_secret(data: dict | list | tuple, patterns: _Patterns) -> bool:
+    # One search of the data's JSON text instead of a walk through every string of a large answer. JSON
+    # writes each character on its own, so a string holding a form holds it escaped in the text, and a
+    # marker of a key's shape (plain ASCII) as it is. Data JSON cannot write is walked.
+    try:
+        text = _PLAIN_JSON.encode(data)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    if patterns.escaped is not None and patterns.escaped.search(text):
+        return True
+    return any(marker in text for marker, _ in _SECRET_SHAPES)
+
+
+def _scrub(value: Any, patterns: _Patterns) -> Any:
     if isinstance(value, str):
-        clean = scrub_text(value)
+        clean = _scrub_text(value, patterns.forms)
         return value if clean == value else clean
     if isinstance(value, _CONTAINERS):
-        return _scrub_data(value)
+        return _scrub_data(value, patterns) if _may_hold_secret(value, patterns) else value
     fields = getattr(type(value), "model_fields", None)
     if fields is not None and hasattr(value, "model_copy"):
         changes = {}
         for name in fields:
             old = getattr(value, name)
-            new = scrub(old)
+            new = _scrub(old, patterns)
             if new is not old:
                 changes[name] = new
         return value.model_copy(update=changes) if changes else value
@@ -196,7 +231,7 @@ def scrub(value: Any) -> Any:
 _CONTAINERS = (dict, list, tuple)
 
 
-def _scrub_data(root: dict | list | tuple) -> Any:
+def _scrub_data(root: dict | list | tuple, patterns: _Patterns) -> Any:
     # an explicit stack, not recursion: a server's JSON may be nested as deep as its parser allowed
     stack: list[tuple[Any, Iterator[tuple[Any, Any]], list[tuple[Any, Any]], Any]] = [(root, _pairs(root), [], None)]
     while True:
@@ -205,10 +240,10 @@ def _scrub_data(root: dict | list | tuple) -> Any:
             if isinstance(v, _CONTAINERS):
                 stack.append((v, _pairs(v), [], k))
                 break
-            done.append((k, scrub(v)))
+            done.append((k, _scrub(v, patterns)))
         else:
             stack.pop()
-            built = _rebuilt(node, done)
+            built = _rebuilt(node, done, patterns)
             if not stack:
                 return built
             stack[-1][2].append((key, built))
@@ -218,9 +253,9 @@ def _pairs(node: dict | list | tuple) -> Iterator[tuple[Any, Any]]:
     return iter(node.items()) if isinstance(node, dict) else enumerate(node)
 
 
-def _rebuilt(node: dict | list | tuple, done: list[tuple[Any, Any]]) -> Any:
+def _rebuilt(node: dict | list | tuple, done: list[tuple[Any, Any]], patterns: _Patterns) -> Any:
     if isinstance(node, dict):
-        done = [(scrub(k) if isinstance(k, str) else k, v) for k, v in done]
+        done = [(_scrub(k, patterns) if isinstance(k, str) else k, v) for k, v in done]
         if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(done, node.items(), strict=True)):
             return node
         return dict(done)

@@ -4,13 +4,16 @@ Top level: format "agentcore.transcript", version 1, id, title, created_at, conf
 messages, steps, stop_reason, error, final_output, parent.
 
 Every reader of a file (transcripts here, imports, comparison bundles) parses it with
-`read_json`, which keeps the limits they share: MAX_FILE_BYTES and MAX_DEPTH.
+`read_json`, which keeps the limits they share: MAX_FILE_BYTES and MAX_DEPTH. Every writer of a
+transcript writes it through `fitted_text`, so that what is written is read back: a run whose
+transcript would be larger has its largest wire bodies cut, each to its start and a note.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from pydantic import ValidationError
 
 from .errors import TranscriptError
 from .messages import MAX_DEPTH, validate_messages
+from .providers.base import WIRE_TEXT_LIMIT
 from .run import Run
 from .secrets import redact_headers, scrub_text
 
@@ -55,8 +59,66 @@ def json_text(data: Any, **options: Any) -> str:
 
 
 def dumps(run: Run, indent: int | None = 2) -> str:
-    """The transcript of a run as JSON text."""
-    return json_text(to_dict(run), indent=indent)
+    """The transcript of a run as JSON text, within MAX_FILE_BYTES (see fitted_text)."""
+    return fitted_text(to_dict(run), indent=indent)
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def fitted_text(data: dict[str, Any], *, indent: int | None = 2, prepare: Callable[[Any], Any] | None = None) -> str:
+    """Transcript data (`to_dict`), `prepare`d, as JSON text a reader takes: within MAX_FILE_BYTES.
+
+    Text over it is written again without indentation, and then, while still over, with the largest wire
+    bodies cut, each to its first WIRE_TEXT_LIMIT characters of JSON and a note; the messages are never
+    cut. A run over the limit even so is a TranscriptError: no reader would take it.
+    """
+
+    def write() -> str:
+        return json_text(prepare(data) if prepare else data, indent=indent)
+
+    text = write()
+    over = _utf8_size(text) - MAX_FILE_BYTES
+    if over > 0 and indent is not None:
+        indent = None
+        text = write()
+        over = _utf8_size(text) - MAX_FILE_BYTES
+    if over <= 0:
+        return text
+    # only a body larger than what is kept of it: the start kept is a JSON string, its quotes escaped
+    bodies = sorted((b for b in _wire_bodies(data) if len(b[2]) > 2 * WIRE_TEXT_LIMIT), key=lambda b: -len(b[2]))
+    note = f"the file whole would be over the {MAX_FILE_BYTES // 2**20} MB a reader takes"
+    while bodies:
+        saved = 0
+        while bodies and saved < over:
+            wire, key, compact = bodies.pop(0)
+            wire[key] = f"{compact[:WIRE_TEXT_LIMIT]}… [cut: {len(compact)} characters of JSON in all; {note}]"
+            saved += len(compact) - 2 * WIRE_TEXT_LIMIT  # an estimate: the text is written again to check
+        text = write()
+        over = _utf8_size(text) - MAX_FILE_BYTES
+        if over <= 0:
+            return text
+    raise TranscriptError(
+        f"the run is {_utf8_size(text) / 2**20:.1f} MB as a transcript even with its wire bodies cut, "
+        f"over the {MAX_FILE_BYTES // 2**20} MB a reader takes"
+    )
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _wire_bodies(data: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
+    # each request and response of the steps' exchanges and their tools' exchanges, with its compact JSON
+    wires = [step.get("wire") for step in data.get("steps") or []]
+    wires += [run.get("wire") for step in data.get("steps") or [] for run in step.get("tool_runs") or []]
+    return [
+        (wire, key, _COMPACT.encode(wire[key]))
+        for wire in wires
+        if wire
+        for key in ("request", "response")
+        if wire.get(key) is not None
+    ]
 
 
 def _shown(value: Any) -> str:

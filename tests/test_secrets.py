@@ -214,6 +214,23 @@ def test_scrub_copies_what_holds_a_secret_and_returns_the_rest_unchanged():
     assert OPENAI_KEY not in json.dumps(scrub(nested))
 
 
+def test_a_key_anywhere_in_a_large_answer_is_removed_in_each_form_its_json_text_holds():
+    # a large answer is searched once as JSON text before it is walked: every form must still be found there
+    key = 'pass"word\\with é and 42'
+    register_secret(key)
+    forms = (key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1])
+    filler = [{"type": "summary_text", "text": ""}] * 50_000
+    answer = {"output": filler}
+    assert scrub(answer) is answer
+    for echo in (key, json.dumps({"key": key}), json.dumps({"key": key}, ensure_ascii=False), "Bearer\n" + "x" * 20):
+        answer = {"output": [*filler, {"deep": ({"text": f"said {echo}"},)}], f"{echo}": 1}
+        clean = scrub(answer)
+        said, name = clean["output"][-1]["deep"][0]["text"], next(k for k in clean if k != "output")
+        for text in (said, name):
+            assert REDACTED in text and not any(form in text for form in forms), (echo, text)
+        assert answer["output"][-1]["deep"][0]["text"] == f"said {echo}"  # copied, not changed
+
+
 def test_a_provider_error_keeps_no_echoed_key():
     from agentcore.providers.base import WireExchange
 
