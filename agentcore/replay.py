@@ -33,6 +33,10 @@ _REF = "\x00"
 # inside <script> these could end the element or start a comment; JavaScript reads U+2028/9 as line breaks.
 # Every other character past ASCII is escaped too, so the page reads the same through any channel or encoding.
 _EMBED = re.compile(r"[<>&\u0080-\U0010ffff]")
+# A bidi control's JSON escape (after an even number of backslashes, so not text that reads `\u202e`): these
+# characters make a browser show text in another order than it is written (`txt.exe` shown as `exe.txt`),
+# so the page shows each as its escape, as the app's pages do
+_BIDI_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u(061c|200e|200f|202[a-e]|206[6-9])")
 
 
 def replay_html(run: Run) -> str:
@@ -51,8 +55,9 @@ def replay_html(run: Run) -> str:
 
 def embed_json(data: Any) -> str:
     """JSON text for inside a `<script>` element, all ASCII: through `json_text`, then `<`, `>`, `&` and
-    every non-ASCII character (U+2028/9 among them) written as a JSON escape."""
-    return _EMBED.sub(_escape, json_text(data))
+    every non-ASCII character (U+2028/9 among them) written as a JSON escape; a bidi control reads back
+    as the text of its escape (`\\u202e`), to be shown, not obeyed."""
+    return _BIDI_ESCAPE.sub(r"\1\\\\u\2", _EMBED.sub(_escape, json_text(data)))
 
 
 def _escape(found: re.Match[str]) -> str:

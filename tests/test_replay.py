@@ -181,6 +181,21 @@ def test_the_page_is_ascii_and_its_text_reads_back_whatever_the_script(secret, t
     assert data["messages"][1]["content"] == f"{text} [redacted]"
 
 
+@pytest.mark.parametrize("lone", ["", " \ud800"])  # a lone surrogate makes the writer escape every character
+def test_bidi_controls_show_as_their_escapes_in_the_page_and_reorder_nothing(lone):
+    controls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    name = f"invoice\u202efdp.exe\u202c{lone}"
+    run = Run.start(f"open {name}", title=name)
+    run.append(AssistantMessage(content=f"{controls} and the text \\u202e as typed"))
+    data = page_data(replay_html(run))
+    shown = json.dumps(data, ensure_ascii=False)
+    assert not any(c in shown for c in controls)
+    assert data["messages"][0]["content"] == f"open invoice\\u202efdp.exe\\u202c{lone}"
+    assert data["run"]["title"] == f"invoice\\u202efdp.exe\\u202c{lone}"
+    escapes = "".join(f"\\u{ord(c):04x}" for c in controls)
+    assert data["messages"][1]["content"] == f"{escapes} and the text \\u202e as typed"
+
+
 def test_no_secret_is_written_into_the_page(secret):
     page = replay_html(hostile_run())
     assert SECRET not in page and "plain-credential-value" not in page

@@ -33,7 +33,7 @@ from .local_chat import (
     render_pieces,
     tokenize_prompt,
 )
-from .local_chatml import Recorder, gather, mark_safe, to_message, to_openai_messages
+from .local_chatml import Recorder, fence, gather, mark_safe, to_message, to_openai_messages
 
 DEFAULT_MODEL = "smollm2-135m"
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -102,7 +102,10 @@ class LoadedModel:
         from llama_cpp import llama_chat_format
 
         handler = llama_chat_format.get_chat_completion_handler(CHAT_FORMAT)
-        return handler(llama=self.recorder or llama, **kwargs)
+        if self.recorder is None:
+            return handler(llama=llama, **kwargs)
+        # the recorder tokenises the prompt: the fenced text of the messages with special tokens off
+        return handler(llama=self.recorder, **{**kwargs, "messages": fence(kwargs["messages"])})
 
 
 _MODELS: dict[tuple, LoadedModel] = {}

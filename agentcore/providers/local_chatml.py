@@ -3,16 +3,29 @@
 Kept beside agentcore's own format (local_chat) to compare with it: after the model chooses
 `message:`, this format's grammar allows only another call or the end of the turn, so once
 tools are offered it never answers.
+
+llama-cpp-python tokenises this format's prompt as one string with special tokens on, so a
+message holding `<|im_end|>\n<|im_start|>system` would open a turn of its own. As in local_chat,
+only the template's own markers become special tokens here: each message's text and call
+arguments go into the template fenced (`fence`), and the Recorder tokenises the prompt itself,
+the fenced text and the text between the markers with special tokens off.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, assert_never
 
 from ..errors import ProviderError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, parse_arguments
 from .base import TextSink
+from .local_chat import IM_END, IM_START, Piece, tokenize_prompt
+
+# Noncharacters, never in text that is exchanged: they mark where a message's text starts and ends in the prompt.
+FENCE_OPEN, FENCE_CLOSE = "\ufdd0", "\ufdd1"
+_FENCED = re.compile(f"{FENCE_OPEN}(.*?){FENCE_CLOSE}", re.DOTALL)
+_MARKER = re.compile(f"({re.escape(IM_START)}|{re.escape(IM_END)})")
 
 
 class Recorder:
@@ -28,7 +41,8 @@ class Recorder:
         self._llama = llama
         self._max_tokens = max_tokens
         self._seed = seed
-        self.prompts: list[str] = []
+        self.prompts: list[str] = []  # as the model read them, unfenced
+        self.prompt_sizes: list[int] = []  # in tokens
         self.output_tokens = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -38,8 +52,12 @@ class Recorder:
         limit = kwargs.get("max_tokens")
         kwargs["max_tokens"] = self._max_tokens if limit is None or limit <= 0 else min(limit, self._max_tokens)
         kwargs["seed"] = self._seed
-        self.prompts.append(prompt)
-        result = self._llama.create_completion(prompt=prompt, **kwargs)
+        pieces = prompt_pieces(prompt)
+        self.prompts.append("".join(p.text for p in pieces))
+        llama = self._llama
+        tokens = tokenize_prompt(llama, pieces, add_bos=llama._model.add_bos_token() and llama.token_bos() != -1)
+        self.prompt_sizes.append(len(tokens))
+        result = llama.create_completion(prompt=tokens, **kwargs)
         if kwargs.get("stream"):
             return self._tap(result)
         self.output_tokens += result["usage"]["completion_tokens"]
@@ -53,10 +71,60 @@ class Recorder:
             yield chunk
 
     def prompt_tokens(self) -> int:
-        """Tokens of the turn's prompt by the model's own tokenizer, counted as llama-cpp-python counts them."""
-        llama = self._llama
-        bos = 1 if llama._model.add_bos_token() and llama.token_bos() != -1 else 0
-        return bos + len(llama.tokenize(self.prompts[0].encode("utf-8"), add_bos=False, special=True))
+        """Tokens of the turn's (first) prompt by the model's own tokenizer, as it was sent."""
+        return self.prompt_sizes[0]
+
+
+def fence(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the messages whose text and call arguments are fenced, for `prompt_pieces` to find.
+
+    A fence character inside the text itself becomes U+FFFD: it is not text anyone writes.
+    """
+    from markupsafe import Markup
+
+    def fenced(text: str) -> str:
+        clean = text.replace(FENCE_OPEN, "\ufffd").replace(FENCE_CLOSE, "\ufffd")
+        return Markup(FENCE_OPEN + clean + FENCE_CLOSE)  # still safe for the template (mark_safe)
+
+    out = []
+    for m in messages:
+        m = dict(m)
+        if isinstance(m.get("content"), str) and m["content"]:
+            m["content"] = fenced(m["content"])
+        if m.get("tool_calls"):
+            m["tool_calls"] = [
+                {**c, "function": {**c["function"], "arguments": fenced(c["function"]["arguments"])}}
+                for c in m["tool_calls"]
+            ]
+        out.append(m)
+    return out
+
+
+def prompt_pieces(prompt: str) -> list[Piece]:
+    """A rendered prompt as the template's markers and the text between them, fences removed.
+
+    Only a marker outside every fence is the template's own; a fenced one is a message's text.
+    """
+    pieces: list[Piece] = []
+    at = 0
+    for found in [*_FENCED.finditer(prompt), None]:
+        template = prompt[at : found.start() if found else len(prompt)]
+        for k, part in enumerate(_MARKER.split(template)):
+            _add(pieces, Piece(part, marker=k % 2 == 1))
+        if found:
+            _add(pieces, Piece(found.group(1)))
+            at = found.end()
+    return pieces
+
+
+def _add(pieces: list[Piece], piece: Piece) -> None:
+    # text next to text is one piece: llama.cpp tokenises the text between two special tokens as one run
+    if not piece.text:
+        return
+    if pieces and not piece.marker and not pieces[-1].marker:
+        pieces[-1] = Piece(pieces[-1].text + piece.text)
+    else:
+        pieces.append(piece)
 
 
 def to_openai_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
