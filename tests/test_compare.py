@@ -302,7 +302,7 @@ def test_the_bundle_round_trips_and_no_key_reaches_it_or_outlives_the_call():
         (lambda b: b.update(format="agentcore.transcript"), "format: expected 'agentcore.comparison'"),
         (lambda b: b.update(version=2), "version: this agentcore reads version 1"),
         (lambda b: b.update(runs=[]), "runs: expected a non-empty list"),
-        (lambda b: b["runs"][1]["messages"].append({"role": "robot"}), "runs[1]: messages[3]: Input tag 'robot'"),
+        (lambda b: b["runs"][1]["messages"].insert(1, {"role": "robot"}), "runs[1]: messages[1]: Input tag 'robot'"),
     ],
 )
 def test_a_bad_bundle_is_refused_with_the_field_and_the_reason(mutate, words):
