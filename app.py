@@ -8,6 +8,7 @@ import streamlit as st
 
 from ui.sidebar import render_sidebar
 from ui.state import init_session, sign_in_refusal
+from ui.style import apply_style
 
 HERE = Path(__file__).resolve().parent
 ICON = HERE / "ui" / "static" / "icon.png"
@@ -27,6 +28,7 @@ def main() -> None:
     """Set up the page, the session, the sidebar, and run the chosen page."""
     # the icon is a file the app serves itself: a Material icon as page_icon makes the browser ask a font host
     st.set_page_config(page_title="agentcore", page_icon=str(ICON), layout="wide")
+    apply_style()
     refusal = sign_in_refusal()
     if refusal is not None:  # behind a sign-in proxy, no name is typed in its place: the app stays shut
         st.error(refusal, icon=":material/lock:")

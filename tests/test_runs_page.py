@@ -90,7 +90,7 @@ def test_the_fork_tree_and_the_diff_show_where_a_fork_diverges(library, page) ->
     cut = root.steps[1].message_count - 1  # the fixture edited the last tool result before the fork point
     assert any(f"share the first {cut} messages" in i.value for i in at.info)
     rows = at.dataframe[1].value
-    assert list(rows[""])[:cut] == [""] * cut and rows[""].iloc[cut] != ""
+    assert list(rows["change"])[:cut] == [""] * cut and rows["change"].iloc[cut] != ""
     at.button(key=f"runs_view_{root.id}").click().run()
     assert at.selectbox(key="runs_selected").value == root.id
 
@@ -223,7 +223,7 @@ def test_the_diff_names_the_runs_by_title_and_a_cut_cell_shows_the_change(tmp_pa
     at.selectbox(key=f"runs_diff_{after.id}").set_value(before.id).run()
     assert not at.exception
     table = at.dataframe[1].value
-    changed = table[table[""] == "≠"].iloc[0]
+    changed = table[table["change"] == "≠"].iloc[0]
     # the answers differ after 557 characters: the cells show that part, not only the same beginning
     assert "OLD ending" in changed["Before the edit"] and "NEW ending" in changed["After the edit"]
     assert changed["Before the edit"].startswith("…") and len(changed["Before the edit"]) <= 300

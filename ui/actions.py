@@ -109,13 +109,13 @@ def fork_at(step: int) -> None:
 def request(action: Action) -> None:
     """Ask the page to run a phase on its next draw; for tools, take the decisions from the form."""
     session = get_session()
-    session.notice = None
+    session.notice, session.refused = None, None
     apply_settings(session)
     if action in ("tools", "step") and session.run is not None and session.run.next_phase == "tools":
         try:
             session.decisions = collect_decisions(session.run)
-        except ValueError as exc:
-            session.notice = str(exc)
+        except RefusedField as exc:
+            session.refused = (exc.key, str(exc))
             return
     session.action = action
 
@@ -139,8 +139,16 @@ def stop() -> None:
     session.running = False
 
 
+class RefusedField(ValueError):
+    """A value typed in a field that cannot be used; `key` is the field's widget, where the page says why."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 def collect_decisions(run: Run) -> dict[str, ToolDecision]:
-    """The decision on each pending tool call, from its widgets; bad JSON arguments raise ValueError."""
+    """The decision on each pending tool call, from its widgets; bad JSON arguments raise RefusedField."""
     decisions: dict[str, ToolDecision] = {}
     for call in pending_tool_calls(run.messages):
         choice = st.session_state.get(f"dec_{call.id}", "Approve")
@@ -152,8 +160,12 @@ def collect_decisions(run: Run) -> dict[str, ToolDecision]:
                 action="result", content=st.session_state.get(f"dec_result_{call.id}", "")
             )
         elif choice == "Edit arguments":
-            text = st.session_state.get(f"dec_args_{call.id}", "")
-            decisions[call.id] = ToolDecision(action="edit", arguments=parse_object(text, f"{call.name} ({call.id})"))
+            key = f"dec_args_{call.id}"
+            try:
+                arguments = parse_object(st.session_state.get(key, ""), f"{call.name} ({call.id})")
+            except ValueError as exc:
+                raise RefusedField(key, str(exc)) from None
+            decisions[call.id] = ToolDecision(action="edit", arguments=arguments)
     return decisions
 
 
@@ -352,12 +364,20 @@ def begin_edit(index: int) -> None:
     """Open the editor of one message."""
     session = get_session()
     _draft(session)
-    session.editing = index
+    session.editing, session.refused = index, None
+
+
+def _drop_unchanged_draft(session: Session) -> None:
+    """A draft that holds no change is no edit: nothing is left pending, and stepping goes on."""
+    if session.run is not None and session.draft == session.run.messages:
+        session.draft = None
 
 
 def cancel_edit() -> None:
     """Close the editor without changing the message."""
-    get_session().editing = None
+    session = get_session()
+    session.editing, session.refused = None, None
+    _drop_unchanged_draft(session)
 
 
 def save_edit(index: int) -> None:
@@ -371,16 +391,17 @@ def save_edit(index: int) -> None:
         update["content"] = content or None
         calls = []
         for k, call in enumerate(message.tool_calls):
-            text = st.session_state.get(f"edit_args_{index}_{k}", "")
+            key = f"edit_args_{index}_{k}"
             try:
-                args = parse_object(text, f"message {index}, tool call {call.name}")
+                args = parse_object(st.session_state.get(key, ""), f"message {index}, tool call {call.name}")
             except ValueError as exc:
-                session.notice = str(exc)
+                session.refused = (key, str(exc))  # the editor stays open, the reason shown under the field
                 return
             calls.append(call.model_copy(update={"arguments": args, "raw_arguments": None}))
         update["tool_calls"] = tuple(calls)
     draft[index] = message.model_copy(update=update)
-    session.editing, session.notice = None, None
+    session.editing, session.notice, session.refused = None, None, None
+    _drop_unchanged_draft(session)
 
 
 def delete_message(index: int) -> None:

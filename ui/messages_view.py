@@ -19,7 +19,7 @@ from agentcore.messages import (
 )
 from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
 
-from . import actions, policy_view, reasoning_view, safe
+from . import actions, policy_view, reasoning_view, safe, words
 from .state import Session, get_session
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
@@ -40,7 +40,8 @@ DECISION_ICON = {
 
 NEW_BADGE = ":blue-badge[:material/fiber_new: new]"
 NEW_KEY = "_new_messages"  # (run id, index of the first message the last phase added)
-SCROLL_KEY = "_scroll_to_new"
+LATEST_SHOWN = 4  # the newest messages listed by the controls, one line each, so Step stays on screen with them
+LATEST_CHARS = 72
 
 Violations = dict[int, list[str]]
 
@@ -50,9 +51,8 @@ def _set_page(page: int | None) -> None:
 
 
 def mark_new(run: Run, since: int) -> None:
-    """Mark the run's messages from `since` on as new, and have the next draw bring the first of them into view."""
+    """Mark the run's messages from `since` on as new: listed by the controls, marked in the message list."""
     st.session_state[NEW_KEY] = (run.id, since)
-    st.session_state[SCROLL_KEY] = True
     get_session().message_page = None  # the new messages are on the latest page
 
 
@@ -62,17 +62,6 @@ def _new_since(run: Run) -> int | None:
     if not marked or marked[0] != run.id or marked[1] >= len(run.messages):
         return None
     return marked[1]
-
-
-def _scroll_to(i: int) -> None:
-    """Scroll the page so that message `i` is in view (the script holds the app's own words and a number only)."""
-    target = json.dumps(f".st-key-msg_{int(i)}")
-    st.html(
-        f"<script>requestAnimationFrame(() => requestAnimationFrame(() => "
-        f'document.querySelector({target})?.scrollIntoView({{block: "center"}})));</script>',
-        unsafe_allow_javascript=True,
-        width=1,
-    )
 
 
 def _looks_json(content: str) -> bool:
@@ -251,13 +240,58 @@ def show_newest(run: Run) -> None:
         _message_extras(m, reasoning_view.reported_tokens(run, i))
 
 
-def _editor(i: int, m: Message) -> None:
+def show_refusal(session: Session, key: str) -> None:
+    """Why the value of the field `key` could not be used, under the field itself; nothing when it was not refused."""
+    if session.refused is not None and session.refused[0] == key:
+        st.error(safe.block(session.refused[1]), icon=":material/error:")
+
+
+def _cut(text: str, limit: int = LATEST_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def message_line(i: int, m: Message, calls: bool = True) -> str:
+    """One message as one short line of safe Markdown: its number, its role and the start of what it says.
+
+    An assistant's tool calls follow its text, unless `calls` is False (where they are listed apart).
+    """
+    parts = [f"**#{i}** {ROLE_BADGE[m.role]}"]
+    if isinstance(m, AssistantMessage):
+        parts += [safe.inline(_cut(m.content))] if m.content else []
+        parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_text})', 60))}" for c in m.tool_calls if calls]
+    elif isinstance(m, ToolMessage):
+        parts += [f"{safe.code(m.name)}{' :red-badge[error]' if m.is_error else ''}", safe.code(_cut(m.content))]
+    else:
+        parts.append(safe.inline(_cut(m.content or "")))
+    return " ".join(parts)
+
+
+def render_latest(session: Session) -> None:
+    """The messages the last phase added, a line each, drawn by the controls: what the Step did, in view with it."""
+    run = session.run
+    since = None if run is None or session.draft is not None else _new_since(run)
+    if run is None or since is None:
+        return
+    new = run.messages[since:]
+    head = (
+        f"{NEW_BADGE} **{words.plural(len(new), 'new message')}** of {len(run.messages)}, each in full under Messages"
+    )
+    lines = [message_line(since + k, m) for k, m in enumerate(new[:LATEST_SHOWN])]
+    if len(new) > LATEST_SHOWN:
+        lines.append(f"and {words.plural(len(new) - LATEST_SHOWN, 'more message')}")
+    with st.container(border=True, key="latest"):
+        st.markdown("  \n".join([head, *lines]))
+
+
+def _editor(session: Session, i: int, m: Message) -> None:
     st.text_area("Content", value=m.content or "", key=f"edit_content_{i}", height=120)
     if isinstance(m, AssistantMessage):
         for k, call in enumerate(m.tool_calls):
             raw = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
             label = f"Arguments of {safe.code(call.name)} ({safe.inline(call.id)})"
             st.text_area(label, value=raw, key=f"edit_args_{i}_{k}", height=80)
+            show_refusal(session, f"edit_args_{i}_{k}")
     left, right, _ = st.columns([1, 1, 4])
     left.button("Save", key=f"edit_save_{i}", type="primary", on_click=actions.save_edit, args=(i,))
     right.button("Cancel", key=f"edit_cancel_{i}", on_click=actions.cancel_edit)
@@ -333,7 +367,7 @@ def _message_row(
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
         if editing:
-            _editor(i, m)
+            _editor(session, i, m)
         else:
             _message_extras(m, reasoning_view.reported_tokens(session.run, i, m))
         for reason in reasons:
@@ -372,5 +406,3 @@ def render_messages(session: Session) -> None:
     for reason in violations.get(len(messages), []):
         st.error(safe.block(reason), icon=":material/rule:")
     _insert_form(len(messages))
-    if since is not None and since in shown and st.session_state.pop(SCROLL_KEY, False):
-        _scroll_to(since)

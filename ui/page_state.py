@@ -53,7 +53,8 @@ class RunsState(PageState):
     """The runs library: what the next draw does and says."""
 
     KEY: ClassVar[str] = "runs_state"
-    notice: Notice | None = None
+    notice: Notice | None = None  # about the last import, drawn under the file box
+    run_notice: Notice | None = None  # about the last rename or delete, drawn by the run's buttons
     confirm_delete: str | None = None  # the run whose Delete waits for Yes or Cancel
     open_id: str | None = None  # a run to open in the playground on the next draw
     imported: str | None = None  # the file id of the last upload imported, so a redraw never imports it twice

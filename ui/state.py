@@ -101,6 +101,7 @@ class Session:
     running: bool = False  # "Run to end" in progress
     stop_requested: bool = False
     notice: str | None = None  # one line about the last thing that failed
+    refused: tuple[str, str] | None = None  # a field's value that could not be used: its widget key, and why
     store_error: str | None = None
     inspect_step: int | None = None
     open_view: str | None = None  # the playground tab another page asked for, opened on the playground's next draw

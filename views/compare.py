@@ -311,7 +311,7 @@ def _live_columns() -> None:
 
 
 def _summary(comparison: Comparison) -> None:
-    st.markdown("#### Summary")
+    st.markdown("### Summary")
     rows = comparison.summary()
     table = pd.DataFrame(rows)[list(SUMMARY_COLUMNS)].rename(columns=SUMMARY_COLUMNS)
     table["final answer"] = [
@@ -355,7 +355,7 @@ def _overlay(series: pd.DataFrame, column: str, title: str) -> go.Figure:
 
 def _wire(comparison: Comparison) -> None:
     longest = max(len(c.run.steps) for c in comparison.columns)
-    st.markdown("#### The same conversation in each dialect")
+    st.markdown("### The same conversation in each dialect")
     if longest == 0:
         st.caption("No step has run yet.")
         return
@@ -385,7 +385,7 @@ def _reasoning_caption(before: list[Message], provider: str) -> None:
 
 
 def _export(comparison: Comparison) -> None:
-    st.markdown("#### Export and open")
+    st.markdown("### Export and open")
     text = export_bundle(comparison.bundle())
     st.download_button(
         "Export the comparison (JSON bundle)",

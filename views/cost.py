@@ -158,7 +158,7 @@ def _totals(report: CostReport) -> None:
 
 
 def _growth(report: CostReport) -> None:
-    st.subheader("Why it grows quadratically")
+    st.header("Why it grows quadratically")
     up_to = st.number_input(
         "Project to step", min_value=len(report.steps), value=max(2 * len(report.steps), 20), key="cost_project"
     )
@@ -176,7 +176,7 @@ def _growth(report: CostReport) -> None:
 
 
 def _cost(report: CostReport) -> None:
-    st.subheader("Cost")
+    st.header("Cost")
     if report.mixed:
         st.caption(
             f"A mixed run, answered by {safe.inline(models_label(report.models))}: "
@@ -210,7 +210,7 @@ def _policies(run: Run, report: CostReport) -> None:
     policies = run.config.policies
     if policies is None or not policies.labels():
         return
-    st.subheader("Context policies")
+    st.header("Context policies")
     st.caption(f"This run was made with {safe.inline(policies.label)}.")
     fig = _policy_chart(run, report)
     if fig is not None:
@@ -256,7 +256,7 @@ def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
     asked = run.config.policies is not None and run.config.policies.cache_breakpoints
     if not (reported or asked):
         return
-    st.subheader("Prompt caching")
+    st.header("Prompt caching")
     steps = [s.index for s in report.steps]
     caching = next(w for w in whatifs if w.key == "caching")
     fig = go.Figure()
@@ -284,7 +284,7 @@ def _gauge(run: Run) -> None:
     if not gauges or gauges[0].window is None:
         st.caption("The model's context window is not known, so the requests are not gauged against it.")
         return
-    st.subheader("Context window")
+    st.header("Context window")
     fig = go.Figure()
     fig.add_bar(x=[g.step for g in gauges], y=[100 * (g.share or 0) for g in gauges], name="share of the window")
     fig.add_hline(y=90, line_dash="dot", annotation_text="warning")
@@ -297,7 +297,7 @@ def _gauge(run: Run) -> None:
 
 
 def _what_if(run: Run, report: CostReport) -> list[WhatIf]:
-    st.subheader("What if")
+    st.header("What if")
     st.caption(
         "These curves are recomputed from the recorded messages, not by calling the model again: "
         "a trimmed run could have taken other steps."
@@ -327,7 +327,7 @@ def _shown_steps(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _step_table(run: Run, report: CostReport) -> None:
-    st.subheader("Every step")
+    st.header("Every step")
     table = pd.DataFrame(report.rows())
     st.dataframe(_shown_steps(table), hide_index=True, key="cost_steps")
     st.download_button(

@@ -16,7 +16,15 @@ from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, safe
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
-from ui.messages_view import mark_new, render_messages, show_newest, show_tool_call
+from ui.messages_view import (
+    mark_new,
+    message_line,
+    render_latest,
+    render_messages,
+    show_newest,
+    show_refusal,
+    show_tool_call,
+)
 from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
@@ -33,6 +41,9 @@ SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
 PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
 PACE_KEY = "pace"
 VIEWS = ("Messages", "Steps")
+# less room above the title than Streamlit's 6rem: a Step's controls, its new messages and the decision panel
+# share the first screen at 1280x720
+PAGE_STYLE = "<style>.stMainBlockContainer{padding-top:3rem}.st-key-pending h3{padding-top:0.25rem}</style>"
 HOW_IT_WORKS = (
     "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
     "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
@@ -56,6 +67,7 @@ def _prompt_row(session: Session) -> None:
             format_func=lambda rid: run_label(session, session.runs[rid]),
             on_change=actions.select_run,
             help="Every run of this session, forks included",
+            label_visibility="collapsed",  # each option names its run: the row's room goes to the Step's messages
         )
 
 
@@ -247,7 +259,9 @@ def _controls(session: Session, run: Run) -> None:
         help="How long Run to end waits after each phase, so that each change can be followed",
     )
     bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
-    bar.download_button(
+    # the two exports share one button, so the controls fit one row at 1280 px
+    exports = bar.popover("Export", icon=":material/download:", key="exports")
+    exports.download_button(
         "Export JSON",
         data=partial(export_json, run),  # built on click: a long run's transcript is megabytes
         file_name=export_filename(run, "json"),
@@ -256,7 +270,7 @@ def _controls(session: Session, run: Run) -> None:
         icon=":material/download:",
         on_click="ignore",
     )
-    bar.download_button(
+    exports.download_button(
         "Replay HTML",
         data=partial(export_run, run, REPLAY),  # built on click, as the JSON export
         file_name=export_filename(run, REPLAY),
@@ -291,15 +305,21 @@ def _error(session: Session, run: Run) -> None:
 def _pending(session: Session, run: Run) -> None:
     calls = pending_tool_calls(run.messages)
     with st.container(border=True, key="pending"):
-        st.markdown(f"#### :material/pause_circle: {len(calls)} tool call{'s' if len(calls) != 1 else ''} waiting")
-        st.caption(
-            "Approve each call, change its arguments, deny it (the model gets the denial as an error), "
-            "or type the result yourself. Then run the tools phase."
+        st.markdown(
+            f"### :material/pause_circle: {len(calls)} tool call{'s' if len(calls) != 1 else ''} waiting",
+            help="Approve each call, change its arguments, deny it (the model reads the denial as an error) "
+            "or type its result; then run the tools.",
         )
+        asked = next((i for i in range(len(run.messages) - 1, -1, -1) if run.messages[i].role == "assistant"), None)
+        if asked is not None and run.messages[asked].content:  # what the model said with its calls
+            st.markdown(message_line(asked, run.messages[asked], calls=False))
         for call in calls:
             args = call.arguments_text
-            show_tool_call(call, args)
-            choice = st.radio(
+            # the call and its decision side by side: the panel stays in view with the Step that made it
+            what, decision = st.columns([4, 5], vertical_alignment="center")
+            with what:
+                show_tool_call(call, args)
+            choice = decision.radio(
                 "Decision",
                 ["Approve", "Edit arguments", "Deny", "Type the result"],
                 key=f"dec_{call.id}",
@@ -308,6 +328,7 @@ def _pending(session: Session, run: Run) -> None:
             )
             if choice == "Edit arguments":
                 st.text_area("Arguments (JSON object)", value=args, key=f"dec_args_{call.id}", height=80)
+                show_refusal(session, f"dec_args_{call.id}")
             elif choice == "Deny":
                 st.text_input("Reason told to the model (optional)", key=f"dec_reason_{call.id}")
             elif choice == "Type the result":
@@ -342,12 +363,12 @@ def _offer_last_run(session: Session) -> None:
 def _where(run: Run | None) -> None:
     graph, code = st.columns([2, 3], gap="large")
     with graph:
-        st.markdown("##### Where am I")
+        st.markdown("### Where am I")
         st.html(loop_html(run))  # a drawing, not st.graphviz_chart: nothing to lay out or animate on each Step
         st.caption(HOW_IT_WORKS)
     with code:
         view = source_view(run)
-        st.markdown(f"##### The loop's code: `Agent.{view.phase}_phase`")
+        st.markdown(f"### The loop's code: `Agent.{view.phase}_phase`")
         st.caption(view.caption + " Highlighted lines did the work; numbers are lines in agentcore/loop.py.")
         with st.container(key="source"):
             st.html(source_html(view))
@@ -400,6 +421,8 @@ def _page(session: Session) -> None:
         _error(session, run)
     elif run.next_phase == "tools" and session.draft is None:
         _pending(session, run)
+    else:
+        render_latest(session)  # what the last phase added, in view with the controls: the page stays where it is
     _where(run)
     # Only the open tab is drawn: the Steps tab's wire bodies were a third of the page, redrawn on every Step.
     # The labels stay fixed, since the open tab is remembered by its label.
@@ -418,6 +441,7 @@ def main() -> None:
     """Draw the playground from the Session."""
     session = get_session()
     st.session_state[SIDEBAR_DRAWN_FOR] = _sidebar_key(session)  # the sidebar was drawn just before this
+    st.html(PAGE_STYLE)
     st.markdown("## Playground")
     if session.running and session.run is not None:
         _run_to_end(session)

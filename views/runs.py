@@ -83,18 +83,18 @@ def _rename(store: Store, run_id: str) -> None:
     state = RunsState.get()
     try:
         store.set_title(run_id, st.session_state.get(f"runs_title_{run_id}", ""))
-        state.notice = ("success", "Title saved.")
+        state.run_notice = ("success", "Title saved.")
     except AgentcoreError as exc:
-        state.notice = ("error", str(exc))
+        state.run_notice = ("error", str(exc))
 
 
 def _delete(store: Store, run_id: str) -> None:
     state = RunsState.get()
     try:
         store.delete_run(run_id)
-        state.notice = ("success", f"Deleted run {run_id}.")
+        state.run_notice = ("success", f"Deleted run {run_id}.")
     except AgentcoreError as exc:
-        state.notice = ("error", str(exc))
+        state.run_notice = ("error", str(exc))
     state.confirm_delete = None
     st.session_state.pop("runs_selected", None)
     state.widgets.pop("runs_selected", None)
@@ -157,9 +157,18 @@ def _import(store: Store, state: RunsState) -> None:
 # -- sections -----------------------------------------------------------------------------
 
 
+def _show_notice(state: RunsState, which: str) -> None:
+    """Draw and clear a notice where it belongs: `notice` under the file box, `run_notice` by the run's buttons."""
+    notice = getattr(state, which)
+    if notice:
+        kind, text = notice
+        setattr(state, which, None)
+        getattr(st, kind)(safe.block(text))
+
+
 def _details(store: Store, summary: RunSummary) -> None:
     run_id = summary.id
-    st.subheader(safe.inline(summary.title or "(untitled)"))
+    st.header(safe.inline(summary.title or "(untitled)"))
     cost = "unknown" if summary.cost_usd is None else f"\\${summary.cost_usd:.4f}"
     what = f"{run_id} · {summary.models_label}"
     stop = summary.stop_reason or "open"
@@ -171,6 +180,7 @@ def _details(store: Store, summary: RunSummary) -> None:
     cols = st.columns([4, 1])
     cols[0].text_input("Title", value=summary.title or "", key=f"runs_title_{run_id}")
     cols[1].button("Save title", key=f"runs_rename_{run_id}", on_click=_rename, args=(store, run_id))
+    _show_notice(RunsState.get(), "run_notice")  # where the Save title or Delete just pressed was
 
     cols = st.columns(3)
     cols[0].button("Open in playground", key="runs_open_current", on_click=_open, args=(run_id,), type="primary")
@@ -264,7 +274,7 @@ def _diff_table(diff: RunDiff, a: Run, b: Run) -> pd.DataFrame:
         text_a, text_b = r.cells()
         rows.append(
             {
-                "": marks[r.kind],
+                "change": marks[r.kind],  # a column with no name is a table header a screen reader reads as nothing
                 name_a: text_a,
                 name_b: text_b,
             }
@@ -286,9 +296,7 @@ def main() -> None:
         run_id, state.open_id = state.open_id, None
         _open_in_playground(store, run_id)
     _import(store, state)
-    if state.notice:
-        (kind, text), state.notice = state.notice, None
-        getattr(st, kind)(safe.block(text))
+    _show_notice(state, "notice")
 
     cols = st.columns([3, 1])
     search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
@@ -309,6 +317,7 @@ def main() -> None:
         st.info("Only test and lesson runs match: turn on **Show test and lesson runs** to list them.")
         return
     if not runs:
+        _show_notice(state, "run_notice")  # the last run was just deleted
         st.info(
             "No runs match."
             if search or provider != ALL or owner

@@ -131,6 +131,7 @@
     box.append(el("h3", null, label));
     if (headers && Object.keys(headers).length) box.append(el("pre", "headers", jsonText(headers)));
     box.append(el("pre", "body", body === null || body === undefined ? "(none)" : jsonText(expand(body))));
+    for (const pre of box.querySelectorAll("pre")) pre.tabIndex = 0; // a long body scrolls: the keyboard reaches it
     return box;
   }
 
@@ -269,6 +270,7 @@
   document.addEventListener("keydown", (e) => {
     if (e.altKey || e.ctrlKey || e.metaKey || e.target.tagName === "INPUT") return;
     if (e.target.tagName === "BUTTON" && (e.key === " " || e.key === "Enter")) return; // the button's own click
+    if (e.target.closest("#messages, pre")) return; // in a region that scrolls, the keys scroll it
     const moves = { ArrowRight: 1, ArrowDown: 1, " ": 1, ArrowLeft: -1, ArrowUp: -1 };
     if (Object.hasOwn(moves, e.key)) show(at + moves[e.key]);
     else if (e.key === "Home") show(0);

@@ -157,15 +157,17 @@ def test_one_step_on_the_embedded_model_in_a_browser(local_app, browser):
     page.close()
 
 
-def test_a_step_scrolls_its_new_message_into_view_and_marks_it_new(runaway_app, browser):
+def test_a_step_lists_its_new_messages_by_the_controls_and_marks_them_new(runaway_app, browser):
     url, store, run_id = runaway_app
     page = _reopen(browser, url)
     count = len(store.load_run(run_id).messages)
     newest = page.locator(f".st-key-msg_{count}")
-    expect(page.locator(f".st-key-msg_{count - 1}")).not_to_be_in_viewport()  # the list is below the diagram
     page.get_by_role("button", name="Step", exact=True).click()
-    expect(newest).to_be_in_viewport(timeout=20_000)
-    expect(newest).to_contain_text("new")
+    latest = page.locator(".st-key-latest")
+    expect(latest).to_contain_text(f"#{count}", timeout=20_000)
+    expect(latest).to_be_in_viewport()
+    expect(page.get_by_role("button", name="Step", exact=True)).to_be_in_viewport()
+    expect(newest).to_contain_text("new")  # in the list below the diagram, which the page does not jump to
     expect(page.locator(f".st-key-msg_{count - 1}")).not_to_contain_text("new")  # the message before the step
     page.close()
 

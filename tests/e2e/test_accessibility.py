@@ -1,0 +1,203 @@
+"""axe-core on every page of the app and on the replay file, in a real headless Chromium at 1280x720.
+
+axe-core (npm, pinned in tests/npm-mcp/package-lock.json) is injected into each page as it stands: the
+playground fresh and after a Step (the message list, then the Steps tab with the wire JSON), with the
+tools paused (the decision panel), each other page with a run in the database, the lesson after its
+first Step, and the replay file exported from a run. A serious or critical violation fails the test, as
+does a heading out of order or a table header with no name; the message lists every violation found, with
+its impact, rule, the elements and what axe says is wrong.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from servers import ROOT, start_app
+from test_browser import CHROMIUM, CHROMIUM_ARGS, expect, runaway_run, sync_api
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ARTIFACTS = ROOT / "test-artifacts"
+REPORT = ARTIFACTS / "accessibility.txt"  # every page's violations, whatever their impact
+NPM_DIR = ROOT / "tests" / "npm-mcp"  # the tests' npm packages, axe-core among them; .ci/run installs them
+AXE = NPM_DIR / "node_modules" / "axe-core" / "axe.min.js"
+VIEWPORT = {"width": 1280, "height": 720}
+FAILING = ("serious", "critical")
+# rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
+ALSO_FAILING = ("heading-order", "empty-table-header")
+PAGES = ("lesson", "runs", "cost", "compare", "tests")  # the playground is the root; app.py lists them
+
+
+@pytest.fixture(scope="module")
+def axe_source() -> str:
+    """axe-core's script, installed from the lock file in tests/npm-mcp when it is not there yet."""
+    if not AXE.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("axe-core is not installed and there is no npm to install it (Debian: apt-get install npm)")
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=NPM_DIR, capture_output=True, text=True, timeout=300
+        )
+        if done.returncode != 0 or not AXE.exists():
+            pytest.skip(f"`npm ci` in tests/npm-mcp could not install axe-core: {done.stderr.strip()[-500:]}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    REPORT.write_text("")
+    return AXE.read_text("utf-8")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The app on the scripted model over a database holding two runs, so the Runs page has a table and a diff."""
+    from agentcore.store.runs import Store
+
+    workdir = tmp_path_factory.mktemp("a11y-app")
+    store = Store(workdir / "runs.db")
+    for messages in (5, 7):
+        run = runaway_run(messages, 10)
+        run.title = f"A runaway run of {messages} messages"
+        store.save_run(run)
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": str(workdir / "runs.db"),
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    server = start_app(workdir, env)
+    yield server.url
+    server.stop()
+
+
+def _idle(page) -> None:
+    """Wait until the app has finished its script run and the browser has drawn the result."""
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    page.wait_for_timeout(700)
+
+
+def _violations(page, axe: str) -> list[dict]:
+    """axe-core's violations on the page as it stands."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(content=axe)
+    return page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations")
+
+
+def _report(where: str, violations: list[dict], shown: int | None = 5) -> str:
+    """Counts by impact, then each violation with its first `shown` elements (None: all of them)."""
+    counts = Counter()
+    lines = []
+    for v in violations:
+        counts[v["impact"]] += len(v["nodes"])
+        lines.append(f"  {v['impact']} {v['id']} ({len(v['nodes'])}): {v['help']}")
+        for node in v["nodes"][:shown]:
+            summary = " ".join(node.get("failureSummary", "").split())
+            lines.append(f"    {' '.join(map(str, node['target']))}\n      {node['html'][:200]}\n      {summary[:300]}")
+    head = ", ".join(f"{impact}: {n}" for impact, n in sorted(counts.items())) or "none"
+    return f"{where}: {head}\n" + "\n".join(lines)
+
+
+def _check(page, axe: str, where: str) -> None:
+    """No serious or critical violation on the page; the report names every violation, whatever its impact."""
+    violations = _violations(page, axe)
+    with REPORT.open("a") as report:
+        report.write(_report(where, violations, shown=None) + "\n\n")
+    failing = [v for v in violations if v["impact"] in FAILING or v["id"] in ALSO_FAILING]
+    assert not failing, _report(where, violations)
+
+
+def test_the_playground_passes_axe_before_and_after_a_step(app, chromium, axe_source):
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(app)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    _idle(page)
+    _check(page, axe_source, "a fresh playground")
+    page.locator(".st-key-start button").click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    expect(step).to_be_enabled(timeout=20_000)
+    step.click()
+    expect(page.get_by_test_id("stMetricValue").first).to_have_text("1 / 10", timeout=20_000)
+    _idle(page)
+    _check(page, axe_source, "the playground after a Step")
+    page.get_by_role("tab", name="Steps").click()
+    _idle(page)
+    _check(page, axe_source, "the playground's Steps tab after a Step")
+    page.close()
+
+
+def test_the_decision_panel_passes_axe(app, chromium, axe_source):
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(app)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    _idle(page)
+    page.get_by_test_id("stSidebar").get_by_text("Pause before tools").click()
+    _idle(page)
+    page.locator(".st-key-start button").click()
+    page.get_by_role("button", name="Step", exact=True).click()
+    expect(page.locator(".st-key-pending")).to_be_visible(timeout=20_000)
+    _idle(page)
+    _check(page, axe_source, "the playground paused before its tools")
+    page.close()
+
+
+def _lesson_step(page) -> str:
+    """The lesson's first Step: the newest messages and both phases' code are drawn."""
+    page.locator(".st-key-lesson_step button").click()
+    expect(page.locator(".st-key-lesson_diagram")).to_contain_text("Step 1:", timeout=20_000)
+    return "the lesson after its first Step"
+
+
+def _compare_run(page) -> str:
+    """Run both columns on the scripted model to their end and show the bundle: charts, wire JSON and a code
+    block of fixed height, which scrolls."""
+    page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
+    page.get_by_role("option", name="scripted", exact=True).click()
+    _idle(page)
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_role("button", name="New comparison")).to_be_enabled(timeout=60_000)
+    _idle(page)
+    page.get_by_text("Show the bundle JSON").click()
+    expect(page.locator(".stCode pre").last).to_be_visible(timeout=20_000)
+    return "the compare page after Run all, with its bundle shown"
+
+
+THEN = {"lesson": _lesson_step, "compare": _compare_run}  # what fills a page further after its first look
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_each_page_passes_axe(app, chromium, axe_source, path):
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/{path}")
+    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+    _idle(page)
+    _check(page, axe_source, f"the {path} page")
+    if path in THEN:
+        where = THEN[path](page)
+        _idle(page)
+        _check(page, axe_source, where)
+    page.close()
+
+
+def test_the_replay_file_passes_axe(chromium, axe_source, tmp_path):
+    from agentcore.exports import REPLAY, export_run
+
+    file = tmp_path / "replay.html"
+    file.write_text(export_run(runaway_run(7, 10), REPLAY), "utf-8")
+    context = chromium.new_context(viewport=VIEWPORT, bypass_csp=True)  # the file's own policy forbids any script
+    page = context.new_page()
+    page.goto(Path(file).as_uri())
+    expect(page.locator("body")).not_to_be_empty()
+    page.wait_for_timeout(300)
+    _check(page, axe_source, "the replay file")
+    page.keyboard.press("End")  # the last frame: every message and step drawn
+    page.wait_for_timeout(300)
+    _check(page, axe_source, "the replay file at its last frame")
+    context.close()

@@ -1,0 +1,227 @@
+"""What a click changes is on screen where it was made, in a real headless Chromium at 1280x720.
+
+A Step lists its new messages by the controls and leaves the page where it was; with the tools paused,
+the decision panel it opens is in view with Step. Cancel on an editor left as it was leaves nothing
+pending. A value that cannot be used is refused next to its field; the Runs page's notices are drawn
+by the control that caused them. The loop's code and a tool's JSON wrap rather than run off their box,
+and the metrics are read in full.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from servers import start_app
+from test_browser import CHROMIUM, CHROMIUM_ARGS, expect, runaway_run, sync_api
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The app on the scripted model (its weather scenario asks for three tools at once), over two saved runs."""
+    from agentcore.store.runs import Store
+
+    workdir = tmp_path_factory.mktemp("in-view-app")
+    store = Store(workdir / "runs.db")
+    for messages in (5, 7):
+        store.save_run(runaway_run(messages, 10))
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": str(workdir / "runs.db"),
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    server = start_app(workdir, env)
+    yield server.url
+    server.stop()
+
+
+def _idle(page) -> None:
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    page.wait_for_timeout(500)
+
+
+def _in_view(locator, what: str) -> dict:
+    """The element is drawn and lies wholly inside the 1280x720 viewport; returns its box."""
+    box = locator.bounding_box()
+    assert box is not None and box["width"] > 0 and box["height"] > 0, f"{what} is not drawn: {box}"
+    inside = box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= VIEWPORT["width"]
+    assert inside and box["y"] + box["height"] <= VIEWPORT["height"], f"{what} is not wholly on screen: {box}"
+    return box
+
+
+def _scrolled(page) -> float:
+    """How far the app's own scrolling container is scrolled down."""
+    return page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop")
+
+
+def _new_run(chromium, url: str, pause: bool = False):
+    """A new tab on the playground, with the tools paused or not, and a new run; returns the page and Step."""
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(url)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    _idle(page)
+    if pause:
+        page.get_by_test_id("stSidebar").get_by_text("Pause before tools").click()
+        _idle(page)
+    page.locator(".st-key-start button").click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    expect(step).to_be_enabled(timeout=20_000)
+    _idle(page)
+    return page, step
+
+
+def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app, chromium):
+    page, step = _new_run(chromium, app)
+    step.click()
+    latest = page.locator(".st-key-latest")
+    expect(latest).to_contain_text("#1", timeout=20_000)  # the model's turn with its three calls, then the results
+    expect(latest).to_contain_text("get_weather")
+    _idle(page)
+    assert _scrolled(page) == 0
+    _in_view(latest, "the new messages")
+    _in_view(step, "Step")
+    _in_view(page.get_by_test_id("stMetric").first, "the step counter")
+    step.click()  # the answer: the newest message is the model's last one, and the run stopped
+    expect(latest).to_contain_text("#5", timeout=20_000)
+    _idle(page)
+    assert _scrolled(page) == 0
+    _in_view(latest, "the answer")
+    _in_view(page.get_by_text("Stop reason:"), "the stop reason")
+    _in_view(step, "Step")
+    expect(page.locator(".st-key-msg_5")).to_contain_text("new")  # the list below marks it too
+    page.close()
+
+
+def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, chromium):
+    page, step = _new_run(chromium, app, pause=True)
+    step.click()
+    panel = page.locator(".st-key-pending")
+    expect(panel).to_contain_text("3 tool calls waiting", timeout=20_000)
+    _idle(page)
+    assert _scrolled(page) == 0
+    _in_view(step, "Step")
+    _in_view(panel.get_by_role("heading"), "the panel's heading")
+    expect(panel).to_contain_text("I'll look up each city at once.")  # what the model said with its calls
+    for k in range(3):
+        _in_view(page.locator(f".st-key-dec_call_1_{k}"), f"the decision on call {k}")
+    _in_view(panel.get_by_role("button", name="Run tools with these decisions"), "Run tools")
+    page.close()
+
+
+def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, chromium):
+    page, step = _new_run(chromium, app)
+    step.click()
+    expect(page.locator(".st-key-latest")).to_contain_text("#4", timeout=20_000)
+    _idle(page)
+    for i in (1, 2):  # a model turn with tool calls, and a tool result
+        page.locator(f".st-key-edit_{i} button").first.click()
+        cancel = page.locator(f".st-key-edit_cancel_{i} button")
+        expect(cancel).to_be_visible(timeout=20_000)
+        cancel.click()
+        expect(cancel).to_have_count(0, timeout=20_000)
+        _idle(page)
+        expect(page.get_by_text("Unapplied edits")).to_have_count(0)
+        expect(page.locator(".st-key-discard_edits")).to_have_count(0)
+        for name in ("Step", "Model phase", "Run to end"):
+            expect(page.get_by_role("button", name=name, exact=True)).to_be_enabled()
+    page.close()
+
+
+def test_arguments_that_are_not_json_are_refused_next_to_their_field(app, chromium):
+    page, step = _new_run(chromium, app, pause=True)
+    step.click()
+    expect(page.locator(".st-key-pending")).to_be_visible(timeout=20_000)
+    _idle(page)
+    # in the decision panel: the reason is drawn under the arguments typed, in view
+    page.locator(".st-key-dec_call_1_0").get_by_text("Edit arguments").click()
+    field = page.locator(".st-key-dec_args_call_1_0 textarea")
+    expect(field).to_be_visible(timeout=20_000)
+    field.fill('{"city": Paris}')
+    page.locator(".st-key-run_tools button").click()
+    refusal = page.locator(".st-key-pending").get_by_text("the arguments are not JSON")
+    expect(refusal).to_be_visible(timeout=20_000)
+    _idle(page)
+    _near(_in_view(field, "the arguments typed"), _in_view(refusal, "the reason they were refused"))
+    # in the message editor: Save keeps the editor open and says why under the field
+    page.locator(".st-key-edit_1 button").first.click()
+    field = page.locator(".st-key-edit_args_1_0 textarea")
+    expect(field).to_be_visible(timeout=20_000)
+    field.fill("{broken")
+    page.locator(".st-key-edit_save_1 button").click()
+    refusal = page.locator(".st-key-msg_1").get_by_text("the arguments are not JSON")
+    expect(refusal).to_be_visible(timeout=20_000)
+    _idle(page)
+    _near(_in_view(field, "the arguments typed"), _in_view(refusal, "the reason they were refused"))
+    page.close()
+
+
+def _near(field: dict, note: dict) -> None:
+    """The note starts just below the field."""
+    gap = note["y"] - (field["y"] + field["height"])
+    assert 0 <= gap <= 60, f"the note is {gap:.0f} px from its field: {field} {note}"
+
+
+def test_the_runs_page_says_what_a_delete_did_where_it_was_pressed(app, chromium):
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/runs")
+    delete = page.get_by_role("button", name="Delete…")
+    expect(delete).to_be_visible(timeout=30_000)
+    _idle(page)
+    delete.click()
+    yes = page.get_by_role("button", name="Yes, delete")
+    expect(yes).to_be_visible(timeout=20_000)
+    _idle(page)
+    yes.click()
+    done = page.get_by_text("Deleted run")
+    expect(done).to_be_visible(timeout=20_000)
+    _idle(page)
+    _in_view(done, "the notice of the delete")
+    page.close()
+
+
+def test_an_import_is_reported_under_the_file_box(app, chromium, tmp_path):
+    upload = tmp_path / "chat.json"
+    upload.write_text(json.dumps([{"role": "user", "content": "Hello?"}, {"role": "assistant", "content": "Hi."}]))
+    page = chromium.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/runs")
+    files = page.locator("input[type=file]")
+    expect(files).to_be_attached(timeout=30_000)
+    _idle(page)
+    files.set_input_files(str(upload))
+    done = page.get_by_text("Imported chat.json")
+    expect(done).to_be_visible(timeout=20_000)
+    _idle(page)
+    _near(_in_view(page.get_by_test_id("stFileUploader"), "the file box"), _in_view(done, "the notice"))
+    page.close()
+
+
+def test_the_loop_code_and_tool_json_wrap_and_the_metrics_read_in_full(app, chromium):
+    page, step = _new_run(chromium, app)
+    step.click()
+    expect(page.locator(".st-key-msg_4 .stCode pre")).to_be_attached(timeout=20_000)  # the last tool's JSON
+    _idle(page)
+    overflow = """(selector) => Array.from(document.querySelectorAll(selector)).map(
+        (el) => [el.scrollWidth - el.clientWidth, el.textContent.slice(0, 80)])"""
+    for selector, what in (
+        (".st-key-source .ac-src", "the loop's code"),
+        ("[class*='st-key-msg_'] .stCode pre", "a tool's JSON"),
+        ("[data-testid=stMetricValue] > div", "a metric"),
+    ):
+        found = page.evaluate(overflow, selector)
+        assert found, f"nothing on the page is {what} ({selector})"
+        cut = [text for spill, text in found if spill > 0]
+        assert not cut, f"{what} is cut off at its right edge: {cut}"
+    expect(page.get_by_test_id("stMetricValue").nth(1)).to_have_text("model phase")
+    page.close()

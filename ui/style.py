@@ -1,0 +1,91 @@
+"""The app's style over Streamlit's theme: what .streamlit/config.toml cannot set, drawn once on every page.
+
+Two needs, both met for every page at once rather than page by page:
+- text that reads: every caption and its code at WCAG AA contrast (4.5:1), on white and on the sidebar's
+  grey (Streamlit draws captions at 60% of the text colour: 4.1:1 on the sidebar);
+- code that can be read with the keyboard alone: a code block wraps its lines instead of hiding them past
+  its right edge, and a block that still scrolls (one given a fixed height) takes the keyboard's focus,
+  so its arrow keys scroll it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+MUTED = "#555c63"  # grey text: 6.6:1 on white, 6.1:1 on the sidebar's #f5f7fa
+CODE = "#0b5040"  # code in a caption: Streamlit's code green, darker
+# code highlighting (JSON above all) in colours of at least 5:1 on a code block's #fafbfd; Streamlit's own are
+# 2.6-3.6:1. Any kind of token not named here is drawn in the text's own grey.
+TOKENS = {
+    "": "#343a40",
+    "punctuation": "#495057",
+    "property": "#005f8a",
+    "string": "#0a6b2e",
+    "number": "#0b6b5e",
+    "boolean": "#7a2fb0",
+    "keyword": "#7a2fb0",
+    "operator": "#a6400b",
+    "comment": MUTED,
+}
+# st.json draws null on a grey badge in an inline style (#dc322f on #ebebeb, 3.9:1): the same red, darker (6.3:1)
+NULL_BADGE = "#a51d1a"
+# what scrolls: a code block of fixed height, a container of fixed height (the compare page's columns)
+SCROLLERS = ".stCode pre, [data-test-scroll-behavior]"
+
+STYLE = f"""<style>
+.stApp [data-testid="stCaptionContainer"] {{ color: {MUTED}; opacity: 1; }}
+.stApp [data-testid="stCaptionContainer"] code {{ color: {CODE}; }}
+.stApp .stCode pre, .stApp .stCode pre code {{ white-space: pre-wrap !important; overflow-wrap: anywhere; }}
+.st-key-agentcore_style {{ display: none; }}
+.stApp [data-ac-focus]:focus-visible {{ outline: 2px solid #3b5bdb; }}
+.stApp .react-json-view .variable-value div[style*="rgb(235, 235, 235)"] {{ color: {NULL_BADGE} !important; }}
+{"".join(f".stApp .stCode .token{'.' + kind if kind else ''} {{ color: {colour}; }}" for kind, colour in TOKENS.items())}
+</style>"""
+
+# A block that scrolls is found after each change of the page and put in the tab order (axe-core's
+# scrollable-region-focusable): Streamlit gives a code block or a container of fixed height no tabindex.
+# Code wraps (the !important: st.code sets `white-space: pre` on its element's own style attribute).
+FOCUS_SCRIPT = """<script>
+(() => {
+  if (window.agentcoreScrollFocus) return;
+  window.agentcoreScrollFocus = true;
+  const SCROLLERS = __SCROLLERS__;
+  const scrolls = (el) => el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1;
+  const mark = () => {
+    for (const el of document.querySelectorAll(SCROLLERS)) {
+      const focusable = el.hasAttribute("tabindex") && el.getAttribute("tabindex") !== "-1";
+      if (scrolls(el) && !focusable) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("data-ac-focus", "");
+      } else if (!scrolls(el) && el.hasAttribute("data-ac-focus")) {
+        el.removeAttribute("tabindex");
+        el.removeAttribute("data-ac-focus");
+      }
+    }
+  };
+  let queued = false;
+  const later = () => {
+    if (!queued) {
+      queued = true;
+      requestAnimationFrame(() => { queued = false; mark(); });
+    }
+  };
+  // text filled in, a class or style changed, or a width changed can each make a block start or stop scrolling
+  const changes = { childList: true, subtree: true, characterData: true, attributeFilter: ["class", "style"] };
+  new MutationObserver(later).observe(document.body, changes);
+  window.addEventListener("resize", later);
+  mark();
+})();
+</script>""".replace("__SCROLLERS__", json.dumps(SCROLLERS))
+
+
+def apply_style() -> None:
+    """Draw the app's style and the script that puts scrolling blocks in the tab order; neither takes any room.
+
+    Both go in one element of the page, hidden: a style alone would go to Streamlit's event container,
+    which it may empty on a redraw, and a visible element takes a gap of the page's height.
+    """
+    with st.container(key="agentcore_style"):
+        st.html(STYLE + FOCUS_SCRIPT, unsafe_allow_javascript=True)
