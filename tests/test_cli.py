@@ -135,7 +135,9 @@ def test_a_run_killed_mid_run_keeps_every_finished_phase_in_the_database(tmp_pat
 
     # a transcript whose model turns each call the toolbox's slow tool: replayed, each tools phase takes 0.6 s
     turns = [
-        AssistantMessage(content=f"turn {n}", tool_calls=(ToolCall(id=f"call_{n}", name="slow", arguments={"seconds": 0.6}),))
+        AssistantMessage(
+            content=f"turn {n}", tool_calls=(ToolCall(id=f"call_{n}", name="slow", arguments={"seconds": 0.6}),)
+        )
         for n in range(1, 7)
     ]
     source = Run.start("wait", RunConfig(provider="scripted", model="replay", max_steps=20))

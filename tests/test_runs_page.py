@@ -12,8 +12,7 @@ import pytest
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
 from agentcore.diff import diff_runs
 from agentcore.messages import AssistantMessage
-from agentcore.providers.scripted import ScriptedProvider
-from agentcore.providers.scripted import get_scenario
+from agentcore.providers.scripted import ScriptedProvider, get_scenario
 from agentcore.store.runs import LAST_RUN_KEY, Store
 
 PAGE = "views/runs.py"
