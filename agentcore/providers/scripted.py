@@ -213,7 +213,7 @@ def _read_id(turn: Turn, result: ToolMessage) -> str | None:
 
 
 def _play_runaway(turn: Turn) -> AssistantMessage:
-    if not turn.offers("search_notes"):  # asked for an answer (the loop guard): it answers from what it found
+    if turn.request.tool_choice == "none":  # asked for an answer (the loop guard): it answers from what it found
         found = turn.results[0].content if turn.results else "nothing"
         return _say(f"I kept asking for the same search. From its first result: {found}")
     return AssistantMessage(
