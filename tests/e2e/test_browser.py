@@ -129,7 +129,7 @@ def test_stepping_a_scripted_run_to_the_end_in_a_browser(scripted_app, browser):
         page.wait_for_timeout(300)  # let the redraw after the phase settle
     _screenshot(page, "playground.png")
     expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
-    expect(page.get_by_text("answer", exact=True).first).to_be_visible()
+    expect(page.get_by_text("answered", exact=True).first).to_be_visible()
     expect(page.locator(".st-key-msg_5")).to_contain_text("Here is the weather (simulated data):")
     expect(page.locator(".st-key-msg_0")).to_contain_text("user")
     expect(page.locator(".st-key-msg_1")).to_contain_text("get_weather")
