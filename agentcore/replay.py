@@ -22,7 +22,7 @@ from typing import Any, assert_never
 
 from .accounting import account
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from .run import Run
+from .run import Run, StepRecord, ToolRun
 from .secrets import redact_fields
 from .transcript import json_text, to_dict
 
@@ -85,6 +85,10 @@ def replay_data(run: Run) -> dict[str, Any]:
             {
                 "index": record.index,
                 "model": run.answered_by(record).label,
+                "provider": run.answered_by(record).provider,
+                "model_name": run.answered_by(record).model,
+                "policies": _policies(record),
+                "tools_withheld": record.tools_withheld,
                 "sent": figures.input_tokens,
                 "growth": None if previous is None else figures.input_tokens - previous,
                 "received": figures.output_tokens,
@@ -94,7 +98,7 @@ def replay_data(run: Run) -> dict[str, Any]:
                 "latency_ms": round(record.latency_ms, 1),
                 "finish_reason": record.finish_reason,
                 "message_count": record.message_count,
-                "tool_runs": [_tool_run(t, pool) for t in kept["tool_runs"]],
+                "tool_runs": [_tool_run(t, k, pool) for t, k in zip(record.tool_runs, kept["tool_runs"], strict=True)],
                 "wire": _wire(kept.get("wire"), pool),
             }
         )
@@ -158,9 +162,31 @@ def _message(m: Message) -> dict[str, Any]:
     assert_never(m)
 
 
-def _tool_run(kept: dict[str, Any], pool: _Pool) -> dict[str, Any]:
-    fields = ("tool_call_id", "name", "source", "duration_ms", "is_error", "error")
-    return {**{k: kept.get(k) for k in fields}, "wire": _wire(kept.get("wire"), pool)}
+def _tool_run(tool_run: ToolRun, kept: dict[str, Any], pool: _Pool) -> dict[str, Any]:
+    """A tool run with its badge's words (a person's decision, the loop guard's repeat) and, after an edit,
+    what the model asked and what the tool returned, as the app shows them."""
+    fields = ("tool_call_id", "name", "source", "duration_ms", "is_error", "error", "original_content")
+    asked = None  # from the kept copy: its credential-named fields are blanked as in the export
+    if tool_run.source == "edited" and tool_run.original_arguments_text is not None:
+        raw, args = kept.get("original_raw_arguments"), kept.get("original_arguments")
+        asked = raw if raw is not None else json.dumps(args)
+    return {
+        **{k: kept.get(k) for k in fields},
+        "badge": tool_run.badge,
+        "original_arguments": asked,
+        "wire": _wire(kept.get("wire"), pool),
+    }
+
+
+def _policies(record: StepRecord) -> dict[str, Any] | None:
+    """What the context policies did to this step's request: their names and how many messages each mark got."""
+    sent = record.sent
+    if sent is None:
+        return None
+    marks: dict[str, int] = {}
+    for change in sent.changes.values():
+        marks[change.mark] = marks.get(change.mark, 0) + 1
+    return {"names": sent.policies, "marks": marks, "summary": sent.summary is not None}
 
 
 def _wire(wire: dict[str, Any] | None, pool: _Pool) -> dict[str, Any] | None:

@@ -51,6 +51,9 @@ BY_PERSON: dict[str, str] = {
     "typed": "result typed by a person",
 }
 EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited"})  # the tool itself ran
+# the words the app's badges and the replay page show for a call the loop guard answered, or withheld tools from
+REPEAT_WORDS = "repeat: answered from the run by the loop guard, not run again"
+NO_TOOLS_WORDS = "no tools: the loop guard asked for an answer"
 FINAL_ANSWER_TOOL = "final_answer"
 WIRE_DEPTH = MAX_DEPTH - 4  # a wire body sits four levels down in a transcript: run, steps, step, wire
 # the most of a model call's response a step keeps whole, as compact JSON; the reply itself is in the messages
@@ -168,6 +171,12 @@ class ToolRun(BaseModel):
             self.source = "edited"
         else:
             self.source = "typed"
+
+    @property
+    def badge(self) -> str | None:
+        """The words of this call's badge, as the app and the replay show them: a person's decision or the
+        loop guard's repeat; None for a call that simply ran (or was refused past the turn's limit)."""
+        return REPEAT_WORDS if self.source == "repeat" else BY_PERSON.get(self.source)
 
     @property
     def decision(self) -> str | None:

@@ -12,18 +12,20 @@ import io
 import json
 import re
 import zipfile
+from importlib import resources
 from typing import Any
 
 import pytest
 
-from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
+from agentcore import Agent, Run, RunConfig, ToolDecision, create_provider, toolbox, transcript
 from agentcore.cli.main import main
 from agentcore.exports import REPLAY, export_filename, export_json, export_run, export_zip
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.policies import ContextPolicies
 from agentcore.providers.base import WireExchange
-from agentcore.providers.scripted import get_scenario
+from agentcore.providers.scripted import ScriptedProvider, get_scenario
 from agentcore.replay import FORMAT, frames, replay_html
-from agentcore.run import StepRecord
+from agentcore.run import REPEAT_WORDS, StepRecord
 from agentcore.secrets import forget_secrets, register_secret
 from agentcore.store.runs import Store
 
@@ -300,3 +302,64 @@ def test_a_whole_body_that_starts_with_nul_reads_back_as_it_was():
     kept = data["steps"][0]["wire"]
     assert expand(kept["request"], data["pool"]) == "\x000"
     assert expand(kept["response"], data["pool"]) == "\x00\x00plain"
+
+
+def decided_run() -> Run:
+    """A run whose five calculator calls a person approved, edited, denied, typed, then one result changed."""
+    calls = [ToolCall(id=c, name="calculator", arguments={"expression": f"{n}+{n}"}) for n, c in enumerate("abcd")]
+    provider = ScriptedProvider(replay=[AssistantMessage(tool_calls=calls), AssistantMessage(content="ok")])
+    agent = Agent(provider, toolbox.get_tools("calculator"))
+    run = Run.start("x", RunConfig(pause_before_tools=True))
+    agent.step(run)
+    decisions = {
+        "b": ToolDecision(action="edit", arguments={"expression": "10*10"}),
+        "c": ToolDecision(action="deny", reason="not now"),
+        "d": ToolDecision(action="result", content="typed by hand"),
+    }
+    agent.tools_phase(run, decisions)
+    run.steps[0].tool_runs[0].result_edited("0+0 = 0")  # a person changed the approved call's result afterwards
+    agent.step(run)
+    return run
+
+
+def test_the_replay_shows_each_decision_with_the_apps_badge_words_and_what_the_model_asked():
+    run = decided_run()
+    data = page_data(export_run(run, REPLAY))
+    runs = {t["tool_call_id"]: t for t in data["steps"][0]["tool_runs"]}
+    assert {k: t["badge"] for k, t in runs.items()} == {
+        "a": "edited by a person",
+        "b": "edited by a person",
+        "c": "denied by a person",
+        "d": "result typed by a person",
+    }
+    assert runs["b"]["original_arguments"] == '{"expression": "1+1"}'
+    assert runs["a"]["original_arguments"] is None and runs["a"]["original_content"] == "0+0 = 0"
+    assert runs["c"]["original_arguments"] is None and runs["c"]["original_content"] is None
+    assert [s["model"] for s in data["steps"]] == [run.answered_by(s).label for s in run.steps]
+
+
+def test_the_replay_shows_the_loop_guards_repeats_and_its_withheld_tools():
+    tools = toolbox.get_tools("search_notes")
+    config = RunConfig(provider="scripted", model="runaway", scenario="runaway", tools=[t.spec() for t in tools])
+    run = Run.start("Find out what a step budget is.", config.model_copy(update={"loop_guard": "guard"}))
+    Agent(ScriptedProvider(scenario="runaway"), tools).run(run)
+    steps = page_data(replay_html(run))["steps"]
+    assert [[t["badge"] for t in s["tool_runs"]] for s in steps][:2] == [[None], [REPEAT_WORDS]]
+    assert [s["tools_withheld"] for s in steps][-1] is True
+
+
+def test_the_replay_shows_what_the_context_policies_did_to_each_step():
+    provider = ScriptedProvider(scenario="research")
+    config = RunConfig(scenario="research", policies=ContextPolicies(keep_tool_results=1))
+    run = Run.start(provider.scenario.prompt, config)
+    Agent(provider, toolbox.get_tools(list(provider.scenario.tools))).run(run)
+    steps = page_data(replay_html(run))["steps"]
+    cleared = [s["policies"]["marks"].get("cleared", 0) for s in steps]
+    assert cleared == [sum(c.mark == "cleared" for c in s.sent.changes.values()) for s in run.steps]
+    assert max(cleared) > 0 and steps[0]["policies"]["names"] == run.steps[0].sent.policies
+
+
+def test_the_page_script_draws_the_badges_the_policies_and_the_model_of_each_step():
+    script = (resources.files("agentcore") / "replay_page" / "replay.js").read_text("utf-8")
+    for drawn in ("run.badge", "The model asked ", "the tool returned ", "Answered by ", "Context policies "):
+        assert drawn in script

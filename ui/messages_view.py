@@ -17,7 +17,7 @@ from agentcore.messages import (
     first_difference,
     validate_messages,
 )
-from agentcore.run import BY_PERSON, Run, StepRecord, ToolRun
+from agentcore.run import BY_PERSON, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
 
 from . import actions, policy_view, reasoning_view, safe, words
 from .state import Session, get_session
@@ -152,8 +152,8 @@ def show_tool_call(call: ToolCall, args: str) -> None:
     st.markdown(tool_call_markdown(call, args))
 
 
-REPEAT_BADGE = ":blue-badge[:material/repeat: repeat: answered from the run by the loop guard, not run again]"
-NO_TOOLS_BADGE = ":blue-badge[:material/repeat: no tools: the loop guard asked for an answer]"
+REPEAT_BADGE = f":blue-badge[:material/repeat: {REPEAT_WORDS}]"
+NO_TOOLS_BADGE = f":blue-badge[:material/repeat: {NO_TOOLS_WORDS}]"
 
 
 def _decision(tool_run: ToolRun | None) -> list[str]:

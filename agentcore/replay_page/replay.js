@@ -7,6 +7,7 @@
   const REF = "\u0000";
   const frames = data.frames;
   const steps = new Map(data.steps.map((s) => [s.index, s]));
+  const toolRuns = new Map(data.steps.flatMap((s) => s.tool_runs.map((t) => [t.tool_call_id, t])));
   const byId = (id) => document.getElementById(id);
   let at = 0;
   let timer = null;
@@ -76,6 +77,15 @@
     head.append(el("span", "role", "#" + (i + 1) + " " + m.role));
     if (m.role === "tool") head.append(el("span", "note", " " + m.name + " \u00b7 " + m.id + (m.is_error ? " \u00b7 error" : "")));
     item.append(head);
+    const run = m.role === "tool" ? toolRuns.get(m.id) : undefined;
+    if (run && run.badge) item.append(el("div", "badge " + (run.source === "repeat" ? "repeat" : "decision"), run.badge));
+    if (run && run.original_arguments !== null && run.original_arguments !== undefined) {
+      item.append(el("div", "original", "The model asked " + run.original_arguments));
+    }
+    if (run && run.original_content !== null && run.original_content !== undefined) {
+      const cut = run.original_content.length <= 200 ? run.original_content : run.original_content.slice(0, 199) + "\u2026";
+      item.append(el("div", "original", "The person changed this result; the tool returned " + cut));
+    }
     for (const text of m.reasoning || []) item.append(el("div", "reasoning", text));
     if (m.content !== null && m.content !== undefined && m.content !== "") item.append(el("div", "content", m.content));
     for (const call of m.calls || []) {
@@ -121,6 +131,13 @@
     text += " and received " + number(s.received) + ".";
     if (s.cache_read || s.cache_write) text += " Cache: " + number(s.cache_read) + " read, " + number(s.cache_write) + " written.";
     if (s.estimated) text += " (estimated)";
+    text += " Answered by " + s.model + ".";
+    if (s.tools_withheld) text += " No tools: the loop guard asked for an answer.";
+    if (s.policies) {
+      const marks = Object.entries(s.policies.marks).map(([mark, n]) => n + " " + mark);
+      text += " Context policies " + s.policies.names.join(", ") + ": " + (marks.length ? marks.join(", ") : "nothing changed");
+      text += s.policies.summary ? ", a summary sent in their place." : ".";
+    }
     return text;
   }
 
@@ -157,7 +174,7 @@
     if (s.wire) box.append(exchange("Model call of step " + s.index, s.wire));
     else box.append(el("p", "note", "This provider recorded no wire exchange for this step."));
     for (const t of s.tool_runs) {
-      const how = t.source === "ran" ? "" : " \u00b7 " + t.source;
+      const how = t.source === "ran" ? "" : " \u00b7 " + (t.badge || t.source);
       const line = t.name + " (" + t.tool_call_id + "): " + number(t.duration_ms) + " ms" + how + (t.error ? " \u00b7 error: " + t.error : t.is_error ? " \u00b7 error" : "");
       box.append(el("p", "tool-run", "Tool run: " + line));
       if (t.wire) box.append(exchange("Tool " + t.name + ": its server's exchange", t.wire));
@@ -173,7 +190,7 @@
       const reply = data.messages[frame.shown - 1];
       const calls = reply && reply.calls ? reply.calls.length : 0;
       const what = calls ? "asked for " + calls + " tool call" + (calls === 1 ? "" : "s") : "answered";
-      return "Step " + frame.step + ", model phase: the model read " + (s ? s.message_count : "the") + " messages and " + what + ".";
+      return "Step " + frame.step + ", model phase: " + (s ? s.model : "the model") + " read " + (s ? s.message_count : "the") + " messages and " + what + ".";
     }
     if (frame.phase === "tools") {
       const before = frames[at - 1] ? frames[at - 1].shown : 0;
