@@ -119,6 +119,18 @@ class PolicyCurves:
         names = ("measured", "projected", "whole", "summariser")
         return {n: list(accumulate(getattr(self, n))) for n in names}
 
+    @property
+    def saving(self) -> str:
+        """The run's input in one line: what was sent (the summariser's own input with it) against the
+        whole history, e.g. `3,783 input tokens sent against 5,300 without the policy: 29% less`."""
+        sent, whole, summariser = sum(self.measured) + sum(self.summariser), sum(self.whole), sum(self.summariser)
+        with_summariser = f" (the summariser's own {summariser:,} among them)" if summariser else ""
+        line = f"{sent:,} input tokens sent{with_summariser} against {whole:,} without the policy"
+        if not whole or sent == whole:
+            return line + ": the same."
+        share = round(abs(whole - sent) / whole * 100)
+        return f"{line}: {share}% {'less' if sent < whole else 'more'}."
+
 
 def policy_curves(run: Run, report: CostReport) -> PolicyCurves | None:
     """The curves of a run made with policies that shape the request; None for a run without.

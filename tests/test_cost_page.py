@@ -13,6 +13,7 @@ from genai_prices import calc_price
 from streamlit.testing.v1 import AppTest
 
 from agentcore import Agent, ScriptedProvider, cli, transcript
+from agentcore.accounting import step_usage, tool_tokens
 from agentcore.gauge import step_gauges
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage, estimate_tokens
 from agentcore.policies import CLEARED, ContextPolicies
@@ -333,3 +334,16 @@ def test_the_cost_chart_has_each_steps_cost_at_its_step(page_with):
     }
     assert per_step == pytest.approx(expected)
     assert cumulative == pytest.approx({1: expected[1], 2: expected[1] + expected[2], 3: sum(expected.values())})
+
+
+def test_a_policy_run_shows_its_input_saving_against_the_whole_history_beside_its_chart(page_with):
+    run = policy_run()
+    at = page_with(run)
+    assert not at.exception
+    sent = sum(step_usage(run, n)[0].input_tokens for n in range(1, len(run.steps) + 1))
+    whole = sum(sum(m.tokens for m in run.messages[: s.message_count]) + tool_tokens(run) for s in run.steps)
+    assert sent < whole  # the scripted model counts as the estimate does: both sides in the same units
+    line = (
+        f"{sent:,} input tokens sent against {whole:,} without the policy: {round((whole - sent) / whole * 100)}% less."
+    )
+    assert line in [m.value.strip("*") for m in at.markdown]

@@ -22,7 +22,7 @@ from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
 from agentcore.run import Run, models_label
 from agentcore.transcript import loads
-from agentcore.whatif import WhatIf, policy_curves, what_ifs
+from agentcore.whatif import PolicyCurves, WhatIf, policy_curves, what_ifs
 from ui import safe, words
 from ui.page_state import CompareState, CostState
 from ui.policy_view import local_window
@@ -188,11 +188,8 @@ def _cost(report: CostReport) -> None:
         st.info("No price for this model: pick one under Price as to see the cost.")
 
 
-def _policy_chart(run: Run, report: CostReport) -> go.Figure | None:
+def _policy_chart(curves: PolicyCurves, report: CostReport) -> go.Figure:
     """Measured cumulative input beside the same policy's what-if projection and the history sent whole."""
-    curves = policy_curves(run, report)
-    if curves is None:
-        return None
     steps = [s.index for s in report.steps]
     fig = go.Figure()
     totals = curves.cumulative
@@ -212,9 +209,10 @@ def _policies(run: Run, report: CostReport) -> None:
         return
     st.header("Context policies")
     st.caption(f"This run was made with {safe.inline(policies.label)}.")
-    fig = _policy_chart(run, report)
-    if fig is not None:
-        st.plotly_chart(fig, key="cost_policy")
+    curves = policy_curves(run, report)
+    if curves is not None:
+        st.plotly_chart(_policy_chart(curves, report), key="cost_policy")
+        st.markdown(f"**{safe.inline(curves.saving)}**")
     calls = [(s.index, c) for s in run.steps for c in s.policy_calls]
     if calls:
         rows = [
