@@ -31,15 +31,20 @@ def _step_costs(run: Run) -> list[float | None]:
         return [None] * len(run.steps)
 
 
+def final_result(run: Run) -> Any:
+    """What a finished run ended on: its structured output, or its answer's text; None for a run with neither."""
+    final = run.final_output if run.stop_reason == "structured" else None
+    if final is None and run.stop_reason == "answer":
+        final = run.final_answer()
+    return final
+
+
 def summarize(run: Run, label: str, state: str | None = None, error: str | None = None) -> dict[str, Any]:
     """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer."""
     costs = _step_costs(run)
     usage = run.usage
     total_ms = run.duration_ms
     n = len(run.steps)
-    final = run.final_output if run.stop_reason == "structured" else None
-    if final is None and run.stop_reason == "answer":
-        final = run.final_answer()
     return {
         "config": label,
         "state": state or ("error" if run.stop_reason == "error" else "done" if run.finished else "ready"),
@@ -53,7 +58,7 @@ def summarize(run: Run, label: str, state: str | None = None, error: str | None 
         "ms_per_step": round(total_ms / n, 1) if n else None,
         "model_ms_per_step": round(sum(s.latency_ms for s in run.steps) / n, 1) if n else None,
         "tool_errors": sum(t.is_error for s in run.steps for t in s.tool_runs),
-        "final_answer": final,
+        "final_answer": final_result(run),
         "error": error if error is not None else run.error,
     }
 

@@ -9,6 +9,7 @@ password boxes on each action and handed to the provider for that action only.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
+from agentcore.compare_report import final_result
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
@@ -238,7 +240,23 @@ def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[in
     for i, slot in enumerate(slots):
         with slot:
             _say_sharing(_sharing(specs, i))
+            _say_missing_tools(specs[i], st.session_state["cmp_tools"])
     return specs, keys
+
+
+def _say_missing_tools(spec: ColumnSpec, offered: list[str]) -> None:
+    """Warn when a scripted scenario calls tools the comparison does not offer: its calls would come back as errors."""
+    scenario = SCENARIOS.get(spec.model or "") if spec.provider == "scripted" else None
+    missing = [name for name in scenario.tools if name not in offered] if scenario is not None else []
+    if missing:
+        names = ", ".join(missing)
+        st.warning(
+            safe.inline(
+                f"The {scenario.name} scenario calls {names}, which this comparison does not offer: "
+                "those calls will come back as unknown-tool errors. Add them under Tools."
+            ),
+            icon=":material/warning:",
+        )
 
 
 def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> None:
@@ -287,6 +305,10 @@ def _column_view(column: Column, sharing: list[int]) -> None:
         if column.live_text:
             with st.chat_message("assistant"):
                 st.markdown(safe.markdown(column.live_text + " ▌"))
+    final = final_result(run)
+    if final is not None:
+        text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
+        st.success(f"**Final answer**  \n{safe.block(text)}", icon=":material/flag:")
 
 
 def _columns_view(comparison: Comparison) -> None:
