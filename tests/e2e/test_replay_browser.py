@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
+from test_replay import decided_run
 
 from agentcore import Agent, AssistantMessage, Run, RunConfig, Settings, StepRecord, Usage, create_provider, toolbox
 from agentcore.accounting import account
@@ -192,3 +193,16 @@ def test_a_hostile_run_shows_as_inert_text_and_holds_no_secret(browser, tmp_path
     headers = page.locator("#wire pre.headers").first.text_content()
     assert '"authorization": "[redacted]"' in headers and '"x-custom": "[redacted]"' in headers
     replay.expect_nothing_left_the_page()
+
+
+def test_the_page_shows_each_decision_with_the_apps_badge_words_and_each_steps_model(browser, tmp_path):  # noqa: F811
+    run = decided_run()
+    replay = Replay(browser, run, tmp_path)
+    replay.page.keyboard.press("End")
+    badges = replay.page.locator("#messages .badge").all_text_contents()
+    assert badges == ["edited by a person", "edited by a person", "denied by a person", "result typed by a person"]
+    originals = replay.page.locator("#messages .original").all_text_contents()
+    assert 'The model asked {"expression": "1+1"}' in originals
+    assert "The person changed this result; the tool returned 0+0 = 0" in originals
+    expect(replay.page.locator("#step-tokens")).to_contain_text(f"Answered by {run.answered_by(run.steps[-1]).label}.")
+    assert not replay.errors
