@@ -26,6 +26,7 @@ from agentcore.providers import create_provider
 from agentcore.providers._limits import split_lines
 from agentcore.providers.base import ModelRequest, WireExchange
 from agentcore.run import Run, RunConfig
+from agentcore.secrets import forget_secrets
 
 pytestmark = pytest.mark.timeout(60)  # the code before the limits hung on some of these for long
 
@@ -251,6 +252,9 @@ def test_a_body_over_the_cap_is_refused_without_keeping_it(server, route):
     ("name", "route"), [("openai", "endless-events"), ("anthropic", "endless-events"), ("ollama", "endless-ndjson")]
 )
 def test_an_endless_stream_stops_at_the_event_cap(server, name, route):
+    # a value another test registered as a secret could start with the stream's text, and the scrubber
+    # would rightly hold the last piece back when the stream fails: count the deltas with none registered
+    forget_secrets()
     p = create_provider(name, "m", base_url=server.url(route), max_retries=0, max_stream_events=1000)
     deltas: list[str] = []
     error, seconds, peak = failure(lambda: p.complete(REQUEST, on_text=deltas.append))
