@@ -19,9 +19,9 @@ from typing import Any
 import httpx2
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from ..providers._limits import ACCEPT_ENCODING, inflated
+
 MAX_RESPONSE_BYTES = 32 * 2**20  # one HTTP reply that is not an event stream, once decompressed
-ACCEPT_ENCODING = "gzip, deflate"  # only what is inflated here in bounded steps
-CHUNK = 64 * 1024
 
 
 def http_client(headers: dict[str, str] | None) -> httpx2.AsyncClient:
@@ -77,16 +77,9 @@ class _BoundedStream(httpx2.AsyncByteStream):
 
 
 def _inflate(inflater: Any, chunk: bytes) -> Iterator[bytes]:
-    """The inflated pieces of one compressed chunk, none longer than CHUNK."""
-    pending = chunk
+    """The inflated pieces of one compressed chunk, none longer than CHUNK; a corrupt chunk refuses the reply."""
     try:
-        while True:
-            out = inflater.decompress(pending, CHUNK)
-            pending = inflater.unconsumed_tail
-            if out:
-                yield out
-            if not pending and len(out) < CHUNK:
-                return
+        yield from inflated(inflater, chunk)
     except zlib.error as exc:
         raise _refused(f"the reply cannot be decompressed: {exc}") from None
 

@@ -167,6 +167,18 @@ def decoded_chunks(response: httpx.Response) -> Iterator[bytes]:
         raise httpx.DecodingError(f"content-encoding {encoding!r} was not asked for (only {ACCEPT_ENCODING})")
 
 
+def inflated(inflater: Any, chunk: bytes) -> Iterator[bytes]:
+    """The inflated pieces of one compressed chunk, none longer than CHUNK, so a bomb never lands whole in memory."""
+    pending = chunk
+    while True:
+        out = inflater.decompress(pending, CHUNK)
+        pending = inflater.unconsumed_tail
+        if out:
+            yield out
+        if not pending and len(out) < CHUNK:
+            return
+
+
 def _inflate(raw: Iterator[bytes], *, raw_deflate_ok: bool) -> Iterator[bytes]:
     inflater: Any = None
     for chunk in raw:
@@ -174,14 +186,7 @@ def _inflate(raw: Iterator[bytes], *, raw_deflate_ok: bool) -> Iterator[bytes]:
             # `deflate` is zlib-wrapped by the RFC; some servers send it bare, which httpx accepts too
             bare = raw_deflate_ok and not _zlib_header(chunk)
             inflater = zlib.decompressobj(-zlib.MAX_WBITS if bare else zlib.MAX_WBITS | 32)
-        pending = chunk
-        while True:
-            out = inflater.decompress(pending, CHUNK)
-            pending = inflater.unconsumed_tail
-            if out:
-                yield out
-            if not pending and len(out) < CHUNK:
-                break
+        yield from inflated(inflater, chunk)
     if inflater is not None:
         tail = inflater.flush()
         if tail:
