@@ -16,8 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from servers import ROOT, start_app
-from test_browser import CHROMIUM, CHROMIUM_ARGS, expect, runaway_run, sync_api
+from servers import ROOT
+from test_browser import app_over_runs, expect, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -50,30 +50,12 @@ def axe_source() -> str:
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """The app on the scripted model over a database holding two runs, so the Runs page has a table and a diff."""
-    from agentcore.store.runs import Store
-
-    workdir = tmp_path_factory.mktemp("a11y-app")
-    store = Store(workdir / "runs.db")
-    for messages in (5, 7):
-        run = runaway_run(messages, 10)
-        run.title = f"A runaway run of {messages} messages"
-        store.save_run(run)
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    server = start_app(workdir, env)
+    runs = [runaway_run(messages, 10) for messages in (5, 7)]
+    for run in runs:
+        run.title = f"A runaway run of {len(run.messages)} messages"
+    server = app_over_runs(tmp_path_factory.mktemp("a11y-app"), runs)
     yield server.url
     server.stop()
 
@@ -114,8 +96,8 @@ def _check(page, axe: str, where: str) -> None:
     assert not failing, _report(where, violations)
 
 
-def test_the_playground_passes_axe_before_and_after_a_step(app, chromium, axe_source):
-    page = chromium.new_page(viewport=VIEWPORT)
+def test_the_playground_passes_axe_before_and_after_a_step(app, browser, axe_source):
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
     expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
     _idle(page)
@@ -133,8 +115,8 @@ def test_the_playground_passes_axe_before_and_after_a_step(app, chromium, axe_so
     page.close()
 
 
-def test_the_decision_panel_passes_axe(app, chromium, axe_source):
-    page = chromium.new_page(viewport=VIEWPORT)
+def test_the_decision_panel_passes_axe(app, browser, axe_source):
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
     expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
     _idle(page)
@@ -173,8 +155,8 @@ THEN = {"lesson": _lesson_step, "compare": _compare_run}  # what fills a page fu
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_each_page_passes_axe(app, chromium, axe_source, path):
-    page = chromium.new_page(viewport=VIEWPORT)
+def test_each_page_passes_axe(app, browser, axe_source, path):
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/{path}")
     expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
     _idle(page)
@@ -186,12 +168,12 @@ def test_each_page_passes_axe(app, chromium, axe_source, path):
     page.close()
 
 
-def test_the_replay_file_passes_axe(chromium, axe_source, tmp_path):
+def test_the_replay_file_passes_axe(browser, axe_source, tmp_path):
     from agentcore.exports import REPLAY, export_run
 
     file = tmp_path / "replay.html"
     file.write_text(export_run(runaway_run(7, 10), REPLAY), "utf-8")
-    context = chromium.new_context(viewport=VIEWPORT, bypass_csp=True)  # the file's own policy forbids any script
+    context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)  # the file's own policy forbids any script
     page = context.new_page()
     page.goto(Path(file).as_uri())
     expect(page.locator("body")).not_to_be_empty()

@@ -52,6 +52,21 @@ def runaway_run(messages: int, budget: int):
     return run
 
 
+def app_over_runs(workdir: Path, runs) -> object:
+    """The app on the scripted model over a runs database holding `runs`, with no file watcher to reload it."""
+    from agentcore.store.runs import Store
+
+    store = Store(workdir / "runs.db")
+    for run in runs:
+        store.save_run(run)
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": str(workdir / "runs.db"),
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    return start_app(workdir, env)
+
+
 @pytest.fixture(scope="module")
 def runaway_app(tmp_path_factory):
     """The app over a database whose last run is an open `runaway` run of 9 messages with a budget of 40 steps."""
@@ -90,14 +105,6 @@ def local_app(tmp_path_factory):
     )
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _new_run(browser, url: str):

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from servers import start_app
-from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
+from test_browser import expect
 from test_rendering import EVIL, hostile_run
 
 from agentcore.store.runs import LAST_RUN_KEY, Store
@@ -77,7 +77,7 @@ class Visit:
         expect(page.get_by_text(shows).first).to_be_attached()
 
 
-def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, browser):  # noqa: F811
+def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, browser):
     url, store, run, pending = hostile_app
     visit = Visit(browser, url)
     page = visit.page

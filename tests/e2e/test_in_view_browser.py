@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from servers import start_app
-from test_browser import CHROMIUM, CHROMIUM_ARGS, expect, runaway_run, sync_api
+from test_browser import app_over_runs, expect, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -21,28 +20,9 @@ VIEWPORT = {"width": 1280, "height": 720}
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """The app on the scripted model (its weather scenario asks for three tools at once), over two saved runs."""
-    from agentcore.store.runs import Store
-
-    workdir = tmp_path_factory.mktemp("in-view-app")
-    store = Store(workdir / "runs.db")
-    for messages in (5, 7):
-        store.save_run(runaway_run(messages, 10))
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    server = start_app(workdir, env)
+    server = app_over_runs(tmp_path_factory.mktemp("in-view-app"), [runaway_run(m, 10) for m in (5, 7)])
     yield server.url
     server.stop()
 
@@ -66,9 +46,9 @@ def _scrolled(page) -> float:
     return page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop")
 
 
-def _new_run(chromium, url: str, pause: bool = False):
+def _new_run(browser, url: str, pause: bool = False):
     """A new tab on the playground, with the tools paused or not, and a new run; returns the page and Step."""
-    page = chromium.new_page(viewport=VIEWPORT)
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(url)
     expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
     _idle(page)
@@ -82,8 +62,8 @@ def _new_run(chromium, url: str, pause: bool = False):
     return page, step
 
 
-def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app, chromium):
-    page, step = _new_run(chromium, app)
+def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app, browser):
+    page, step = _new_run(browser, app)
     step.click()
     latest = page.locator(".st-key-latest")
     expect(latest).to_contain_text("#1", timeout=20_000)  # the model's turn with its three calls, then the results
@@ -104,8 +84,8 @@ def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app
     page.close()
 
 
-def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, chromium):
-    page, step = _new_run(chromium, app, pause=True)
+def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, browser):
+    page, step = _new_run(browser, app, pause=True)
     step.click()
     panel = page.locator(".st-key-pending")
     expect(panel).to_contain_text("3 tool calls waiting", timeout=20_000)
@@ -120,8 +100,8 @@ def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, ch
     page.close()
 
 
-def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, chromium):
-    page, step = _new_run(chromium, app)
+def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, browser):
+    page, step = _new_run(browser, app)
     step.click()
     expect(page.locator(".st-key-latest")).to_contain_text("#4", timeout=20_000)
     _idle(page)
@@ -139,8 +119,8 @@ def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, chromium
     page.close()
 
 
-def test_arguments_that_are_not_json_are_refused_next_to_their_field(app, chromium):
-    page, step = _new_run(chromium, app, pause=True)
+def test_arguments_that_are_not_json_are_refused_next_to_their_field(app, browser):
+    page, step = _new_run(browser, app, pause=True)
     step.click()
     expect(page.locator(".st-key-pending")).to_be_visible(timeout=20_000)
     _idle(page)
@@ -173,8 +153,8 @@ def _near(field: dict, note: dict) -> None:
     assert 0 <= gap <= 60, f"the note is {gap:.0f} px from its field: {field} {note}"
 
 
-def test_the_runs_page_says_what_a_delete_did_where_it_was_pressed(app, chromium):
-    page = chromium.new_page(viewport=VIEWPORT)
+def test_the_runs_page_says_what_a_delete_did_where_it_was_pressed(app, browser):
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/runs")
     delete = page.get_by_role("button", name="Delete…")
     expect(delete).to_be_visible(timeout=30_000)
@@ -191,10 +171,10 @@ def test_the_runs_page_says_what_a_delete_did_where_it_was_pressed(app, chromium
     page.close()
 
 
-def test_an_import_is_reported_under_the_file_box(app, chromium, tmp_path):
+def test_an_import_is_reported_under_the_file_box(app, browser, tmp_path):
     upload = tmp_path / "chat.json"
     upload.write_text(json.dumps([{"role": "user", "content": "Hello?"}, {"role": "assistant", "content": "Hi."}]))
-    page = chromium.new_page(viewport=VIEWPORT)
+    page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/runs")
     files = page.locator("input[type=file]")
     expect(files).to_be_attached(timeout=30_000)
@@ -207,8 +187,8 @@ def test_an_import_is_reported_under_the_file_box(app, chromium, tmp_path):
     page.close()
 
 
-def test_the_loop_code_and_tool_json_wrap_and_the_metrics_read_in_full(app, chromium):
-    page, step = _new_run(chromium, app)
+def test_the_loop_code_and_tool_json_wrap_and_the_metrics_read_in_full(app, browser):
+    page, step = _new_run(browser, app)
     step.click()
     expect(page.locator(".st-key-msg_4 .stCode pre")).to_be_attached(timeout=20_000)  # the last tool's JSON
     _idle(page)

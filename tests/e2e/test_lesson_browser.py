@@ -12,7 +12,7 @@ import time
 
 import pytest
 from servers import ROOT, start_app
-from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
+from test_browser import expect
 
 from ui.lessons import get_lesson
 
@@ -57,7 +57,7 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))  # the viewport only: what a projector shows
 
 
-def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):  # noqa: F811
+def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):
     lesson = get_lesson(None)
     page = browser.new_page(viewport=VIEWPORT)
     opened = time.monotonic()

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import browser, expect  # noqa: F401 - the shared headless Chromium fixture
+from test_browser import expect
 from test_replay import decided_run
 
 from agentcore import Agent, AssistantMessage, Run, RunConfig, Settings, StepRecord, Usage, create_provider, toolbox
@@ -100,7 +100,7 @@ def scripted_run() -> Run:
     return run
 
 
-def test_a_scripted_run_steps_to_the_end_with_the_keyboard_and_loads_nothing(browser, tmp_path):  # noqa: F811
+def test_a_scripted_run_steps_to_the_end_with_the_keyboard_and_loads_nothing(browser, tmp_path):
     run = scripted_run()
     replay = Replay(browser, run, tmp_path)
     keys = iter(["ArrowRight", " ", "ArrowDown"] * len(frames(run)))
@@ -117,7 +117,7 @@ def test_a_scripted_run_steps_to_the_end_with_the_keyboard_and_loads_nothing(bro
     replay.expect_nothing_left_the_page()
 
 
-def test_an_embedded_model_run_steps_to_the_end_with_the_buttons_and_loads_nothing(browser, tmp_path):  # noqa: F811
+def test_an_embedded_model_run_steps_to_the_end_with_the_buttons_and_loads_nothing(browser, tmp_path):
     available, why = local_available()
     if not available:
         pytest.skip(f"the embedded model cannot run here: {why}")
@@ -136,7 +136,7 @@ def test_an_embedded_model_run_steps_to_the_end_with_the_buttons_and_loads_nothi
     replay.expect_nothing_left_the_page()
 
 
-def test_play_steps_on_by_itself_to_the_end(browser, tmp_path):  # noqa: F811
+def test_play_steps_on_by_itself_to_the_end(browser, tmp_path):
     run = Run.start("hi")
     run.steps.append(StepRecord(index=1, usage=Usage(input_tokens=5, output_tokens=2), message_count=1))
     run.append(AssistantMessage(content="hello"))
@@ -177,7 +177,7 @@ def secret():
     forget_secrets()
 
 
-def test_a_hostile_run_shows_as_inert_text_and_holds_no_secret(browser, tmp_path, secret):  # noqa: F811
+def test_a_hostile_run_shows_as_inert_text_and_holds_no_secret(browser, tmp_path, secret):
     run = hostile_run()
     replay = Replay(browser, run, tmp_path)
     replay.step_through(lambda: replay.page.keyboard.press("ArrowRight"))
@@ -195,7 +195,7 @@ def test_a_hostile_run_shows_as_inert_text_and_holds_no_secret(browser, tmp_path
     replay.expect_nothing_left_the_page()
 
 
-def test_the_page_shows_each_decision_with_the_apps_badge_words_and_each_steps_model(browser, tmp_path):  # noqa: F811
+def test_the_page_shows_each_decision_with_the_apps_badge_words_and_each_steps_model(browser, tmp_path):
     run = decided_run()
     replay = Replay(browser, run, tmp_path)
     replay.page.keyboard.press("End")
