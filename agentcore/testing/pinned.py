@@ -17,6 +17,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from ..errors import TranscriptError, UsageError
+from ..guard import call_key
 from ..messages import MAX_COUNT, AssistantMessage, ToolCall
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
@@ -222,14 +223,9 @@ class RepeatedCall:
         return f"{self.name}({self.arguments}) × {self.count}"
 
 
-def _call_key(call: ToolCall) -> tuple[str, str]:
-    args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments, sort_keys=True)
-    return call.name, args
-
-
 def repeated_calls(run: Run) -> list[RepeatedCall]:
     """Calls made more than once with the same name and arguments, most repeated first: the loop detector."""
-    counts = Counter(map(_call_key, tool_calls(run)))
+    counts = Counter(map(call_key, tool_calls(run)))
     return [RepeatedCall(n, a, k) for (n, a), k in counts.most_common() if k > 1]
 
 
@@ -238,9 +234,9 @@ def last_turn_repeats(run: Run) -> RepeatedCall | None:
     turns = [m for m in run.messages if isinstance(m, AssistantMessage)]
     if not turns or not turns[-1].tool_calls:
         return None
-    counts = Counter(map(_call_key, tool_calls(run)))
+    counts = Counter(map(call_key, tool_calls(run)))
     for call in turns[-1].tool_calls:
-        key = _call_key(call)
+        key = call_key(call)
         if counts[key] > 1:
             return RepeatedCall(*key, counts[key])
     return None
