@@ -5,8 +5,13 @@ when it holds the number the tools gave (the weather tool's temperature for that
 calculator's result). Every run is the model's own: nothing here steers it towards a prompt, a
 tool or an answer. `measure()` returns rows per way of prompting (see STYLES); run alone:
 
-    .venv/bin/python bench/answer_rate.py             # every style, every prompt
+    .venv/bin/python bench/answer_rate.py             # every style, set 1, the loop guard off and on
     .venv/bin/python bench/answer_rate.py --quick     # the default style, the first 4 prompts
+    .venv/bin/python bench/answer_rate.py --set both --style default --loop-guard off --loop-guard guard
+
+There are two sets of 12 prompts. Set 1 is the one the chat format was tuned on; set 2 was written
+afterwards and set aside ("held out"): nothing is changed to make set 2 answer better, so its figure
+says how the tuning carries over to questions it never saw.
 """
 
 from __future__ import annotations
@@ -24,17 +29,20 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from agentcore import Agent, Run, RunConfig, toolbox  # noqa: E402
+from agentcore.guard import LOOP_GUARDS  # noqa: E402
+from agentcore.messages import AssistantMessage  # noqa: E402
 from agentcore.providers.local import LocalProvider  # noqa: E402
 from agentcore.providers.local_chat import CALL_CLOSE, CALL_OPEN, ChatStyle  # noqa: E402
+from agentcore.run import LoopGuard  # noqa: E402
 
 MAX_STEPS = 5
 TOOLS = "get_weather,calculator"
 
 
-def _temperature(city: str) -> tuple[float, ...]:
-    """The weather tool's temperature for the city, in either unit it offers."""
+def _temperature(city: str, *units: str) -> tuple[float, ...]:
+    """The weather tool's temperature for the city, in the units given (default: either unit it offers)."""
     weather = toolbox.TOOLBOX["get_weather"].fn
-    return tuple(weather(city, unit)["temperature"] for unit in ("celsius", "fahrenheit"))
+    return tuple(weather(city, unit)["temperature"] for unit in units or ("celsius", "fahrenheit"))
 
 
 def _calc(expression: str) -> tuple[float, ...]:
@@ -49,6 +57,7 @@ class Case:
     expected: Callable[[], list[tuple[float, ...]]]
 
 
+# Set 1: the prompts the chat format was tuned on.
 CASES = [
     Case("What is the weather in Paris?", lambda: [_temperature("Paris")]),
     Case("What is 17 * 23?", lambda: [_calc("17 * 23")]),
@@ -63,6 +72,30 @@ CASES = [
     Case("What is the weather in Rome and in Oslo?", lambda: [_temperature("Rome"), _temperature("Oslo")]),
     Case("What is 144 / 12, and what is 99 * 3?", lambda: [_calc("144 / 12"), _calc("99 * 3")]),
 ]
+
+# Set 2, held out: written before any change to the chat format and never tuned on. Other wordings,
+# a unit asked for (then only that unit counts), and questions that need two calls, of one tool or both.
+HELD_OUT = [
+    Case("How hot is it in Cairo, in Fahrenheit?", lambda: [_temperature("Cairo", "fahrenheit")]),
+    Case("What's 15% of 240?", lambda: [_calc("240 * 15 / 100")]),
+    Case("I'm packing for Sydney. What temperature is it there today?", lambda: [_temperature("Sydney")]),
+    Case("Multiply 58 by 7.", lambda: [_calc("58 * 7")]),
+    Case("Give me the temperature in Lisbon in degrees Celsius.", lambda: [_temperature("Lisbon", "celsius")]),
+    Case("What do I get if I divide 1000 by 8?", lambda: [_calc("1000 / 8")]),
+    Case("Is it cold in Helsinki at the moment?", lambda: [_temperature("Helsinki")]),
+    Case("What is 3.5 times 12.4?", lambda: [_calc("3.5 * 12.4")]),
+    Case("Check the weather in Vienna and in Prague for me.", lambda: [_temperature("Vienna"), _temperature("Prague")]),
+    Case("How much is 250 minus 87? Then multiply that by 3.", lambda: [_calc("(250 - 87) * 3")]),
+    Case(
+        "What is the temperature in Dubai, and how many hours are in 365 days?",
+        lambda: [_temperature("Dubai"), _calc("365 * 24")],
+    ),
+    Case(
+        "What is the temperature in Toronto in Celsius, and what is it in Kelvin (add 273.15)?",
+        lambda: [_calc(f"{_temperature('Toronto', 'celsius')[0]} + 273.15")],
+    ),
+]
+SETS = {"1": CASES, "2": HELD_OUT}
 
 CALL_FIRST = (
     "Never guess what a tool would return: when a tool can answer the question, first reply with only "
@@ -109,9 +142,10 @@ def accepted(answer: str, expected: list[tuple[float, ...]]) -> bool:
     return all(any(abs(f - e) < 0.051 for f in found for e in options) for options in expected)
 
 
-def run_case(provider: LocalProvider, case: Case) -> tuple[str, int, float]:
-    """One prompt, run to its end: its outcome (answered, budget, wrong), steps and seconds."""
-    run = Run.start(case.prompt, RunConfig(provider="local", model=provider.model, max_steps=MAX_STEPS))
+def run_case(provider: LocalProvider, case: Case, loop_guard: LoopGuard = "guard") -> tuple[str, int, float, Run]:
+    """One prompt, run to its end: its outcome (answered, budget, wrong), steps, seconds, and the run."""
+    config = RunConfig(provider="local", model=provider.model, max_steps=MAX_STEPS, loop_guard=loop_guard)
+    run = Run.start(case.prompt, config)
     started = time.perf_counter()
     Agent(provider, toolbox.get_tools(TOOLS)).run(run)
     seconds = time.perf_counter() - started
@@ -121,16 +155,33 @@ def run_case(provider: LocalProvider, case: Case) -> tuple[str, int, float]:
         outcome = "answered"
     else:
         outcome = "wrong"
-    return outcome, len(run.steps), seconds
+    return outcome, len(run.steps), seconds, run
 
 
-def measure_style(name: str, cases: list[Case] = CASES) -> dict:
-    """The outcomes of every case under one style."""
+def _show(case: Case, outcome: str, run: Run) -> None:
+    """One line per prompt on stderr: its outcome, the calls made, and the last message (for --show)."""
+    calls = [
+        f"{c.name}({c.arguments_text})" for m in run.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    ]
+    last = " ".join(run.messages[-1].text.split())[:160]
+    print(f"{outcome:8} {case.prompt!r}: {'; '.join(calls) or 'no call'} -> {last!r}", file=sys.stderr)
+
+
+def measure_style(
+    name: str, cases: list[Case] = CASES, loop_guard: LoopGuard = "guard", *, set_name: str = "1", show: bool = False
+) -> dict:
+    """The outcomes of every case under one style and loop guard."""
     provider = LocalProvider(**STYLES[name])
-    results = [run_case(provider, case) for case in cases]
+    results = []
+    for case in cases:
+        results.append(run_case(provider, case, loop_guard))
+        if show:
+            _show(case, results[-1][0], results[-1][3])
     outcomes = [r[0] for r in results]
     return {
         "style": name,
+        "set": set_name,
+        "loop_guard": loop_guard,
         "prompts": len(cases),
         "answered": outcomes.count("answered"),
         "budget": outcomes.count("budget"),
@@ -143,12 +194,12 @@ def measure_style(name: str, cases: list[Case] = CASES) -> dict:
 def table(results: list[dict]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| style | answered | stopped by the budget | wrong | median steps | median s |",
-        "|---|---|---|---|---|---|",
+        "| style | set | loop guard | answered | stopped by the budget | wrong | median steps | median s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
-            f"| {r['style']} | {r['answered']}/{r['prompts']} | {r['budget']} | {r['wrong']} "
+            f"| {r['style']} | {r['set']} | {r['loop_guard']} | {r['answered']}/{r['prompts']} | {r['budget']} | {r['wrong']} "
             f"| {r['median_steps']:g} | {r['median_s']:.1f} |"
         )
     return "\n".join(lines)
@@ -172,10 +223,28 @@ def measure(styles: list[str] | None = None, cases: list[Case] = CASES) -> list:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the default style and the first 4 prompts")
-    parser.add_argument("--style", action="append", help="a style's name (default: every style)")
+    parser.add_argument("--quick", action="store_true", help="the default style and the first 4 prompts of each set")
+    parser.add_argument("--style", action="append", help="a style's name, or 'default' (default: every style)")
+    parser.add_argument("--set", choices=["1", "2", "both"], default="1", help="set 1, set 2 (held out) or both")
+    parser.add_argument(
+        "--loop-guard",
+        action="append",
+        choices=LOOP_GUARDS,
+        help="the runs' loop guard; give it twice for two tables (default: off and guard)",
+    )
+    parser.add_argument("--show", action="store_true", help="a line per prompt on stderr: outcome, calls, answer")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
-    names = args.style or ([next(iter(STYLES))] if args.quick else list(STYLES))
-    results = [measure_style(n, CASES[:4] if args.quick else CASES) for n in names]
+    default = next(iter(STYLES))
+    names = [default if n == "default" else n for n in args.style or ([default] if args.quick else list(STYLES))]
+    unknown = [n for n in names if n not in STYLES]
+    if unknown:
+        parser.error(f"unknown style {unknown[0]!r}; the styles are: {', '.join(map(repr, STYLES))}")
+    sets = ["1", "2"] if args.set == "both" else [args.set]
+    results = [
+        measure_style(n, SETS[k][:4] if args.quick else SETS[k], guard, set_name=k, show=args.show)
+        for guard in args.loop_guard or ["off", "guard"]
+        for k in sets
+        for n in names
+    ]
     print(json.dumps(results, indent=2) if args.json else table(results))
