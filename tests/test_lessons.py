@@ -299,3 +299,19 @@ def test_the_diagram_counts_steps_against_the_budget_not_as_the_lessons_length()
     assert run.config.max_steps > LENGTHS["loop"][0]
     drawn = html.unescape(loop_svg(run))
     assert f"at most {run.config.max_steps}" in drawn and "of 4" not in drawn
+
+
+@pytest.mark.parametrize("lesson_id", ["loop", "parallel"])
+def test_what_the_model_says_with_its_calls_agrees_with_the_lessons_prompt(open_app, lesson_id):
+    lesson = LESSONS[lesson_id]
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value(lesson_id).run()
+    at.button(key="lesson_step").click().run()
+    reply = next(m for m in _lesson_run(at, lesson).messages if isinstance(m, AssistantMessage))
+    cities = [c.arguments["city"] for c in reply.tool_calls]
+    shown = "\n".join(_markdown(at))
+    assert reply.content in shown
+    if len(cities) == 1:  # one city asked about: the model names it, and speaks of no others
+        assert reply.content == f"I'll look up the weather in {cities[0]}." and "each city" not in shown
+    else:
+        assert cities == ["Paris", "Rome", "Tokyo"] and reply.content == "I'll look up each city at once."

@@ -107,8 +107,11 @@ def _cities(prompt: str) -> list[str]:
 
 def _play_weather(turn: Turn) -> AssistantMessage:
     if turn.number == 0:
-        calls = tuple(turn.call(k, "get_weather", {"city": c}) for k, c in enumerate(_cities(turn.prompt)))
-        return AssistantMessage(content="I'll look up each city at once.", tool_calls=calls)
+        cities = _cities(turn.prompt)
+        calls = tuple(turn.call(k, "get_weather", {"city": c}) for k, c in enumerate(cities))
+        # what the model says agrees with what it asks for: one city is named, several are looked up together
+        said = f"I'll look up the weather in {cities[0]}." if len(cities) == 1 else "I'll look up each city at once."
+        return AssistantMessage(content=said, tool_calls=calls)
     lines = []
     for r in turn.results:
         data = _json(r.content)
