@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from .annotations import Annotation
 from .errors import MessageListError, UsageError
 from .messages import (
     MAX_ARGUMENT_DEPTH,
@@ -292,6 +293,8 @@ class Run(BaseModel):
     error: str | None = None
     final_output: Any = None
     parent: ForkOrigin | None = None
+    # people's labels on its steps (see agentcore.annotations); a fork starts with none
+    annotations: list[Annotation] = Field(default_factory=list, exclude_if=lambda v: not v)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 
     @field_validator("steps")
@@ -304,6 +307,13 @@ class Run(BaseModel):
                     f"step {position + 1} has index {step.index}; steps are numbered 1, 2, 3, ... in order"
                 )
         return steps
+
+    @model_validator(mode="after")
+    def _annotations_on_its_steps(self) -> Run:
+        for a in self.annotations:
+            if a.step > len(self.steps):
+                raise ValueError(f"annotation {a.id} is on step {a.step}; the run has {len(self.steps)} steps")
+        return self
 
     @field_validator("final_output")
     @classmethod

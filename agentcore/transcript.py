@@ -1,7 +1,8 @@
 """Transcript JSON, version 1: export and import of a run, exact round trip, no secrets.
 
 Top level: format "agentcore.transcript", version 1, id, title, created_at, config,
-messages, steps, stop_reason, error, final_output, parent.
+messages, steps, stop_reason, error, final_output, parent, and annotations (people's labels on
+steps, agentcore.annotations) when the run has any.
 
 Every reader of a file (transcripts here, imports, comparison bundles) parses it with
 `read_json`, which keeps the limits they share: MAX_FILE_BYTES and MAX_DEPTH. Every writer of a

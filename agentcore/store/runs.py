@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting import run_cost
+from ..annotations import Annotation, check_target, step_calls
 from ..errors import AgentcoreError
 from ..loop import Event, Observer
 from ..messages import UserMessage
@@ -81,6 +82,18 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ("ALTER TABLE runs ADD COLUMN models TEXT NOT NULL DEFAULT '[]'",),
     # who saved the run first; NULL for a row written before owners were kept, which anyone may delete
     ("ALTER TABLE runs ADD COLUMN owner TEXT", "CREATE INDEX runs_by_owner ON runs(owner)"),
+    # people's labels on steps, kept beside the run (not in its body): labelling is not a new revision of it
+    (
+        """CREATE TABLE annotations (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            author TEXT,
+            created_at TEXT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (run_id, id)
+        ) WITHOUT ROWID""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -96,6 +109,11 @@ _INSERT = (
     f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 20)}) ON CONFLICT (id) DO NOTHING"
 )
 _UPDATE = f"UPDATE runs SET {', '.join(c + ' = ?' for c in _UPDATED.split(', '))}, revision = ? WHERE id = ?"
+_PUT_ANNOTATION = (
+    "INSERT INTO annotations (run_id, id, step, author, created_at, body) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id, id) DO NOTHING"
+)
+_ANNOTATIONS_OF = "SELECT body FROM annotations WHERE run_id = ? ORDER BY step, created_at, id"
 _PUT_STEP = "INSERT INTO steps (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body"
 ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
 
@@ -215,6 +233,12 @@ class ForkNode:
             yield from child.walk(depth + 1)
 
 
+def _put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> None:
+    for a in annotations:
+        values = (run_id, a.id, a.step, _plain(a.author), _plain(a.created_at), _dump(a.model_dump(mode="json")))
+        db.execute(_PUT_ANNOTATION, values)
+
+
 @dataclass
 class _Written:
     revision: int
@@ -300,8 +324,9 @@ class Store:
         """
         self._save(run, owner or self.owner, _now())
 
-    def _save(self, run: Run, owner: str | None, updated_at: str) -> None:
-        body = run.model_dump(mode="json", exclude={"steps"})
+    def _save(self, run: Run, owner: str | None, updated_at: str, annotations: list[Annotation] = ()) -> None:
+        # a run's annotations live in their own table (see annotate); `annotations` are an imported run's
+        body = run.model_dump(mode="json", exclude={"steps", "annotations"})
         first_prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), "")
         usage = run.usage
         values = (
@@ -351,6 +376,7 @@ class Store:
                 db.execute(_PUT_STEP, (run.id, i, text))
                 kept.append((step, sig, text))
             db.execute("DELETE FROM steps WHERE run_id = ? AND idx >= ?", (run.id, len(run.steps)))
+            _put_annotations(db, run.id, annotations)
         self._remember(run.id, _Written(revision, kept))
 
     def _remember(self, run_id: str, written: _Written) -> None:
@@ -371,8 +397,11 @@ class Store:
             if found is None:
                 raise self._no_run(run_id)
             steps = db.execute("SELECT body FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
+            annotations = db.execute(_ANNOTATIONS_OF, (run_id,)).fetchall()
         data = json.loads(found[0])
         data["steps"] = [json.loads(s[0]) for s in steps]
+        if annotations:
+            data["annotations"] = [json.loads(a[0]) for a in annotations]
         return data, found[1]
 
     def load_run(self, run_id: str) -> Run:
@@ -442,6 +471,7 @@ class Store:
         with self._transaction() as db:
             self._check_owner(db, run_id, user or self.owner, "delete")
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM annotations WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)
@@ -479,7 +509,7 @@ class Store:
         """Store an imported run; an id already taken (or not a plain id) gets a fresh one, so nothing is overwritten."""
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", run.id) or self.exists(run.id):
             run = run.model_copy(update={"id": Run().id})
-        self.save_run(run)
+        self._save(run, self.owner, _now(), run.annotations)
         return run
 
     def copy_from(self, source: Store) -> tuple[int, int]:
@@ -489,9 +519,90 @@ class Store:
             if self.exists(run_id):
                 skipped += 1
                 continue
-            self._save(from_dict(source.load_data(run_id), check_messages=False), owner, updated_at)
+            run = from_dict(source.load_data(run_id), check_messages=False)
+            self._save(run, owner, updated_at, run.annotations)
             copied += 1
         return copied, skipped
+
+    # -- annotations -------------------------------------------------------------------
+
+    def annotate(self, run_id: str, annotation: Annotation, *, user: str | None = None) -> Annotation:
+        """Keep a person's label on a step, or a tool call, of a stored run; returns it with its author.
+
+        Not a new revision of the run: labelling never conflicts with a session stepping it. Anyone may label
+        any run (an error analysis is a team's); the author is `user`, default this Store's owner. A step the
+        run does not have, or a call that step did not make, is a UsageError.
+        """
+        run = self.read_run(run_id)
+        step = run.steps[annotation.step - 1] if annotation.step <= len(run.steps) else None
+        calls = step_calls(run.messages, step.message_count) if step is not None else ()
+        check_target(annotation, len(run.steps), [c.id for c in calls])
+        annotation = annotation.model_copy(update={"author": user or self.owner})
+        with self._transaction() as db:
+            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+                raise self._no_run(run_id)
+            _put_annotations(db, run_id, [annotation])
+        return annotation
+
+    def annotations(self, run_id: str) -> list[Annotation]:
+        """The run's annotations, by step, oldest first."""
+        return [Annotation.model_validate_json(r[0]) for r in self._all(_ANNOTATIONS_OF, (run_id,))]
+
+    def delete_annotation(self, run_id: str, annotation_id: str, *, user: str | None = None) -> None:
+        """Remove an annotation; only its author (`user`, default this Store's owner) may, as for `delete_run`."""
+        user = user or self.owner
+        with self._transaction() as db:
+            sql = f"SELECT author FROM annotations WHERE run_id = ? AND id = ?{db.lock_row}"
+            found = db.execute(sql, (run_id, annotation_id)).fetchone()
+            if found is None:
+                raise StoreError(f"run {run_id} has no annotation {annotation_id[:64]!r}")
+            if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
+                raise StoreError(
+                    f"annotation {annotation_id} is {found[0]}'s, not {user}'s: only its author may remove it"
+                )
+            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+
+    def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
+        """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
+        sql = "SELECT run_id, body FROM annotations"
+        if run_ids is not None:
+            if not run_ids:
+                return {}
+            sql += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+        found: dict[str, list[Annotation]] = {}
+        for run_id, body in self._all(sql + " ORDER BY run_id, step, created_at, id", tuple(run_ids or ())):
+            found.setdefault(run_id, []).append(Annotation.model_validate_json(body))
+        return found
+
+    def annotated_runs(
+        self,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+    ) -> list[tuple[RunSummary, list[Annotation]]]:
+        """The labelled runs with their annotations, most recently saved first: what an error analysis counts.
+
+        `provider` and `model` keep the runs they answered a step of; `owner` that person's runs; `tag` the runs
+        with an annotation that carries that free label.
+        """
+        labelled = self.annotations_by_run()
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations)"
+        params: tuple[Any, ...] = ()
+        if owner:
+            sql, params = sql + " AND owner = ?", (owner,)
+        kept = []
+        for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
+            annotations = labelled.get(summary.id, [])
+            if provider and all(m.provider != provider for m in summary.models):
+                continue
+            if model and all(m.model != model for m in summary.models):
+                continue
+            if tag and all(tag not in a.tags for a in annotations):
+                continue
+            kept.append((summary, annotations))
+        return kept
 
     # -- lineage -----------------------------------------------------------------------
 

@@ -1,0 +1,213 @@
+"""Annotations: a person's labels on a step or a tool call, kept in both stores, carried by the transcript, counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
+from agentcore.annotations import LABELS, Annotation, count_labels, make_annotation
+from agentcore.errors import TranscriptError, UsageError
+from agentcore.providers.scripted import get_scenario
+from agentcore.secrets import register_secret
+from agentcore.store.runs import RunChanged, Store, StoreError
+
+
+def scripted_run(scenario: str = "research", model: str | None = None) -> Run:
+    sc = get_scenario(scenario)
+    tools = toolbox.get_tools(",".join(sc.tools))
+    config = RunConfig(provider="scripted", model=model or scenario, scenario=scenario, tools=[t.spec() for t in tools])
+    run = Run.start(sc.prompt, config)
+    Agent(create_provider("scripted", scenario, scenario=scenario), tools).run(run)
+    return run
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server
+def location(request, tmp_path: Path) -> str:
+    return str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def store(location: str) -> Store:
+    s = Store(location, owner="ada")
+    yield s
+    s.close()
+
+
+def wrong_tool(**more) -> Annotation:
+    return make_annotation(
+        step=2,
+        tool_call_id="call_2_0",
+        labels=["wrong arguments"],
+        tags=["notes"],
+        score=0.25,
+        note="it read the wrong note",
+        correct_call={"name": "read_note", "arguments": {"note_id": "step-budget"}},
+        **more,
+    )
+
+
+def test_an_annotation_on_a_step_and_one_on_a_tool_call_are_kept_with_their_author(store: Store) -> None:
+    run = scripted_run()
+    store.save_run(run)
+    on_call = store.annotate(run.id, wrong_tool())
+    on_step = store.annotate(run.id, make_annotation(step=10, labels=["good"], note="a fair summary"), user="bob")
+
+    assert (on_call.author, on_step.author) == ("ada", "bob")
+    assert store.annotations(run.id) == [on_call, on_step]
+    kept = store.read_run(run.id).annotations
+    assert kept == [on_call, on_step]
+    assert kept[0].correct_call.text == 'read_note({"note_id": "step-budget"})'
+    assert store.check() == "ok"
+
+
+def test_labelling_a_run_is_not_a_new_revision_so_the_session_stepping_it_saves_on_and_keeps_the_label(
+    location: str,
+) -> None:
+    run = scripted_run()
+    stepping = Store(location, owner="ada")
+    stepping.save_run(run)
+    labelling = Store(location, owner="bob")
+    labelling.annotate(run.id, make_annotation(step=1, labels=["good"]))
+    run.title = "renamed while labelled"
+    stepping.save_run(run)  # would raise RunChanged if labelling had been a save of the run
+    assert [a.labels for a in stepping.annotations(run.id)] == [["good"]]
+    assert stepping.read_run(run.id).title == "renamed while labelled"
+    stepping.close()
+    labelling.close()
+
+
+def test_a_step_the_run_lacks_or_a_call_its_step_did_not_make_is_refused_in_one_line(store: Store) -> None:
+    run = scripted_run()
+    store.save_run(run)
+    with pytest.raises(UsageError, match="has 10 steps, not a step 11"):
+        store.annotate(run.id, make_annotation(step=11, labels=["looped"]))
+    with pytest.raises(UsageError, match=r"step 2 made call_2_0, not a call 'call_1_0'") as caught:
+        store.annotate(run.id, make_annotation(step=2, tool_call_id="call_1_0", labels=["looped"]))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(StoreError, match="no run"):
+        store.annotate("nope", make_annotation(step=1, labels=["looped"]))
+    assert store.annotations(run.id) == []
+
+
+def test_only_its_author_removes_an_annotation_and_deleting_the_run_removes_them_all(store: Store) -> None:
+    run = scripted_run()
+    store.save_run(run)
+    mine = store.annotate(run.id, make_annotation(step=1, labels=["good"]))
+    with pytest.raises(StoreError, match="only its author"):
+        store.delete_annotation(run.id, mine.id, user="bob")
+    store.delete_annotation(run.id, mine.id)
+    assert store.annotations(run.id) == []
+    store.annotate(run.id, make_annotation(step=1, labels=["good"]))
+    store.delete_run(run.id)
+    assert store.annotations_by_run() == {}
+
+
+def test_export_and_import_keep_the_annotations_and_a_fork_starts_without_them(store: Store) -> None:
+    run = scripted_run()
+    store.save_run(run)
+    store.annotate(run.id, wrong_tool())
+    text = transcript.dumps(store.read_run(run.id))
+    assert '"annotations"' in text
+
+    imported = store.import_run(transcript.loads(text))
+    assert imported.id != run.id  # the id was taken: a fresh one
+    assert store.annotations(imported.id) == store.annotations(run.id)
+    assert transcript.loads(transcript.dumps(store.read_run(imported.id))).annotations == store.annotations(run.id)
+    assert store.read_run(run.id).fork(3).annotations == []
+
+
+def test_a_transcript_without_annotations_loads_and_is_written_without_the_field() -> None:
+    run = scripted_run("weather")
+    text = transcript.dumps(run)
+    assert "annotations" not in text
+    assert transcript.loads(text).annotations == []
+
+
+def test_an_imported_annotation_on_a_step_the_run_lacks_is_refused() -> None:
+    data = transcript.to_dict(scripted_run("weather"))
+    data["annotations"] = [{"step": 9, "labels": ["looped"]}]
+    with pytest.raises(TranscriptError, match="annotation .* is on step 9; the run has 2 steps"):
+        transcript.from_dict(data)
+    data["annotations"] = [{"step": 1, "labels": ["made up"]}]
+    with pytest.raises(TranscriptError, match=r"annotations\[0\]\.labels\[0\]"):
+        transcript.from_dict(data)
+
+
+def test_copying_a_library_copies_its_annotations(tmp_path: Path) -> None:
+    source, target = Store(tmp_path / "a.db", owner="ada"), Store(tmp_path / "b.db")
+    run = scripted_run()
+    source.save_run(run)
+    source.annotate(run.id, wrong_tool())
+    assert target.copy_from(source) == (1, 0)
+    assert target.annotations(run.id) == source.annotations(run.id)
+
+
+def test_the_labelled_runs_filter_by_provider_model_owner_and_tag(store: Store, location: str) -> None:
+    research, weather = scripted_run(), scripted_run("weather")
+    store.save_run(research)
+    bobs = Store(location, owner="bob")
+    bobs.save_run(weather)
+    store.annotate(research.id, wrong_tool())
+    store.annotate(research.id, make_annotation(step=3, labels=["wrong arguments", "looped"]))
+    store.annotate(weather.id, make_annotation(step=1, labels=["good"], tags=["city"]))
+    store.save_run(scripted_run("tool_error"))  # not labelled: not listed
+
+    def ids(**filters) -> list[str]:
+        return sorted(s.id for s, _ in store.annotated_runs(**filters))
+
+    assert ids() == sorted([research.id, weather.id])
+    assert ids(model="weather") == [weather.id]
+    assert ids(provider="scripted") == sorted([research.id, weather.id])
+    assert ids(provider="openai") == []
+    assert ids(owner="ada") == [research.id]
+    assert ids(tag="city") == [weather.id]
+    counts = count_labels(a for _, labels in store.annotated_runs() for a in labels)
+    assert counts == {"wrong arguments": 2, "looped": 1, "good": 1, "notes": 1, "city": 1}
+    bobs.close()
+
+
+def test_a_persons_text_is_bounded_checked_and_refused_in_one_line() -> None:
+    with pytest.raises(UsageError, match="labels.0: Input should be 'wrong tool'") as caught:
+        make_annotation(step=1, labels=["bad\nlabel"])
+    assert "\n" not in str(caught.value)
+    with pytest.raises(UsageError, match="note: String should have at most 2000 characters"):
+        make_annotation(step=1, note="x" * 2001)
+    with pytest.raises(UsageError, match="score"):
+        make_annotation(step=1, score=float("nan"))
+    with pytest.raises(UsageError, match="free label is at most 40"):
+        make_annotation(step=1, tags=["t" * 41])
+    with pytest.raises(UsageError, match="needs a label"):
+        make_annotation(step=1, tags=["  "], note=" ")
+    with pytest.raises(UsageError, match="correct_call.name"):
+        make_annotation(step=1, correct_call={"name": "get\nweather"})
+    tidy = make_annotation(step=1, labels=["good", "good"], tags=[" two  words ", "two words"])
+    assert (tidy.labels, tidy.tags) == (["good"], ["two words"])
+    assert set(LABELS) >= {"wrong tool", "hallucinated a fact", "stopped too early", "ignored the result"}
+
+
+def test_a_secret_in_a_note_never_reaches_the_database(store: Store, location: str) -> None:
+    secret = "sk-annotated-0123456789abcdefSECRET"
+    register_secret(secret)
+    run = scripted_run("weather")
+    store.save_run(run)
+    store.annotate(run.id, make_annotation(step=1, note=f"the key {secret} leaked", labels=["good"]))
+    assert secret not in store.annotations(run.id)[0].note
+    if not location.startswith("postgres"):
+        written = b"".join(p.read_bytes() for p in Path(location).parent.glob(Path(location).name + "*"))
+        assert b"the key" in written and secret.encode() not in written
+
+
+def test_save_run_does_not_refuse_on_a_label_made_elsewhere(location: str) -> None:
+    # the revision check still guards a real conflicting save
+    run = scripted_run("weather")
+    first, second = Store(location), Store(location)
+    first.save_run(run)
+    second.load_run(run.id)
+    second.annotate(run.id, make_annotation(step=1, labels=["good"]))
+    second.save_run(run)
+    with pytest.raises(RunChanged):
+        first.save_run(run)
+    first.close()
+    second.close()
