@@ -26,11 +26,9 @@ from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
 
+from .live import PhaseJob, PhaseProgress, follow
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
 from .tool_registry import available_tools, resolve_tools
-
-TextSink = Callable[[str], None]
-
 
 # -- starting, choosing and resetting runs ---------------------------------------------------
 
@@ -109,6 +107,8 @@ def fork_at(step: int) -> None:
 def request(action: Action) -> None:
     """Ask the page to run a phase on its next draw; for tools, take the decisions from the form."""
     session = get_session()
+    if _busy(session):
+        return
     session.notice, session.refused = None, None
     apply_settings(session)
     if action in ("tools", "step") and session.run is not None and session.run.next_phase == "tools":
@@ -123,9 +123,17 @@ def request(action: Action) -> None:
 def start_run_to_end() -> None:
     """Step until the run stops, showing progress; Stop ends it between phases."""
     session = get_session()
+    if _busy(session):
+        return
     session.notice = None
     apply_settings(session)
     session.running, session.stop_requested = True, False
+
+
+def _busy(session: Session) -> bool:
+    """Whether a phase still runs on its thread (its script run was interrupted): a click cannot start another."""
+    job = session.phase_job
+    return job is not None and not job.wait(0)
 
 
 def stop() -> None:
@@ -271,11 +279,16 @@ def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:
     try:
         with report_waits(_wait_notice()):
             drive()
-    except AgentcoreError as exc:
-        _failed(session, run, str(exc))
     except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
-        _failed(session, run, f"{run.config.provider}: {type(exc).__name__}: {exc}")
+        _failed(session, run, _failure(run, exc))
     on_run_changed(run)
+
+
+def _failure(run: Run, exc: Exception) -> str:
+    """A failure outside the model call, in one line: the library's own words, or the provider and the exception."""
+    if isinstance(exc, AgentcoreError):
+        return str(exc)
+    return f"{run.config.provider}: {type(exc).__name__}: {exc}"
 
 
 def _wait_notice() -> Callable[[int], None]:
@@ -301,27 +314,65 @@ def _failed(session: Session, run: Run, message: str) -> None:
         session.notice = message
 
 
-def run_phase(session: Session, action: Action, on_text: TextSink | None = None) -> None:
-    """Run one requested phase, or one step, of the current run."""
+def start_phase(session: Session, action: Action) -> PhaseJob | None:
+    """Start one requested phase, or one step, of the current run on its own thread, for the page to follow.
+
+    The provider and the tools are made here, in the script run (they read the sidebar, a typed key and
+    Streamlit's cache); the thread runs only the loop, and tells the job's progress how it goes.
+    None when there is nothing to run, or the provider could not be made (that failure is shown).
+    """
     run = session.run
     if run is None:
-        return
+        return None
     decisions, session.decisions = session.decisions, {}
-
-    def observe(event: Event) -> None:
-        if event.kind == "text_delta" and event.text and on_text is not None:
-            on_text(event.text)
+    progress = PhaseProgress("tools" if action in ("tools", "step") and run.next_phase == "tools" else "model")
+    try:
+        agent = _agent(session, run, [progress.observe])
+    except Exception as exc:  # noqa: BLE001 - a provider that fails to load is shown, not raised
+        _failed(session, run, _failure(run, exc))
+        on_run_changed(run)
+        return None
 
     def drive() -> None:
-        agent = _agent(session, run, [observe] if on_text else [])
-        if action in ("model", "retry"):
-            agent.model_phase(run)
-        elif action == "tools":
-            agent.tools_phase(run, decisions)
-        else:
-            agent.step(run, decisions)
+        with report_waits(progress.on_wait):  # the wait for the embedded model is shown with the phase
+            if action in ("model", "retry"):
+                agent.model_phase(run)
+            elif action == "tools":
+                agent.tools_phase(run, decisions)
+            else:
+                agent.step(run, decisions)
 
-    _drive(session, run, drive)
+    session.phase_job = job = PhaseJob(run, drive, progress)
+    job.start()
+    return job
+
+
+def finish_phase(session: Session, job: PhaseJob) -> None:
+    """After a followed phase has ended: its failure shown once, and its run saved."""
+    if session.phase_job is job:
+        session.phase_job = None
+    if job.failure is not None:
+        _failed(session, job.run, _failure(job.run, job.failure))
+    on_run_changed(job.run)
+
+
+def run_requested(session: Session, slot) -> list[PhaseJob]:
+    """Run the requested phase, drawing its progress in `slot` until it ends; the phases finished, in order.
+
+    A phase still running from an interrupted script run is followed to its end first: one phase at a time.
+    """
+    finished = []
+    while session.phase_job is not None or session.action:
+        job = session.phase_job
+        if job is None:
+            action, session.action = session.action, None
+            job = start_phase(session, action or "step")
+            if job is None:
+                break
+        follow(job, slot)
+        finish_phase(session, job)
+        finished.append(job)
+    return finished
 
 
 def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
@@ -444,7 +495,7 @@ def apply_draft() -> None:
     """
     session = get_session()
     run, draft = session.run, session.draft
-    if run is None or draft is None:
+    if run is None or draft is None or _busy(session):
         return
     violations = _validate(draft)
     if violations:

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import streamlit as st
 
@@ -33,6 +33,9 @@ from agentcore.secrets import register_secret
 from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path, is_url
 
 from .tool_registry import resolve_tools
+
+if TYPE_CHECKING:
+    from .live import PhaseJob
 
 SESSION_KEY = "session"
 PROVIDER_ENV = "AGENTCORE_PROVIDER"
@@ -97,6 +100,7 @@ class Session:
     draft: list[Message] | None = None  # the message list being edited, not yet applied
     editing: int | None = None  # index of the message whose editor is open
     action: Action | None = None  # a phase the page runs on its next draw
+    phase_job: PhaseJob | None = None  # a phase running on its own thread, which the page follows to its end
     decisions: dict[str, ToolDecision] = field(default_factory=dict)
     running: bool = False  # "Run to end" in progress
     stop_requested: bool = False

@@ -27,12 +27,15 @@ SHOWN_CHARS = 90  # a message's text is cut to about one line: the newest step's
 PAGE_STYLE = (
     "<style>"
     ".stMainBlockContainer{padding:2.6rem 2rem 0.5rem 2rem}"
-    ".st-key-lesson_page{gap:0.5rem}"
+    ".st-key-lesson_page,.st-key-lesson_page [data-testid='stColumn']>[data-testid='stVerticalBlock']{gap:0.5rem}"
     ".st-key-lesson_narration p{font-size:1.05rem;line-height:1.4;margin-bottom:0.3rem}"
     ".st-key-lesson_new{background:#fff9db;border-radius:8px}"
     ".st-key-lesson_new p{margin-bottom:0.1rem;line-height:1.35}"
     "[class*='st-key-lesson_code_']{gap:0.15rem}"
+    "[class*='st-key-lesson_code_'] .ac-klsrc{line-height:1.3}"
+    "[class*='st-key-lesson_code_'] .ac-kl{padding:0 8px 0 0}"
     ".st-key-lesson_ending p{font-size:0.95rem;line-height:1.4}"
+    ".st-key-lesson_ending [data-testid='stAlertContainer']{padding:0.75rem 1rem}"
     "</style>"
 )
 
@@ -151,6 +154,11 @@ def _next_lesson(lesson_id: str) -> None:
 def _ending(lesson: Lesson) -> None:
     with st.container(key="lesson_ending"):
         st.success(lesson.ending, icon=":material/flag:")
+
+
+def _onward(lesson: Lesson) -> None:
+    """Where to go once the lesson is done, under the diagram: the right column is full with the last step."""
+    with st.container(key="lesson_onward"):
         if lesson.see_cost:
             st.page_link(
                 "views/cost.py", label="Open the Cost page: the fit and the what-if curves", icon=":material/payments:"
@@ -171,7 +179,8 @@ def _ending(lesson: Lesson) -> None:
 def _message_line(m: Message) -> str:
     """One message as a short line of Markdown, its untrusted text made safe."""
     if isinstance(m, AssistantMessage):
-        parts = [safe.inline(_cut(m.content))] if m.content else []
+        # what the model said is shown whole, line by line: the lesson's point is often its answer
+        parts = [safe.block(m.content)] if m.content else []
         parts += [f"→ {safe.code(_cut(f'{c.name}({c.arguments_shown})', 60))}" for c in m.tool_calls]
         return "**assistant** " + " ".join(parts)
     if isinstance(m, ToolMessage):
@@ -227,16 +236,19 @@ def main() -> None:
     state.restore(WIDGETS)
     lesson = _chosen()
     run = lesson_run(session, lesson)
-    if run is not None and session.action and session.current_id == run.id:
-        action, session.action = session.action, None
-        with st.spinner("Running the step…"):
-            actions.run_phase(session, action)
+    if run is not None and session.current_id == run.id and (session.action or session.phase_job is not None):
+        slot = st.empty()
+        with slot.container(border=True, key="lesson_live"):
+            actions.run_requested(session, st.empty())  # the time so far and the streamed text, as the step runs
+        slot.empty()
     with st.container(key="lesson_page"):
         _header(lesson, run)
         left, right = st.columns([5, 6], gap="medium")
         with left:
             _narration(session, lesson, run)
             _diagram(run)
+            if run is not None and lesson.done(run):
+                _onward(lesson)
         with right:
             _newest(lesson, run)
             if run is not None and lesson.wants_fork(run):

@@ -72,24 +72,11 @@ def _prompt_row(session: Session) -> None:
 
 
 def _live(session: Session, slot) -> None:
-    """Run the requested phase in its slot, showing the streamed text, then clear it."""
-    run = session.run
-    assert run is not None
+    """Run the requested phase in its slot, showing the time so far and the streamed text, then clear it."""
     with slot.container(border=True, key="live"):
-        action, session.action = session.action, None
-        phase = "tools" if action in ("tools", "step") and run.next_phase == "tools" else "model"
-        st.markdown(f"**{phase} phase…**")
-        box = st.empty()
-        text: list[str] = []
-
-        def on_text(delta: str) -> None:
-            text.append(delta)
-            box.markdown(safe.markdown("".join(text) + " ▌"))
-
-        before = len(run.messages)
-        actions.run_phase(session, action or "step", on_text)
-        if len(run.messages) > before:
-            mark_new(run, before)
+        for job in actions.run_requested(session, st.empty()):
+            if job.run is session.run and len(job.run.messages) > job.before:
+                mark_new(job.run, job.before)
     slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run
 
 
@@ -411,7 +398,7 @@ def _page(session: Session) -> None:
     if session.running:
         st.rerun(scope="app")  # Run to end was pressed: it runs where its Stop button can interrupt it
     slot = st.empty()  # always drawn, so the live box never lands on the controls' place
-    if session.action:
+    if session.action or session.phase_job is not None:
         _live(session, slot)
         _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
     _notice(session, notice)

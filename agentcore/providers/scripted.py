@@ -8,7 +8,10 @@ is estimated from that request.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -319,6 +322,9 @@ SCENARIOS: dict[str, Scenario] = {
     )
 }
 DEFAULT_SCENARIO = "weather"
+# seconds before each word of a streamed reply: a demo (or a test) sees a reply stream in as a remote model's does
+PACE_ENV = "AGENTCORE_SCRIPTED_PACE"
+MAX_PACE_S = 10.0
 
 
 def get_scenario(name: str | None) -> Scenario:
@@ -327,6 +333,21 @@ def get_scenario(name: str | None) -> Scenario:
     if name not in SCENARIOS:
         raise UsageError(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}")
     return SCENARIOS[name]
+
+
+def _pace(pace_s: float | None) -> float:
+    """The wait before each streamed word, in seconds: `pace_s`, or AGENTCORE_SCRIPTED_PACE, or none."""
+    if pace_s is None:
+        text = os.environ.get(PACE_ENV, "").strip()
+        if not text:
+            return 0.0
+        try:
+            pace_s = float(text)
+        except ValueError:
+            raise UsageError(f"{PACE_ENV} must be a number of seconds, not {text[:40]!r}") from None
+    if not (math.isfinite(pace_s) and 0 <= pace_s <= MAX_PACE_S):
+        raise UsageError(f"the scripted model's pace must be between 0 and {MAX_PACE_S:g} seconds a word, not {pace_s}")
+    return pace_s
 
 
 class ScriptedProvider(BaseProvider):
@@ -341,8 +362,10 @@ class ScriptedProvider(BaseProvider):
         *,
         scenario: str | None = None,
         replay: list[AssistantMessage] | None = None,
+        pace_s: float | None = None,
         **_: Any,
     ) -> None:
+        self.pace_s = _pace(pace_s)  # None: from AGENTCORE_SCRIPTED_PACE, else no wait
         self.replay = list(replay) if replay is not None else None
         self.scenario = None if self.replay is not None else get_scenario(scenario or model)
         super().__init__(model or ("replay" if self.replay is not None else self.scenario.name))
@@ -351,6 +374,8 @@ class ScriptedProvider(BaseProvider):
         message = self._next(request)
         if on_text is not None and message.content:
             for piece in re.findall(r"\S+\s*", message.content):
+                if self.pace_s:
+                    time.sleep(self.pace_s)
                 on_text(piece)
         body = {
             "scenario": self.model,
