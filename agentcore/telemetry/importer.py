@@ -1,0 +1,531 @@
+"""OTLP-JSON traces read back as runs: the GenAI conventions from any emitter, and OpenInference spans.
+
+A file is an OTLP/HTTP JSON body (`{"resourceSpans": [...]}`), or JSON Lines of them as the SDK's and
+the Collector's file exporters write; Phoenix's own span download (snake_case keys) reads too. The
+first trace that holds a model call becomes the run: the last model call's input and output messages
+are the message list (the whole history where agentcore recorded one), the tool spans answer the calls
+still open after it, and each model call is a step with its usage, model and times; each tool span is
+a tool run of the step whose reply made the call, with a person's decision where agentcore wrote one.
+
+Every refusal is a TranscriptError of one line naming the span and the attribute. Reading needs no
+OpenTelemetry package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+from pydantic import ValidationError
+
+from ..errors import TranscriptError
+from ..messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    as_count,
+    validate_messages,
+)
+from ..run import ForkOrigin, Run, RunConfig, StepRecord, StopReason, ToolRun, ToolSource
+from ..tools import ToolSpec
+from ..transcript import describe_validation, read_json
+from . import genai as g
+
+MAX_SPANS = 100_000
+MAX_VALUE_CHARS = 16 * 2**20  # one attribute's value: a whole conversation fits, a runaway one does not
+_MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "ollama": "ollama"}
+_OI_KIND = "openinference.span.kind"
+
+
+class Span:
+    """One span of the file, read: its ids, name, times (ns), status and attributes (flat, plain values)."""
+
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self.where = where
+        self.trace = _key(data, "traceId", "trace_id")
+        self.id = _key(data, "spanId", "span_id")
+        self.parent = _key(data, "parentSpanId", "parent_span_id") or ""
+        name = data.get("name")
+        self.name = name if isinstance(name, str) else ""
+        self.start = _nanos(_key(data, "startTimeUnixNano", "start_time_unix_nano"))
+        self.end = max(self.start, _nanos(_key(data, "endTimeUnixNano", "end_time_unix_nano")))
+        status = data.get("status") if isinstance(data.get("status"), dict) else {}
+        self.failed = status.get("code") in (2, "STATUS_CODE_ERROR", "ERROR")
+        message = status.get("message")
+        self.status_message = message if isinstance(message, str) and message else None
+        self.attributes = _attributes(data.get("attributes"), f"{where}.attributes")
+        if not isinstance(self.trace, str) or not isinstance(self.id, str) or not self.trace or not self.id:
+            raise TranscriptError(f"{where}: a span needs a traceId and a spanId")
+
+    def label(self) -> str:
+        return f"span {self.name[:60]!r} ({self.id[:16]})"
+
+    def text(self, key: str) -> str | None:
+        value = self.attributes.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise TranscriptError(f"{self.label()}: {key} is a {type(value).__name__}, expected a string")
+        return value
+
+    def count(self, *keys: str) -> int:
+        for key in keys:
+            value = self.attributes.get(key)
+            if isinstance(value, str):
+                value = int(value) if value.isascii() and value.isdigit() and len(value) <= 19 else None
+            if value is not None:
+                return as_count(value)
+        return 0
+
+    def json(self, key: str) -> Any:
+        """A structured attribute: a JSON string read within every reader's limits, or the value as it came."""
+        value = self.attributes.get(key)
+        if not isinstance(value, str):
+            return value
+        try:
+            return read_json(value)
+        except TranscriptError as exc:
+            raise TranscriptError(f"{self.label()}: {key} is {exc}") from None
+
+    @property
+    def operation(self) -> str:
+        op = self.attributes.get(g.OPERATION)
+        if isinstance(op, str):
+            return op
+        kind = self.attributes.get(_OI_KIND)
+        if kind == "LLM":
+            return "chat"
+        if kind == "TOOL":
+            return "execute_tool"
+        if kind == "AGENT":
+            return "invoke_agent"
+        return self.name.split(" ", 1)[0] if self.name.startswith(("chat ", "execute_tool ")) else ""
+
+    @property
+    def is_model(self) -> bool:
+        return self.operation in _MODEL_OPERATIONS
+
+    @property
+    def is_tool(self) -> bool:
+        return self.operation == "execute_tool"
+
+
+def _key(data: dict[str, Any], camel: str, snake: str) -> Any:
+    return data[camel] if camel in data else data.get(snake)
+
+
+def _nanos(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(0, min(value, 2**63))
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        return int(value)
+    if isinstance(value, str):  # Phoenix's download writes times as ISO text
+        try:
+            return int(datetime.fromisoformat(value).timestamp() * 1e9)
+        except (ValueError, OverflowError):
+            return 0
+    return 0
+
+
+def _value(value: Any, where: str, depth: int = 0) -> Any:
+    """An OTLP AnyValue as a plain value (camelCase or snake_case keys; a null field is no field)."""
+    if depth > 8:
+        raise TranscriptError(f"{where}: values nested more than 8 levels deep")
+    if not isinstance(value, dict):
+        raise TranscriptError(f'{where}: an attribute value is an object such as {{"stringValue": ...}}')
+    present = {k: v for k, v in value.items() if v is not None}
+    for camel, snake in (("stringValue", "string_value"), ("boolValue", "bool_value"), ("doubleValue", "double_value")):
+        if camel in present or snake in present:
+            got = present.get(camel, present.get(snake))
+            if camel == "stringValue" and isinstance(got, str) and len(got) > MAX_VALUE_CHARS:
+                raise TranscriptError(f"{where}: a value of {len(got)} characters, over the {MAX_VALUE_CHARS} kept")
+            return got
+    if "intValue" in present or "int_value" in present:
+        got = present.get("intValue", present.get("int_value"))
+        if isinstance(got, str):
+            if not re.fullmatch(r"-?\d{1,19}", got):
+                raise TranscriptError(f"{where}: intValue {got[:30]!r} is not a 64-bit integer")
+            return int(got)
+        return got
+    for camel, snake in (("arrayValue", "array_value"), ("kvlistValue", "kvlist_value")):
+        inner = present.get(camel, present.get(snake))
+        if isinstance(inner, dict):
+            values = inner.get("values") or []
+            if not isinstance(values, list):
+                raise TranscriptError(f"{where}: expected a list of values")
+            if camel == "arrayValue":
+                return [_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(values)]
+            return {kv.get("key"): _value(kv.get("value"), f"{where}.{kv.get('key')}", depth + 1) for kv in values}
+    return None
+
+
+def _attributes(items: Any, where: str) -> dict[str, Any]:
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise TranscriptError(f"{where}: expected a list of key-value pairs")
+    out = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+            raise TranscriptError(f"{where}[{i}]: an attribute is an object with a string key and a value")
+        out[item["key"]] = _value(item.get("value"), f"{where}[{i}] ({item['key'][:60]})")
+    return out
+
+
+# -- the file -------------------------------------------------------------------------
+
+
+def is_otlp(data: Any) -> bool:
+    """Whether parsed JSON data is an OTLP trace body (or Phoenix's span download)."""
+    return isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data)
+
+
+def read_otlp(raw: bytes | str) -> list[dict[str, Any]]:
+    """The OTLP bodies of a file: one JSON object, or JSON Lines of them, within every reader's limits."""
+    try:
+        return [read_json(raw)]
+    except TranscriptError as exc:
+        if "Extra data" not in str(exc):
+            raise
+    text = raw.decode("utf-8", "surrogatepass") if isinstance(raw, bytes) else raw
+    return [read_json(line) for line in text.splitlines() if line.strip()]
+
+
+def _spans(bodies: list[Any]) -> list[Span]:
+    spans: list[Span] = []
+    for b, body in enumerate(bodies):
+        where = f"line {b + 1}" if len(bodies) > 1 else "(top level)"
+        if not is_otlp(body):
+            raise TranscriptError(f"{where}: expected an OTLP trace body with resourceSpans")
+        resources = _key(body, "resourceSpans", "resource_spans")
+        for r, resource in enumerate(_list(resources, f"{where}.resourceSpans")):
+            rwhere = f"resourceSpans[{r}]"
+            scopes = _key(resource, "scopeSpans", "scope_spans") if isinstance(resource, dict) else None
+            for s, scope in enumerate(_list(scopes, f"{rwhere}.scopeSpans")):
+                items = scope.get("spans") if isinstance(scope, dict) else None
+                for i, item in enumerate(_list(items, f"{rwhere}.scopeSpans[{s}].spans")):
+                    at = f"{rwhere}.scopeSpans[{s}].spans[{i}]"
+                    if not isinstance(item, dict):
+                        raise TranscriptError(f"{at}: a span is a JSON object")
+                    spans.append(Span(item, at))
+                    if len(spans) > MAX_SPANS:
+                        raise TranscriptError(f"more than {MAX_SPANS} spans in one file")
+    return spans
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TranscriptError(f"{where}: expected a list")
+    return value
+
+
+def spans_of_data(data: Any) -> list[Span]:
+    """Spans from OTLP data: an OTLP body, or Phoenix's span download (`{"data": [span, ...]}`)."""
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        return [Span(item, f"data[{i}]") for i, item in enumerate(data["data"]) if isinstance(item, dict)]
+    return _spans([data])
+
+
+# -- spans to a run -------------------------------------------------------------------
+
+
+def from_otlp(raw: bytes | str) -> Run:
+    """A run from an OTLP-JSON file's bytes; a TranscriptError of one line when it cannot be one."""
+    bodies = read_otlp(raw)
+    return run_from_spans(_spans(bodies) if len(bodies) > 1 or is_otlp(bodies[0]) else spans_of_data(bodies[0]))
+
+
+def run_from_spans(spans: list[Span]) -> Run:
+    """The run recorded by the first trace of `spans` that holds a model call."""
+    trace = next((s.trace for s in spans if s.is_model), None)
+    if trace is None:
+        raise TranscriptError(
+            "no model call in the trace: expected a GenAI `chat` span (gen_ai.operation.name) or an OpenInference "
+            "LLM span"
+        )
+    mine = [s for s in spans if s.trace == trace]
+    ids = {s.id for s in mine}
+    root = next((s for s in mine if s.operation == "invoke_agent"), None) or next(
+        (s for s in mine if s.parent not in ids), mine[0]
+    )
+    return _Reader(root, mine).run()
+
+
+class _Reader:
+    def __init__(self, root: Span, spans: list[Span]) -> None:
+        self.root = root
+        self.chats = sorted((s for s in spans if s.is_model), key=lambda s: (s.start, s.end))
+        self.tools = sorted((s for s in spans if s.is_tool), key=lambda s: (s.start, s.end))
+
+    def run(self) -> Run:
+        last = self.chats[-1]
+        try:
+            messages = self.messages(last)
+            steps = self.steps(messages)
+            config = self.config(messages)
+        except g.PartsError as exc:
+            raise TranscriptError(f"{last.label()}: {exc}") from None
+        except ValidationError as exc:
+            raise TranscriptError(f"{last.label()}: {describe_validation(exc)}") from None
+        violations = validate_messages(messages)
+        if violations:
+            raise TranscriptError(f"{last.label()}: the messages it recorded: {violations[0]}")
+        root = self.root
+        stop = root.text(g.RUN_STOP)
+        parent_run, parent_step = root.text(g.PARENT_RUN), root.count(g.PARENT_STEP)
+        first = next((m.content for m in messages if isinstance(m, UserMessage)), "")
+        try:
+            return Run(
+                id=self.run_id(),
+                title=root.text(g.RUN_TITLE) or f"imported trace: {first[:60]}",
+                created_at=_stamp(root.start or last.start),
+                config=config,
+                messages=messages,
+                steps=steps,
+                stop_reason=stop if stop in get_args(StopReason) else _stop(messages),
+                error=root.text(g.RUN_ERROR),
+                final_output=root.json(g.RUN_FINAL_OUTPUT),
+                parent=ForkOrigin(run_id=parent_run, step=parent_step) if parent_run else None,
+            )
+        except ValidationError as exc:
+            raise TranscriptError(f"{root.label()}: {describe_validation(exc)}") from None
+
+    def run_id(self) -> str:
+        conversation = self.root.attributes.get(g.CONVERSATION)
+        if isinstance(conversation, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", conversation):
+            return conversation
+        return self.root.trace[:12]
+
+    # -- messages ----------------------------------------------------------------------
+
+    def messages(self, last: Span) -> list[Message]:
+        provider = _provider(last)
+        names: dict[str, str] = {}
+        history = last.json(g.STEP_HISTORY)
+        if history is None:
+            history = last.json(g.INPUT_MESSAGES)
+        output = last.json(g.OUTPUT_MESSAGES)
+        if history is None and output is None:
+            return _openinference_messages(last, provider)
+        if history is None:
+            raise TranscriptError(
+                f"{last.label()}: holds no {g.INPUT_MESSAGES}: the trace was recorded without message content"
+            )
+        messages = g.parts_messages(history, g.INPUT_MESSAGES, provider, names)
+        messages += g.parts_messages(output or [], g.OUTPUT_MESSAGES, provider, names)
+        system = last.json(g.SYSTEM_INSTRUCTIONS)
+        if system is None:
+            system = self.root.json(g.SYSTEM_INSTRUCTIONS)
+        if system is not None and not any(isinstance(m, SystemMessage) for m in messages):
+            messages.insert(0, SystemMessage(content=g.system_text(system, g.SYSTEM_INSTRUCTIONS)))
+        return messages + self.open_results(messages)
+
+    def open_results(self, messages: list[Message]) -> list[Message]:
+        """The tool spans' results for the calls of the last reply that have none in the messages."""
+        reply = messages[-1] if messages else None
+        if not isinstance(reply, AssistantMessage):
+            return []
+        spans = {s.attributes.get(g.TOOL_CALL_ID): s for s in self.tools}
+        out: list[Message] = []
+        for call in reply.tool_calls:
+            span = spans.get(call.id)
+            result = span.text(g.TOOL_RESULT) if span is not None else None
+            if span is None or result is None:
+                break  # results go in call order: the first call without one ends them
+            failed = span.failed or span.attributes.get(g.ERROR_TYPE) is not None
+            out.append(ToolMessage(tool_call_id=call.id, name=call.name, content=result, is_error=failed))
+        return out
+
+    # -- steps -------------------------------------------------------------------------
+
+    def steps(self, messages: list[Message]) -> list[StepRecord]:
+        replies = [i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)]
+        aligned = len(replies) == len(self.chats)
+        steps = []
+        floor = 0
+        for n, chat in enumerate(self.chats, start=1):
+            at = replies[n - 1] if aligned else min(max(floor, self.input_count(chat)), len(messages))
+            floor = at
+            steps.append(self.step(n, chat, at, messages))
+        return steps
+
+    def input_count(self, chat: Span) -> int:
+        data = chat.json(g.STEP_HISTORY) or chat.json(g.INPUT_MESSAGES)
+        system = 1 if chat.attributes.get(g.SYSTEM_INSTRUCTIONS) is not None else 0
+        return (len(data) + system) if isinstance(data, list) else 0
+
+    def step(self, index: int, chat: Span, message_count: int, messages: list[Message]) -> StepRecord:
+        a = chat.attributes
+        usage = Usage(
+            input_tokens=chat.count(g.INPUT_TOKENS, "llm.token_count.prompt"),
+            output_tokens=chat.count(g.OUTPUT_TOKENS, "llm.token_count.completion"),
+            cache_read_tokens=chat.count(g.CACHE_READ, "llm.token_count.prompt_details.cache_read"),
+            cache_write_tokens=chat.count(g.CACHE_WRITE, "llm.token_count.prompt_details.cache_write"),
+            reasoning_tokens=chat.count(g.REASONING_TOKENS, "llm.token_count.completion_details.reasoning"),
+        )
+        reasons = a.get(g.FINISH_REASONS) or [a.get("llm.finish_reason")]
+        finish = reasons[0] if isinstance(reasons, list) and isinstance(reasons[0], str) else None
+        model = a.get(g.RESPONSE_MODEL) or a.get(g.REQUEST_MODEL) or a.get("llm.model_name")
+        reply = messages[message_count] if message_count < len(messages) else None
+        calls = {c.id for c in reply.tool_calls} if isinstance(reply, AssistantMessage) else set()
+        return StepRecord(
+            index=index,
+            provider=_provider(chat),
+            model=model if isinstance(model, str) else None,
+            usage=usage,
+            estimated=a.get(g.STEP_ESTIMATED) is True,
+            latency_ms=(chat.end - chat.start) / 1e6,
+            finish_reason=finish,
+            message_count=message_count,
+            tool_runs=[self.tool_run(s, chat) for s in self.tools if s.attributes.get(g.TOOL_CALL_ID) in calls],
+            started_at=_stamp(chat.start),
+            tools_withheld=a.get(g.TOOLS_WITHHELD) is True,
+        )
+
+    def tool_run(self, span: Span, chat: Span) -> ToolRun:
+        a = span.attributes
+        source = a.get(g.DECISION)
+        original = span.text(g.ORIGINAL_ARGUMENTS)
+        original_args = None
+        if original is not None:
+            try:
+                parsed = json.loads(original)
+            except (ValueError, RecursionError):
+                parsed = None
+            original_args = parsed if isinstance(parsed, dict) else None
+        failed = span.failed or a.get(g.ERROR_TYPE) is not None
+        return ToolRun(
+            tool_call_id=str(a.get(g.TOOL_CALL_ID)),
+            name=span.text(g.TOOL_NAME) or span.name.removeprefix("execute_tool "),
+            duration_ms=(span.end - span.start) / 1e6,
+            is_error=failed,
+            error=span.status_message if failed else None,
+            source=source if source in get_args(ToolSource) else "ran",
+            original_arguments=original_args,
+            original_raw_arguments=original if original is not None and original_args is None else None,
+            original_content=span.text(g.ORIGINAL_RESULT),
+            started_ms=max(0, span.start - chat.end) / 1e6,
+        )
+
+    # -- config ------------------------------------------------------------------------
+
+    def config(self, messages: list[Message]) -> RunConfig:
+        recorded = self.root.json(g.RUN_CONFIG)
+        if isinstance(recorded, dict):
+            return RunConfig.model_validate(recorded)
+        first = self.chats[0]
+        provider = _provider(first)
+        model = first.attributes.get(g.REQUEST_MODEL) or first.attributes.get("llm.model_name")
+        temperature = first.attributes.get(g.REQUEST_TEMPERATURE)
+        max_tokens = first.attributes.get(g.REQUEST_MAX_TOKENS)
+        definitions = first.json(g.TOOL_DEFINITIONS) or self.root.json(g.TOOL_DEFINITIONS) or []
+        return RunConfig(
+            provider=_PROVIDERS.get(provider, "scripted"),  # a model agentcore cannot call is stepped by another
+            model=model if isinstance(model, str) else "",
+            system_prompt=messages[0].content if messages and isinstance(messages[0], SystemMessage) else None,
+            tools=_tool_specs(definitions, first),
+            temperature=temperature if isinstance(temperature, int | float) and temperature >= 0 else None,
+            max_tokens=max_tokens if isinstance(max_tokens, int) and 1 <= max_tokens else None,
+            max_steps=max(10, len(self.chats) + 1),
+        )
+
+
+def _provider(span: Span) -> str:
+    for key in (g.RUN_PROVIDER, g.PROVIDER, g.LEGACY_PROVIDER, "llm.provider", "llm.system"):
+        value = span.attributes.get(key)
+        if isinstance(value, str) and value:
+            return value.removeprefix("agentcore.") if key == g.PROVIDER else value
+    return "imported"
+
+
+def _tool_specs(definitions: Any, span: Span) -> list[ToolSpec]:
+    if not isinstance(definitions, list):
+        raise TranscriptError(f"{span.label()}: {g.TOOL_DEFINITIONS} is not a list of tools")
+    specs = []
+    for i, d in enumerate(definitions):
+        fn = d.get("function", d) if isinstance(d, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise TranscriptError(f"{span.label()}: {g.TOOL_DEFINITIONS}[{i}] is not a tool with a name")
+        parameters = fn.get("parameters") or {"type": "object", "properties": {}}
+        description = fn.get("description") if isinstance(fn.get("description"), str) else ""
+        try:
+            specs.append(ToolSpec(name=fn["name"], description=description, parameters=parameters))
+        except ValidationError as exc:
+            raise TranscriptError(f"{span.label()}: {g.TOOL_DEFINITIONS}[{i}]: {describe_validation(exc)}") from None
+    return specs
+
+
+def _stamp(nanos: int) -> str:
+    try:
+        return datetime.fromtimestamp(nanos / 1e9, UTC).isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError, OSError):
+        return datetime.fromtimestamp(0, UTC).isoformat(timespec="milliseconds")
+
+
+def _stop(messages: list[Message]) -> StopReason | None:
+    last = messages[-1] if messages else None
+    return "answer" if isinstance(last, AssistantMessage) and not last.tool_calls else None
+
+
+# -- OpenInference --------------------------------------------------------------------
+
+
+def _openinference_messages(span: Span, provider: str) -> list[Message]:
+    """The messages of an OpenInference LLM span: `llm.input_messages.N.message.*` then `llm.output_messages`."""
+    found = _oi_list(span, "llm.input_messages") + _oi_list(span, "llm.output_messages")
+    if not found:
+        raise TranscriptError(
+            f"{span.label()}: holds neither {g.INPUT_MESSAGES} nor llm.input_messages: the trace was recorded "
+            "without message content"
+        )
+    data = []
+    for m in found:
+        role = m.get("role")
+        parts: list[dict[str, Any]] = []
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            parts.append({"type": "text", "content": content})
+        for k in sorted(m.get("contents", {})):
+            item = m["contents"][k].get("message_content", {})
+            if isinstance(item, dict) and item.get("type", "text") == "text" and isinstance(item.get("text"), str):
+                parts.append({"type": "text", "content": item["text"]})
+        for k in sorted(m.get("tool_calls", {})):
+            call = m["tool_calls"][k].get("tool_call", {})
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            parts.append(
+                {"type": "tool_call", "id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
+            )
+        if role == "tool":
+            parts = [{"type": "tool_call_response", "id": m.get("tool_call_id"), "response": content or ""}]
+        data.append({"role": role, "parts": parts, **({"name": m["name"]} if isinstance(m.get("name"), str) else {})})
+    messages = g.parts_messages(data, "llm.input_messages", provider, {})
+    return messages
+
+
+def _oi_list(span: Span, prefix: str) -> list[dict[str, Any]]:
+    """`prefix.N.message.a.b` attributes as a list of nested dicts, by N (numbers as keys, in order)."""
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in span.attributes.items():
+        if not key.startswith(prefix + "."):
+            continue
+        path = key[len(prefix) + 1 :].split(".")
+        if len(path) < 3 or not path[0].isdigit() or path[1] != "message" or len(path[0]) > 6:
+            continue
+        node = items.setdefault(int(path[0]), {})
+        rest = [int(p) if p.isdigit() and len(p) <= 6 else p for p in path[2:]]
+        for part in rest[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node[rest[-1]] = value
+    return [items[i] for i in sorted(items)]
