@@ -9,9 +9,13 @@ import pytest
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
 from agentcore.annotations import LABELS, Annotation, count_labels, make_annotation
 from agentcore.errors import TranscriptError, UsageError
-from agentcore.providers.scripted import get_scenario
+from agentcore.messages import AssistantMessage, ToolCall
+from agentcore.providers.scripted import ScriptedProvider, get_scenario
 from agentcore.secrets import register_secret
 from agentcore.store.runs import RunChanged, Store, StoreError
+from agentcore.testing import pinned
+from agentcore.testing.labelled import from_annotation
+from agentcore.testing.runner import REPLAY, parse_config, run_cell
 
 
 def scripted_run(scenario: str = "research", model: str | None = None) -> Run:
@@ -211,3 +215,56 @@ def test_save_run_does_not_refuse_on_a_label_made_elsewhere(location: str) -> No
         first.save_run(run)
     first.close()
     second.close()
+
+
+# -- a labelled step with a correct call becomes a pinned test -----------------------------------------------
+
+
+def corrected(run: Run, step: int, call: ToolCall) -> Run:
+    """The run made again by a model whose reply at `step` makes `call` and whose other replies are the run's."""
+    turns = [m for m in run.messages if isinstance(m, AssistantMessage)]
+    turns[step - 1] = AssistantMessage(tool_calls=(call,))
+    again = Run.start(run.messages[0].content, run.config.model_copy(deep=True))
+    tools = toolbox.get_tools(",".join(t.name for t in run.config.tools))
+    Agent(ScriptedProvider(replay=turns), tools).run(again)
+    return again
+
+
+def test_make_this_a_test_fails_on_the_labelled_run_and_passes_on_a_corrected_one(tmp_path: Path) -> None:
+    run = scripted_run()
+    label = wrong_tool()
+    test = from_annotation(run, label)
+    assert test.expect.tool_calls.step == 2 and test.expect.model_dump(exclude_defaults=True).keys() == {"tool_calls"}
+    assert test.prompt == run.messages[0].content and test.pinned.id == run.id
+
+    # through its file, as the Tests page and `agentcore test` read it
+    path = tmp_path / "labelled.json"
+    path.write_text(pinned.dumps(test))
+    test = pinned.load(path)
+    failures = pinned.check(test.expect, run)
+    assert [f.expectation for f in failures] == ["tool_calls (contains) at step 2"]
+    assert 'read_note with arguments {"note_id": "step-budget"} not found among: read_note' in failures[0].message
+    assert run_cell(test, parse_config(REPLAY)).failures  # replaying the labelled run's turns fails it too
+
+    fixed = corrected(run, 2, ToolCall(id="call_2_0", name="read_note", arguments={"note_id": "step-budget"}))
+    assert "Step budgets" in fixed.messages[4].content  # the tool ran with the correct arguments
+    assert pinned.check(test.expect, fixed) == []
+    wrong_later = corrected(run, 3, ToolCall(id="x", name="read_note", arguments={"note_id": "step-budget"}))
+    assert pinned.check(test.expect, wrong_later)  # the right call one step late is not the labelled step's call
+
+
+def test_a_label_without_a_correct_call_or_one_the_run_already_made_is_no_test() -> None:
+    run = scripted_run()
+    with pytest.raises(UsageError, match="no correct call"):
+        from_annotation(run, make_annotation(step=2, labels=["looped"]))
+    made = make_annotation(step=2, correct_call={"name": "read_note", "arguments": {"note_id": "human-in-the-loop"}})
+    with pytest.raises(UsageError, match="already calls read_note"):
+        from_annotation(run, made)
+
+
+def test_a_test_file_without_a_step_in_its_trajectory_reads_and_checks_as_before() -> None:
+    run = scripted_run()
+    test = pinned.propose(run)
+    data = pinned.to_data(test)
+    assert "step" not in data["expect"]["tool_calls"]
+    assert pinned.check(pinned.from_data(data).expect, run) == []

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
+from ..annotations import step_calls
 from ..errors import TranscriptError, UsageError
 from ..guard import call_key
 from ..messages import MAX_COUNT, AssistantMessage, ToolCall
@@ -128,10 +129,14 @@ class CallExpect(_Strict):
 
 class Trajectory(_Strict):
     """The tool calls expected: `exact` (all of them, in order, no others), `in_order` (others allowed between),
-    `any_order` (all of them, no others, in any order) or `contains` (each of them somewhere)."""
+    `any_order` (all of them, no others, in any order) or `contains` (each of them somewhere).
+
+    With `step`, only the calls of that step's model reply are matched (a labelled step's correct call).
+    """
 
     mode: TrajectoryMode = "in_order"
     calls: list[CallExpect] = []
+    step: int | None = Field(default=None, ge=1, le=MAX_COUNT)
 
 
 class AnswerExpect(_Strict):
@@ -209,6 +214,14 @@ def tool_calls(run: Run) -> list[ToolCall]:
     return [
         c for m in run.messages if isinstance(m, AssistantMessage) for c in m.tool_calls if c.name != FINAL_ANSWER_TOOL
     ]
+
+
+def step_tool_calls(run: Run, step: int) -> list[ToolCall]:
+    """The tool calls of step `step`'s model reply (the final-answer call excluded); none for a step not made."""
+    if not 1 <= step <= len(run.steps):
+        return []
+    calls = step_calls(run.messages, run.steps[step - 1].message_count)
+    return [c for c in calls if c.name != FINAL_ANSWER_TOOL]
 
 
 @dataclass(frozen=True)
@@ -348,9 +361,11 @@ def check(expect: Expectations, run: Run, cost_usd: float | None = None) -> list
         failures.append(Failure("run", f"provider error: {run.error}"))
     calls = tool_calls(run)
     if expect.tool_calls is not None:
-        why = _match_trajectory(expect.tool_calls, calls)
+        at = expect.tool_calls.step
+        why = _match_trajectory(expect.tool_calls, calls if at is None else step_tool_calls(run, at))
         if why is not None:
-            failures.append(Failure(f"tool_calls ({expect.tool_calls.mode})", why))
+            where = "" if at is None else f" at step {at}"
+            failures.append(Failure(f"tool_calls ({expect.tool_calls.mode}){where}", why))
     used = [c.name for c in calls if c.name in expect.forbidden_tools]
     if used:
         failures.append(Failure("forbidden_tools", f"the run called {used[0]}"))
