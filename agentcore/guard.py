@@ -12,6 +12,8 @@ the loop does about it:
   "none"), so the model has to answer with what it has.
 
 The embedded model guards by default (a 135M model loops often); every other provider warns.
+
+Both parts are built-in hooks (agentcore.hooks): `answer_repeats` before tools, `answer_without_tools` before the model.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from .messages import AssistantMessage, ToolCall, ToolMessage
-from .run import LoopGuard, Run, RunConfig
+from .hooks import Answer, BuiltIn, CallItem
+from .messages import AssistantMessage, ToolCall, ToolMessage, pending_tool_calls
+from .providers.base import ModelRequest
+from .run import FINAL_ANSWER_TOOL, LoopGuard, Run, RunConfig
 from .tools import ToolOutcome
 
 __all__ = [
     "LOOP_GUARDS",
+    "LOOP_GUARD_HOOK",
     "REPEATS_BEFORE_ANSWER",
     "REPEAT",
+    "answer_repeats",
+    "answer_without_tools",
     "answered_calls",
     "call_key",
     "default_mode",
@@ -42,6 +49,7 @@ __all__ = [
 LOOP_GUARDS: tuple[LoopGuard, ...] = ("off", "warn", "guard")
 REPEAT = "repeat"  # the ToolRun source of a call the guard answered from the run
 REPEATS_BEFORE_ANSWER = 2  # after this many repeats the next model call has no tool to call
+LOOP_GUARD_HOOK = "loop_guard"  # the built-in hooks' name
 
 
 def default_mode(provider: str) -> LoopGuard:
@@ -107,6 +115,32 @@ def withholds_tools(run: Run) -> bool:
         return False
     last = run.steps[-1].tool_runs
     return any(t.source == REPEAT for t in last) and repeat_count(run) >= REPEATS_BEFORE_ANSWER
+
+
+def answer_without_tools(run: Run, request: ModelRequest) -> ModelRequest:
+    """Before the model: the request with tool_choice "none" when the guard asks for an answer (withholds_tools)."""
+    return request.model_copy(update={"tool_choice": "none"}) if withholds_tools(run) else request
+
+
+def answer_repeats(run: Run, calls: list[ToolCall]) -> list[CallItem]:
+    """Before tools, under "guard": each call identical to one the run answered gets that result, not run again."""
+    if guard_mode(run.config) != "guard":
+        return calls
+    answered = answered_calls(run, pending_tool_calls(run.messages))
+    count = repeat_count(run)
+    items: list[CallItem] = []
+    for call in calls:
+        earlier = answered.get(call_key(call))
+        if earlier is not None and call.name != FINAL_ANSWER_TOOL:
+            count += 1
+            items.append(Answer(call, repeat_outcome(earlier, count)))
+        else:
+            items.append(call)
+    return items if any(isinstance(i, Answer) for i in items) else calls
+
+
+BEFORE_MODEL = BuiltIn(LOOP_GUARD_HOOK, answer_without_tools)
+BEFORE_TOOLS = BuiltIn(LOOP_GUARD_HOOK, answer_repeats)
 
 
 def most_repeated(run: Run) -> tuple[str, str, int] | None:

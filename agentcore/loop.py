@@ -3,6 +3,9 @@
 Run state is plain data (`Run`); what happens next is derived from its messages:
 a user or tool message last means the model phase, an assistant message with
 unanswered tool calls means the tools phase, an assistant answer means done.
+
+Hooks (agentcore.hooks) run at three points of a step: before the model call, after it, and before the tools. The
+context policies and the loop guard are built-in hooks on the same path, so each step is changed or paused in one place.
 """
 
 from __future__ import annotations
@@ -11,17 +14,31 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from . import guard
 from .errors import MessageListError, ProviderError, UsageError
-from .guard import REPEAT, answered_calls, call_key, guard_mode, repeat_count, repeat_outcome
+from .guard import LOOP_GUARD_HOOK, REPEAT
+from .hooks import (
+    AfterModel,
+    Answer,
+    BeforeModel,
+    BeforeTools,
+    HookFailed,
+    Passed,
+    Pause,
+    Refuse,
+    hook_name,
+    refusal_outcome,
+    run_hooks,
+)
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import Provider, Settings, WireExchange
-from .request import model_request, prepare, request_settings
-from .run import EXECUTED, FINAL_ANSWER_TOOL, Phase, Run, StepRecord, ToolRun, ToolSource
+from .request import PolicyHook, base_request, request_settings
+from .run import EXECUTED, FINAL_ANSWER_TOOL, Halt, HookEffect, HookPoint, Phase, Run, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
@@ -36,6 +53,7 @@ EventKind = Literal[
     "step_finished",
     "run_finished",
     "error",
+    "halted",  # a hook paused or stopped the run (Run.halt); `error` holds it in words
 ]
 
 
@@ -57,6 +75,8 @@ class Event:
 Observer = Callable[[Event], None]
 # a call's outcome, how it was resolved, when it started (ms), and the tool's own wire exchange if it kept one
 _Result = tuple[ToolOutcome, ToolSource, float, WireExchange | None]
+# a call a before-tools hook answered: its result, how it is recorded, and the hook (None for the loop guard's repeat)
+_Answered = tuple[ToolOutcome, ToolSource, str | None]
 
 
 class ToolDecision(BaseModel):
@@ -78,7 +98,8 @@ class Agent:
     """Runs the loop over a provider and a set of tools, reporting events to observers.
 
     A turn runs at most `max_tool_calls` of its tool calls, on at most `max_tool_workers` threads;
-    the calls beyond that number are refused with an error result the model reads.
+    the calls beyond that number are refused with an error result the model reads. `before_model`, `after_model`
+    and `before_tools` are hooks, run in order at their point of each step after the built-in ones (agentcore.hooks).
     """
 
     def __init__(
@@ -90,6 +111,9 @@ class Agent:
         settings: Settings | None = None,
         max_tool_workers: int = DEFAULT_MAX_TOOL_WORKERS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        before_model: Sequence[BeforeModel] = (),
+        after_model: Sequence[AfterModel] = (),
+        before_tools: Sequence[BeforeTools] = (),
     ) -> None:
         if max_tool_workers < 1 or max_tool_calls < 1:
             raise UsageError("max_tool_workers and max_tool_calls must be at least 1")
@@ -99,6 +123,9 @@ class Agent:
         self.settings = settings or Settings()
         self.max_tool_workers = max_tool_workers
         self.max_tool_calls = max_tool_calls
+        self.before_model = list(before_model)
+        self.after_model = list(after_model)
+        self.before_tools = list(before_tools)
         self._schema_checked: Any = None  # the final-answer schema last found valid
 
     def _emit(self, *args: Any, **fields: Any) -> None:
@@ -131,16 +158,17 @@ class Agent:
             self._schema_checked = schema
         index = len(run.steps) + 1
         settings = request_settings(run.config, self.settings)  # a resumed run keeps its settings
-        try:  # the context policies choose what is sent; a summary they ask for is a model call
-            prepared = prepare(run, self.provider)
-        except ProviderError as exc:
-            return self._fail(run, index, f"summarising the older turns: {exc.one_line()}")
-        except UsageError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken summariser must not lose the run, as a broken model
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-            return self._fail(run, index, f"summarising the older turns: {self.provider.name}: {detail}")
-        request = model_request(run, prepared.messages, settings)
+        skip = self._resume(run, "before_model")
+        # the context policies choose what is sent (a summary they ask for is a model call), then the loop guard
+        policies = PolicyHook(self.provider)
+        hooks = [policies.before_model, guard.BEFORE_MODEL, *self.before_model]
+        try:
+            before = run_hooks("before_model", hooks, run, base_request(run, run.messages, settings), skip)
+        except HookFailed as exc:
+            return self._fail(run, index, str(exc))
+        if before.halt is not None:
+            return self._halt(run, index, "before_model", before)
+        request = before.value
         preflight = getattr(self.provider, "preflight", None)
         if preflight is not None:
             violations = preflight(request)
@@ -161,6 +189,10 @@ class Agent:
         except Exception as exc:  # noqa: BLE001 - a broken provider must not lose the run
             return self._fail(run, index, f"{self.provider.name}: {type(exc).__name__}: {exc}")
         latency = (time.perf_counter() - started) * 1000
+        try:
+            after = run_hooks("after_model", [policies.after_model, *self.after_model], run, response.message)
+        except HookFailed as exc:
+            return self._fail(run, index, str(exc))
         run.steps.append(
             StepRecord(
                 index=index,
@@ -172,22 +204,43 @@ class Agent:
                 finish_reason=response.finish_reason,
                 message_count=len(run.messages),
                 wire=response.wire,
-                sent=prepared.sent,
-                policy_calls=prepared.calls,
-                tools_withheld=request.tool_choice == "none",
+                sent=policies.prepared.sent,
+                policy_calls=policies.prepared.calls,
+                tools_withheld=request.tool_choice == "none" and LOOP_GUARD_HOOK in before.changed_by,
+                hook_effects=before.effects + after.effects,
             )
         )
-        message = prepared.reply(run.messages, response.message, index)
+        message = after.value
         run.append(message)
         self._emit("phase_finished", run.id, index, "model", message=message)
+        if after.halt is not None and message.tool_calls:
+            return self._halt(run, index, "after_model", after)
         if not message.tool_calls:
             run.stop_reason = "answer"
             self._emit("step_finished", run.id, index)
         return run.next_phase
 
-    def _fail(self, run: Run, index: int, message: str) -> Phase:
+    def _fail(self, run: Run, index: int, message: str, phase: Phase = "model") -> Phase:
         run.stop_reason, run.error = "error", message
-        self._emit("error", run.id, index, "model", error=message)
+        self._emit("error", run.id, index, phase, error=message)
+        return run.next_phase
+
+    def _resume(self, run: Run, point: HookPoint) -> str | None:
+        """Go on from a hook's halt: the hook that halted the run at `point` is not asked again; the halt is cleared."""
+        halt, run.halt = run.halt, None
+        if halt is not None and halt.point == point:
+            return halt.hook
+        return None
+
+    def _halt(self, run: Run, index: int, point: HookPoint, passed: Passed[Any]) -> Phase:
+        """Record a hook's Pause or Stop: the run waits where it is (a pause) or ends (a stop)."""
+        assert passed.halt is not None
+        name, decision = passed.halt
+        kind: Literal["pause", "stop"] = "pause" if isinstance(decision, Pause) else "stop"
+        reason = " ".join(str(decision.reason).split()) or "(no reason given)"
+        run.halt = Halt(kind=kind, hook=name, point=point, reason=reason, step=index)
+        run.stop_reason, run.error = ("stopped" if kind == "stop" else None), None
+        self._emit("halted", run.id, index, run.halt.phase, error=run.halt.words)
         return run.next_phase
 
     # -- the tools phase -------------------------------------------------------------
@@ -203,16 +256,31 @@ class Agent:
             raise UsageError("the tools phase cannot run now: no tool calls are waiting")
         run.check_messages()
         asked = decisions is not None or run.paused
-        run.stop_reason = None  # going on after a Stop
         decisions = decisions or {}
         index = len(run.steps)
+        skip = self._resume(run, "before_tools")
+        run.stop_reason = None  # going on after a Stop
         calls, originals = self._apply_edits(run, calls, decisions)
         sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
-        repeated = self._repeated(run, calls, decisions)
-        sources.update(dict.fromkeys(repeated, REPEAT))
+        # the hooks see the calls no person decided, within the turn's limit: the loop guard first
+        undecided = [c for c in calls[: self.max_tool_calls] if c.id not in decisions]
+        try:
+            hooked = self._before_tools(run, undecided, skip)
+        except HookFailed as exc:
+            return self._fail(run, index, str(exc), "tools")
+        if hooked.halt is not None:
+            return self._halt(run, index, "before_tools", hooked.halt)
+        if hooked.edits:
+            edits = {i: ToolDecision(action="edit", arguments=args) for i, (args, _) in hooked.edits.items()}
+            calls, edited = self._apply_edits(run, calls, edits)
+            originals.update(edited)
+            sources.update(dict.fromkeys(edited, "hook_edited"))
+        sources.update({i: source for i, (_, source, _) in hooked.answered.items()})
         self._emit("phase_started", run.id, index, "tools")
-        results = self._execute(run, index, calls, decisions, sources, repeated)
-        structured = self._append_results(run, calls, results, originals)
+        results = self._execute(run, index, calls, decisions, sources, hooked.answered)
+        structured = self._append_results(run, calls, results, originals, hooked.names)
+        if run.steps and hooked.effects:
+            run.steps[-1].hook_effects.extend(hooked.effects)
         self._emit("phase_finished", run.id, index, "tools")
         self._emit("step_finished", run.id, index)
         if structured:
@@ -228,11 +296,11 @@ class Agent:
         calls: list[ToolCall],
         decisions: dict[str, ToolDecision],
         sources: dict[str, ToolSource],
-        repeated: dict[str, ToolOutcome],
+        answered: dict[str, _Answered],
     ) -> dict[str, _Result]:
         """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused.
 
-        A call in `repeated` is not run: the loop guard answered it with its earlier result.
+        A call in `answered` is not run: a before-tools hook answered it (the loop guard, with its earlier result).
         """
         phase_start = time.perf_counter()
         results: dict[str, _Result] = {}
@@ -244,8 +312,8 @@ class Agent:
             self._emit("tool_started", run.id, index, "tools", tool_call=call)
             if call.id in refused_ids:
                 outcome, source = self._refused(len(calls)), "refused"
-            elif call.id in repeated:
-                outcome, source = repeated[call.id], REPEAT
+            elif call.id in answered:
+                outcome, source, _ = answered[call.id]
             else:
                 outcome, source = self._resolve(run, call, decisions.get(call.id)), sources[call.id]
             results[call.id] = (outcome, source, started, self._tool_wire(call, source))
@@ -263,9 +331,15 @@ class Agent:
         return results
 
     def _append_results(
-        self, run: Run, calls: list[ToolCall], results: dict[str, _Result], originals: dict[str, ToolCall]
+        self,
+        run: Run,
+        calls: list[ToolCall],
+        results: dict[str, _Result],
+        originals: dict[str, ToolCall],
+        hooks: dict[str, str],
     ) -> bool:
-        """Append each result in call order and record its tool run; whether a final answer was accepted."""
+        """Append each result in call order and record its tool run (and the hook that changed or answered it);
+        whether a final answer was accepted."""
         structured = False
         step = run.steps[-1] if run.steps else None
         for call in calls:
@@ -287,6 +361,7 @@ class Agent:
                         original_raw_arguments=None if original is None else original.raw_arguments,
                         started_ms=started,
                         wire=wire,
+                        hook=hooks.get(call.id),
                     )
                 )
             if call.name == FINAL_ANSWER_TOOL and not outcome.is_error and source in EXECUTED:
@@ -294,19 +369,38 @@ class Agent:
                 run.final_output = call.arguments
         return structured
 
-    def _repeated(self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]) -> dict[str, ToolOutcome]:
-        """Under the loop guard, the result of each call (no person decided) identical to one the run answered."""
-        if guard_mode(run.config) != "guard":
-            return {}
-        answered = answered_calls(run, calls)
-        repeated: dict[str, ToolOutcome] = {}
-        count = repeat_count(run)
-        for call in calls[: self.max_tool_calls]:
-            earlier = answered.get(call_key(call))
-            if earlier is not None and call.id not in decisions and call.name != FINAL_ANSWER_TOOL:
-                count += 1
-                repeated[call.id] = repeat_outcome(earlier, count)
-        return repeated
+    def _before_tools(self, run: Run, calls: list[ToolCall], skip: str | None) -> _Hooked:
+        """Ask the before-tools hooks, the loop guard first; each sees the calls still to run after the ones before it."""
+        hooked = _Hooked()
+        for hook in [guard.BEFORE_TOOLS, *self.before_tools]:
+            name = hook_name(hook)
+            if name == skip:  # it paused the run here: going on means not asking it again
+                skip = None
+                continue
+            if not calls:
+                break
+            passed = run_hooks("before_tools", [hook], run, calls)
+            if passed.halt is not None:
+                hooked.halt = passed
+                return hooked
+            hooked.effects.extend(passed.effects)
+            still: list[ToolCall] = []
+            for call, item in zip(calls, passed.value, strict=True):
+                if isinstance(item, Refuse):
+                    hooked.answered[call.id] = (refusal_outcome(call, name, item.reason), "hook_refused", name)
+                elif isinstance(item, Answer) and name == LOOP_GUARD_HOOK:
+                    hooked.answered[call.id] = (item.outcome, REPEAT, None)
+                elif isinstance(item, Answer):
+                    hooked.answered[call.id] = (item.outcome, "hook_answered", name)
+                else:
+                    if item is not call and (item.arguments, item.raw_arguments) != (
+                        call.arguments,
+                        call.raw_arguments,
+                    ):
+                        hooked.edits[call.id] = (item.arguments, name)
+                    still.append(item)
+            calls = still
+        return hooked
 
     def _apply_edits(
         self, run: Run, calls: list[ToolCall], decisions: dict[str, ToolDecision]
@@ -426,7 +520,7 @@ class Agent:
         """
         if run.next_phase == "model":
             self.model_phase(run)
-            if run.stop_reason == "error" or run.paused:
+            if run.stop_reason in ("error", "stopped") or run.paused:
                 return run.next_phase
             if cancel is not None and cancel.is_set() and run.next_phase == "tools":
                 run.stop_reason = "cancelled"
@@ -437,18 +531,34 @@ class Agent:
         return run.next_phase
 
     def run(self, run: Run, cancel: threading.Event | None = None) -> Run:
-        """Step until a stop reason: answer, max_steps, structured, error, cancelled, or a pause before tools."""
+        """Step until a stop reason (answer, max_steps, structured, error, cancelled, stopped) or a pause."""
         while not run.finished and not run.paused:
             if cancel is not None and cancel.is_set():
                 run.stop_reason = "cancelled"
                 break
             self.step(run, cancel=cancel)
-            if run.stop_reason in ("error", "cancelled"):
+            if run.stop_reason in ("error", "cancelled", "stopped"):
                 break
         if run.finished and run.stop_reason is None:
             run.stop_reason = "max_steps"  # a run that starts with its budget already used up
         self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
+
+
+@dataclass
+class _Hooked:
+    """What the before-tools hooks did: calls they answered or refused, arguments they changed, their effects."""
+
+    answered: dict[str, _Answered] = field(default_factory=dict)
+    edits: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)  # call id: (arguments, hook)
+    effects: list[HookEffect] = field(default_factory=list)
+    halt: Passed[Any] | None = None
+
+    @property
+    def names(self) -> dict[str, str]:
+        """The hook that answered, refused or changed each call (the loop guard's repeats left out)."""
+        named = {i: h for i, (_, _, h) in self.answered.items() if h is not None}
+        return named | {i: h for i, (_, h) in self.edits.items()}
 
 
 def _source(decision: ToolDecision | None, edited: bool, asked: bool) -> ToolSource:

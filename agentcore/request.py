@@ -8,6 +8,9 @@ older turns, is asked for and priced here, before the model phase.
 A model can refuse what a policy makes of the history: Claude Haiku 5.5 answers a thinking block sent back
 after a change to what came before it with a 400. Such a turn's thinking is left out of the request (adaptive
 thinking takes a history without it), and the step records which turns went without (SentRequest.thinking_left_out).
+
+The policies reach the loop as a built-in hook (`PolicyHook`, see agentcore.hooks): what they send before the
+model call, and the reply's call ids made distinct after it.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from dataclasses import dataclass, field
 
 from . import catalogue
 from .accounting import price_call, sent_at
-from .errors import UsageError
-from .guard import withholds_tools
+from .errors import ProviderError, UsageError
+from .guard import answer_without_tools
+from .hooks import BuiltIn
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .policies import (
     SUMMARY_HEADING,
@@ -66,10 +70,14 @@ def model_request(run: Run, messages: Sequence[Message], settings: Settings) -> 
 
     After repeated identical calls the loop guard asks for an answer: tool_choice "none" (see agentcore.guard).
     """
-    choice = "none" if withholds_tools(run) else "auto"
+    return answer_without_tools(run, base_request(run, messages, settings))
+
+
+def base_request(run: Run, messages: Sequence[Message], settings: Settings) -> ModelRequest:
+    """The request before any hook: these messages, the run's tools, these settings, tool_choice "auto"."""
     # the messages and specs are already validated objects of the run: building the request skips checking them again
     return ModelRequest.model_construct(
-        messages=tuple(messages), tools=tuple(run.tool_specs), settings=settings, tool_choice=choice
+        messages=tuple(messages), tools=tuple(run.tool_specs), settings=settings, tool_choice="auto"
     )
 
 
@@ -157,6 +165,40 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     if binds:
         sent.thinking_left_out = unbound_thinking(run, sent, provider)
     return Prepared(sent.messages(history), sent, calls)
+
+
+class PolicyHook:
+    """The context policies as built-in hooks: `before_model` sends what they choose, `after_model` keeps ids distinct.
+
+    One is made for each model phase: `prepared` keeps what the policies did, for the step's record. A summary that
+    fails fails the step with "summarising the older turns: ..."; a usage error (no model to summarise) is raised.
+    """
+
+    name = "context_policies"
+
+    def __init__(self, summariser: Provider | None) -> None:
+        self.summariser = summariser
+        self.prepared = Prepared([])
+        self.before_model = BuiltIn(self.name, self._before_model, self._failure)
+        self.after_model = BuiltIn(self.name, self._after_model)
+
+    def _before_model(self, run: Run, request: ModelRequest) -> ModelRequest:
+        self.prepared = prepare(run, self.summariser)
+        if self.prepared.messages is run.messages:
+            return request
+        return request.model_copy(update={"messages": tuple(self.prepared.messages)})
+
+    def _after_model(self, run: Run, message: AssistantMessage) -> AssistantMessage:
+        return self.prepared.reply(run.messages, message, len(run.steps) + 1)
+
+    def _failure(self, exc: Exception) -> str:
+        if isinstance(exc, UsageError):
+            raise exc
+        if isinstance(exc, ProviderError):
+            return f"summarising the older turns: {exc.one_line()}"
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+        name = getattr(self.summariser, "name", None) or "the model"
+        return f"summarising the older turns: {name}: {detail}"
 
 
 def whole_history(run: Run, provider: str, model: str) -> SentRequest | None:
@@ -284,7 +326,9 @@ def summarise(
 __all__ = [
     "CONFIG_SETTINGS",
     "SUMMARY_PROMPT",
+    "PolicyHook",
     "Prepared",
+    "base_request",
     "model_request",
     "prepare",
     "request_settings",

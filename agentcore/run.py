@@ -38,12 +38,16 @@ from .policies import ContextPolicies, PolicyCall, SentRequest
 from .providers.base import WIRE_TEXT_LIMIT, ReasoningEffort, WireExchange
 from .tools import ToolSpec
 
-StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled"]
+StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled", "stopped"]  # stopped: by a hook
 Phase = Literal["model", "tools", "done"]
 # how a tool call was resolved: "ran" when no person was asked; the next four are a person's decisions
 # on a paused run; "refused" when the call was past the turn's limit; "repeat" when the loop guard answered
-# it with the result of an identical call the run had already made (see agentcore.guard)
-ToolSource = Literal["ran", "approved", "edited", "denied", "typed", "refused", "repeat"]
+# it with the result of an identical call the run had already made (see agentcore.guard); the last three
+# when a hook (agentcore.hooks) changed the call's arguments and it ran, refused it, or answered it itself
+ToolSource = Literal[
+    "ran", "approved", "edited", "denied", "typed", "refused", "repeat", "hook_edited", "hook_refused", "hook_answered"
+]
+HookPoint = Literal["before_model", "after_model", "before_tools"]  # where a hook runs in a step (agentcore.hooks)
 LoopGuard = Literal["off", "warn", "guard"]  # what the loop does about repeated identical calls (agentcore.guard)
 BY_PERSON: dict[str, str] = {
     "approved": "approved by a person",
@@ -51,7 +55,12 @@ BY_PERSON: dict[str, str] = {
     "denied": "denied by a person",
     "typed": "result typed by a person",
 }
-EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited"})  # the tool itself ran
+EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited", "hook_edited"})  # the tool itself ran
+BY_HOOK: dict[str, str] = {
+    "hook_edited": "arguments changed by hook",
+    "hook_refused": "refused by hook",
+    "hook_answered": "answered by hook",
+}
 # the words the app's badges and the replay page show for a call the loop guard answered, or withheld tools from
 REPEAT_WORDS = "repeat: answered from the run by the loop guard, not run again"
 NO_TOOLS_WORDS = "no tools: the loop guard asked for an answer"
@@ -92,6 +101,8 @@ class RunConfig(BaseModel):
     reasoning_effort: ReasoningEffort | None = Field(default=None, exclude_if=lambda v: v is None)
     # None: the provider's default ("guard" for the embedded model, "warn" elsewhere); left out of the plain form
     loop_guard: LoopGuard | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the registered hooks the run goes with, by name (agentcore.toolbox.hooks), so a saved run resumes with them
+    hooks: list[Name] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class ToolRun(BaseModel):
@@ -116,6 +127,7 @@ class ToolRun(BaseModel):
     original_content: str | None = Field(default=None, exclude_if=lambda v: v is None)
     started_ms: Millis = 0.0
     wire: WireExchange | None = None  # the tool's own exchange where it has one: an MCP server's tools/call
+    hook: Name | None = Field(default=None, exclude_if=lambda v: v is None)  # the hook that changed or answered it
 
     @field_validator("source", mode="before")
     @classmethod
@@ -177,12 +189,14 @@ class ToolRun(BaseModel):
     def badge(self) -> str | None:
         """The words of this call's badge, as the app and the replay show them: a person's decision or the
         loop guard's repeat; None for a call that simply ran (or was refused past the turn's limit)."""
+        if self.source in BY_HOOK:
+            return f"{BY_HOOK[self.source]} {self.hook}"
         return REPEAT_WORDS if self.source == "repeat" else BY_PERSON.get(self.source)
 
     @property
     def decision(self) -> str | None:
         """A person's decision in words, e.g. `edited by a person; the model asked {"city": "Rome"}`; else None."""
-        words = BY_PERSON.get(self.source)
+        words = BY_PERSON.get(self.source) or (self.badge if self.source in BY_HOOK else None)
         original = self.original_arguments_text
         if words is not None and original is not None:
             words += f"; the model asked {original}"
@@ -213,6 +227,44 @@ def describe_models(models: Sequence[ModelRef]) -> tuple[str, str]:
     return providers, " → ".join(m.model or m.provider for m in models)
 
 
+class HookEffect(BaseModel):
+    """What one hook changed at one point of a step: in words, and the changed parts before and after."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hook: Name
+    point: HookPoint
+    change: str  # one line: "request: message 2 changed", "call c1 (get_weather): arguments changed"
+    before: Any = None
+    after: Any = None
+
+
+class Halt(BaseModel):
+    """A hook's pause or stop: which hook, at which point of which step, and why.
+
+    The run's next phase goes on from there without asking that hook again at that point.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["pause", "stop"]
+    hook: Name
+    point: HookPoint
+    reason: str
+    step: Count
+
+    @property
+    def phase(self) -> Phase:
+        """The phase that goes on after it: the model phase for a halt before the model call, else the tools."""
+        return "model" if self.point == "before_model" else "tools"
+
+    @property
+    def words(self) -> str:
+        """In one line: `paused by hook guardrail before tools: a forbidden argument`."""
+        verb = "paused" if self.kind == "pause" else "stopped"
+        return f"{verb} by hook {self.hook} {self.point.replace('_', ' ')}: {self.reason}"
+
+
 class StepRecord(BaseModel):
     """What one model call cost and carried, and the tool runs that followed it."""
 
@@ -235,6 +287,9 @@ class StepRecord(BaseModel):
     policy_calls: list[PolicyCall] = Field(default_factory=list, exclude_if=lambda v: not v)
     # the loop guard made this call with no tool to call, after repeated identical calls (see agentcore.guard)
     tools_withheld: bool = Field(default=False, exclude_if=lambda v: not v)
+    # what each hook changed in this step, in the order they ran (agentcore.hooks); the built-in ones keep
+    # their own records above (sent, policy_calls, tools_withheld) and a tool run's source "repeat"
+    hook_effects: list[HookEffect] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @field_validator("wire")
     @classmethod
@@ -293,6 +348,8 @@ class Run(BaseModel):
     error: str | None = None
     final_output: Any = None
     parent: ForkOrigin | None = None
+    # the hook that paused or stopped the run where it stands (agentcore.hooks); None when none did
+    halt: Halt | None = Field(default=None, exclude_if=lambda v: v is None)
     # people's labels on its steps (see agentcore.annotations); a fork starts with none
     annotations: list[Annotation] = Field(default_factory=list, exclude_if=lambda v: not v)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
@@ -365,8 +422,11 @@ class Run(BaseModel):
 
     @property
     def paused(self) -> bool:
-        """Waiting before its tools phase because the run pauses before tools."""
-        return self.config.pause_before_tools and self.next_phase == "tools"
+        """Waiting before its tools phase because the run pauses before tools, or where a hook paused it."""
+        phase = self.next_phase
+        if self.config.pause_before_tools and phase == "tools":
+            return True
+        return self.halt is not None and self.halt.kind == "pause" and phase == self.halt.phase
 
     @property
     def finished(self) -> bool:

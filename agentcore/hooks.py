@@ -1,0 +1,274 @@
+"""Hooks around the model call: code that sees a run at a fixed point of a step and may change it, pause it or stop it.
+
+An Agent takes three lists of plain callables, run in order at their point of each step:
+
+- `before_model(run, request) -> ModelRequest | Pause | Stop`, before each model call: trim, redact or rewrite what
+  is sent. Only the request changes: the run's own messages keep what they hold.
+- `after_model(run, message) -> AssistantMessage | Pause | Stop`, after the call and before the reply is appended:
+  validate or repair a reply.
+- `before_tools(run, calls) -> list[ToolCall | Refuse | Answer] | Pause | Stop`, before the pending calls run (those
+  a person did not decide, within the turn's limit), one item per call in the same order: a call given back with
+  other arguments runs with them (the history shows what ran, its tool run keeps the model's arguments); a
+  `Refuse(call, reason)` is not run and the model reads the refusal as the call's error result; an
+  `Answer(call, outcome)` is not run and `outcome` is its result.
+
+A hook returns its input unchanged to change nothing. `Pause(reason)` stops the step where it is, as "pause before
+tools" does: the run records the hook, the point and the reason (`Run.halt`), and its next phase goes on from there
+without asking that hook again. `Stop(reason)` ends the run with the stop reason "stopped" (the next phase, if a
+person asks for one, goes on the same way). A hook that raises fails the step like a provider error: the run stops
+with "error", `run.error` names the hook, and nothing completed is lost.
+
+Each change a hook makes is recorded on its step (`StepRecord.hook_effects`: the hook, the point, what changed,
+before and after), which the app's Steps tab, the CLI and the transcript show. A hook is named by its `name`
+attribute, else its `__name__`.
+
+The built-in behaviours are hooks on the same path, run before the ones given: the context policies
+(`agentcore.request.PolicyHook`, before the model and after it) and the loop guard (`agentcore.guard`: its call
+without tools before the model, its answer from the run before tools). They keep the records they always had
+(StepRecord.sent, policy_calls, tools_withheld; the source "repeat") in place of a hook effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .messages import AssistantMessage, ToolCall
+from .providers.base import ModelRequest
+from .run import HookEffect, HookPoint, Run
+from .tools import ToolOutcome
+
+__all__ = [
+    "AfterModel",
+    "Answer",
+    "BeforeModel",
+    "BeforeTools",
+    "BuiltIn",
+    "HookFailed",
+    "Passed",
+    "Pause",
+    "Refuse",
+    "Stop",
+    "hook_name",
+    "refusal_outcome",
+    "run_hooks",
+]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A hook's decision to pause the run here; `reason` is shown with the hook's name."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A hook's decision to end the run here (stop reason "stopped"); `reason` is shown with the hook's name."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """A pending call that is not run: the model reads `reason` as the call's error result."""
+
+    call: ToolCall
+    reason: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A pending call that is not run: `outcome` is its result."""
+
+    call: ToolCall
+    outcome: ToolOutcome
+
+
+CallItem = ToolCall | Refuse | Answer
+BeforeModel = Callable[[Run, ModelRequest], "ModelRequest | Pause | Stop"]
+AfterModel = Callable[[Run, AssistantMessage], "AssistantMessage | Pause | Stop"]
+BeforeTools = Callable[[Run, list[ToolCall]], "list[CallItem] | Pause | Stop"]
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class BuiltIn:
+    """A built-in hook: it keeps its own record on the step, not a hook effect.
+
+    `failure` words an exception it raised (or raises one of its own, which then is not the step's failure).
+    """
+
+    name: str
+    hook: Callable[..., Any]
+    failure: Callable[[Exception], str] | None = None
+
+
+class HookFailed(Exception):
+    """A hook raised: the step fails with this one-line message, which names the hook."""
+
+
+def hook_name(hook: Any) -> str:
+    """A hook's name: its `name` attribute, else its `__name__`, else its class's name."""
+    if isinstance(hook, BuiltIn):
+        return hook.name
+    name = getattr(hook, "name", None) or getattr(hook, "__name__", None) or type(hook).__name__
+    return str(name)
+
+
+def refusal_outcome(call: ToolCall, hook: str, reason: str) -> ToolOutcome:
+    """The result the model reads for a call a hook refused."""
+    text = f"Error: this call to {call.name} was refused by {hook} and not run: {reason}. Do not call it again so."
+    return ToolOutcome(text, True, 0.0, "refused_by_hook")
+
+
+@dataclass
+class Passed(Generic[V]):
+    """What came out of a point's hooks: the value, the effects recorded, which hooks changed it, and any halt."""
+
+    value: V
+    effects: list[HookEffect] = field(default_factory=list)
+    changed_by: list[str] = field(default_factory=list)
+    halt: tuple[str, Pause | Stop] | None = None
+
+
+def run_hooks(point: HookPoint, hooks: Sequence[Any], run: Run, value: V, skip: str | None = None) -> Passed[V]:
+    """Run `hooks` in order on `value`; each one gets what the one before it gave back.
+
+    A Pause or Stop ends the chain; the hook named `skip` is not asked (it paused the run here before). A hook that
+    raises, or gives back something of the wrong kind, raises HookFailed.
+    """
+    passed: Passed[V] = Passed(value)
+    for hook in hooks:
+        name = hook_name(hook)
+        if name == skip:
+            skip = None
+            continue
+        builtin = isinstance(hook, BuiltIn)
+        fn = hook.hook if builtin else hook
+        try:
+            result = fn(run, passed.value)
+        except Exception as exc:  # noqa: BLE001 - a broken hook fails the step, never the run
+            words = hook.failure if builtin else None
+            if words is not None:
+                raise HookFailed(words(exc)) from None
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            raise HookFailed(f"hook {name} ({point}): {detail}") from None
+        if isinstance(result, Pause | Stop):
+            passed.halt = (name, result)
+            return passed
+        _check_kind(point, name, passed.value, result)
+        if result is passed.value:
+            continue
+        effects = [] if builtin else _effects(point, name, passed.value, result)
+        if effects or builtin:
+            passed.changed_by.append(name)
+        passed.effects.extend(effects)
+        passed.value = result
+    return passed
+
+
+def _check_kind(point: HookPoint, name: str, before: Any, after: Any) -> None:
+    """Refuse what a hook gave back when it is not what its point takes."""
+    wrong = None
+    if point == "before_model" and not isinstance(after, ModelRequest):
+        wrong = "a ModelRequest"
+    elif point == "after_model" and not isinstance(after, AssistantMessage):
+        wrong = "an AssistantMessage"
+    elif point == "before_tools":
+        if not isinstance(after, list) or not all(isinstance(i, ToolCall | Refuse | Answer) for i in after):
+            wrong = "a list of ToolCall, Refuse or Answer"
+        elif [_item_call(i).id for i in after] != [c.id for c in before]:
+            wrong = "one item per pending call, in their order and with their ids"
+    if wrong is not None:
+        raise HookFailed(f"hook {name} ({point}): gave back {type(after).__name__}, not {wrong}, Pause or Stop")
+
+
+def _item_call(item: CallItem) -> ToolCall:
+    return item if isinstance(item, ToolCall) else item.call
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+
+
+def _effects(point: HookPoint, name: str, before: Any, after: Any) -> list[HookEffect]:
+    """What a hook changed, as effects: the request's changed parts, the reply, or each call it changed."""
+    if point == "before_model":
+        return _request_effects(name, before, after)
+    if point == "after_model":
+        if before == after:
+            return []
+        return [HookEffect(hook=name, point=point, change="reply changed", before=_dump(before), after=_dump(after))]
+    effects = []
+    for call, item in zip(before, after, strict=True):
+        if isinstance(item, Refuse):
+            effects.append(
+                HookEffect(
+                    hook=name,
+                    point=point,
+                    change=f"call {call.id} ({call.name}) refused: {item.reason}",
+                    before=call.arguments,
+                )
+            )
+        elif isinstance(item, Answer):
+            effects.append(
+                HookEffect(
+                    hook=name,
+                    point=point,
+                    change=f"call {call.id} ({call.name}) answered, not run",
+                    before=call.arguments,
+                    after=item.outcome.content,
+                )
+            )
+        elif (item.name, item.arguments, item.raw_arguments) != (call.name, call.arguments, call.raw_arguments):
+            effects.append(
+                HookEffect(
+                    hook=name,
+                    point=point,
+                    change=f"call {call.id} ({call.name}): arguments changed",
+                    before=call.raw_arguments if call.arguments_invalid else call.arguments,
+                    after=item.arguments,
+                )
+            )
+    return effects
+
+
+def _request_effects(name: str, before: ModelRequest, after: ModelRequest) -> list[HookEffect]:
+    """The messages a hook changed in a request (by their place in it), and its tools, choice or settings."""
+    effects = []
+    old, new = before.messages, after.messages
+    if len(old) == len(new):
+        changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+        if changed:
+            where = ", ".join(map(str, changed))
+            effects.append(
+                HookEffect(
+                    hook=name,
+                    point="before_model",
+                    change=f"request: message{'s' if len(changed) > 1 else ''} {where} changed",
+                    before={str(i): _dump(old[i]) for i in changed},
+                    after={str(i): _dump(new[i]) for i in changed},
+                )
+            )
+    else:
+        effects.append(
+            HookEffect(
+                hook=name,
+                point="before_model",
+                change=f"request: {len(old)} messages became {len(new)}",
+                before=[_dump(m) for m in old],
+                after=[_dump(m) for m in new],
+            )
+        )
+    for part in ("tools", "tool_choice", "settings"):
+        a, b = getattr(before, part), getattr(after, part)
+        if a != b:
+            shown = (lambda v: [t.name for t in v]) if part == "tools" else _dump
+            effects.append(
+                HookEffect(
+                    hook=name, point="before_model", change=f"request: {part} changed", before=shown(a), after=shown(b)
+                )
+            )
+    return effects
