@@ -1,5 +1,5 @@
-"""Exports: a run's transcript, a provider request body, its replay page, several runs in a zip, a comparison
-bundle, a pinned test file, a table as CSV.
+"""Exports: a run's transcript, a provider request body, its replay page, its OpenTelemetry trace, several runs in
+a zip, a comparison bundle, a pinned test file, a table as CSV.
 
 Every page of the app and every command of the CLI that hands data out does it through here.
 Every JSON export is text written by the one writer transcripts use (`transcript.json_text`)
@@ -20,6 +20,7 @@ from .errors import UsageError
 from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields, scrub_text
+from .telemetry import OTLP_JSON, require_otel
 from .testing.pinned import PinnedTest, data_text, to_data
 from .transcript import fitted_text, json_text, to_dict
 from .wireformat import FORMATS as WIRE_FORMATS
@@ -27,6 +28,7 @@ from .wireformat import export_request
 
 FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
 REPLAY = "html"  # the replay page: one self-contained HTML file that steps through the run offline
+# OTLP_JSON: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load (agentcore.telemetry)
 # the other files a page offers for a run: its cost table, and a comparison it is the first column of
 _OTHER_KINDS = {"cost": ".cost.csv", "comparison": ".comparison.json"}
 
@@ -42,6 +44,8 @@ def export_filename(run: Run, kind: str) -> str:
         suffix = f".{kind}.json"
     elif kind == REPLAY:
         suffix = ".html"
+    elif kind == OTLP_JSON:
+        suffix = ".otlp.json"
     elif kind in _OTHER_KINDS:
         suffix = _OTHER_KINDS[kind]
     else:
@@ -64,12 +68,23 @@ def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:
     return export_text(export_request(run, fmt, model=model))
 
 
-def export_run(run: Run, fmt: str, *, model: str | None = None) -> str:
-    """The run as `fmt`: transcript JSON (`json`), the replay page (`html`), or a wire format's request body."""
+def export_otlp(run: Run, *, content: bool = True) -> str:
+    """The run as an OTLP-JSON trace of the GenAI conventions; message content only when `content` is set."""
+    require_otel()
+    from .telemetry.otlp import otlp_json
+
+    return otlp_json(run, content=content)
+
+
+def export_run(run: Run, fmt: str, *, model: str | None = None, content: bool = True) -> str:
+    """The run as `fmt`: transcript JSON (`json`), the replay page (`html`), its OpenTelemetry trace (`otlp-json`,
+    with message content when `content` is set), or a wire format's request body."""
     if fmt == "json":
         return export_json(run)
     if fmt == REPLAY:
         return replay_html(run)
+    if fmt == OTLP_JSON:
+        return export_otlp(run, content=content)
     return export_body(run, fmt, model=model)
 
 
@@ -94,15 +109,16 @@ def export_csv(rows: list[dict[str, Any]]) -> str:
     return scrub_text(out.getvalue())
 
 
-def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
-    """Several runs in one zip: `<id>.json` each, `<id>.<format>.json` for each wire format asked for, `<id>.html`.
+def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content: bool = True) -> bytes:
+    """Several runs in one zip: `<id>.json` each, `<id>.<format>.json` for each wire format asked for, `<id>.html`,
+    `<id>.otlp.json` (with message content when `content` is set).
 
     A run whose settings a format's model refuses gets `<id>.<format>.txt`, the one line that says why, in place
     of its body.
     """
-    unknown = [f for f in formats if f not in FORMATS and f != REPLAY]
+    unknown = [f for f in formats if f not in FORMATS and f not in (REPLAY, OTLP_JSON)]
     if unknown:
-        raise UsageError(f"no export of kind {unknown[0]!r}; choose one of {', '.join((*FORMATS, REPLAY))}")
+        raise UsageError(f"no export of kind {unknown[0]!r}; choose one of {', '.join((*FORMATS, REPLAY, OTLP_JSON))}")
     buffer = io.BytesIO()
     taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -112,6 +128,8 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",)) -> bytes:
             for fmt in formats:
                 if fmt == REPLAY:
                     archive.writestr(f"{name}.html", replay_html(run))
+                elif fmt == OTLP_JSON:
+                    archive.writestr(f"{name}.otlp.json", export_otlp(run, content=content))
                 elif fmt != "json":
                     try:
                         archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))

@@ -102,6 +102,9 @@ def _print_run(run) -> None:
                 f"\n── step {s.index} · {s.usage.input_tokens} in / {s.usage.output_tokens} out ({kind}) · "
                 f"{s.latency_ms:.0f} ms ──"
             )
+            for effect in s.hook_effects:  # what a hook changed, before and after
+                before, after = (shorten(json.dumps(v), 200) for v in (effect.before, effect.after))
+                print(f"  ⚑ {effect.words}: {before} → {after}")
         if isinstance(m, AssistantMessage):
             if m.content:
                 print(f"[{i}] assistant: {m.content}")
@@ -144,12 +147,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
         _print_run(store.load_run(args.id))
     elif action == "export":
         runs = [store.load_run(i) for i in args.ids]
+        if args.otlp:
+            return cmd_send_otlp(runs, args)
         if len(runs) > 1 or (args.out or "").endswith(".zip"):
             if not args.out:
                 raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
-            write_atomic(args.out, export_zip(runs, (args.format,)))
+            write_atomic(args.out, export_zip(runs, (args.format,), content=args.content))
         else:
-            text = export_run(runs[0], args.format)
+            text = export_run(runs[0], args.format, content=args.content)
             if args.out:
                 write_atomic(args.out, text + "\n")
             else:
@@ -264,5 +269,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..exports import export_run
     from ..transcript import load
 
-    print(export_run(load(args.file), args.format, model=args.model))
+    print(export_run(load(args.file), args.format, model=args.model, content=args.content))
+    return 0
+
+
+def cmd_send_otlp(runs: list, args: argparse.Namespace) -> int:
+    """Send each run's OpenTelemetry trace to the OTLP/HTTP endpoint `--otlp`; content only with `--content`."""
+    from ..telemetry import require_otel
+
+    require_otel()
+    from ..telemetry.otlp import send_run, traces_url
+
+    for run in runs:
+        count = send_run(run, args.otlp, content=args.content)
+        kept = "with" if args.content else "without"
+        print(f"sent run {run.id} to {traces_url(args.otlp)}: {count} spans, {kept} message content")
     return 0

@@ -28,6 +28,7 @@ from .commands import (
     cmd_export,
     cmd_runs,
     cmd_scenarios,
+    cmd_send_otlp,
     cmd_show,
     cmd_tools,
     cmd_validate,
@@ -345,9 +346,13 @@ def _add_runs(sub: Any) -> None:
     )
     q.add_argument("ids", nargs="+", metavar="ID")
     q.add_argument(
-        "--format", default="json", choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html"]
+        "--format",
+        default="json",
+        choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html", "otlp-json"],
+        help="otlp-json: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load",
     )
     q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
+    _add_otlp_options(q)
     q = runs.add_parser("import", parents=[db], help="store a transcript, or an OpenAI/Anthropic message list")
     q.add_argument("file")
     q = runs.add_parser("delete", parents=[db], help="delete a stored run")
@@ -397,12 +402,27 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("file")
     p.add_argument(
         "--format",
-        required=True,
-        choices=("openai", "openai-responses", "anthropic", "ollama", "html"),
-        help="the wire format, or html: one self-contained page that steps through the run",
+        choices=("openai", "openai-responses", "anthropic", "ollama", "html", "otlp-json"),
+        help="the wire format; html: one self-contained page that steps through the run; otlp-json: the run's "
+        "OpenTelemetry GenAI trace (required unless --otlp is given)",
     )
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
+    _add_otlp_options(p)
     p.set_defaults(func=cmd_export_noted)
+
+
+def _add_otlp_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="send the run's OpenTelemetry trace to this OTLP/HTTP endpoint (a base such as http://127.0.0.1:6006 "
+        "gets /v1/traces); headers from OTEL_EXPORTER_OTLP_HEADERS",
+    )
+    p.add_argument(
+        "--content",
+        action="store_true",
+        help="with otlp-json or --otlp: include the messages, system prompt, tool definitions, arguments and results",
+    )
 
 
 def cmd_export_noted(args: argparse.Namespace) -> int:
@@ -410,6 +430,10 @@ def cmd_export_noted(args: argparse.Namespace) -> int:
     from ..messages import reasoning_note
     from ..transcript import load
 
+    if args.otlp:
+        return cmd_send_otlp([load(args.file)], args)
+    if args.format is None:
+        raise UsageError("export needs --format (or --otlp URL)")
     code = cmd_export(args)
     note = reasoning_note(load(args.file).messages, args.format)
     if note:

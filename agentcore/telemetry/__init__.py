@@ -2,3 +2,25 @@
 
 Exporting needs the `otel` extra; reading an OTLP-JSON file needs nothing beyond agentcore itself.
 """
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+from ..errors import UsageError
+
+OTLP_JSON = "otlp-json"  # the export format: an OTLP-JSON file of the run's trace
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # the instrumentations' switch for content
+
+
+def require_otel() -> None:
+    """Raise a one-line UsageError unless the `otel` extra (the OpenTelemetry SDK and OTLP exporter) is installed."""
+    needed = ("opentelemetry.sdk", "opentelemetry.proto", "opentelemetry.exporter.otlp.proto.http")
+    try:
+        missing = [name for name in needed if find_spec(name) is None]
+    except ModuleNotFoundError:  # a parent package is missing altogether
+        missing = list(needed)
+    if missing:
+        raise UsageError(
+            f"exporting OpenTelemetry traces needs the otel extra: pip install 'agentcore[otel]' (missing {missing[0]})"
+        )

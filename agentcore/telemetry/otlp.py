@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -89,6 +90,21 @@ class _Reasons(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+_GENERIC = "Failed to export spans batch due to timeout"
+
+
+def _reason(lines: list[str]) -> str:
+    """The cause among what the exporter logged: the system's error (connection refused), else its own words."""
+    for line in reversed(lines):
+        found = re.search(r"\[Errno -?\d+\] [^\"')]+", line)
+        if found:
+            return found.group().strip()
+    told = [line for line in lines if not line.startswith(_GENERIC)]
+    if told:
+        return re.sub(r",? ?(encountered while exporting|retrying in).*$", "", told[-1])[:300]
+    return "the endpoint did not accept the spans in time"
+
+
 def _quietly(send: Callable[[], SpanExportResult]) -> tuple[SpanExportResult, list[str]]:
     logger = logging.getLogger("opentelemetry.exporter")
     reasons = _Reasons()
@@ -111,7 +127,7 @@ def send_spans(spans: Sequence[ReadableSpan], url: str, headers: dict[str, str] 
     finally:
         exporter.shutdown()
     if result != SpanExportResult.SUCCESS:
-        why = reasons[-1] if reasons else "the endpoint did not accept the spans"
+        why = _reason(reasons)
         raise UsageError(one_line(scrub_text(f"could not send the trace to {target}: {why}")))
 
 
@@ -175,7 +191,7 @@ class _Recording(OTLPSpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result, reasons = _quietly(lambda: super(_Recording, self).export(spans))
         if result != SpanExportResult.SUCCESS:
-            why = reasons[-1] if reasons else "the endpoint did not accept the spans"
+            why = _reason(reasons)
             self.live.problem = one_line(scrub_text(f"OpenTelemetry export to {self.live.url} failed: {why}"))
         else:
             self.live.problem = None
