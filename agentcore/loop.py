@@ -54,6 +54,7 @@ EventKind = Literal[
     "run_finished",
     "error",
     "halted",  # a hook paused or stopped the run (Run.halt); `error` holds it in words
+    "hook_effect",  # a hook changed the step; `text` says which and what (StepRecord.hook_effects)
 ]
 
 
@@ -212,6 +213,7 @@ class Agent:
         )
         message = after.value
         run.append(message)
+        self._emit_effects(run, index, "model", run.steps[-1].hook_effects)
         self._emit("phase_finished", run.id, index, "model", message=message)
         if after.halt is not None and message.tool_calls:
             return self._halt(run, index, "after_model", after)
@@ -224,6 +226,10 @@ class Agent:
         run.stop_reason, run.error = "error", message
         self._emit("error", run.id, index, phase, error=message)
         return run.next_phase
+
+    def _emit_effects(self, run: Run, index: int, phase: Phase, effects: list[HookEffect]) -> None:
+        for effect in effects:
+            self._emit("hook_effect", run.id, index, phase, text=effect.words)
 
     def _resume(self, run: Run, point: HookPoint) -> str | None:
         """Go on from a hook's halt: the hook that halted the run at `point` is not asked again; the halt is cleared."""
@@ -281,6 +287,7 @@ class Agent:
         structured = self._append_results(run, calls, results, originals, hooked.names)
         if run.steps and hooked.effects:
             run.steps[-1].hook_effects.extend(hooked.effects)
+            self._emit_effects(run, index, "tools", hooked.effects)
         self._emit("phase_finished", run.id, index, "tools")
         self._emit("step_finished", run.id, index)
         if structured:

@@ -238,6 +238,11 @@ class HookEffect(BaseModel):
     before: Any = None
     after: Any = None
 
+    @property
+    def words(self) -> str:
+        """In one line: `hook redact before model: request: message 0 changed`."""
+        return f"hook {self.hook} {self.point.replace('_', ' ')}: {self.change}"
+
 
 class Halt(BaseModel):
     """A hook's pause or stop: which hook, at which point of which step, and why.

@@ -179,3 +179,41 @@ def test_hooks_run_after_the_built_in_ones_and_those_leave_no_hook_effect():
     assert seen == [["c1"]]  # the loop guard answered the repeat first: no later hook sees it
     assert [t.source for s in run.steps for t in s.tool_runs] == ["ran", "repeat"]
     assert all(not s.hook_effects for s in run.steps) and run.steps[1].tool_runs[0].hook is None
+
+
+def test_the_cli_runs_the_example_hooks_by_name_and_records_them_in_the_transcript(tmp_path, capsys):
+    from agentcore.cli.main import main
+
+    out = tmp_path / "t.json"
+    prompt = "What is the weather in Paris? Write to bob@example.com"
+    args = ["run", prompt, "--provider", "scripted", "--scenario", "weather", "--no-db", "--out", str(out)]
+    assert main([*args, "--hook", "redact", "--hook", "guardrail"]) == 0
+    printed = capsys.readouterr().out
+    assert "⚑ hook redact before model: request: message 0 changed" in printed
+    run = transcript.load(out)
+    assert run.config.hooks == ["redact", "guardrail"]
+    assert run.steps[0].wire.request["messages"][0]["content"] == "What is the weather in Paris? Write to [email]"
+    assert run.messages[0].content == prompt
+    assert main(["show", str(out)]) == 0
+    assert 'hook redact before model: request: message 0 changed: {"0":' in capsys.readouterr().out
+
+
+def test_the_cli_guardrail_refuses_a_replayed_call_and_an_unknown_hook_is_one_line(tmp_path, capsys):
+    from agentcore.cli.main import main
+
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "alice@example.org"})
+    source = Run.start("Weather?", RunConfig(tools=[lookup.spec()], hooks=["guardrail"]))
+    answered = ToolMessage(tool_call_id="c1", name="get_weather", content="sunny")
+    source.messages += [AssistantMessage(tool_calls=(call,)), answered, AssistantMessage(content="Refused, then.")]
+    path = tmp_path / "source.json"
+    path.write_text(transcript.dumps(source))
+    out = tmp_path / "t.json"
+    assert main(["run", "--replay", str(path), "--tools", "get_weather", "--no-db", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "⚑ hook guardrail before tools: call c1 (get_weather) refused" in printed
+    assert "refused by guardrail" in printed  # the result the model reads
+    run = transcript.load(out)
+    assert [(t.source, t.hook) for t in run.steps[0].tool_runs] == [("hook_refused", "guardrail")]
+    assert main(["run", "x", "--provider", "scripted", "--hook", "nosuch", "--no-db"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--hook" in err and "'guardrail'" in err

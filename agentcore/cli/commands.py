@@ -105,6 +105,9 @@ def _print_run(run) -> None:
             for effect in s.hook_effects:  # what a hook changed, before and after
                 before, after = (shorten(json.dumps(v), 200) for v in (effect.before, effect.after))
                 print(f"  ⚑ {effect.words}: {before} → {after}")
+            for effect in s.hook_effects:  # what a hook changed, before and after
+                before, after = (shorten(json.dumps(v), 200) for v in (effect.before, effect.after))
+                print(f"  ⚑ {effect.words}: {before} → {after}")
         if isinstance(m, AssistantMessage):
             if m.content:
                 print(f"[{i}] assistant: {m.content}")
@@ -119,6 +122,8 @@ def _print_run(run) -> None:
         print(f"\nfinal output: {json.dumps(run.final_output)}")
     if run.error:
         print(f"\nerror: {run.error}")
+    if run.halt is not None:
+        print(f"\n{run.halt.words}")
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

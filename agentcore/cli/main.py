@@ -21,6 +21,7 @@ from ..guard import LOOP_GUARDS, guard_line
 from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
 from ..toolbox import DEFAULT_TOOLS
+from ..toolbox.hooks import HOOKS, hook_arguments
 from ..transcript import describe_validation, one_line
 from .commands import (
     cmd_compare,
@@ -73,6 +74,10 @@ class Printer:
             w(f"  {mark} {event.tool_call.name} ({o.duration_ms:.0f} ms): {shorten(o.content)}\n")
         elif event.kind == "error":
             w(f"error: {event.error}\n")
+        elif event.kind == "hook_effect":
+            w(f"  ⚑ {event.text}\n")
+        elif event.kind == "halted":
+            w(f"{event.error}\n")
         self.out.flush()
 
 
@@ -82,6 +87,7 @@ def _build_run(args: argparse.Namespace):
     from ..providers.scripted import get_scenario
     from ..run import Run, RunConfig
 
+    hooks = hook_arguments(args.hook)  # an unknown name is bad usage, found before anything loads
     if args.replay:
         return _build_replay(args)
     provider_name = args.provider
@@ -130,13 +136,14 @@ def _build_run(args: argparse.Namespace):
         thinking_budget=args.thinking_budget,
         reasoning_effort=args.reasoning_effort,
         loop_guard=args.loop_guard,
+        hooks=list(dict.fromkeys(args.hook)),
     )
     prompt = args.prompt if args.prompt is not None else (scenario.prompt if scenario else None)
     if not prompt:
         raise UsageError("a prompt is required (or a scripted --scenario, which has its own)")
     run = Run.start(prompt, config)
     settings = Settings(max_tokens=args.max_tokens) if getattr(args, "max_tokens", None) else None
-    agent = Agent(provider, tools, observers=[Printer()], settings=settings)
+    agent = Agent(provider, tools, observers=[Printer()], settings=settings, **hooks)
     return agent, run
 
 
@@ -158,10 +165,13 @@ def _build_replay(args: argparse.Namespace):
     update = {"provider": "scripted", "model": "replay", "max_steps": args.max_steps}
     if args.loop_guard:
         update["loop_guard"] = args.loop_guard
+    if args.hook:
+        update["hooks"] = list(dict.fromkeys(args.hook))
     config = source.config.model_copy(update=update)
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
-    return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()]), run
+    hooks = hook_arguments(config.hooks)  # a transcript's hooks are names of registered ones, or refused
+    return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()], **hooks), run
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -218,6 +228,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     guarded = guard_line(run)
     if guarded:
         print(guarded)
+    if run.halt is not None:
+        print(run.halt.words)
     usage = run.usage
     est = " (estimated)" if any(s.estimated for s in run.steps) else ""
     print(
@@ -290,6 +302,15 @@ def _add_run(sub: Any) -> None:
         choices=LOOP_GUARDS,
         help="repeated identical calls: off; warn (they run again); guard (answered from the run, then the model "
         "is asked without tools). Default: guard for local, warn elsewhere",
+    )
+    p.add_argument(
+        "--hook",
+        action="append",
+        default=[],
+        choices=list(HOOKS),
+        metavar="NAME",
+        help="a hook around the model call, repeatable: "
+        + "; ".join(f"{name}: {h.description}" for name, h in HOOKS.items()),
     )
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument(
