@@ -105,9 +105,6 @@ def _print_run(run) -> None:
             for effect in s.hook_effects:  # what a hook changed, before and after
                 before, after = (shorten(json.dumps(v), 200) for v in (effect.before, effect.after))
                 print(f"  ⚑ {effect.words}: {before} → {after}")
-            for effect in s.hook_effects:  # what a hook changed, before and after
-                before, after = (shorten(json.dumps(v), 200) for v in (effect.before, effect.after))
-                print(f"  ⚑ {effect.words}: {before} → {after}")
         if isinstance(m, AssistantMessage):
             if m.content:
                 print(f"[{i}] assistant: {m.content}")
