@@ -463,7 +463,7 @@ def cmd_export_noted(args: argparse.Namespace) -> int:
 
 
 def _add_testing(sub: Any) -> None:
-    from .testing import cmd_pin, cmd_test
+    from .testing import cmd_bench_import, cmd_pin, cmd_test
 
     db_help = "the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
     p = sub.add_parser("pin", help="write a test file from a run, proposing the expectations it meets")
@@ -478,8 +478,9 @@ def _add_testing(sub: Any) -> None:
     p.add_argument(
         "--config",
         action="append",
-        metavar="replay|PROVIDER[:MODEL][@BASE_URL]",
-        help="a configuration, repeatable (default: replay, the pinned run's turns with the tools run for real)",
+        metavar="replay|ground-truth|PROVIDER[:MODEL][@BASE_URL]",
+        help="a configuration, repeatable (default: replay, the pinned run's turns with the tools run for real; "
+        "ground-truth plays a benchmark task's reference calls)",
     )
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML here")
     p.add_argument("--db", help=db_help + "; each failing run is saved there")
@@ -487,6 +488,18 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
     add_mcp_arguments(p)
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("bench", help="public benchmark tasks (BFCL multi-turn, AgentDojo) as pinned test files")
+    bench = p.add_subparsers(dest="bench_command", required=True)
+    q = bench.add_parser("import", help="write a test file per task; tasks that cannot be built are listed")
+    q.add_argument("benchmark", choices=["bfcl", "agentdojo"])
+    q.add_argument("--category", default="multi_turn_base", help="BFCL: multi_turn_base (default), _miss_param, ...")
+    q.add_argument("--suite", default="banking", help="AgentDojo: banking (default), slack, travel or workspace")
+    q.add_argument("--ids", nargs="+", metavar="TASK_ID", help="these tasks only (default: all, or --limit)")
+    q.add_argument("--limit", type=int, metavar="N", help="the first N tasks")
+    q.add_argument("--max-steps", type=int, metavar="N", help="each user turn's step budget (default: the benchmark's)")
+    q.add_argument("-o", "--out", required=True, metavar="DIR", help="the folder to write the test files into")
+    q.set_defaults(func=cmd_bench_import)
 
 
 def _add_mcp(sub: Any) -> None:

@@ -1,4 +1,5 @@
-"""`agentcore pin` and `agentcore test`: a run kept as a test file, and test files run as a pass/fail matrix."""
+"""`agentcore pin`, `agentcore test` and `agentcore bench import`: a run kept as a test file, public benchmark
+tasks written as test files, and test files run as a pass/fail matrix with a scoreboard per configuration."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 def cmd_test(args: argparse.Namespace) -> int:
     """Run every test file on every configuration; print the matrix; exit 0 all pass, 1 any fails."""
-    from ..testing import pinned
+    from ..testing import pinned, scoreboard
     from ..testing.runner import REPLAY, junit_xml, parse_config, run_matrix
 
     files = pinned.find_tests(args.paths)
@@ -65,22 +66,64 @@ def cmd_test(args: argparse.Namespace) -> int:
     print(matrix.table())
     store = None if args.no_db or matrix.passed else _store(getattr(args, "db", None))
     by_name = dict(zip([t.name for t in tests], files, strict=True))
+    tasks = {t.name for t in tests if t.benchmark is not None}  # no pinned run: the reference calls are the path
     for cell in matrix.failed:
         print(f"\n{'ERROR' if cell.errored else 'FAIL'} {cell.test} × {cell.config}: {cell.first_failure}")
         if cell.departed_at is not None:
-            print(f"  departed from the pinned run at step {cell.departed_at}")
+            path = "the reference calls" if cell.test in tasks else "the pinned run"
+            print(f"  departed from {path} at step {cell.departed_at}")
         if store is not None and cell.run is not None:
             cell.run.title = f"{cell.run.title} (failed)"
             store.save_run(cell.run)
-            print(f"  saved as run {cell.run.id}; diff: agentcore test {by_name[cell.test]} --diff {cell.run.id}")
+            if cell.test in tasks:
+                print(f"  saved as run {cell.run.id}; show it: agentcore runs show {cell.run.id}")
+            else:
+                print(f"  saved as run {cell.run.id}; diff: agentcore test {by_name[cell.test]} --diff {cell.run.id}")
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
+    print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix)))
     if args.junit:
         from ..transcript import write_atomic
 
         write_atomic(args.junit, junit_xml(matrix))
         print(f"junit: {args.junit}")
     return EXIT_PASS if matrix.passed else EXIT_FAIL
+
+
+def cmd_bench_import(args: argparse.Namespace) -> int:
+    """Write each chosen benchmark task as a test file in a folder; list the tasks that could not be built."""
+    from ..testing import benchmarks
+    from ..transcript import write_atomic
+
+    if args.limit is not None and args.limit < 1 or args.max_steps is not None and args.max_steps < 1:
+        raise UsageError("--limit and --max-steps must be at least 1")
+    try:
+        if args.benchmark == "bfcl":
+            from ..testing.benchmarks import bfcl
+
+            tests, skipped = bfcl.import_tasks(args.category, args.ids, args.limit, args.max_steps)
+            where = f"BFCL {args.category}"
+        else:
+            from ..testing.benchmarks import agentdojo
+
+            tests, skipped = agentdojo.import_tasks(args.suite, args.ids, args.limit, args.max_steps)
+            where = f"AgentDojo {args.suite}"
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"{benchmarks.INSTALL[args.benchmark]} ({exc.name} is missing)") from None
+    from ..testing import pinned
+
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for test in tests:
+            write_atomic(out / f"{test.benchmark.name}-{test.benchmark.task_id}.json", pinned.dumps(test))
+    except OSError as exc:
+        raise UsageError(f"-o {out}: cannot write: {exc.strerror or exc}") from None
+    print(f"imported {len(tests)} {where} tasks into {out}")
+    for s in skipped:
+        print(f"  not imported: {s.task_id}: {s.reason}")
+    print(f"check the harness: agentcore test {out} --config {benchmarks.GROUND_TRUTH} --no-db")
+    return EXIT_PASS if not skipped else EXIT_FAIL
 
 
 def _tools(args: argparse.Namespace, tests: list):

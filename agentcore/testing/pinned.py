@@ -2,7 +2,10 @@
 
 Test file, version 1, JSON (or YAML when PyYAML is installed): format "agentcore.test", version 1,
 name, prompt, system_prompt, tools (toolbox names), max_steps, temperature, final_answer_schema,
-expect (the expectations below), and pinned (the transcript of the run it was pinned from).
+expect (the expectations below), and pinned (the transcript of the run it was pinned from). A test
+imported from a public benchmark also has `benchmark` (which task of which package: its tools, its
+environment and its grader come from the installed package when it runs) and `turns`, the scripted
+user messages sent one after another, each when the model has answered the one before.
 """
 
 from __future__ import annotations
@@ -171,6 +174,16 @@ class Expectations(_Strict):
     max_input_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     max_output_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     max_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    benchmark: bool = False  # the benchmark's own grader passes (BFCL's state comparison, AgentDojo's utility)
+
+
+class BenchmarkRef(_Strict):
+    """Which public benchmark task a test plays: the package's name, the task's id, and where it lives there."""
+
+    name: Literal["bfcl", "agentdojo"]
+    task_id: str = Field(min_length=1, max_length=200)
+    category: str | None = Field(default=None, max_length=200)  # BFCL: multi_turn_base, ...; AgentDojo: the suite
+    version: str | None = Field(default=None, max_length=50)  # AgentDojo's benchmark version, e.g. v1.2.2
 
 
 class PinnedTest(_Strict):
@@ -183,8 +196,17 @@ class PinnedTest(_Strict):
     max_steps: int = Field(default=10, ge=1, le=MAX_COUNT)
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
+    turns: list[str] = Field(default=[], max_length=MAX_COUNT)  # the user's next messages, one per answer
+    benchmark: BenchmarkRef | None = None
     expect: Expectations = Expectations()
     pinned: Run | None = None
+
+    @field_validator("turns")
+    @classmethod
+    def _said(cls, turns: list[str]) -> list[str]:
+        if any(not t.strip() for t in turns):
+            raise ValueError("a scripted user turn needs text")
+        return turns
 
     @field_validator("final_answer_schema")
     @classmethod
@@ -456,6 +478,8 @@ def _without_wire(run: Run) -> Run:
 def to_data(test: PinnedTest) -> dict[str, Any]:
     """The test as plain data, header first; empty expectations left out."""
     body = test.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not test.turns:
+        del body["turns"]  # a one-prompt test reads as it always has
     expect = test.expect.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
     if test.expect.tool_calls is not None:  # the mode is said even when it is the default
         expect["tool_calls"] = {"mode": test.expect.tool_calls.mode, **expect.get("tool_calls", {})}

@@ -1,7 +1,9 @@
 """Running pinned tests: each test against each configuration, concurrently, as a pass/fail matrix.
 
 A configuration is `replay` (the model's turns come from the pinned run and the tools run for
-real: deterministic and offline) or a live one, `PROVIDER[:MODEL][@BASE_URL]` as compare writes it.
+real: deterministic and offline), `ground-truth` (a benchmark task's reference calls, played through
+the same loop, tools and grader as a model) or a live one, `PROVIDER[:MODEL][@BASE_URL]` as compare
+writes it. A test with scripted user turns sends each when the model has answered the one before.
 Every cell runs on its own thread with its own provider and agent, as compare's columns do, so the
 matrix lasts as long as its slowest cell.
 """
@@ -21,14 +23,18 @@ from .. import toolbox
 from ..accounting import run_cost
 from ..compare import ColumnSpec, column_labels, parse_spec
 from ..errors import AgentcoreError, UsageError
+from ..guard import call_key
 from ..loop import Agent
-from ..messages import AssistantMessage, ToolMessage, first_difference
+from ..messages import AssistantMessage, ToolCall, ToolMessage, UserMessage, first_difference
 from ..providers import create_provider, get_info
+from ..providers.reference import GROUND_TRUTH, ReferenceProvider
 from ..providers.scripted import ScriptedProvider
 from ..request import settings_refusal
-from ..run import Run, RunConfig
+from ..run import FINAL_ANSWER_TOOL, Run, RunConfig
 from ..secrets import scrub_text
 from ..tools import Tool
+from . import benchmarks
+from .benchmarks import Episode
 from .pinned import Failure, PinnedTest, check
 
 REPLAY = "replay"
@@ -37,12 +43,12 @@ Factory = Callable[..., Any]
 
 
 def parse_config(text: str) -> ColumnSpec:
-    """`replay`, or `PROVIDER[:MODEL][@BASE_URL]`; an unknown provider is a UsageError."""
+    """`replay`, `ground-truth`, or `PROVIDER[:MODEL][@BASE_URL]`; an unknown provider is a UsageError."""
     spec = parse_spec(text)
-    if spec.provider != REPLAY:
+    if spec.provider not in (REPLAY, GROUND_TRUTH):
         get_info(spec.provider)
     elif spec.model or spec.base_url:
-        raise UsageError(f"config {text!r}: replay takes no model or base URL")
+        raise UsageError(f"config {text!r}: {spec.provider} takes no model or base URL")
     return spec
 
 
@@ -82,7 +88,29 @@ def departure_step(pinned: Run, run: Run) -> int | None:
     return started[-1] if started else 1
 
 
+def reference_departure(reference: list[list[ToolCall]], run: Run) -> int | None:
+    """The step whose calls first left the reference's (a call it did not make next, or an answer before
+    the turn's last reference call); None when the run kept to it."""
+    turn, done, step = -1, 0, 0
+    for m in run.messages:
+        if isinstance(m, UserMessage):
+            turn, done = turn + 1, 0
+        elif isinstance(m, AssistantMessage):
+            step += 1
+            want = reference[turn] if 0 <= turn < len(reference) else []
+            calls = [c for c in m.tool_calls if c.name != FINAL_ANSWER_TOOL]
+            if not calls and done < len(want):
+                return step
+            for call in calls:
+                if done >= len(want) or call_key(call) != call_key(want[done]):
+                    return step
+                done += 1
+    return None
+
+
 def _tools(test: PinnedTest, tools: Sequence[Tool] | None) -> list[Tool]:
+    if test.benchmark is not None:
+        return []  # a benchmark's tools are bound to each run's own environment (see prepare)
     if tools is None:
         return toolbox.get_tools(test.tools)
     by_name = {t.name: t for t in tools}
@@ -94,14 +122,25 @@ def _tools(test: PinnedTest, tools: Sequence[Tool] | None) -> list[Tool]:
 
 def prepare(
     test: PinnedTest, spec: ColumnSpec, *, tools: Sequence[Tool] | None = None, factory: Factory | None = None
-) -> tuple[Agent, Run]:
-    """The agent and the fresh run for one cell. A provider that cannot start raises (an AgentcoreError)."""
+) -> tuple[Agent, Run, Episode | None]:
+    """The agent, the fresh run and (for a benchmark task) its fresh episode for one cell.
+
+    A provider that cannot start raises (an AgentcoreError).
+    """
     chosen = _tools(test, tools)
-    if spec.provider == REPLAY:
+    episode = benchmarks.episode(test.benchmark) if test.benchmark is not None else None
+    if episode is not None:
+        chosen = [t for t in episode.tools if t.name in episode.offered(0)]
+    if spec.provider == GROUND_TRUTH:
+        if episode is None:
+            raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
+        answers = [episode.reference_answer(i) for i in range(1 + len(test.turns))]
+        provider: Any = ReferenceProvider(episode.reference(), answers)
+    elif spec.provider == REPLAY:
         if test.pinned is None:
             raise UsageError(f"test {test.name!r} has no pinned run to replay")
         turns = [m for m in test.pinned.messages if isinstance(m, AssistantMessage)]
-        provider: Any = ScriptedProvider(replay=turns)
+        provider = ScriptedProvider(replay=turns)
     else:
         options = {"scenario": spec.model} if spec.provider == "scripted" and spec.model else {}
         provider = (factory or create_provider)(spec.provider, spec.model, base_url=spec.base_url, **options)
@@ -115,9 +154,32 @@ def prepare(
         max_steps=test.max_steps,
         temperature=test.temperature,
         final_answer_schema=test.final_answer_schema,
+        # a benchmark's tools keep state: the same call may rightly answer anew, so repeats run (and are counted)
+        loop_guard="warn" if episode is not None else None,
     )
     run = Run.start(test.prompt, config, title=f"test {test.name} · {spec.name}")
-    return Agent(provider, chosen), run
+    return Agent(provider, chosen), run, episode
+
+
+def play(agent: Agent, run: Run, test: PinnedTest, episode: Episode | None = None) -> None:
+    """Run the test's prompt, then each scripted user turn once the model has answered the one before.
+
+    Each turn has the test's step budget; a turn that uses it up is followed by the next, as BFCL does.
+    """
+    offered = {t.name: t for t in (episode.tools if episode is not None else agent.tools.values())}
+    for i, text in enumerate([test.prompt, *test.turns]):
+        if i:
+            if run.stop_reason not in ("answer", "max_steps"):
+                break  # an error, a cancel or a structured answer ends the conversation
+            run.append(UserMessage(content=text))
+            run.stop_reason = None
+        if episode is not None:
+            episode.begin_turn(i)
+            agent.tools = {n: offered[n] for n in episode.offered(i)}
+            run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
+        if test.turns:
+            run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
+        agent.run(run)
 
 
 def run_cell(
@@ -127,7 +189,7 @@ def run_cell(
     cell = Cell(test.name, spec.name)
     started = time.perf_counter()
     try:
-        agent, run = prepare(test, spec, tools=tools, factory=factory)
+        agent, run, episode = prepare(test, spec, tools=tools, factory=factory)
     except UsageError:
         raise  # bad input (a tool unknown, nothing to replay) stops the whole matrix
     except AgentcoreError as exc:
@@ -138,12 +200,21 @@ def run_cell(
         cell.failures = [Failure("setup", refused)]
         return cell
     try:
-        agent.run(run)
+        play(agent, run, test, episode)
     except AgentcoreError as exc:  # a message list the provider refuses, before any call
         run.stop_reason, run.error = "error", str(exc)
     cell.run = run
     cell.wall_s = time.perf_counter() - started
     cell.failures = check(test.expect, run, run_cost(run))
+    if episode is not None:
+        if test.expect.benchmark and run.stop_reason != "error":
+            why = episode.grade(run)
+            if why is not None:
+                cell.failures.append(Failure(f"benchmark ({test.benchmark.name})", why))
+        try:
+            cell.departed_at = reference_departure(episode.reference(), run)
+        except (ValueError, SyntaxError):
+            cell.departed_at = None  # no reference to depart from
     if test.pinned is not None:
         cell.departed_at = departure_step(test.pinned, run)
         if spec.provider == REPLAY:
@@ -221,8 +292,12 @@ def run_matrix(
         raise UsageError("a test run needs at least one test and one configuration")
     for test in tests:  # bad input is found before a model is paid for
         _tools(test, tools)
+        benchmarks.check_available(test)
         if test.pinned is None and any(s.provider == REPLAY for s in specs):
-            raise UsageError(f"test {test.name!r} has no pinned run to replay")
+            hint = f" (a benchmark task: try --config {GROUND_TRUTH})" if test.benchmark is not None else ""
+            raise UsageError(f"test {test.name!r} has no pinned run to replay{hint}")
+        if test.benchmark is None and any(s.provider == GROUND_TRUTH for s in specs):
+            raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
     labels = column_labels(specs)
     started = time.perf_counter()
     jobs = [(t, j) for t in tests for j in range(len(specs))]

@@ -1,0 +1,76 @@
+"""The scoreboard of a test matrix: per configuration, tasks passed, steps, tokens, cost and time.
+
+What a team choosing a provider reads after a benchmark slice: the same tasks, graded the same way,
+on each configuration. `agentcore test` prints it under the matrix; the Tests page draws it as a chart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..accounting import run_cost
+from .runner import Matrix
+
+
+@dataclass(frozen=True)
+class Score:
+    """One configuration's totals over every test it ran."""
+
+    config: str
+    passed: int
+    tests: int
+    steps: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None when some run's price is unknown
+    wall_s: float  # the cells' own times added up, as the JUnit suite reports them
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.tests if self.tests else 0.0
+
+    @property
+    def cost_text(self) -> str:
+        return "unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+
+
+def scoreboard(matrix: Matrix) -> list[Score]:
+    """A Score per configuration, in the matrix's column order."""
+    scores = []
+    for j, config in enumerate(matrix.configs):
+        column = [row[j] for row in matrix.cells]
+        runs = [c.run for c in column if c.run is not None]
+        costs = [run_cost(r) for r in runs]
+        scores.append(
+            Score(
+                config=config,
+                passed=sum(c.passed for c in column),
+                tests=len(column),
+                steps=sum(len(r.steps) for r in runs),
+                input_tokens=sum(r.usage.input_tokens for r in runs),
+                output_tokens=sum(r.usage.output_tokens for r in runs),
+                cost_usd=None if None in costs else sum(c for c in costs if c is not None),
+                wall_s=sum(c.wall_s for c in column),
+            )
+        )
+    return scores
+
+
+def table(scores: list[Score]) -> str:
+    """The scoreboard as text, one row per configuration."""
+    head = ["configuration", "passed", "steps", "input tokens", "output tokens", "cost", "time"]
+    rows = [
+        [
+            s.config,
+            f"{s.passed}/{s.tests} ({s.pass_rate:.0%})",
+            str(s.steps),
+            str(s.input_tokens),
+            str(s.output_tokens),
+            s.cost_text,
+            f"{s.wall_s:.1f} s",
+        ]
+        for s in scores
+    ]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
+    return "\n".join(lines)
