@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import dataclasses
 import functools
 import importlib
 import inspect
@@ -28,11 +27,12 @@ from bfcl_eval.constants.executable_backend_config import (
 )
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+from pydantic import BaseModel, ConfigDict, create_model
 
 from ...errors import UsageError
 from ...messages import ToolCall, UserMessage
 from ...run import Run
-from ...tools import Tool, tool
+from ...tools import Tool
 from ..pinned import BenchmarkRef, Expectations, PinnedTest
 from .episode import Skipped, reference_call
 
@@ -101,6 +101,16 @@ def _call_text(name: str, arguments: dict[str, Any]) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
 
 
+def _arguments_model(name: str, method: Any) -> type[BaseModel]:
+    """The method's parameters, each taking any value: as BFCL calls a method with the arguments the model
+    wrote, unconverted (a ticket id the reference writes as text must reach the method as text)."""
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(method).parameters.items():
+        if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            fields[pname] = (Any, ... if param.default is inspect.Parameter.empty else param.default)
+    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
 def _parse_reference(text: str, methods: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """`cd(folder='document')` or `sort('final_report.pdf')` as (name, arguments), read as literals only."""
     node = ast.parse(text.strip(), mode="eval").body
@@ -152,9 +162,15 @@ class BfclEpisode:
             self.ran[self.turn].append(_call_text(name, arguments))
             return _result_text(method(**arguments))
 
-        made = tool(run, name=name, description=doc.get("description", ""), sequential=True)
-        schema = _json_schema(doc.get("parameters") or {"type": "object", "properties": {}})
-        return dataclasses.replace(made, _schema=schema, max_output_chars=MAX_OUTPUT_CHARS)
+        return Tool(
+            name=name,
+            description=doc.get("description", ""),
+            fn=run,
+            args_model=_arguments_model(name, method),
+            sequential=True,  # the calls of one turn share the instances' state: they run in the order asked
+            max_output_chars=MAX_OUTPUT_CHARS,
+            _schema=_json_schema(doc.get("parameters") or {"type": "object", "properties": {}}),
+        )
 
     def offered(self, turn: int) -> list[str]:
         return [t.name for t in self.tools if self.held_until.get(t.name, 0) <= turn]
