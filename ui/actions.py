@@ -25,6 +25,7 @@ from agentcore.messages import validate_messages as _validate
 from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
+from agentcore.toolbox.hooks import hook_arguments
 
 from .live import PhaseJob, PhaseProgress, follow
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
@@ -206,6 +207,7 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
         "temperature": cfg.temperature,
         "policies": cfg.policies,
         "loop_guard": cfg.loop_guard,
+        "hooks": list(cfg.hooks),
     }
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
         update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]
@@ -267,7 +269,9 @@ def next_call(session: Session) -> NextCall | None:
 
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     provider = make_provider(run.config, session.config.provider_options)
-    return Agent(provider, resolve_tools(_tool_names(run)), observers=observers)
+    # a run's hooks are names of registered ones; an unknown name (from someone else's file) is a one-line notice
+    hooks = hook_arguments(run.config.hooks)
+    return Agent(provider, resolve_tools(_tool_names(run)), observers=observers, **hooks)
 
 
 def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:

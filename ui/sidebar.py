@@ -16,6 +16,7 @@ from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from agentcore.toolbox import DEFAULT_TOOLS as TOOLBOX_DEFAULT
+from agentcore.toolbox.hooks import HOOKS
 
 from . import safe
 from .actions import start_scenario_run
@@ -48,6 +49,9 @@ LOOP_GUARD_HELP = (
     "result is returned with a note, and after a second repeat the model is asked to answer with no tool to call. "
     "Guard is the embedded model's default, warn every other provider's."
 )
+HOOKS_HELP = "Code run around each model call; each step records what a hook changed. " + " ".join(
+    f"{name}: {h.description}" for name, h in HOOKS.items()
+)
 DEFAULT_MAX_STEPS = 10
 
 
@@ -62,6 +66,7 @@ def _seed_defaults() -> None:
     st.session_state.setdefault("cfg_system", "")
     st.session_state.setdefault("cfg_concurrency", True)
     st.session_state.setdefault("cfg_pause", False)
+    st.session_state.setdefault("cfg_hooks", [])
 
 
 def _provider_defaults(provider: str, model: str | None = None, previous: str | None = None) -> None:
@@ -129,6 +134,7 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_concurrency"] = config.concurrency
     st.session_state["cfg_pause"] = config.pause_before_tools
     st.session_state["cfg_loop_guard"] = guard_mode(config)
+    st.session_state["cfg_hooks"] = [name for name in config.hooks if name in HOOKS]
     st.session_state["cfg_temperature"] = config.temperature
     follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
@@ -250,6 +256,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
     loop_guard = sb.selectbox("Loop guard", LOOP_GUARDS, key="cfg_loop_guard", help=LOOP_GUARD_HELP)
+    hooks = sb.multiselect("Hooks", list(HOOKS), key="cfg_hooks", help=HOOKS_HELP)
     policies = policy_settings(sb, info.name)
     session.config = AppConfig(
         provider=info.name,
@@ -266,6 +273,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         n_ctx=n_ctx,
         policies=policies,
         loop_guard=loop_guard,
+        hooks=list(hooks),
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

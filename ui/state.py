@@ -65,6 +65,7 @@ class AppConfig:
     n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
     policies: ContextPolicies | None = None  # what each model call sends of the history
     loop_guard: LoopGuard | None = None  # what the loop does about repeated identical calls (agentcore.guard)
+    hooks: list[str] = field(default_factory=list)  # registered hooks by name (agentcore.toolbox.hooks)
 
     @property
     def provider_options(self) -> dict[str, Any]:
@@ -87,6 +88,7 @@ class AppConfig:
             final_answer_schema=self.final_answer_schema if self.provider == "scripted" else None,
             policies=self.policies,
             loop_guard=self.loop_guard,
+            hooks=list(self.hooks),
         )
 
 

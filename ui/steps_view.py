@@ -94,6 +94,19 @@ def _wire(step: StepRecord) -> None:
         _body("Response", wire.response_headers, wire.response, "wire_response")
 
 
+def _hook_effects(step: StepRecord) -> None:
+    """What each hook changed in the step, before and after: the wire request is what went out after them."""
+    for effect in step.hook_effects:
+        st.caption(safe.inline(effect.words))
+        left, right = st.columns(2)
+        with left:
+            st.markdown("**Before**")
+            st.json(effect.before, expanded=1)
+        with right:
+            st.markdown("**After**")
+            st.json(effect.after, expanded=1)
+
+
 def _tool_wires(step: StepRecord) -> None:
     """Each tool run's own exchange under the model's: an MCP server's tools/call request and response."""
     kept = [(t, t.wire) for t in step.tool_runs if t.wire is not None]
@@ -159,7 +172,7 @@ def _tool_runs(step: StepRecord) -> None:
             {
                 "tool": t.name,
                 "call id": t.tool_call_id,
-                "how": t.source,
+                "how": f"{t.source} ({t.hook})" if t.hook else t.source,
                 "started ms": words.number(t.started_ms),
                 "duration ms": words.number(t.duration_ms),
                 "error": t.error or ("yes" if t.is_error else ""),
@@ -193,7 +206,10 @@ def _step_details(step: StepRecord) -> None:
             args=(step.index,),
             help="Start a new run from just before this step's model call; this run is kept",
         )
+        if step.hook_effects:
+            st.markdown("**Hooks**: " + "; ".join(safe.inline(e.words) for e in step.hook_effects))
         with st.expander("Wire view: the exact request and response (credentials removed)"):
+            _hook_effects(step)
             if step.tools_withheld:
                 st.caption(
                     "The loop guard made this call with no tool to call (tool_choice none where the API has it, "

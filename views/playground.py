@@ -36,6 +36,7 @@ STOP_REASONS = {
     "structured": "the final answer matched the schema",
     "error": "the model call failed",
     "cancelled": "stopped by you",
+    "stopped": "a hook stopped the run",
 }
 SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
 PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
@@ -149,6 +150,11 @@ def _status(session: Session, run: Run) -> None:
         else:  # a used-up budget or a Stop is an interruption, not a success
             icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/hourglass_bottom:"
             st.warning(line, icon=icon)
+    if run.halt is not None and (run.paused or run.stop_reason == "stopped"):
+        then = "Step goes on from here without asking that hook again." if run.paused else ""
+        st.warning(
+            f"{safe.inline(run.halt.words[0].upper() + run.halt.words[1:])}. {then}", icon=":material/front_hand:"
+        )
     _loop_guard(run)
 
 
