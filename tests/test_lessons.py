@@ -315,3 +315,17 @@ def test_what_the_model_says_with_its_calls_agrees_with_the_lessons_prompt(open_
         assert reply.content == f"I'll look up the weather in {cities[0]}." and "each city" not in shown
     else:
         assert cities == ["Paris", "Rome", "Tokyo"] and reply.content == "I'll look up each city at once."
+
+
+def test_a_lessons_answer_is_shown_whole_line_by_line(open_app):
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value("parallel").run()
+    while not at.button(key="lesson_step").disabled:
+        at.button(key="lesson_step").click().run()
+    answer = _lesson_run(at, LESSONS["parallel"]).messages[-1].content
+    shown = next(m for m in _markdown(at) if m.startswith("**assistant**"))
+    assert "…" not in shown
+    lines = answer.splitlines()
+    assert len(lines) == 4 and shown.count("  \n") == 3  # a line of its own for each city
+    for line in lines[1:]:  # "- Rome: -1.2° celsius, showers", its list marker shown as written
+        assert "\\" + line in shown

@@ -237,8 +237,8 @@ _BUDGET = Lesson(
     ),
     ending=(
         "**What you saw:** the model never answered. It made the same call every step, each step sending more "
-        "tokens, until the step budget stopped the run with the stop reason *max_steps*. The budget is the "
-        "guard every agent needs; the embedded model (SmolLM2) does exactly this on its own."
+        "tokens, until the step budget stopped the run (stop reason *max_steps*). Every agent needs this guard: "
+        "the embedded model (SmolLM2) does just this on its own."
     ),
 )
 

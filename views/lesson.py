@@ -21,7 +21,7 @@ LESSON_KEY = "lesson_id"  # the lesson picker
 FORK_TEXT_KEY = "lesson_fork_result"
 WIDGETS = {LESSON_KEY: next(iter(LESSONS))}  # kept while another page is open, with their first values
 SHOWN_MESSAGES = 4
-SHOWN_CHARS = 90  # a message's text is cut to about one line: the newest step's messages must fit
+SHOWN_CHARS = 90  # a tool result is cut to about one line (what the model said is not): the newest must fit
 
 # the lesson screen packs tighter than the other pages: less padding above the first row and between blocks
 PAGE_STYLE = (
@@ -177,7 +177,7 @@ def _onward(lesson: Lesson) -> None:
 
 
 def _message_line(m: Message) -> str:
-    """One message as a short line of Markdown, its untrusted text made safe."""
+    """One message as Markdown, its untrusted text made safe: tool results and calls cut short, the model's words whole."""
     if isinstance(m, AssistantMessage):
         # what the model said is shown whole, line by line: the lesson's point is often its answer
         parts = [safe.block(m.content)] if m.content else []
@@ -236,8 +236,8 @@ def main() -> None:
     state.restore(WIDGETS)
     lesson = _chosen()
     run = lesson_run(session, lesson)
-    slot = st.empty()  # always drawn, so the box of a running step never takes the place of the page below it
     if run is not None and session.current_id == run.id and (session.action or session.phase_job is not None):
+        slot = st.empty()
         with slot.container(border=True, key="lesson_live"):
             actions.run_requested(session, st.empty())  # the time so far and the streamed text, as the step runs
         slot.empty()
