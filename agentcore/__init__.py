@@ -1,6 +1,7 @@
 """agentcore: the ReAct agent loop, typed, steppable and measurable."""
 
 from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
+from .hooks import Answer, Pause, Refuse, Stop
 from .loop import Agent, Event, ToolDecision, resolve_schema
 from .messages import (
     AssistantMessage,
@@ -18,7 +19,7 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
-from .run import ForkOrigin, Run, RunConfig, StepRecord, ToolRun
+from .run import ForkOrigin, Halt, HookEffect, Run, RunConfig, StepRecord, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
 __version__ = "0.1.0"
@@ -27,21 +28,27 @@ __all__ = [
     "SCENARIOS",
     "Agent",
     "AgentcoreError",
+    "Answer",
     "AssistantMessage",
     "Event",
     "ForkOrigin",
+    "Halt",
+    "HookEffect",
     "Message",
     "MessageListError",
     "ModelRequest",
     "ModelResponse",
+    "Pause",
     "Provider",
     "ProviderError",
     "ReasoningPart",
+    "Refuse",
     "Run",
     "RunConfig",
     "ScriptedProvider",
     "Settings",
     "StepRecord",
+    "Stop",
     "SystemMessage",
     "Tool",
     "ToolCall",

@@ -167,7 +167,7 @@ def _tool_run(tool_run: ToolRun, kept: dict[str, Any], pool: _Pool) -> dict[str,
     what the model asked and what the tool returned, as the app shows them."""
     fields = ("tool_call_id", "name", "source", "duration_ms", "is_error", "error", "original_content")
     asked = None  # from the kept copy: its credential-named fields are blanked as in the export
-    if tool_run.source == "edited" and tool_run.original_arguments_text is not None:
+    if tool_run.source in ("edited", "hook_edited") and tool_run.original_arguments_text is not None:
         raw, args = kept.get("original_raw_arguments"), kept.get("original_arguments")
         asked = raw if raw is not None else json.dumps(args)
     return {

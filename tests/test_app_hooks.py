@@ -56,6 +56,7 @@ def test_the_sidebar_guardrail_refuses_a_call_with_personal_data_and_the_model_r
     assert (tool_run.source, tool_run.hook) == ("hook_refused", "guardrail")
     assert run.messages[2].is_error and "refused by guardrail" in run.messages[2].content
     assert [t.source for t in run.steps[0].tool_runs[1:]] == ["approved"]  # Paris ran, as the panel approved it
+    assert any("refused by hook guardrail" in m.value for m in at.markdown)  # the result's badge
     steps_tab(at)
     assert any("hook guardrail before tools: call" in m.value for m in at.markdown)
 

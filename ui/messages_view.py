@@ -17,7 +17,7 @@ from agentcore.messages import (
     first_difference,
     validate_messages,
 )
-from agentcore.run import BY_PERSON, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
+from agentcore.run import BY_HOOK, BY_PERSON, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
 
 from . import actions, policy_view, reasoning_view, safe, words
 from .state import Session, get_session
@@ -163,6 +163,12 @@ def _decision(tool_run: ToolRun | None) -> list[str]:
     """
     if tool_run is not None and tool_run.source == "repeat":
         return [REPEAT_BADGE]
+    if tool_run is not None and tool_run.source in BY_HOOK:  # a hook changed, refused or answered the call
+        lines = [f":violet-badge[:material/webhook: {safe.inline(tool_run.badge or '')}]"]
+        original = tool_run.original_arguments_text
+        if tool_run.source == "hook_edited" and original is not None:
+            lines.append(f"The model asked {safe.code(original)}")
+        return lines
     if tool_run is None or not tool_run.by_person:
         return []
     icon = DECISION_ICON[tool_run.source]
