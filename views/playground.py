@@ -230,8 +230,7 @@ def _controls(session: Session, run: Run) -> None:
         icon=":material/skip_next:",
         disabled=not (can_model or can_tools),
         on_click=actions.request,
-        args=("step",),
-        help="One iteration: the model phase, then the tools phase",
+        args=("step",),  # no tooltip: it would cover the next-step line above; How it works says what a Step is
     )
     bar.button("Model phase", key="model_phase", disabled=not can_model, on_click=actions.request, args=("model",))
     bar.button("Tools phase", key="tools_phase", disabled=not can_tools, on_click=actions.request, args=("tools",))

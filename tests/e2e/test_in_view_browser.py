@@ -205,3 +205,34 @@ def test_the_loop_code_and_tool_json_wrap_and_the_metrics_read_in_full(app, brow
         assert not cut, f"{what} is cut off at its right edge: {cut}"
     expect(page.get_by_test_id("stMetricValue").nth(1)).to_have_text("model phase")
     page.close()
+
+
+def _text_box(locator) -> dict:
+    """The box of the text itself (not of its full-width paragraph), through a range over its contents."""
+    return locator.evaluate(
+        """e => { const range = document.createRange(); range.selectNodeContents(e);
+                  const r = range.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; }"""
+    )
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and (b["y"] < a["y"] + a["height"])
+    )
+
+
+def test_a_focused_step_leaves_the_next_step_line_uncovered(app, browser):
+    page, step = _new_run(browser, app)
+    line = page.get_by_test_id("stCaptionContainer").filter(has_text="Next step:").locator("p")
+    expect(line).to_contain_text("get_weather")
+    step.focus()
+    page.wait_for_timeout(1500)  # a tooltip opens after a short delay
+    shown = _text_box(line)
+    assert shown["width"] > 0, "the next-step line is not drawn"
+    tips = page.get_by_role("tooltip")
+    covering = [t.inner_text() for t in tips.all() if t.is_visible() and _overlap(t.bounding_box(), shown)]
+    assert covering == [], f"a tooltip covers the next-step line: {covering}"
+    page.close()
