@@ -21,6 +21,7 @@ PAGES = (
     ("views/cost.py", "Cost", ":material/payments:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
     ("views/tests.py", "Tests", ":material/checklist:"),
+    ("views/errors.py", "Error analysis", ":material/bug_report:"),
 )
 
 

@@ -12,6 +12,7 @@ from agentcore.secrets import redact_headers
 from agentcore.transcript import json_text
 
 from . import actions, safe, words
+from .annotate_view import annotate_step
 from .state import Session, get_session
 
 HIGHLIGHT_CHARS = 4_000  # the longest wire body shown with JSON highlighting
@@ -230,4 +231,6 @@ def render_steps(session: Session) -> None:
         st.info("No steps yet: press **Step** to make the first model call.")
         return
     _steps_table(run)
-    _step_details(_pick(session, run))
+    step = _pick(session, run)
+    _step_details(step)
+    annotate_step(run, step, "playground")

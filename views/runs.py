@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from agentcore.annotations import count_labels
 from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
 from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename, export_json, export_run, export_zip
@@ -12,6 +13,7 @@ from agentcore.importers import parse_import
 from agentcore.run import Run
 from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
 from ui import safe, words
+from ui.annotate_view import render_annotations
 from ui.page_state import RunsState
 from ui.state import get_session, get_store, remember_last_run
 
@@ -213,8 +215,29 @@ def _details(store: Store, summary: RunSummary) -> None:
             name = export_filename(run, fmt)
             st.download_button(f"{fmt} request body", body, name, "application/json", key=f"runs_dl_{fmt}")
 
+    _annotations(store, run)
     _fork_tree(store, run_id)
     _diff(store, run, summary)
+
+
+def _labels(store: Store, run_ids: list[str]) -> list[str]:
+    """Each run's labels and how often, `wrong tool ×2, good`, for the table's labels column."""
+    labelled = store.annotations_by_run(run_ids)
+    counted = {i: count_labels(a) for i, a in labelled.items()}
+    return [", ".join(f"{k} ×{n}" if n > 1 else k for k, n in counted.get(i, {}).items()) for i in run_ids]
+
+
+def _annotations(store: Store, run: Run) -> None:
+    if not run.steps:
+        return
+    st.markdown("**Annotations**")
+    labelled = sorted({a.step for a in run.annotations})
+    if labelled:
+        st.caption("Labelled: " + ", ".join(f"step {n}" for n in labelled))
+    numbers = [s.index for s in run.steps]
+    first = numbers.index(labelled[0]) if labelled else 0
+    chosen = st.selectbox("Step to annotate", numbers, index=first, key=f"runs_annotate_step_{run.id}")
+    render_annotations(store, run, run.steps[chosen - 1], "runs")
 
 
 def _fork_tree(store: Store, run_id: str) -> None:
@@ -325,6 +348,7 @@ def main() -> None:
         )
         return
     table = _table(runs)
+    table.insert(len(table.columns) - 1, "labels", _labels(store, [r.id for r in runs]))
     if show_owner:
         table.insert(1, "owner", [r.owner or "" for r in runs])
     st.dataframe(table, hide_index=True, width="stretch")

@@ -1,0 +1,195 @@
+"""Annotations in the app under AppTest: the Annotate form under a step, Make this a test, the Runs page's labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agentcore import Agent, Run, RunConfig, create_provider, toolbox
+from agentcore.annotations import make_annotation
+from agentcore.providers.scripted import get_scenario
+from agentcore.store.runs import Store
+from agentcore.testing import pinned
+
+HOSTILE = "see ![x](http://evil.example/p.png) and :red[alarm] **bold**\nsecond line"
+
+
+@pytest.fixture
+def tests_folder(tmp_path: Path, monkeypatch) -> Path:
+    folder = tmp_path / "tests"
+    monkeypatch.setenv("AGENTCORE_TESTS", str(folder))
+    return folder
+
+
+def click(at: AppTest, key: str) -> AppTest:
+    at.button(key=key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def finished_weather_run(open_app, steps_tab) -> AppTest:
+    at = open_app(timeout=30)
+    at.selectbox(key="cfg_scenario").set_value("weather").run()
+    click(at, "start")
+    click(at, "run_to_end")
+    steps_tab(at)
+    at.selectbox(key="inspect_step").set_value(1).run()
+    return at
+
+
+def fill(at: AppTest, **values) -> None:
+    for field, value in values.items():
+        at.session_state[f"annotate_playground_{field}"] = value
+
+
+def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_the_run(
+    open_app, steps_tab, tests_folder
+):
+    at = finished_weather_run(open_app, steps_tab)
+    run = at.session_state["session"].run
+    call = run.messages[1].tool_calls[0]
+    assert at.selectbox(key="annotate_playground_target").options[1].startswith(f"call {call.id}: get_weather(")
+    fill(
+        at,
+        target=call.id,
+        labels=["wrong arguments"],
+        tags="units, weather",
+        score=0.5,
+        note=HOSTILE,
+        call_name="get_weather",
+        call_args='{"city": "Lyon"}',
+    )
+    click(at, "annotate_playground_save")
+
+    [kept] = Store().annotations(run.id)
+    assert (kept.tool_call_id, kept.labels, kept.tags, kept.score) == (
+        call.id,
+        ["wrong arguments"],
+        ["units", "weather"],
+        0.5,
+    )
+    assert kept.note == HOSTILE and kept.correct_call.arguments == {"city": "Lyon"}
+    assert run.annotations == [kept]  # the playground's run carries it, so its export does too
+    shown = "\n".join(m.value for m in at.markdown)
+    assert f"step 1, call {call.id}" in shown and "wrong arguments, units, weather · score 0.5" in shown
+    assert "![x]" not in shown and "`http://evil.example/p.png`" in shown  # drawn inert: no image, no link
+    assert any("Annotated step 1" in s.value for s in at.success)
+
+    click(at, f"annotate_playground_test_{kept.id}")
+    [path] = list(tests_folder.iterdir())
+    test = pinned.load(path)
+    assert [f.expectation for f in pinned.check(test.expect, run)] == ["tool_calls (contains) at step 1"]
+    assert any(str(path) in s.value for s in at.success)
+
+
+def test_a_bad_annotation_is_one_line_and_nothing_is_kept(open_app, steps_tab, tests_folder):
+    at = finished_weather_run(open_app, steps_tab)
+    run = at.session_state["session"].run
+    fill(at, labels=["looped"], call_name="get_weather", call_args="{not json")
+    click(at, "annotate_playground_save")
+    assert any("arguments are not JSON" in e.value for e in at.error)
+    fill(at, note="x" * 10, tags="t" * 41, call_name="")
+    click(at, "annotate_playground_save")
+    assert any("free label is at most 40" in e.value for e in at.error)
+    assert Store().annotations(run.id) == []
+
+
+# -- the Runs page and the Error analysis page over a labelled library --------------------------------------
+
+
+def scripted(scenario: str, model: str | None = None) -> Run:
+    sc = get_scenario(scenario)
+    tools = toolbox.get_tools(",".join(sc.tools))
+    config = RunConfig(provider="scripted", model=model or scenario, tools=[t.spec() for t in tools])
+    run = Run.start(sc.prompt, config)
+    Agent(create_provider("scripted", scenario, scenario=scenario), tools).run(run)
+    for step in run.steps:
+        step.model = model or step.model  # as if another model had answered
+    return run
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch) -> tuple[Store, Run, Run]:
+    """Two researches by ada (one labelled twice) and a weather run by bob labelled good, tagged city."""
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    monkeypatch.setenv("AGENTCORE_USER", "ada")
+    ada, bob = Store(tmp_path / "runs.db", owner="ada"), Store(tmp_path / "runs.db", owner="bob")
+    research, again, weather = scripted("research"), scripted("research", "research-2"), scripted("weather")
+    ada.save_run(research)
+    ada.save_run(again)
+    bob.save_run(weather)
+    ada.annotate(research.id, make_annotation(step=2, tool_call_id="call_2_0", labels=["wrong arguments"]))
+    ada.annotate(research.id, make_annotation(step=9, labels=["looped", "wrong arguments"], tags=["<b>x</b>"]))
+    ada.annotate(again.id, make_annotation(step=1, labels=["wrong tool"]))
+    bob.annotate(weather.id, make_annotation(step=1, labels=["good"], tags=["city"]))
+    return ada, research, weather
+
+
+def chart(at: AppTest) -> dict:
+    [found] = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return found
+
+
+def bars(at: AppTest) -> dict[str, int]:
+    data = chart(at)["data"][0]
+    return dict(zip(data["y"], data["x"], strict=True))
+
+
+def test_the_error_analysis_counts_labels_across_runs_and_filters_them(library, open_app):
+    store, research, weather = library
+    at = open_app("views/errors.py")
+    assert bars(at) == {
+        "wrong tool": 1,
+        "wrong arguments": 2,
+        "looped": 1,
+        "good": 1,
+        "&lt;b&gt;x&lt;/b&gt;": 1,
+        "city": 1,
+    }
+    assert chart(at)["layout"]["title"]["text"] == "Labels across 3 runs"
+    counts = at.dataframe[0].value
+    assert list(counts["label"][:4]) == ["wrong tool", "wrong arguments", "looped", "good"]  # the taxonomy's order
+
+    at.selectbox(key="errors_owner").set_value("bob").run()
+    assert bars(at) == {"good": 1, "city": 1}
+    at.selectbox(key="errors_owner").set_value("All").run()
+    at.selectbox(key="errors_model").set_value("research").run()
+    assert bars(at) == {"wrong arguments": 2, "looped": 1, "&lt;b&gt;x&lt;/b&gt;": 1}
+    at.selectbox(key="errors_model").set_value("All").run()
+    at.selectbox(key="errors_tag").set_value("city").run()
+    assert bars(at) == {"good": 1, "city": 1}
+    steps = at.dataframe[1].value
+    assert list(steps["id"]) == [weather.id] and list(steps["by"]) == ["bob"]
+    at.selectbox(key="errors_tag").set_value("All").run()
+    at.selectbox(key="errors_provider").set_value("scripted").run()
+    assert sum(bars(at).values()) == 7
+    assert not at.exception
+
+
+def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(library, open_app):
+    store, research, weather = library
+    at = open_app("views/runs.py")
+    at.toggle(key="runs_mine").set_value(False).run()  # bob's runs too
+    table = at.dataframe[0].value
+    labels = dict(zip(table["id"], table["labels"], strict=True))
+    assert labels[research.id] == "wrong arguments ×2, looped, <b>x</b>" and labels[weather.id] == "good, city"
+    at.selectbox(key="runs_selected").set_value(research.id).run()
+    assert at.selectbox(key=f"runs_annotate_step_{research.id}").value == 2  # the first labelled step
+    at.session_state["annotate_runs_labels"] = ["ignored the result"]
+    at.button(key="annotate_runs_save").click().run()
+    assert not at.exception
+    assert [a.labels for a in store.annotations(research.id) if a.step == 2] == [
+        ["wrong arguments"],
+        ["ignored the result"],
+    ]
+    at.run()
+    table = at.dataframe[0].value
+    assert "ignored the result" in dict(zip(table["id"], table["labels"], strict=True))[research.id]
+
+
+def test_the_error_analysis_says_how_to_begin_on_a_library_without_labels(open_app):
+    at = open_app("views/errors.py")
+    assert any("No labelled steps yet" in i.value for i in at.info)
