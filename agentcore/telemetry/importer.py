@@ -182,8 +182,13 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
 
 
 def is_otlp(data: Any) -> bool:
-    """Whether parsed JSON data is an OTLP trace body (or Phoenix's span download)."""
-    return isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data)
+    """Whether parsed JSON data is an OTLP trace body, or Phoenix's span download (`{"data": [span, ...]}`)."""
+    if not isinstance(data, dict):
+        return False
+    if "resourceSpans" in data or "resource_spans" in data:
+        return True
+    items = data.get("data")
+    return isinstance(items, list) and bool(items) and isinstance(items[0], dict) and "span_id" in items[0]
 
 
 def read_otlp(raw: bytes | str) -> list[dict[str, Any]]:
@@ -240,7 +245,7 @@ def spans_of_data(data: Any) -> list[Span]:
 def from_otlp(raw: bytes | str) -> Run:
     """A run from an OTLP-JSON file's bytes; a TranscriptError of one line when it cannot be one."""
     bodies = read_otlp(raw)
-    return run_from_spans(_spans(bodies) if len(bodies) > 1 or is_otlp(bodies[0]) else spans_of_data(bodies[0]))
+    return run_from_spans(spans_of_data(bodies[0]) if len(bodies) == 1 else _spans(bodies))
 
 
 def run_from_spans(spans: list[Span]) -> Run:
