@@ -184,3 +184,12 @@ def count_labels(annotations: Iterable[Annotation]) -> Counter[str]:
     for a in annotations:
         counts.update(a.all_labels)
     return counts
+
+
+def ordered_counts(annotations: Iterable[Annotation]) -> list[tuple[str, int]]:
+    """Each label and how many annotations carry it, as an error analysis reads them: the failures most
+    frequent first (the one to fix first), then "good", then the free labels, most frequent first."""
+    counts = count_labels(annotations)
+    failures = sorted((k for k in LABELS if k != "good" and counts[k]), key=lambda k: -counts[k])
+    free = sorted((k for k in counts if k not in LABELS), key=lambda k: (-counts[k], k))
+    return [(k, counts[k]) for k in [*failures, *(["good"] if counts["good"] else []), *free]]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from agentcore import Agent, Run, RunConfig, create_provider, toolbox, transcript
+from agentcore import Agent, Run, RunConfig, cli, create_provider, toolbox, transcript
 from agentcore.annotations import LABELS, Annotation, count_labels, make_annotation
 from agentcore.errors import TranscriptError, UsageError
 from agentcore.messages import AssistantMessage, ToolCall
@@ -268,3 +269,57 @@ def test_a_test_file_without_a_step_in_its_trajectory_reads_and_checks_as_before
     data = pinned.to_data(test)
     assert "step" not in data["expect"]["tool_calls"]
     assert pinned.check(pinned.from_data(data).expect, run) == []
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+
+
+def test_the_cli_annotates_a_call_makes_its_test_and_counts_the_labels(tmp_path: Path, capsys) -> None:
+    db = str(tmp_path / "runs.db")
+    store = Store(db)
+    run = scripted_run()
+    store.save_run(run)
+    out = tmp_path / "t" / "labelled.yaml"
+    code = cli.main(
+        [
+            "annotate", run.id, "--step", "2", "--call", "call_2_0", "--label", "wrong arguments", "--tag", "notes",
+            "--note", "read the wrong note", "--score", "0",
+            "--correct-call", '{"name": "read_note", "arguments": {"note_id": "step-budget"}}',
+            "--make-test", str(out), "--db", db,
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert f"annotated step 2, call call_2_0 of run {run.id}: wrong arguments, notes · score 0" in printed
+    assert [a.labels for a in store.annotations(run.id)] == [["wrong arguments"]]
+    test = pinned.load(out)
+    assert [f.expectation for f in pinned.check(test.expect, run)] == ["tool_calls (contains) at step 2"]
+
+    assert cli.main(["annotate", run.id, "--step", "3", "--label", "looped", "--db", db]) == 0
+    capsys.readouterr()
+    assert cli.main(["errors", "--db", db, "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert counts == {"runs": 1, "annotations": 2, "labels": {"wrong arguments": 1, "looped": 1, "notes": 1}}
+    assert cli.main(["errors", "--db", db, "--tag", "nothing"]) == 0
+    assert capsys.readouterr().out.strip() == "no labelled steps match these filters"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--step", "99", "--label", "looped"], "the run has 10 steps, not a step 99"),
+        (["--step", "1", "--call", "nope", "--label", "looped"], "step 1 made call_1_0, not a call 'nope'"),
+        (["--step", "1", "--correct-call", "[1]"], "--correct-call: a JSON object"),
+        (["--step", "1", "--correct-call", "{oops"], "--correct-call: not JSON"),
+        (["--step", "1", "--note", "x" * 2001], "note: String should have at most 2000 characters"),
+        (["--step", "1", "--label", "looped", "--score", "nan"], "score"),
+    ],
+)
+def test_a_bad_annotation_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, message) -> None:
+    db = str(tmp_path / "runs.db")
+    run = scripted_run()
+    Store(db).save_run(run)
+    assert cli.main(["annotate", run.id, *argv, "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert Store(db).annotations(run.id) == []

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.annotations import LABELS, Annotation, count_labels
+from agentcore.annotations import LABELS, Annotation, ordered_counts
 from agentcore.errors import AgentcoreError
 from agentcore.store.runs import RunSummary
 from ui import safe, words
@@ -31,14 +31,6 @@ class ErrorsState(PageState):
     """The error analysis page: only its filters, kept while another page is open."""
 
     KEY: ClassVar[str] = "errors_state"
-
-
-def ordered_counts(annotations: list[Annotation]) -> list[tuple[str, int]]:
-    """Each label and how many annotations carry it: the taxonomy's in its order, then the free ones, most first."""
-    counts = count_labels(annotations)
-    taxonomy = [(label, counts[label]) for label in LABELS if counts[label]]
-    free = sorted(((k, n) for k, n in counts.items() if k not in LABELS), key=lambda kn: (-kn[1], kn[0]))
-    return taxonomy + free
 
 
 def _chart(counts: list[tuple[str, int]], runs: int) -> go.Figure:

@@ -23,6 +23,7 @@ from ..messages import MAX_COUNT
 from ..toolbox import DEFAULT_TOOLS
 from ..toolbox.hooks import HOOKS, hook_arguments
 from ..transcript import describe_validation, one_line
+from .annotate import add_annotate
 from .commands import (
     cmd_compare,
     cmd_cost,
@@ -259,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_transcript_tools(sub)
     _add_testing(sub)
+    add_annotate(sub)
     _add_mcp(sub)
     return parser
 

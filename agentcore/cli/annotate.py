@@ -1,0 +1,113 @@
+"""`agentcore annotate` labels a step or a tool call of a stored run; `agentcore errors` counts the labels.
+
+`annotate --make-test FILE` also writes the pinned test that expects the annotation's correct call at
+its step (agentcore.testing.labelled): it fails on the labelled run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..annotations import LABELS, make_annotation, ordered_counts
+from ..errors import TranscriptError, UsageError
+from ..transcript import read_json
+
+DB_HELP = "the runs database: a SQLite file or a postgresql:// URL (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
+
+
+def add_annotate(sub: Any) -> None:
+    """The `annotate` and `errors` subcommands."""
+    p = sub.add_parser("annotate", help="label a step or a tool call of a stored run (an error analysis)")
+    p.add_argument("run", metavar="RUN_ID", help="a stored run's id")
+    p.add_argument("--step", type=int, required=True, metavar="N", help="the step to label (1, 2, ...)")
+    p.add_argument("--call", metavar="ID", help="one tool call of that step's reply, by its id")
+    p.add_argument(
+        "--label", action="append", default=[], choices=LABELS, metavar="LABEL", help=f"repeatable: {', '.join(LABELS)}"
+    )
+    p.add_argument("--tag", action="append", default=[], metavar="TEXT", help="a free label of your own; repeatable")
+    p.add_argument("--score", type=float, help="a number")
+    p.add_argument("--note", default="", help="what went wrong, in words")
+    p.add_argument(
+        "--correct-call", metavar="JSON", help='the call the model should have made: {"name": ..., "arguments": {...}}'
+    )
+    p.add_argument("--make-test", metavar="FILE", help="also write the test that expects the correct call there")
+    p.add_argument("--db", help=DB_HELP)
+    p.set_defaults(func=cmd_annotate)
+
+    p = sub.add_parser("errors", help="count the labels on the stored runs' steps, most frequent failure first")
+    p.add_argument("--provider", help="only runs this provider answered a step of")
+    p.add_argument("--model", help="only runs this model answered a step of")
+    p.add_argument("--owner", help="only this person's runs")
+    p.add_argument("--tag", help="only runs with a step labelled with this free label")
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    p.add_argument("--db", help=DB_HELP)
+    p.set_defaults(func=cmd_errors)
+
+
+def _correct_call(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = read_json(text)
+    except TranscriptError as exc:  # not JSON, or nested too deep
+        raise UsageError(f"--correct-call: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError('--correct-call: a JSON object, {"name": "get_weather", "arguments": {"city": "Paris"}}')
+    return data
+
+
+def cmd_annotate(args: argparse.Namespace) -> int:
+    """Keep the annotation; with --make-test, write the test it makes."""
+    from ..exports import export_test
+    from ..store.runs import Store
+    from ..testing import pinned
+    from ..testing.labelled import from_annotation
+    from ..transcript import write_atomic
+
+    annotation = make_annotation(
+        step=args.step,
+        tool_call_id=args.call,
+        labels=args.label,
+        tags=args.tag,
+        score=args.score,
+        note=args.note,
+        correct_call=_correct_call(args.correct_call),
+    )
+    store = Store(args.db)
+    kept = store.annotate(args.run, annotation)
+    print(f"annotated {kept.target} of run {args.run}: {kept.summary()} (id {kept.id}, by {kept.author})")
+    if args.make_test:
+        out = Path(args.make_test)
+        test = from_annotation(store.read_run(args.run), kept)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(out, export_test(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES))
+        except OSError as exc:
+            raise UsageError(f"--make-test {out}: cannot write: {exc.strerror or exc}") from None
+        print(f"wrote {out}: it expects {kept.correct_call.text} at step {kept.step}; run it: agentcore test {out}")
+    return 0
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    """Print each label and how many annotations carry it, over the runs the filters keep."""
+    from ..store.runs import Store
+
+    labelled = Store(args.db).annotated_runs(provider=args.provider, model=args.model, owner=args.owner, tag=args.tag)
+    annotations = [a for _, found in labelled for a in found]
+    ordered = ordered_counts(annotations)
+    if args.json:
+        print(json.dumps({"runs": len(labelled), "annotations": len(annotations), "labels": dict(ordered)}, indent=2))
+        return 0
+    if not annotations:
+        filtered = any(getattr(args, k) for k in ("provider", "model", "owner", "tag"))
+        print("no labelled steps match these filters" if filtered else "no labelled steps")
+        return 0
+    print(f"{len(annotations)} annotations on {len(labelled)} runs")
+    width = max(len(k) for k, _ in ordered)
+    for label, n in ordered:
+        kind = "" if label in LABELS else "  (free label)"
+        print(f"  {label:<{width}}  {n:>4}{kind}")
+    return 0
