@@ -323,3 +323,35 @@ def test_a_bad_annotation_on_the_command_line_is_one_line_and_exit_2(tmp_path: P
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert Store(db).annotations(run.id) == []
+
+
+def test_the_opentelemetry_export_carries_each_annotation_as_an_event_on_its_span() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra (opentelemetry-sdk) is not installed")
+    from agentcore.telemetry.otlp import otlp_json
+
+    run = scripted_run()
+    run.annotations = [wrong_tool(author="ada"), make_annotation(step=10, labels=["good"], note="fine")]
+
+    def events(content: bool) -> dict[str, list[dict]]:
+        data = json.loads(otlp_json(run, content=content))
+        spans = [s for r in data["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+        found = {}
+        for span in spans:
+            for event in span.get("events", []):
+                attributes = {a["key"]: a["value"] for a in event["attributes"]}
+                found.setdefault(span["name"], []).append({"name": event["name"], **attributes})
+        return found
+
+    plain = events(content=False)
+    assert set(plain) == {"execute_tool read_note", "chat research"}
+    [on_call] = plain["execute_tool read_note"]
+    assert on_call["name"] == "agentcore.annotation"
+    assert on_call["agentcore.annotation.labels"] == {"arrayValue": {"values": [{"stringValue": "wrong arguments"}]}}
+    assert on_call["agentcore.annotation.score"] == {"doubleValue": 0.25}
+    assert on_call["gen_ai.tool.call.id"] == {"stringValue": "call_2_0"}
+    assert "agentcore.annotation.note" not in on_call  # a person's words are content: only when asked for
+    with_content = events(content=True)
+    [on_call] = with_content["execute_tool read_note"]
+    assert on_call["agentcore.annotation.note"] == {"stringValue": "it read the wrong note"}
+    assert json.loads(on_call["agentcore.annotation.correct_call"]["stringValue"])["name"] == "read_note"
+    assert with_content["chat research"][0]["agentcore.annotation.note"] == {"stringValue": "fine"}

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
@@ -169,9 +169,9 @@ class _Builder:
         status = Status(StatusCode.ERROR, run.error or "") if failed else Status(StatusCode.UNSET)
         kind = SpanKind.INTERNAL if who.provider in g.IN_PROCESS else SpanKind.CLIENT
         name = f"chat {who.model or config.model or who.provider}"
-        return self.span(
-            name, _id(64, "agentcore-run", run.id, "step", str(step.index)), kind, start, end, attributes, status=status
-        )
+        span_id = _id(64, "agentcore-run", run.id, "step", str(step.index))
+        events = self.annotation_events(step, None, end)
+        return self.span(name, span_id, kind, start, end, attributes, status=status, events=events)
 
     def tool_span(self, step: StepRecord, tool_run: ToolRun, start: int, end: int) -> ReadableSpan:
         run = self.run
@@ -200,9 +200,41 @@ class _Builder:
             attributes[g.ORIGINAL_RESULT] = tool_run.original_content
         status = Status(StatusCode.ERROR, tool_run.error or "") if tool_run.is_error else Status(StatusCode.UNSET)
         span_id = _id(64, "agentcore-run", run.id, "tool", str(step.index), tool_run.tool_call_id)
+        events = self.annotation_events(step, tool_run.tool_call_id, end)
         return self.span(
-            f"execute_tool {tool_run.name}", span_id, SpanKind.INTERNAL, start, end, attributes, status=status
+            f"execute_tool {tool_run.name}",
+            span_id,
+            SpanKind.INTERNAL,
+            start,
+            end,
+            attributes,
+            status=status,
+            events=events,
         )
+
+    def annotation_events(self, step: StepRecord, call_id: str | None, end: int) -> list[Event]:
+        """The annotations on this call, or (call_id None) on the step and on its calls no tool span shows,
+        each an `agentcore.annotation` event."""
+        ran = {t.tool_call_id for t in step.tool_runs}
+        events = []
+        for a in self.run.annotations:
+            on_chat = a.tool_call_id is None or a.tool_call_id not in ran
+            if a.step != step.index or (a.tool_call_id != call_id if call_id is not None else not on_chat):
+                continue
+            attributes: dict[str, Any] = {
+                g.ANNOTATION_ID: a.id,
+                g.TOOL_CALL_ID: a.tool_call_id,
+                g.ANNOTATION_LABELS: list(a.labels),
+                g.ANNOTATION_TAGS: list(a.tags),
+                g.ANNOTATION_SCORE: a.score,
+                g.ANNOTATION_AUTHOR: a.author,
+            }
+            if self.content:
+                attributes[g.ANNOTATION_NOTE] = a.note
+                attributes[g.ANNOTATION_CORRECT_CALL] = g.dumps(a.correct_call.model_dump()) if a.correct_call else None
+            clean = scrub({k: v for k, v in attributes.items() if v is not None and v != [] and v != ""})
+            events.append(Event(g.ANNOTATION, clean, timestamp=_nanos(a.created_at) or end))
+        return events
 
     # -- the run's span ----------------------------------------------------------------
 

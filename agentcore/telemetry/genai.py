@@ -74,6 +74,15 @@ DECISION = "agentcore.tool.decision"  # a person's decision on the call, or the 
 ORIGINAL_ARGUMENTS = "agentcore.tool.original_arguments"
 ORIGINAL_RESULT = "agentcore.tool.original_result"
 IS_ERROR = "agentcore.is_error"  # on a tool_call_response part: the result is an error the model reads
+# a person's annotation (agentcore.annotations): an event on its step's chat span or its call's tool span
+ANNOTATION = "agentcore.annotation"
+ANNOTATION_ID = "agentcore.annotation.id"
+ANNOTATION_LABELS = "agentcore.annotation.labels"  # the taxonomy's labels
+ANNOTATION_TAGS = "agentcore.annotation.tags"  # free labels
+ANNOTATION_SCORE = "agentcore.annotation.score"
+ANNOTATION_AUTHOR = "agentcore.annotation.author"
+ANNOTATION_NOTE = "agentcore.annotation.note"  # content: a person's words
+ANNOTATION_CORRECT_CALL = "agentcore.annotation.correct_call"  # content: {"name": ..., "arguments": {...}} as JSON
 
 # agentcore's provider names as the conventions' well-known gen_ai.provider.name values
 VENDOR = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "ollama": "ollama"}
