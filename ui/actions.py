@@ -28,6 +28,7 @@ from agentcore.run import ModelRef, Run, RunConfig
 from agentcore.toolbox.hooks import hook_arguments
 
 from .live import PhaseJob, PhaseProgress, follow
+from .otel import observer as otel_observers
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
 from .tool_registry import available_tools, resolve_tools
 
@@ -271,6 +272,8 @@ def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     provider = make_provider(run.config, session.config.provider_options)
     # a run's hooks are names of registered ones; an unknown name (from someone else's file) is a one-line notice
     hooks = hook_arguments(run.config.hooks)
+    # with OTEL_EXPORTER_OTLP_ENDPOINT set, each step is sent as it finishes (ui.otel)
+    observers = [*observers, *otel_observers(run)]
     return Agent(provider, resolve_tools(_tool_names(run)), observers=observers, **hooks)
 
 

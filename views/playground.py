@@ -7,13 +7,14 @@ from functools import partial
 
 import streamlit as st
 
-from agentcore.exports import REPLAY, export_filename, export_json, export_run
+from agentcore.exports import REPLAY, export_filename, export_json, export_otlp, export_run
 from agentcore.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.request import settings_note, thinking_note
 from agentcore.run import Run, models_label
+from agentcore.telemetry import OTLP_JSON, otel_missing
 from agentcore.testing.pinned import last_turn_repeats
-from ui import actions, safe
+from ui import actions, otel, safe
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
 from ui.messages_view import (
@@ -272,6 +273,24 @@ def _controls(session: Session, run: Run) -> None:
         on_click="ignore",
         help="One self-contained page that steps through the run in any browser, offline: to share",
     )
+    missing = otel_missing()
+    exports.download_button(
+        "OpenTelemetry",
+        data=partial(export_otlp, run),  # built on click, as the JSON export
+        file_name=export_filename(run, OTLP_JSON),
+        mime="application/json",
+        key="export_otlp",
+        icon=":material/timeline:",
+        on_click="ignore",
+        disabled=missing is not None,
+        help=f"Needs the otel extra: pip install 'agentcore[otel]' (missing {missing})"
+        if missing
+        else "The run's OpenTelemetry GenAI trace with its messages (OTLP-JSON): opens in Jaeger, Tempo and Phoenix, "
+        "and imports back on the Runs page",
+    )
+    live_problem = otel.problem()
+    if live_problem:
+        st.caption(f":material/warning: {safe.inline(live_problem)}")
     if editing:
         st.caption("Apply or discard the edits below before stepping.")
     elif run.next_phase == "model" and actions.upcoming(session).budget_left == 0:

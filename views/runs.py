@@ -12,6 +12,7 @@ from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename
 from agentcore.importers import parse_import
 from agentcore.run import Run
 from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
+from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
 from ui.annotate_view import render_annotations
 from ui.page_state import RunsState
@@ -143,7 +144,11 @@ def _open_in_playground(store: Store, run_id: str) -> None:
 
 
 def _import(store: Store, state: RunsState) -> None:
-    upload = st.file_uploader("Import a transcript (agentcore JSON, or an OpenAI/Anthropic message list)", type="json")
+    upload = st.file_uploader(
+        "Import a transcript (agentcore JSON, an OpenAI/Anthropic message list, or an OpenTelemetry trace: OTLP-JSON "
+        "of the GenAI conventions or OpenInference)",
+        type=["json", "jsonl"],
+    )
     if upload is None or state.imported == upload.file_id:
         return
     state.imported = upload.file_id
@@ -206,6 +211,15 @@ def _details(store: Store, summary: RunSummary) -> None:
             key="runs_dl_html",
             on_click="ignore",
         )
+        if otel_missing() is None:
+            st.download_button(
+                "OpenTelemetry (OTLP-JSON)",
+                lambda: export_run(run, OTLP_JSON),  # built on click: the run's GenAI trace, with its messages
+                export_filename(run, OTLP_JSON),
+                "application/json",
+                key="runs_dl_otlp",
+                on_click="ignore",
+            )
         for fmt in WIRE_FORMATS:
             try:
                 body = export_body(run, fmt)
@@ -224,7 +238,7 @@ def _labels(store: Store, run_ids: list[str]) -> list[str]:
     """Each run's labels and how often, `wrong tool ×2, good`, for the table's labels column."""
     labelled = store.annotations_by_run(run_ids)
     counted = {i: count_labels(a) for i, a in labelled.items()}
-    return [", ".join(f"{k} ×{n}" if n > 1 else k for k, n in counted.get(i, {}).items()) for i in run_ids]
+    return [safe.plain(", ".join(f"{k} ×{n}" if n > 1 else k for k, n in counted.get(i, {}).items())) for i in run_ids]
 
 
 def _annotations(store: Store, run: Run) -> None:

@@ -13,14 +13,22 @@ OTLP_JSON = "otlp-json"  # the export format: an OTLP-JSON file of the run's tra
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # the instrumentations' switch for content
 
 
+def otel_missing() -> str | None:
+    """The first package of the `otel` extra that is not installed, or None when all are."""
+    needed = ("opentelemetry.sdk", "opentelemetry.proto", "opentelemetry.exporter.otlp.proto.http")
+    for name in needed:
+        try:
+            if find_spec(name) is None:
+                return name
+        except ModuleNotFoundError:  # a parent package is missing altogether
+            return name
+    return None
+
+
 def require_otel() -> None:
     """Raise a one-line UsageError unless the `otel` extra (the OpenTelemetry SDK and OTLP exporter) is installed."""
-    needed = ("opentelemetry.sdk", "opentelemetry.proto", "opentelemetry.exporter.otlp.proto.http")
-    try:
-        missing = [name for name in needed if find_spec(name) is None]
-    except ModuleNotFoundError:  # a parent package is missing altogether
-        missing = list(needed)
+    missing = otel_missing()
     if missing:
         raise UsageError(
-            f"exporting OpenTelemetry traces needs the otel extra: pip install 'agentcore[otel]' (missing {missing[0]})"
+            f"exporting OpenTelemetry traces needs the otel extra: pip install 'agentcore[otel]' (missing {missing})"
         )
