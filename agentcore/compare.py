@@ -17,9 +17,11 @@ from .compare_report import (
     FORMAT,
     FREE_PROVIDERS,
     VERSION,
+    ExpectedAnswer,
     format_table,
     load_bundle,
     make_bundle,
+    scenario_expectation,
     step_series,
     summarize,
     unique_labels,
@@ -41,11 +43,13 @@ __all__ = [
     "Column",
     "ColumnSpec",
     "Comparison",
+    "ExpectedAnswer",
     "column_labels",
     "format_table",
     "load_bundle",
     "make_bundle",
     "parse_spec",
+    "scenario_expectation",
     "step_series",
     "summarize",
     "unique_labels",
@@ -192,7 +196,9 @@ class Comparison:
 
     `api_keys` maps a column index to its key (else the provider reads its environment
     variable); keys go to provider objects only, never to a run. `factory` builds
-    providers (default: the registry's `create_provider`).
+    providers (default: the registry's `create_provider`). `expected` is the answer the columns are
+    checked for (a pinned test's), applied when it belongs to this prompt; without one, a scripted
+    column's scenario may declare it.
     """
 
     def __init__(
@@ -206,6 +212,7 @@ class Comparison:
         api_keys: dict[int, str] | None = None,
         provider_options: dict[str, Any] | None = None,
         factory: Factory | None = None,
+        expected: ExpectedAnswer | None = None,
     ) -> None:
         if not prompt or not prompt.strip():
             raise UsageError("a comparison needs a prompt")
@@ -217,6 +224,8 @@ class Comparison:
         self.system_prompt = system_prompt or None
         self.tools = list(tools)
         self.max_steps = max_steps
+        asked = expected is not None and expected.prompt.strip() == prompt.strip()
+        self.expected = expected if asked else scenario_expectation(prompt, specs)
         self.wall_s = 0.0  # wall time of the last Step all / Run all
         self._cancel = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -346,7 +355,7 @@ class Comparison:
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per column: the summary table."""
-        return [summarize(c.run, c.label, c.state, c.error) for c in self.columns]
+        return [summarize(c.run, c.label, c.state, c.error, self.expected) for c in self.columns]
 
     def series(self) -> list[dict[str, Any]]:
         """Per-step rows of every column, for the cumulative tokens and cost charts."""
@@ -354,4 +363,5 @@ class Comparison:
 
     def bundle(self) -> dict[str, Any]:
         """The whole comparison as one JSON bundle of transcripts (no key anywhere in it)."""
-        return make_bundle(self.prompt, self.runs, [c.label for c in self.columns], self.system_prompt)
+        labels = [c.label for c in self.columns]
+        return make_bundle(self.prompt, self.runs, labels, self.system_prompt, self.expected)

@@ -5,14 +5,20 @@ Plain functions over finished or running Runs; `agentcore.compare` re-exports th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .accounting import step_costs
 from .errors import TranscriptError
 from .exports import numbered
 from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
+from .providers.scripted import SCENARIOS
 from .run import Run
+
+if TYPE_CHECKING:
+    from .compare import ColumnSpec
 
 FORMAT = "agentcore.comparison"
 VERSION = 1
@@ -39,12 +45,53 @@ def final_result(run: Run) -> Any:
     return final
 
 
-def summarize(run: Run, label: str, state: str | None = None, error: str | None = None) -> dict[str, Any]:
-    """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer."""
+@dataclass(frozen=True)
+class ExpectedAnswer:
+    """The texts a comparison's answers are checked for, where they come from, and the prompt they belong to.
+
+    Only containment is checked, so a column is said to *contain* the expected answer, not to be correct.
+    """
+
+    contains: tuple[str, ...]
+    source: str  # in words: "the tool_error scenario", "the pinned test weather-in-paris"
+    prompt: str
+
+    def missing(self, final: Any) -> list[str] | None:
+        """The expected texts a final result lacks ([] when it holds them all); None when there is no result."""
+        if final is None:
+            return None
+        text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
+        return [part for part in self.contains if part not in text]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"contains": list(self.contains), "source": self.source, "prompt": self.prompt}
+
+
+def scenario_expectation(prompt: str, specs: Sequence[ColumnSpec]) -> ExpectedAnswer | None:
+    """The answer a scripted column's scenario declares, when the comparison asks that scenario's own prompt."""
+    for spec in specs:
+        scenario = SCENARIOS.get(spec.model or "") if spec.provider == "scripted" else None
+        if scenario is not None and scenario.expected_answer and scenario.prompt.strip() == prompt.strip():
+            return ExpectedAnswer(scenario.expected_answer, f"the {scenario.name} scenario", scenario.prompt)
+    return None
+
+
+def summarize(
+    run: Run,
+    label: str,
+    state: str | None = None,
+    error: str | None = None,
+    expected: ExpectedAnswer | None = None,
+) -> dict[str, Any]:
+    """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer.
+
+    With an expected answer, `contains_expected` says whether the final answer holds it (None: no answer).
+    """
     costs = _step_costs(run)
     usage = run.usage
     total_ms = run.duration_ms
     n = len(run.steps)
+    missing = expected.missing(final_result(run)) if expected is not None else None
     return {
         "config": label,
         "state": state or ("error" if run.stop_reason == "error" else "done" if run.finished else "ready"),
@@ -59,6 +106,7 @@ def summarize(run: Run, label: str, state: str | None = None, error: str | None 
         "model_ms_per_step": round(sum(s.latency_ms for s in run.steps) / n, 1) if n else None,
         "tool_errors": sum(t.is_error for s in run.steps for t in s.tool_runs),
         "final_answer": final_result(run),
+        "contains_expected": None if missing is None else not missing,
         "error": error if error is not None else run.error,
     }
 
@@ -96,9 +144,13 @@ def wire_requests(runs: Sequence[Run], step: int) -> list[Any]:
 
 
 def make_bundle(
-    prompt: str, runs: Sequence[Run], labels: Sequence[str], system_prompt: str | None = None
+    prompt: str,
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    system_prompt: str | None = None,
+    expected: ExpectedAnswer | None = None,
 ) -> dict[str, Any]:
-    """The comparison bundle: format, version, prompt, labels, summary and one transcript per run."""
+    """The comparison bundle: format, version, prompt, labels, the expected answer, summary, one transcript per run."""
     from .transcript import to_dict
 
     return {
@@ -107,7 +159,8 @@ def make_bundle(
         "prompt": prompt,
         "system_prompt": system_prompt,
         "labels": list(labels),
-        "summary": [summarize(r, lbl) for r, lbl in zip(runs, labels, strict=True)],
+        "expected_answer": expected.to_dict() if expected is not None else None,
+        "summary": [summarize(r, lbl, expected=expected) for r, lbl in zip(runs, labels, strict=True)],
         "runs": [to_dict(r) for r in runs],
     }
 

@@ -460,3 +460,23 @@ def test_a_columns_settings_are_recorded_in_its_run_and_sent_from_there():
     assert providers["a"].seen == [(0.2, 50, 7)] and providers["b"].seen == [(None, None, 8)]
     config = comparison.columns[0].run.config
     assert (config.temperature, config.max_tokens, config.seed) == (0.2, 50, 7)  # an export of the run sends them too
+
+
+def test_an_expected_answer_is_checked_by_containment_and_only_for_its_own_prompt():
+    from agentcore.compare import ExpectedAnswer
+
+    tools = [toolbox.TOOLBOX["calculator"]]
+    specs = [ColumnSpec("scripted", "tool_error"), ColumnSpec("scripted", "recovery")]
+    pinned = ExpectedAnswer(("= 391",), "the pinned test times", "What is 17 × 23?")
+    comparison = Comparison("What is 17 × 23?", specs, tools=tools, expected=pinned)
+    comparison.run_all()
+    assert comparison.expected is pinned  # a pinned test's expectation wins over the scenario's own ("391")
+    assert [r["contains_expected"] for r in comparison.summary()] == [True, False]
+    assert pinned.missing({"answer": "391"}) == ["= 391"] and pinned.missing(None) is None
+    # asked something else, the pinned test's answer is not applied; no scenario declares one for that prompt
+    other = Comparison("What is 2 + 2?", specs, tools=tools, expected=pinned)
+    assert other.expected is None
+    assert [r["contains_expected"] for r in other.summary()] == [None, None]
+    # a scenario's own prompt brings the answer the scenario declares
+    own = Comparison("What is 17 * 23 + 4?", specs, tools=tools)
+    assert own.expected is not None and own.expected.contains == ("395",) and "recovery" in own.expected.source

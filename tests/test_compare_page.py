@@ -284,3 +284,40 @@ def test_a_scenario_whose_tools_are_not_all_offered_is_warned_about(page):
     )
     at.multiselect(key="cmp_tools").set_value(["get_weather", "search_notes"]).run()
     assert not at.warning
+
+
+def _verdicts(at: AppTest) -> list[str]:
+    """Each column's mark under its final answer, in column order."""
+    return [m.value for m in at.markdown if "contains the expected answer]" in m.value or "not contain it]" in m.value]
+
+
+def test_a_scenarios_expected_answer_is_shown_and_each_column_is_marked_by_whether_it_contains_it(page):
+    at = page(("scripted", "tool_error"), ("scripted", "weather"), tools=("calculator", "get_weather"))
+    at.text_area(key="cmp_prompt").set_value("What is 17 \u00d7 23?").run()  # the tool_error scenario's own prompt
+    expected = "**Expected answer** (the tool_error scenario): contains `391`"
+    assert [m.value for m in at.markdown if "Expected answer" in m.value] == [f":material/task_alt: {expected}"]
+    button(at, "Run all").click()
+    settle(at)
+    assert not at.exception
+    columns = comparison(at).columns
+    assert "391" in columns[0].run.final_answer() and "391" not in columns[1].run.final_answer()
+    assert _verdicts(at) == [
+        ":green-badge[:material/check: contains the expected answer]",
+        ":orange-badge[:material/close: does not contain it] `391` missing",
+    ]
+    assert not [m.value for m in at.markdown if "correct" in m.value.lower()]  # containment, not correctness
+    table = at.dataframe[0].value
+    assert list(table["expected answer"]) == ["contains it", "does not contain it"]
+    bundle = comparison(at).bundle()
+    assert bundle["expected_answer"]["contains"] == ["391"]
+    assert [row["contains_expected"] for row in bundle["summary"]] == [True, False]
+
+
+def test_a_prompt_with_no_expected_answer_marks_no_column(page):
+    at = page(("scripted", "tool_error"), ("scripted", "weather"), tools=("calculator", "get_weather"))
+    button(at, "Run all").click()  # the page's own prompt, which no scenario declares an answer for
+    settle(at)
+    assert not at.exception
+    assert not [m.value for m in at.markdown if "Expected answer" in m.value]
+    assert _verdicts(at) == []
+    assert "expected answer" not in at.dataframe[0].value.columns

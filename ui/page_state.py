@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Self
 
 import streamlit as st
 
-from agentcore.compare import ColumnSpec, Comparison
+from agentcore.compare import ColumnSpec, Comparison, ExpectedAnswer
 from agentcore.run import Run
 
 Notice = tuple[Literal["success", "error"], str]
@@ -91,6 +91,7 @@ class CompareState(PageState):
     notice: str | None = None
     setup: CompareSetup | None = None  # asked for by another page (prefill), not yet in the widgets
     policies: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # context policies by column
+    expected: ExpectedAnswer | None = None  # a pinned test's answer, for the comparisons of its prompt
 
     @classmethod
     def prefill(cls, run: Run) -> None:

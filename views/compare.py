@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
-from agentcore.compare_report import final_result
+from agentcore.compare_report import ExpectedAnswer, final_result, scenario_expectation
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
@@ -132,7 +132,8 @@ def _new_comparison() -> None:
     if state.comparison is not None and state.comparison.running:
         state.notice = "The columns are still working: press Stop and wait for them first."
         return
-    st.session_state[CompareState.KEY] = CompareState(widgets=state.widgets, policies=state.policies)
+    kept = {"widgets": state.widgets, "policies": state.policies, "expected": state.expected}
+    st.session_state[CompareState.KEY] = CompareState(**kept)
 
 
 def _request_open(i: int) -> None:
@@ -273,6 +274,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
                 tools=resolve_tools(st.session_state["cmp_tools"]),
                 max_steps=int(st.session_state["cmp_max_steps"]),
                 api_keys=keys,
+                expected=state.expected,
             )
         except AgentcoreError as exc:
             state.notice = str(exc)
@@ -287,7 +289,31 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
 # -- the columns ---------------------------------------------------------------------
 
 
-def _column_view(column: Column, sharing: list[int]) -> None:
+def _say_expected(expected: ExpectedAnswer | None) -> None:
+    """The answer the columns are checked for, above them: what it must contain and who declared it."""
+    if expected is None:
+        return
+    parts = ", ".join(safe.code(part) for part in expected.contains)
+    with st.container(key="cmp_expected"):
+        st.markdown(f":material/task_alt: **Expected answer** ({safe.inline(expected.source)}): contains {parts}")
+
+
+def _say_verdict(run: Run, expected: ExpectedAnswer | None) -> None:
+    """Whether the column's final answer contains the expected texts: only containment is checked, not correctness."""
+    if expected is None:
+        return
+    missing = expected.missing(final_result(run))
+    if missing is None:
+        if run.finished:
+            st.caption(":gray-badge[no answer to check against the expected one]")
+    elif not missing:
+        st.markdown(":green-badge[:material/check: contains the expected answer]")
+    else:
+        lacks = ", ".join(safe.code(part) for part in missing)
+        st.markdown(f":orange-badge[:material/close: does not contain it] {lacks} missing")
+
+
+def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | None = None) -> None:
     run = column.run
     state = column.state
     st.markdown(f"**{safe.inline(column.label)}**  :{STATE_COLOURS[state]}-badge[{state}]")
@@ -309,13 +335,15 @@ def _column_view(column: Column, sharing: list[int]) -> None:
     if final is not None:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
         st.success(f"**Final answer**  \n{safe.block(text)}", icon=":material/flag:")
+    _say_verdict(run, expected)
 
 
 def _columns_view(comparison: Comparison) -> None:
     specs = [c.spec for c in comparison.columns]
+    _say_expected(comparison.expected)
     for i, (slot, column) in enumerate(zip(st.columns(len(specs)), comparison.columns, strict=True)):
         with slot:
-            _column_view(column, _sharing(specs, i))
+            _column_view(column, _sharing(specs, i), comparison.expected)
 
 
 @st.fragment(run_every=POLL_S)
@@ -344,6 +372,9 @@ def _summary(comparison: Comparison) -> None:
     table["stop reason"] = [words.text(r["stop_reason"]) for r in rows]
     table["cost (USD)"] = [words.usd(r["cost_usd"]) for r in rows]
     table["ms per step"] = [words.shown(r["ms_per_step"]) for r in rows]
+    if comparison.expected is not None:  # beside the answers: whether each holds the expected texts
+        verdicts = {True: "contains it", False: "does not contain it", None: "-"}
+        table.insert(len(table.columns), "expected answer", [verdicts[r["contains_expected"]] for r in rows])
     st.dataframe(table, hide_index=True)
     if any(r["estimated"] for r in rows):
         st.caption("Token counts of the scripted model (and of any step without reported usage) are estimates.")
@@ -462,6 +493,11 @@ def main() -> None:
         state.notice = None
     comparison = state.comparison
     if comparison is None:
+        prompt = st.session_state["cmp_prompt"]
+        asked = (
+            state.expected if state.expected is not None and state.expected.prompt.strip() == prompt.strip() else None
+        )
+        _say_expected(asked or scenario_expectation(prompt, specs))
         st.info("Choose the configurations, then press **Step all** or **Run all**.")
         return
     if state.open_index is not None:

@@ -64,6 +64,7 @@ class Scenario:
     prompt: str
     final_answer_schema: dict[str, Any] | None = None
     max_steps: int | None = None
+    expected_answer: tuple[str, ...] = ()  # texts its answer to its own prompt holds; () when it declares none
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -282,6 +283,7 @@ SCENARIOS: dict[str, Scenario] = {
             ("get_weather",),
             _play_weather,
             "What is the weather in Paris, Rome and Tokyo?",
+            expected_answer=("Paris", "Rome", "Tokyo"),
         ),
         Scenario(
             "recovery",
@@ -289,6 +291,7 @@ SCENARIOS: dict[str, Scenario] = {
             ("calculator",),
             _play_recovery,
             "What is 17 * 23 + 4?",
+            expected_answer=("395",),
         ),
         Scenario(
             "tool_error",
@@ -296,6 +299,7 @@ SCENARIOS: dict[str, Scenario] = {
             ("calculator",),
             _play_tool_error,
             "What is 17 \u00d7 23?",
+            expected_answer=("391",),
         ),
         Scenario(
             "research",
@@ -318,6 +322,7 @@ SCENARIOS: dict[str, Scenario] = {
             _play_structured,
             "Summarise prompt caching as a structured answer.",
             final_answer_schema=STRUCTURED_SCHEMA,
+            expected_answer=("prompt caching",),
         ),
     )
 }
