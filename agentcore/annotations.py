@@ -11,6 +11,7 @@ Everything here is a person's text: bounded, one line where it is a name, and ch
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -104,6 +105,8 @@ class Annotation(BaseModel):
             if not isinstance(tag, str):
                 return tags  # pydantic says what is wrong with it
             tag = " ".join(tag.split())
+            if any(unicodedata.category(c) in ("Cc", "Cf") for c in tag):
+                raise ValueError(f"a free label is plain text, without control or format characters: {tag!r}")
             if len(tag) > MAX_TAG_CHARS:
                 raise ValueError(f"a free label is at most {MAX_TAG_CHARS} characters: {tag[:MAX_TAG_CHARS]!r}…")
             if tag:

@@ -14,7 +14,7 @@ from agentcore.providers.scripted import get_scenario
 from agentcore.store.runs import Store
 from agentcore.testing import pinned
 
-HOSTILE = "see ![x](http://evil.example/p.png) and :red[alarm] **bold**\nsecond line"
+HOSTILE = "see ![x](http://evil.example/p.png) and :red[alarm] **bold** \u202eesrever\nsecond line"
 
 
 @pytest.fixture
@@ -76,6 +76,7 @@ def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_t
     shown = "\n".join(m.value for m in at.markdown)
     assert f"step 1, call {call.id}" in shown and "wrong arguments, units, weather · score 0.5" in shown
     assert "![x]" not in shown and "`http://evil.example/p.png`" in shown  # drawn inert: no image, no link
+    assert "\u202e" not in shown and "\\u202eesrever" in shown  # a bidi control shown as its escape
     assert any("Annotated step 1" in s.value for s in at.success)
 
     click(at, f"annotate_playground_test_{kept.id}")

@@ -183,6 +183,8 @@ def test_a_persons_text_is_bounded_checked_and_refused_in_one_line() -> None:
         make_annotation(step=1, score=float("nan"))
     with pytest.raises(UsageError, match="free label is at most 40"):
         make_annotation(step=1, tags=["t" * 41])
+    with pytest.raises(UsageError, match="without control or format characters"):
+        make_annotation(step=1, tags=["abc\u202edef"])
     with pytest.raises(UsageError, match="needs a label"):
         make_annotation(step=1, tags=["  "], note=" ")
     with pytest.raises(UsageError, match="correct_call.name"):

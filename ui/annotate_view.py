@@ -178,9 +178,10 @@ def _form(store: Store, run: Run, step: StepRecord, where: str) -> None:
 def _listed(store: Store, run_id: str, annotations: list[Annotation], where: str) -> None:
     for a in annotations:
         cols = st.columns([6, 2, 1])
-        who = f" · {safe.inline(a.author)}" if a.author else ""
-        cols[0].markdown(f"**{safe.inline(a.target)}** · {safe.inline(a.summary())}")
-        cols[0].caption(f"{safe.inline(a.created_at[:19].replace('T', ' '))}{who}")
+        who = f" · {safe.inline(safe.plain(a.author))}" if a.author else ""
+        # a person's text, and an imported run's: drawn inert, its bidi controls shown as escapes
+        cols[0].markdown(f"**{safe.inline(safe.plain(a.target))}** · {safe.inline(safe.plain(a.summary()))}")
+        cols[0].caption(f"{safe.inline(safe.plain(a.created_at[:19].replace('T', ' ')))}{who}")
         if a.correct_call is not None:
             cols[1].button(
                 "Make this a test",

@@ -35,7 +35,7 @@ class ErrorsState(PageState):
 
 def _chart(counts: list[tuple[str, int]], runs: int) -> go.Figure:
     fig = go.Figure()
-    names = [safe.plotly(label) for label, _ in counts]
+    names = [safe.plotly(safe.plain(label)) for label, _ in counts]
     kinds = ["failure" if k in LABELS and k != "good" else "good" if k == "good" else "free label" for k, _ in counts]
     fig.add_bar(x=[n for _, n in counts], y=names, orientation="h", name="annotations", customdata=kinds)
     fig.update_layout(
