@@ -123,7 +123,8 @@ class _Builder:
         reply = run.messages[step.message_count] if step.message_count < len(run.messages) else None
         wire = step.wire
         response = wire.response if wire is not None and isinstance(wire.response, dict) else {}
-        address = urlsplit(wire.url) if wire is not None and wire.url else None
+        remote = who.provider not in g.IN_PROCESS  # an in-process model's wire url names no server
+        address = urlsplit(wire.url) if remote and wire is not None and wire.url else None
         last = step.index == len(run.steps)
         failed = last and run.stop_reason == "error"
         usage = step.usage

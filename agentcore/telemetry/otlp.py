@@ -32,6 +32,7 @@ from .export import root_span, run_spans, step_spans
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 HEADERS_ENV = "OTEL_EXPORTER_OTLP_HEADERS"
+TRACES_HEADERS_ENV = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
 TRACES_PATH = "/v1/traces"
 SEND_TIMEOUT_S = 10.0
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
@@ -70,8 +71,10 @@ def traces_url(url: str) -> str:
 
 
 def otlp_headers(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The headers a send carries: OTEL_EXPORTER_OTLP_HEADERS, then `extra`; every value registered as a secret."""
+    """The headers a send carries: OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS, then `extra`;
+    every value registered as a secret."""
     headers = dict(parse_env_headers(os.environ.get(HEADERS_ENV, ""), liberal=True))
+    headers.update(parse_env_headers(os.environ.get(TRACES_HEADERS_ENV, ""), liberal=True))  # the traces' own win
     headers.update(extra or {})
     for value in headers.values():
         register_secret(value)  # any header may carry a key (Langfuse's is basic auth, others an api key)
