@@ -160,6 +160,17 @@ def test_export_then_import_gives_the_same_messages_tool_calls_usage_and_decisio
     assert back.stop_reason == run.stop_reason and back.id == run.id
 
 
+def test_a_tool_span_whose_call_id_is_not_text_is_matched_to_no_call():
+    run = weather_run()
+    data = json.loads(otlp_json(run, content=True))
+    for span in spans_of(data):
+        for a in span["attributes"]:
+            if a["key"] == "gen_ai.tool.call.id":
+                a["value"] = {"kvlistValue": {"values": []}}
+    back = parse_import(json.dumps(data), "odd.json")
+    assert back.steps[0].tool_runs == [] and back.messages == run.messages
+
+
 def test_tool_results_after_the_last_model_call_come_back_from_the_tool_spans():
     run = weather_run(max_steps=1)  # the budget ends the run after its tools ran: no chat span reads their results
     assert isinstance(run.messages[-1], ToolMessage)
@@ -430,6 +441,7 @@ def _chat(**values) -> list:
         ({"resourceSpans": {"not": "a list"}}, "resourceSpans: expected a list"),
         ({"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x"}]}]}]}, "needs a traceId and a spanId"),
         (_body([{"key": "a", "value": {"kvlistValue": {"values": "x"}}}]), "expected a list of values"),
+        (_body([{"key": "a", "value": {"kvlistValue": {"values": [[1]]}}}]), "an object with a string key"),
         (_body(_chat(gen_ai__input__messages={"stringValue": "{not json"})), "gen_ai.input.messages is not JSON"),
         (_body(_chat(gen_ai__input__messages={"stringValue": "[" * 500 + "]" * 500})), "nested more than"),
         (_body(_chat(gen_ai__input__messages={"stringValue": '"text"'})), "expected a list of messages"),

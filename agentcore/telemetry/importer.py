@@ -94,6 +94,12 @@ class Span:
             raise TranscriptError(f"{self.label()}: {key} is {exc}") from None
 
     @property
+    def call_id(self) -> str | None:
+        """The tool call a tool span ran (gen_ai.tool.call.id); None when it names none it can be matched by."""
+        value = self.attributes.get(g.TOOL_CALL_ID)
+        return value if isinstance(value, str) and value else None
+
+    @property
     def operation(self) -> str:
         op = self.attributes.get(g.OPERATION)
         if isinstance(op, str):
@@ -161,11 +167,11 @@ def _value(value: Any, where: str, depth: int = 0) -> Any:
                 raise TranscriptError(f"{where}: expected a list of values")
             if camel == "arrayValue":
                 return [_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(values)]
-            return {kv.get("key"): _value(kv.get("value"), f"{where}.{kv.get('key')}", depth + 1) for kv in values}
+            return _attributes(values, where, depth + 1)
     return None
 
 
-def _attributes(items: Any, where: str) -> dict[str, Any]:
+def _attributes(items: Any, where: str, depth: int = 0) -> dict[str, Any]:
     if items is None:
         return {}
     if not isinstance(items, list):
@@ -174,7 +180,7 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             raise TranscriptError(f"{where}[{i}]: an attribute is an object with a string key and a value")
-        out[item["key"]] = _value(item.get("value"), f"{where}[{i}] ({item['key'][:60]})")
+        out[item["key"]] = _value(item.get("value"), f"{where}[{i}] ({item['key'][:60]})", depth)
     return out
 
 
@@ -338,7 +344,7 @@ class _Reader:
         reply = messages[-1] if messages else None
         if not isinstance(reply, AssistantMessage):
             return []
-        spans = {s.attributes.get(g.TOOL_CALL_ID): s for s in self.tools}
+        spans = {s.call_id: s for s in self.tools if s.call_id is not None}
         out: list[Message] = []
         for call in reply.tool_calls:
             span = spans.get(call.id)
@@ -390,7 +396,7 @@ class _Reader:
             latency_ms=(chat.end - chat.start) / 1e6,
             finish_reason=finish,
             message_count=message_count,
-            tool_runs=[self.tool_run(s, chat) for s in self.tools if s.attributes.get(g.TOOL_CALL_ID) in calls],
+            tool_runs=[self.tool_run(s, chat) for s in self.tools if s.call_id in calls],
             started_at=_stamp(chat.start),
             tools_withheld=a.get(g.TOOLS_WITHHELD) is True,
         )
@@ -408,7 +414,7 @@ class _Reader:
             original_args = parsed if isinstance(parsed, dict) else None
         failed = span.failed or a.get(g.ERROR_TYPE) is not None
         return ToolRun(
-            tool_call_id=str(a.get(g.TOOL_CALL_ID)),
+            tool_call_id=span.call_id or "",
             name=span.text(g.TOOL_NAME) or span.name.removeprefix("execute_tool "),
             duration_ms=(span.end - span.start) / 1e6,
             is_error=failed,
