@@ -106,3 +106,40 @@ def test_the_default_test_folder_is_in_the_users_agentcore_folder(open_app, tmp_
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     at = open_app(PAGE)
     assert at.text_input(key="tests_folder").value == str(tmp_path / "home" / ".agentcore" / "tests")
+
+
+def test_a_test_opens_in_compare_with_its_task_and_its_expected_answer(stored_run, open_app, tmp_path) -> None:
+    from agentcore.testing.pinned import AnswerExpect, dumps, propose
+
+    test = propose(stored_run, name="weather in two cities")
+    test.expect.answer = AnswerExpect(contains=["Paris", "Lima"])  # Lima: no answer of this run holds it
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "two-cities.json").write_text(dumps(test))
+    at = open_app(PAGE)
+    assert at.button(key="tests_compare").disabled  # nothing chosen yet
+    at.selectbox(key="tests_compare_pick").set_value("two-cities.json").run()
+    at.button(key="tests_compare").click().run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="cmp_prompt").value == "Weather in Paris and Rome?"
+    assert at.multiselect(key="cmp_tools").value == ["get_weather"]
+    assert (at.selectbox(key="cmp_provider_0").value, at.selectbox(key="cmp_scenario_0").value) == (
+        "scripted",
+        "weather",
+    )
+    shown = [m.value for m in at.markdown if "Expected answer" in m.value]
+    assert shown == [
+        ":material/task_alt: **Expected answer** (the pinned test weather in two cities): contains `Paris`, `Lima`"
+    ]
+    at.switch_page("views/compare.py")  # AppTest draws the page it was last sent to, as a browser does after the switch
+    at.selectbox(key="cmp_provider_1").set_value("scripted").run()  # the second column: not the embedded model
+    at.selectbox(key="cmp_scenario_1").set_value("tool_error").run()
+    next(b for b in at.main.button if b.label == "Run all").click()
+    at.run()
+    assert at.session_state["compare_state"].comparison.wait(timeout=60), "the columns did not finish"
+    at.run()
+    assert not at.exception, at.exception
+    marks = [m.value for m in at.markdown if "not contain it]" in m.value or "contains the expected answer]" in m.value]
+    assert marks == [  # the pinned model's column answers about Paris, the calculator's about neither city
+        ":orange-badge[:material/close: does not contain it] `Lima` missing",
+        ":orange-badge[:material/close: does not contain it] `Paris`, `Lima` missing",
+    ]

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 import streamlit as st
 
 from agentcore.compare import ColumnSpec, Comparison, ExpectedAnswer
+from agentcore.providers import REGISTRY
 from agentcore.run import Run
+
+if TYPE_CHECKING:
+    from agentcore.testing.pinned import PinnedTest
 
 Notice = tuple[Literal["success", "error"], str]
 # the playground's open tab below the diagram (Messages or Steps): only the open one is drawn
@@ -108,6 +112,31 @@ class CompareState(PageState):
         policies = {1: config.policies.model_dump() if config.policies else None}
         st.session_state[cls.KEY] = cls(setup=setup, policies=policies)
 
+    @classmethod
+    def prefill_test(cls, test: PinnedTest) -> None:
+        """A new comparison of a pinned test's task, the first column on the model it was pinned from.
+
+        The test's expected answer (the texts it must contain) is what the columns are checked for.
+        """
+        config = test.pinned.config if test.pinned is not None else None
+        columns = []
+        if config is not None and config.provider in REGISTRY:
+            columns = [ColumnSpec(config.provider, config.scenario or config.model, base_url=config.base_url)]
+        answer = test.expect.answer
+        expected = None
+        if answer is not None and answer.contains:
+            expected = ExpectedAnswer(
+                tuple(answer.contains), f"the pinned test {test.name or '(unnamed)'}", test.prompt
+            )
+        setup = CompareSetup(
+            prompt=test.prompt,
+            system_prompt=test.system_prompt or "",
+            tools=list(test.tools),
+            max_steps=test.max_steps,
+            columns=columns,
+        )
+        st.session_state[cls.KEY] = cls(setup=setup, expected=expected)
+
 
 @dataclass
 class LessonState(PageState):
@@ -127,4 +156,5 @@ class TestsState(PageState):
     files: list[str] = field(default_factory=list)  # the test files of the last matrix, in its row order
     run_requested: bool = False
     open_cell: tuple[int, int] | None = None  # (test row, configuration column) to open in the playground
+    open_compare: bool = False  # a test was set up on the compare page (CompareState.prefill_test): go there
     notice: Notice | None = None

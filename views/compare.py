@@ -149,7 +149,7 @@ def _take_setup(state: CompareState) -> None:
     if setup is None:
         return
     values: dict[str, Any] = {
-        "cmp_n": len(setup.columns),
+        "cmp_n": max(MIN_COLUMNS, len(setup.columns)),  # the columns not given take the page's defaults
         "cmp_prompt": setup.prompt,
         "cmp_system": setup.system_prompt,
         "cmp_tools": [name for name in setup.tools if name in available_tools()],

@@ -19,10 +19,11 @@ from agentcore.testing import pinned
 from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
 from agentcore.transcript import write_atomic
 from ui import safe, words
-from ui.page_state import TestsState
+from ui.page_state import CompareState, TestsState
 from ui.state import get_session, get_store
 
 PLAYGROUND = "views/playground.py"
+COMPARE = "views/compare.py"
 TESTS_ENV = "AGENTCORE_TESTS"
 # beside the runs database in the user's agentcore folder, not in whatever folder the server was started from
 DEFAULT_FOLDER = str((DEFAULT_PATH.parent / "tests").expanduser())
@@ -128,6 +129,18 @@ def _open_cell(state: TestsState) -> None:
     st.switch_page(PLAYGROUND)
 
 
+def _compare(path: str) -> None:
+    """Set up the compare page with a test's task and expected answer; the next draw goes there."""
+    state = TestsState.get()
+    try:
+        test = pinned.load(path)
+    except AgentcoreError as exc:
+        state.notice = ("error", f"{Path(path).name} cannot be compared: {exc}")
+        return
+    CompareState.prefill_test(test)
+    state.open_compare = True
+
+
 # -- drawing -------------------------------------------------------------------------------
 
 
@@ -171,6 +184,23 @@ def _files_section(folder: Path) -> list[Path]:
         except AgentcoreError as exc:
             rows.append({"file": f.name, "test": "", "prompt": "", "problem": str(exc)})
     st.dataframe(rows, hide_index=True, width="stretch")  # table cells are text, not Markdown
+    loaded = {f.name: str(f) for f, row in zip(files, rows, strict=True) if not row["problem"]}
+    pick, go_on = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = pick.selectbox(
+        "Compare a test's task across providers, checked for its expected answer",
+        list(loaded),
+        index=None,
+        key="tests_compare_pick",
+        placeholder="Choose a test file",
+    )
+    go_on.button(
+        "Open in Compare",
+        key="tests_compare",
+        icon=":material/compare_arrows:",
+        on_click=_compare,
+        args=(loaded.get(chosen or "", ""),),
+        disabled=not chosen,
+    )
     return files
 
 
@@ -205,6 +235,9 @@ def main() -> None:
     state.restore(WIDGETS)
     if state.open_cell is not None and state.matrix is not None:
         _open_cell(state)
+    if state.open_compare:
+        state.open_compare = False
+        st.switch_page(COMPARE)
     st.title("Tests")
     st.caption(
         "A pinned run is a test: its tool calls, answer and ceilings are checked on each configuration. "
