@@ -29,7 +29,7 @@ VIEWPORT = {"width": 1280, "height": 720}
 FAILING = ("serious", "critical")
 # rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
 ALSO_FAILING = ("heading-order", "empty-table-header")
-PAGES = ("lesson", "runs", "cost", "compare", "tests")  # the playground is the root; app.py lists them
+PAGES = ("lesson", "runs", "cost", "compare", "tests", "errors")  # the playground is the root; app.py lists them
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +51,17 @@ def axe_source() -> str:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """The app on the scripted model over a database holding two runs, so the Runs page has a table and a diff."""
+    """The app on the scripted model over a database holding two runs, so the Runs page has a table and a diff,
+    and a labelled step, so Error analysis has a chart."""
+    from agentcore.annotations import make_annotation
+    from agentcore.store.runs import Store
+
     runs = [runaway_run(messages, 10) for messages in (5, 7)]
     for run in runs:
         run.title = f"A runaway run of {len(run.messages)} messages"
-    server = app_over_runs(tmp_path_factory.mktemp("a11y-app"), runs)
+    workdir = tmp_path_factory.mktemp("a11y-app")
+    server = app_over_runs(workdir, runs)
+    Store(workdir / "runs.db").annotate(runs[1].id, make_annotation(step=1, labels=["looped"], note="a repeat"))
     yield server.url
     server.stop()
 
@@ -138,14 +144,21 @@ def _lesson_step(page) -> str:
 
 
 def _compare_run(page) -> str:
-    """Run both columns on the scripted model to their end and show the bundle: charts, wire JSON and a code
-    block of fixed height, which scrolls."""
+    """Run both columns to their end on a scenario's own prompt and show the bundle: the expected answer and each
+    column's mark, charts, wire JSON and a code block of fixed height, which scrolls."""
     page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
     page.get_by_role("option", name="scripted", exact=True).click()
+    _idle(page)
+    # the weather scenario's own prompt: the expected answer it declares is shown, and each column is marked
+    prompt = page.get_by_label("Prompt (the same for every configuration)")
+    prompt.fill("What is the weather in Paris, Rome and Tokyo?")
+    prompt.press("Control+Enter")
+    expect(page.locator(".st-key-cmp_expected")).to_contain_text("Expected answer", timeout=20_000)
     _idle(page)
     page.get_by_role("button", name="Run all").click()
     expect(page.get_by_role("button", name="New comparison")).to_be_enabled(timeout=60_000)
     _idle(page)
+    expect(page.get_by_text("contains the expected answer").first).to_be_visible()
     page.get_by_text("Show the bundle JSON").click()
     expect(page.locator(".stCode pre").last).to_be_visible(timeout=20_000)
     return "the compare page after Run all, with its bundle shown"
