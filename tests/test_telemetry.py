@@ -327,6 +327,42 @@ def test_a_pydantic_ai_trace_imports_with_the_messages_pydantic_ai_recorded_and_
     assert fork.messages == run.messages and fork.stop_reason == "answer"
 
 
+def test_an_openinference_llm_span_imports_from_its_flattened_messages_alone():
+    flat = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "gpt-4o-mini",
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": "Be brief.",
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.contents.0.message_content.type": "text",
+        "llm.input_messages.1.message.contents.0.message_content.text": "Weather in Oslo?",
+        "llm.input_messages.2.message.role": "assistant",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.id": "oi_1",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.function.name": "get_weather",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.function.arguments": '{"city": "Oslo"}',
+        "llm.input_messages.3.message.role": "tool",
+        "llm.input_messages.3.message.tool_call_id": "oi_1",
+        "llm.input_messages.3.message.content": "snow",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Oslo: snow.",
+        "llm.token_count.prompt": 42,
+        "llm.token_count.completion": 4,
+        "llm.input_messages.2.message.tool_calls.1": "not a call",  # a stray value is no call
+    }
+    attributes = [
+        {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}} for k, v in flat.items()
+    ]
+    run = parse_import(json.dumps(_body(attributes, name="ChatCompletion")), "phoenix.json")
+    assert run.messages == [
+        SystemMessage(content="Be brief."),
+        UserMessage(content="Weather in Oslo?"),
+        AssistantMessage(tool_calls=(ToolCall(id="oi_1", name="get_weather", arguments={"city": "Oslo"}),)),
+        ToolMessage(tool_call_id="oi_1", name="get_weather", content="snow"),
+        AssistantMessage(content="Oslo: snow."),
+    ]
+    assert run.steps[0].usage.input_tokens == 42 and run.steps[0].model == "gpt-4o-mini"
+
+
 # -- sending ---------------------------------------------------------------------------
 
 

@@ -499,26 +499,35 @@ def _openinference_messages(span: Span, provider: str) -> list[Message]:
         )
     data = []
     for m in found:
-        role = m.get("role")
+        role, content = m.get("role"), m.get("content")
         parts: list[dict[str, Any]] = []
-        content = m.get("content")
         if isinstance(content, str) and content:
             parts.append({"type": "text", "content": content})
-        for k in sorted(m.get("contents", {})):
-            item = m["contents"][k].get("message_content", {})
-            if isinstance(item, dict) and item.get("type", "text") == "text" and isinstance(item.get("text"), str):
-                parts.append({"type": "text", "content": item["text"]})
-        for k in sorted(m.get("tool_calls", {})):
-            call = m["tool_calls"][k].get("tool_call", {})
-            fn = call.get("function", {}) if isinstance(call, dict) else {}
+        for item in _numbered(m.get("contents")):
+            inner = _mapping(item.get("message_content"))
+            if inner.get("type", "text") == "text" and isinstance(inner.get("text"), str):
+                parts.append({"type": "text", "content": inner["text"]})
+        for item in _numbered(m.get("tool_calls")):
+            call = _mapping(item.get("tool_call"))
+            fn = _mapping(call.get("function"))
             parts.append(
                 {"type": "tool_call", "id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
             )
         if role == "tool":
-            parts = [{"type": "tool_call_response", "id": m.get("tool_call_id"), "response": content or ""}]
+            text = content if isinstance(content, str) else ""
+            parts = [{"type": "tool_call_response", "id": m.get("tool_call_id"), "response": text}]
         data.append({"role": role, "parts": parts, **({"name": m["name"]} if isinstance(m.get("name"), str) else {})})
-    messages = g.parts_messages(data, "llm.input_messages", provider, {})
-    return messages
+    return g.parts_messages(data, "llm.input_messages", provider, {})
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _numbered(value: Any) -> list[dict[Any, Any]]:
+    """The objects of a flattened list (`…tool_calls.0.…`, `…tool_calls.1.…`), in order; anything else none."""
+    items = _mapping(value)
+    return [items[k] for k in sorted(k for k in items if isinstance(k, int)) if isinstance(items[k], dict)]
 
 
 def _oi_list(span: Span, prefix: str) -> list[dict[str, Any]]:
