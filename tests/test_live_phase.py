@@ -3,6 +3,7 @@ thread, afresh for each phase; and the scripted model's pace, which streams a re
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -13,6 +14,7 @@ from agentcore.loop import Event
 from agentcore.messages import AssistantMessage, ToolCall
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
 from agentcore.providers.scripted import PACE_ENV
+from agentcore.store.runs import Store
 from agentcore.toolbox import TOOLBOX
 from ui.live import PhaseJob, PhaseProgress
 
@@ -170,3 +172,22 @@ def test_the_scripted_pace_comes_from_the_environment_and_a_bad_one_is_a_one_lin
         monkeypatch.setenv(PACE_ENV, bad)
         with pytest.raises(UsageError, match=PACE_ENV if bad == "slow" else "between 0 and 10"):
             ScriptedProvider(scenario="weather")
+
+
+def test_a_phase_left_running_by_an_interrupted_draw_is_followed_to_its_end_and_saved_by_the_next(open_app):
+    at = open_app()
+    at.button(key="start").click().run()
+    session = at.session_state["session"]
+    run = session.run
+    progress = PhaseProgress("model")
+    agent = Agent(ScriptedProvider(scenario="weather"), [TOOLBOX["get_weather"]], observers=[progress.observe])
+    job = PhaseJob(run, lambda: agent.model_phase(run), progress)
+    session.phase_job = job  # what a click that interrupted the draw following this phase leaves behind
+    job.start()
+    at.run()
+    assert not at.exception, at.exception
+    assert session.phase_job is None and session.action is None  # finished, and no other phase started
+    assert [m.role for m in run.messages] == ["user", "assistant"]
+    assert Store(os.environ["AGENTCORE_DB"]).load_run(run.id).messages == run.messages  # saved once it ended
+    assert run.messages[1].content in "\n".join(str(m.value) for m in at.markdown)  # drawn, the box cleared
+    assert not [m for m in at.markdown if "model phase ·" in str(m.value)]
