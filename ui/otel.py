@@ -60,8 +60,3 @@ def problem() -> str | None:
     """The live export's last failure, or why there is none though an endpoint is set; None when all is well."""
     live = _export()
     return _live.get("error") if live is None else live.problem
-
-
-def endpoint() -> str | None:
-    """Where steps are sent, when they are."""
-    return _live.get("url") if _export() is not None else None
