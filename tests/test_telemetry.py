@@ -160,6 +160,43 @@ def test_export_then_import_gives_the_same_messages_tool_calls_usage_and_decisio
     assert back.stop_reason == run.stop_reason and back.id == run.id
 
 
+def test_reasoning_signatures_output_items_and_the_models_own_argument_text_survive_the_round_trip():
+    from agentcore.messages import OutputItem, ReasoningPart, Usage
+    from agentcore.run import StepRecord, ToolRun
+
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Oslo"}, written_arguments='{"city":"Oslo"}')
+    call = call.model_copy(update={"item_id": "fc_1"})
+    messages = [
+        UserMessage(content="Weather in Oslo?"),
+        AssistantMessage(
+            tool_calls=(call,),
+            reasoning=(
+                ReasoningPart(provider="openai-responses", summary=("a", "b"), id="rs_1", encrypted_content="e"),
+            ),
+            items=(
+                OutputItem(provider="openai-responses", kind="reasoning", id="rs_1"),
+                OutputItem(provider="openai-responses", kind="function_call", id="fc_1"),
+            ),
+        ),
+        ToolMessage(tool_call_id="c1", name="get_weather", content="snow", is_error=True),
+        AssistantMessage(content="Snow.", reasoning=(ReasoningPart(provider="anthropic", text="t", signature="sig"),)),
+    ]
+    steps = [
+        StepRecord(
+            index=1,
+            usage=Usage(input_tokens=10, output_tokens=5, cache_read_tokens=4, reasoning_tokens=3),
+            message_count=1,
+            tool_runs=[ToolRun(tool_call_id="c1", name="get_weather", duration_ms=2.0, is_error=True, error="down")],
+        ),
+        StepRecord(index=2, usage=Usage(input_tokens=20, output_tokens=2, cache_write_tokens=7), message_count=3),
+    ]
+    run = Run(config=RunConfig(provider="openai-responses", model="gpt-5"), messages=messages, steps=steps)
+    back = parse_import(otlp_json(run, content=True), "trace.otlp.json")
+    assert back.messages == run.messages
+    assert [s.usage for s in back.steps] == [s.usage for s in run.steps]
+    assert back.steps[0].tool_runs[0].error == "down" and back.steps[0].tool_runs[0].is_error
+
+
 def test_a_tool_span_whose_call_id_is_not_text_is_matched_to_no_call():
     run = weather_run()
     data = json.loads(otlp_json(run, content=True))

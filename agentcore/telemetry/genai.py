@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
+from pydantic import ValidationError
+
 from ..messages import (
     AssistantMessage,
     Message,
+    OutputItem,
     ReasoningPart,
     SystemMessage,
     ToolCall,
@@ -74,6 +77,9 @@ DECISION = "agentcore.tool.decision"  # a person's decision on the call, or the 
 ORIGINAL_ARGUMENTS = "agentcore.tool.original_arguments"
 ORIGINAL_RESULT = "agentcore.tool.original_result"
 IS_ERROR = "agentcore.is_error"  # on a tool_call_response part: the result is an error the model reads
+REASONING = "agentcore.reasoning"  # on a reasoning part: the ReasoningPart whole
+ITEM_ID = "agentcore.item_id"  # on a tool_call part: the Responses API's function_call item id
+ITEMS = "agentcore.items"  # on an assistant message: the provider's output items, in its order
 # a person's annotation (agentcore.annotations): an event on its step's chat span or its call's tool span
 ANNOTATION = "agentcore.annotation"
 ANNOTATION_ID = "agentcore.annotation.id"
@@ -104,9 +110,25 @@ def _text_part(text: str) -> dict[str, Any]:
 
 
 def call_part(call: ToolCall) -> dict[str, Any]:
-    """A tool call as a `tool_call` part: arguments as an object, or as the model's text where it was not one."""
-    arguments: Any = call.raw_arguments if call.raw_arguments is not None else call.arguments
-    return {"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments}
+    """A tool call as a `tool_call` part: arguments as an object, or as the model's own text where it kept that
+    (not an object, or written otherwise than json.dumps writes it), so the call reads back byte for byte."""
+    arguments: Any = call.arguments
+    if call.raw_arguments is not None or call.written_arguments is not None:
+        arguments = call.arguments_text
+    part = {"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments}
+    if call.item_id is not None:
+        part[ITEM_ID] = call.item_id
+    return part
+
+
+def _reasoning_part(part: ReasoningPart) -> dict[str, Any]:
+    # the readable text in the conventions' field; the part whole (signature, encrypted content) beside it,
+    # so reasoning goes back to the provider that made it after a round trip
+    return {
+        "type": "reasoning",
+        "content": part.display_text,
+        REASONING: part.model_dump(mode="json", exclude_none=True),
+    }
 
 
 def message_parts(message: Message) -> dict[str, Any]:
@@ -114,11 +136,14 @@ def message_parts(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage | UserMessage):
         return {"role": message.role, "parts": [_text_part(message.content)]}
     if isinstance(message, AssistantMessage):
-        parts = [{"type": "reasoning", "content": p.display_text} for p in message.reasoning if p.display_text]
+        parts = [_reasoning_part(p) for p in message.reasoning]
         if message.content:
             parts.append(_text_part(message.content))
         parts.extend(call_part(c) for c in message.tool_calls)
-        return {"role": "assistant", "parts": parts}
+        out: dict[str, Any] = {"role": "assistant", "parts": parts}
+        if message.items:
+            out[ITEMS] = [i.model_dump(mode="json", exclude_none=True) for i in message.items]
+        return out
     if isinstance(message, ToolMessage):
         part: dict[str, Any] = {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
         if message.is_error:
@@ -154,8 +179,21 @@ def parts_messages(data: Any, where: str, provider: str, names: dict[str, str]) 
         role, parts = item.get("role"), item.get("parts")
         if not isinstance(parts, list):
             raise PartsError(f"{at}.parts: expected a list of parts")
-        out.extend(_message(role, parts, at, provider, names, item.get("name")))
+        read = _message(role, parts, at, provider, names, item.get("name"))
+        items = item.get(ITEMS)
+        if isinstance(items, list) and len(read) == 1 and isinstance(read[0], AssistantMessage):
+            read = [read[0].model_copy(update={"items": tuple(_valid(OutputItem, i, f"{at}.{ITEMS}") for i in items)})]
+        out.extend(read)
     return out
+
+
+def _valid(model: Any, data: Any, where: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise PartsError(f"{where}{'.' + field if field else ''}: {first['msg']}") from None
 
 
 def _message(
@@ -171,7 +209,11 @@ def _message(
         if kind == "text":
             texts.append(_content_text(part.get("content"), pat))
         elif kind == "reasoning" and role == "assistant":
-            reasoning.append(ReasoningPart(provider=provider, text=_content_text(part.get("content"), pat)))
+            whole = part.get(REASONING)
+            if isinstance(whole, dict):
+                reasoning.append(_valid(ReasoningPart, whole, f"{pat}.{REASONING}"))
+            else:
+                reasoning.append(ReasoningPart(provider=provider, text=_content_text(part.get("content"), pat)))
         elif kind == "tool_call" and role == "assistant":
             calls.append(_call(part, pat, names))
         elif kind == "tool_call_response" and role in ("tool", "user"):
@@ -209,6 +251,9 @@ def _call(part: dict[str, Any], at: str, names: dict[str, str]) -> ToolCall:
         call = parse_arguments(call_id, name, arguments)
     else:
         call = ToolCall(id=call_id, name=name, raw_arguments=dumps(arguments))
+    item_id = part.get(ITEM_ID)
+    if isinstance(item_id, str):
+        call = call.model_copy(update={"item_id": item_id})
     names[call_id] = name
     return call
 
