@@ -58,9 +58,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Pause:
-    """A hook's decision to pause the run here; `reason` is shown with the hook's name."""
+    """A hook's decision to pause the run here; `reason` is shown with the hook's name (or the breakpoint's spec)."""
 
     reason: str
+    breakpoint: str | None = None  # the spec, when a breakpoint paused the run (agentcore.debugger)
 
 
 @dataclass(frozen=True)

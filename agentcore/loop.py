@@ -5,7 +5,8 @@ a user or tool message last means the model phase, an assistant message with
 unanswered tool calls means the tools phase, an assistant answer means done.
 
 Hooks (agentcore.hooks) run at three points of a step: before the model call, after it, and before the tools. The
-context policies and the loop guard are built-in hooks on the same path, so each step is changed or paused in one place.
+breakpoints, the mock rules (agentcore.debugger), the context policies and the loop guard are built-in hooks on the
+same path, so each step is changed or paused in one place.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from . import guard
+from . import debugger, guard
 from .errors import MessageListError, ProviderError, UsageError
 from .guard import LOOP_GUARD_HOOK, REPEAT
 from .hooks import (
@@ -162,7 +163,8 @@ class Agent:
         skip = self._resume(run, "before_model")
         # the context policies choose what is sent (a summary they ask for is a model call), then the loop guard
         policies = PolicyHook(self.provider)
-        hooks = [policies.before_model, guard.BEFORE_MODEL, *self.before_model]
+        # a breakpoint first, so the run pauses before anything is asked of a model
+        hooks = [debugger.BREAK_BEFORE_MODEL, policies.before_model, guard.BEFORE_MODEL, *self.before_model]
         try:
             before = run_hooks("before_model", hooks, run, base_request(run, run.messages, settings), skip)
         except HookFailed as exc:
@@ -244,7 +246,9 @@ class Agent:
         name, decision = passed.halt
         kind: Literal["pause", "stop"] = "pause" if isinstance(decision, Pause) else "stop"
         reason = " ".join(str(decision.reason).split()) or "(no reason given)"
-        run.halt = Halt(kind=kind, hook=name, point=point, reason=reason, step=index)
+        spec = decision.breakpoint if isinstance(decision, Pause) else None
+        run.halt = Halt(kind=kind, hook=name, point=point, reason=reason, step=index, breakpoint=spec)
+        run.halts.append(run.halt)
         run.stop_reason, run.error = ("stopped" if kind == "stop" else None), None
         self._emit("halted", run.id, index, run.halt.phase, error=run.halt.words)
         return run.next_phase
@@ -265,6 +269,8 @@ class Agent:
         decisions = decisions or {}
         index = len(run.steps)
         skip = self._resume(run, "before_tools")
+        if asked and skip is None:  # a person saw the calls and chose: a breakpoint has nothing more to show
+            skip = debugger.BREAKPOINT_HOOK
         run.stop_reason = None  # going on after a Stop
         calls, originals = self._apply_edits(run, calls, decisions)
         sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
@@ -377,9 +383,10 @@ class Agent:
         return structured
 
     def _before_tools(self, run: Run, calls: list[ToolCall], skip: str | None) -> _Hooked:
-        """Ask the before-tools hooks, the loop guard first; each sees the calls still to run after the ones before it."""
+        """Ask the before-tools hooks, the breakpoints, the loop guard and the mock rules first; each sees the calls
+        still to run after the ones before it."""
         hooked = _Hooked()
-        for hook in [guard.BEFORE_TOOLS, *self.before_tools]:
+        for hook in [debugger.BREAK_BEFORE_TOOLS, guard.BEFORE_TOOLS, debugger.MOCK, *self.before_tools]:
             name = hook_name(hook)
             if name == skip:  # it paused the run here: going on means not asking it again
                 skip = None
@@ -397,6 +404,8 @@ class Agent:
                     hooked.answered[call.id] = (refusal_outcome(call, name, item.reason), "hook_refused", name)
                 elif isinstance(item, Answer) and name == LOOP_GUARD_HOOK:
                     hooked.answered[call.id] = (item.outcome, REPEAT, None)
+                elif isinstance(item, Answer) and name == debugger.MOCK_HOOK:
+                    hooked.answered[call.id] = (item.outcome, debugger.MOCKED, None)
                 elif isinstance(item, Answer):
                     hooked.answered[call.id] = (item.outcome, "hook_answered", name)
                 else:

@@ -36,6 +36,7 @@ from .messages import (
 )
 from .policies import ContextPolicies, PolicyCall, SentRequest
 from .providers.base import WIRE_TEXT_LIMIT, ReasoningEffort, WireExchange
+from .rules import BreakpointSpec, MockRule
 from .tools import ToolSpec
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled", "stopped"]  # stopped: by a hook
@@ -43,9 +44,20 @@ Phase = Literal["model", "tools", "done"]
 # how a tool call was resolved: "ran" when no person was asked; the next four are a person's decisions
 # on a paused run; "refused" when the call was past the turn's limit; "repeat" when the loop guard answered
 # it with the result of an identical call the run had already made (see agentcore.guard); the last three
-# when a hook (agentcore.hooks) changed the call's arguments and it ran, refused it, or answered it itself
+# when a hook (agentcore.hooks) changed the call's arguments and it ran, refused it, or answered it itself;
+# "mocked" when a mock rule of the run fixed its result and the tool did not run (see agentcore.rules)
 ToolSource = Literal[
-    "ran", "approved", "edited", "denied", "typed", "refused", "repeat", "hook_edited", "hook_refused", "hook_answered"
+    "ran",
+    "approved",
+    "edited",
+    "denied",
+    "typed",
+    "refused",
+    "repeat",
+    "hook_edited",
+    "hook_refused",
+    "hook_answered",
+    "mocked",
 ]
 HookPoint = Literal["before_model", "after_model", "before_tools"]  # where a hook runs in a step (agentcore.hooks)
 LoopGuard = Literal["off", "warn", "guard"]  # what the loop does about repeated identical calls (agentcore.guard)
@@ -64,6 +76,7 @@ BY_HOOK: dict[str, str] = {
 # the words the app's badges and the replay page show for a call the loop guard answered, or withheld tools from
 REPEAT_WORDS = "repeat: answered from the run by the loop guard, not run again"
 NO_TOOLS_WORDS = "no tools: the loop guard asked for an answer"
+MOCKED_WORDS = "mocked: a mock rule fixed this result, the tool did not run"
 FINAL_ANSWER_TOOL = "final_answer"
 WIRE_DEPTH = MAX_DEPTH - 4  # a wire body sits four levels down in a transcript: run, steps, step, wire
 # the most of a model call's response a step keeps whole, as compact JSON; the reply itself is in the messages
@@ -103,6 +116,10 @@ class RunConfig(BaseModel):
     loop_guard: LoopGuard | None = Field(default=None, exclude_if=lambda v: v is None)
     # the registered hooks the run goes with, by name (agentcore.toolbox.hooks), so a saved run resumes with them
     hooks: list[Name] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # where the run pauses (agentcore.rules' specs: "tool:get_weather", "step:3", "cost:0.01", ...)
+    breakpoints: list[BreakpointSpec] = Field(default_factory=list, max_length=100, exclude_if=lambda v: not v)
+    # the tool results fixed by a rule, the first rule that matches a call answering it (agentcore.rules)
+    mocks: list[MockRule] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
 
 
 class ToolRun(BaseModel):
@@ -191,12 +208,16 @@ class ToolRun(BaseModel):
         loop guard's repeat; None for a call that simply ran (or was refused past the turn's limit)."""
         if self.source in BY_HOOK:
             return f"{BY_HOOK[self.source]} {self.hook}"
+        if self.source == "mocked":
+            return MOCKED_WORDS
         return REPEAT_WORDS if self.source == "repeat" else BY_PERSON.get(self.source)
 
     @property
     def decision(self) -> str | None:
         """A person's decision in words, e.g. `edited by a person; the model asked {"city": "Rome"}`; else None."""
-        words = BY_PERSON.get(self.source) or (self.badge if self.source in BY_HOOK else None)
+        words = BY_PERSON.get(self.source) or (
+            self.badge if self.source in BY_HOOK or self.source == "mocked" else None
+        )
         original = self.original_arguments_text
         if words is not None and original is not None:
             words += f"; the model asked {original}"
@@ -257,6 +278,8 @@ class Halt(BaseModel):
     point: HookPoint
     reason: str
     step: Count
+    # the breakpoint spec that paused the run, when a breakpoint did (agentcore.debugger)
+    breakpoint: Name | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def phase(self) -> Phase:
@@ -267,6 +290,8 @@ class Halt(BaseModel):
     def words(self) -> str:
         """In one line: `paused by hook guardrail before tools: a forbidden argument`."""
         verb = "paused" if self.kind == "pause" else "stopped"
+        if self.breakpoint is not None:
+            return f"{verb} at breakpoint {self.breakpoint} {self.point.replace('_', ' ')}: {self.reason}"
         return f"{verb} by hook {self.hook} {self.point.replace('_', ' ')}: {self.reason}"
 
 
@@ -355,6 +380,8 @@ class Run(BaseModel):
     parent: ForkOrigin | None = None
     # the hook that paused or stopped the run where it stands (agentcore.hooks); None when none did
     halt: Halt | None = Field(default=None, exclude_if=lambda v: v is None)
+    # every pause or stop a hook or a breakpoint made, in order: `halt` is cleared when the run goes on, these stay
+    halts: list[Halt] = Field(default_factory=list, exclude_if=lambda v: not v)
     # people's labels on its steps (see agentcore.annotations); a fork starts with none
     annotations: list[Annotation] = Field(default_factory=list, exclude_if=lambda v: not v)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state

@@ -94,6 +94,7 @@ def _print_run(run) -> None:
     if run.parent:
         print(f"forked from run {run.parent.run_id} at step {run.parent.step}")
     step_at = {s.message_count: s for s in run.steps}
+    tool_runs = {t.tool_call_id: t for s in run.steps for t in s.tool_runs}
     for i, m in enumerate(run.messages):
         if i in step_at:
             s = step_at[i]
@@ -112,13 +113,18 @@ def _print_run(run) -> None:
                 print(f"[{i}] assistant → {call.name}({call.arguments_text}) [{call.id}]")
         elif isinstance(m, ToolMessage):
             mark = "error" if m.is_error else "result"
-            print(f"[{i}] tool {m.name} {mark}: {shorten(m.content, 500)}")
+            t = tool_runs.get(m.tool_call_id)
+            badge = f" [{t.badge}]" if t is not None and t.badge else ""  # mocked, a hook's, a person's decision
+            print(f"[{i}] tool {m.name} {mark}{badge}: {shorten(m.content, 500)}")
         else:
             print(f"[{i}] {m.role}: {m.content}")
     if run.final_output is not None:
         print(f"\nfinal output: {json.dumps(run.final_output)}")
     if run.error:
         print(f"\nerror: {run.error}")
+    earlier = [h for h in run.halts if h != run.halt]  # pauses the run went on from: breakpoints hit on the way
+    if earlier:
+        print("\n" + "\n".join(f"step {h.step}: {h.words}" for h in earlier))
     if run.halt is not None:
         print(f"\n{run.halt.words}")
 

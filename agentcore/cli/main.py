@@ -39,7 +39,7 @@ from .commands import (
 )
 from .terminal import guarded, shown_stream
 
-EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER = 0, 2, 3, 4
+EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER, EXIT_BREAKPOINT = 0, 2, 3, 4, 5
 EXIT_CANCELLED = 130
 
 
@@ -138,6 +138,8 @@ def _build_run(args: argparse.Namespace):
         reasoning_effort=args.reasoning_effort,
         loop_guard=args.loop_guard,
         hooks=list(dict.fromkeys(args.hook)),
+        breakpoints=_breakpoints(args),
+        mocks=_read_mocks(args.mock),
     )
     prompt = args.prompt if args.prompt is not None else (scenario.prompt if scenario else None)
     if not prompt:
@@ -168,11 +170,63 @@ def _build_replay(args: argparse.Namespace):
         update["loop_guard"] = args.loop_guard
     if args.hook:
         update["hooks"] = list(dict.fromkeys(args.hook))
+    if args.breakpoint:
+        update["breakpoints"] = _breakpoints(args)
+    if args.mock:
+        update["mocks"] = _read_mocks(args.mock)
     config = source.config.model_copy(update=update)
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
     hooks = hook_arguments(config.hooks)  # a transcript's hooks are names of registered ones, or refused
     return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()], **hooks), run
+
+
+def _breakpoints(args: argparse.Namespace) -> list[str]:
+    """The --break specs, each checked: a bad one is bad usage, named in one line."""
+    from ..rules import parse_breakpoint
+
+    specs = []
+    for spec in args.breakpoint:
+        try:
+            specs.append(parse_breakpoint(spec).spec)
+        except UsageError as exc:
+            raise UsageError(f"--break: {exc}") from None
+    return list(dict.fromkeys(specs))
+
+
+def _read_mocks(path: str | None) -> list[Any]:
+    """The mock rules of a --mock file: a JSON or YAML list of {tool, when, result | error}."""
+    if path is None:
+        return []
+    from pydantic import TypeAdapter
+
+    from ..errors import TranscriptError
+    from ..rules import MockRule
+    from ..transcript import read_json
+
+    where = f"--mock {path}"
+    try:
+        raw = Path(path).read_bytes()
+        if path.endswith((".yaml", ".yml")):
+            try:
+                from ..testing.yaml_file import read_yaml
+            except ModuleNotFoundError:
+                raise UsageError(
+                    f"{where}: a YAML file needs PyYAML (pip install pyyaml); JSON needs nothing"
+                ) from None
+            data = read_yaml(raw)
+        else:
+            data = read_json(raw)
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    except TranscriptError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if isinstance(data, dict) and "mocks" in data:
+        data = data["mocks"]
+    try:
+        return TypeAdapter(list[MockRule]).validate_python(data)
+    except ValidationError as exc:
+        raise UsageError(f"{where}: {describe_validation(exc)}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -229,6 +283,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     guarded = guard_line(run)
     if guarded:
         print(guarded)
+    mocked = sum(t.source == "mocked" for s in run.steps for t in s.tool_runs)
+    if mocked:
+        print(f"mocked: {mocked} tool call{'s' if mocked != 1 else ''} answered by a mock rule, not run")
     if run.halt is not None:
         print(run.halt.words)
     usage = run.usage
@@ -240,6 +297,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if run.stop_reason == "error":
         print(f"error: {run.error}", file=sys.stderr)
         return EXIT_PROVIDER
+    if run.paused and run.halt is not None and run.halt.breakpoint is not None:
+        kept = [f"run {run.id} in the runs database"] if store is not None else []
+        kept += [str(args.out)] if args.out else []
+        where = f"; saved as {' and '.join(kept)}" if kept else ""
+        print(f"breakpoint: {run.halt.breakpoint} hit at step {run.halt.step}{where}")
+        return EXIT_BREAKPOINT
     return {"answer": EXIT_ANSWER, "structured": EXIT_ANSWER, "max_steps": EXIT_MAX_STEPS}.get(
         run.stop_reason or "", EXIT_CANCELLED
     )
@@ -313,6 +376,21 @@ def _add_run(sub: Any) -> None:
         metavar="NAME",
         help="a hook around the model call, repeatable: "
         + "; ".join(f"{name}: {h.description}" for name, h in HOOKS.items()),
+    )
+    p.add_argument(
+        "--break",
+        dest="breakpoint",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="stop the run at a breakpoint, repeatable: step:N, tool:NAME, args:$.PATH=VALUE, args:$.PATH~PATTERN, "
+        "tokens:N, cost:USD, repeat, tool-error; a run that hits one is saved and exits 5",
+    )
+    p.add_argument(
+        "--mock",
+        metavar="FILE",
+        help="mock rules, a JSON or YAML list of {tool, when, result | error}: a matching call is not run and "
+        "the model reads the rule's result",
     )
     p.add_argument("--final-schema", help="a JSON Schema file: the run ends when the model fills it")
     p.add_argument(

@@ -1,0 +1,198 @@
+"""Breakpoints and tool mocks: each kind of breakpoint pauses the run where it says and names itself, a step goes on
+past it, a mock rule answers a call without running it, and the command line stops, saves and exits 5."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agentcore import toolbox, transcript
+from agentcore.errors import UsageError
+from agentcore.loop import Agent
+from agentcore.messages import AssistantMessage, ToolCall, Usage
+from agentcore.providers.scripted import ScriptedProvider, get_scenario
+from agentcore.rules import MockRule, parse_breakpoint
+from agentcore.run import Run, RunConfig, StepRecord
+
+
+def scenario_run(name: str, **config) -> tuple[Agent, Run]:
+    sc = get_scenario(name)
+    tools = toolbox.get_tools(sc.tools)
+    cfg = RunConfig(scenario=name, tools=[t.spec() for t in tools], loop_guard="warn", **config)
+    return Agent(ScriptedProvider(scenario=name), tools), Run.start(sc.prompt, cfg)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "spec", "steps", "point", "words"),
+    [
+        ("weather", "tool:get_weather", 1, "before_tools", 'get_weather({"city": "Paris"})'),
+        ("weather", "step:2", 1, "before_model", "before the model call of step 2"),
+        ("weather", "args:$.city=Rome", 1, "before_tools", 'get_weather({"city": "Rome"})'),
+        ("weather", "args:$.city~^To", 1, "before_tools", 'get_weather({"city": "Tokyo"})'),
+        ("weather", "tokens:50", 1, "before_model", "tokens after step 1, past 50"),
+        ("runaway", "repeat", 2, "before_tools", "the same call was made before"),
+        ("tool_error", "tool-error", 1, "before_model", "tool result from calculator is an error"),
+    ],
+)
+def test_each_breakpoint_pauses_where_it_says_and_names_itself(scenario, spec, steps, point, words):
+    agent, run = scenario_run(scenario, breakpoints=[spec])
+    agent.run(run)
+    assert run.paused and run.stop_reason is None
+    assert (run.halt.breakpoint, run.halt.point, len(run.steps)) == (spec, point, steps)
+    assert words in run.halt.words and f"breakpoint {spec}" in run.halt.words
+    agent.step(run)  # goes on: the same breakpoint does not stop the same call again
+    assert run.halt is None or run.halt.step > steps
+    saved = transcript.loads(transcript.dumps(run))
+    assert saved.halts[0].breakpoint == spec  # the hit stays in the transcript after the run went on
+
+
+def test_a_run_with_no_matching_breakpoint_runs_to_its_answer():
+    agent, run = scenario_run("weather", breakpoints=["tool:calculator", "args:$.city=Oslo", "step:9", "tool-error"])
+    agent.run(run)
+    assert run.stop_reason == "answer" and run.halts == []
+
+
+def test_run_to_end_stops_at_each_hit_and_a_step_goes_on():
+    agent, run = scenario_run("runaway", breakpoints=["repeat"], max_steps=4)
+    hits = 0
+    while not run.finished:
+        agent.run(run)
+        if run.paused:
+            hits += 1
+            agent.step(run)
+    assert hits == 3 and len(run.halts) == 3  # steps 2, 3 and 4 repeat step 1's call
+
+
+def test_a_cost_breakpoint_fires_once_when_the_run_passes_its_limit():
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"})
+    again = call.model_copy(update={"id": "c2"})
+    turns = [AssistantMessage(content="", tool_calls=(call,)), AssistantMessage(content="", tool_calls=(again,))]
+    turns.append(AssistantMessage(content="Sunny."))
+    run = Run.start("Weather?", RunConfig(provider="openai", model="gpt-4o", breakpoints=["cost:0.001"]))
+    agent = Agent(ScriptedProvider(replay=turns), toolbox.get_tools(["get_weather"]))
+    agent.step(run)
+    run.steps[0] = StepRecord(index=1, provider="openai", model="gpt-4o", usage=Usage(input_tokens=1000))
+    agent.run(run)
+    assert run.halt is not None and run.halt.breakpoint == "cost:0.001" and "past $0.001" in run.halt.words
+    agent.run(run)
+    assert run.paused  # still where it stopped until a person steps
+    agent.step(run)
+    agent.run(run)  # past the limit already: the next model call is not stopped at again
+    assert run.stop_reason == "answer" and len(run.halts) == 1 and len(run.steps) == 3
+
+
+def test_a_call_a_person_already_decided_is_not_stopped_at_again():
+    agent, run = scenario_run("weather", breakpoints=["tool:get_weather"], pause_before_tools=True)
+    agent.run(run)
+    assert run.paused and run.halt is None  # paused before tools: the person sees the calls
+    agent.tools_phase(run, {})
+    assert [t.source for t in run.steps[0].tool_runs] == ["approved"] * 3 and run.halts == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("tool", "needs a value"),
+        ("step:zero", "whole number"),
+        ("cost:-1", "above 0"),
+        ("args:city=Paris", "starts with a JSON path"),
+        ("args:$.city~(a", "not a valid regular expression"),
+        ("args:$.city~(a{1000}){1000}", "too large"),
+        ("bogus:1", "the kinds are"),
+        ("repeat:2", "takes no value"),
+    ],
+)
+def test_a_bad_spec_is_refused_in_one_line(spec, words):
+    with pytest.raises(UsageError, match=words) as caught:
+        parse_breakpoint(spec)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError):
+        RunConfig(breakpoints=[spec])
+
+
+def test_a_mock_rule_answers_matching_calls_and_the_others_run():
+    rules = [
+        MockRule(tool="get_weather", when=["$.city=Rome"], result="Rome: snow"),
+        MockRule(tool="get_weather", when="$.city~^To", error="offline"),
+    ]
+    agent, run = scenario_run("weather", mocks=rules)
+    agent.run(run)
+    results = {m.tool_call_id: m for m in run.messages if m.role == "tool"}
+    sources = {t.tool_call_id: t.source for t in run.steps[0].tool_runs}
+    assert sources == {"call_1_0": "ran", "call_1_1": "mocked", "call_1_2": "mocked"}
+    assert results["call_1_1"].content == "Rome: snow" and not results["call_1_1"].is_error
+    assert results["call_1_2"].content == "offline" and results["call_1_2"].is_error
+    assert run.steps[0].tool_runs[1].badge.startswith("mocked")
+    assert transcript.loads(transcript.dumps(run)).config.mocks == rules
+
+
+def test_a_mock_rule_needs_one_outcome_and_valid_conditions():
+    for bad in (
+        {"tool": "t"},
+        {"tool": "t", "result": "a", "error": "b"},
+        {"tool": "t", "when": "city", "result": "a"},
+    ):
+        with pytest.raises(ValueError):
+            MockRule.model_validate(bad)
+
+
+def test_a_breakpoint_stops_a_call_before_a_mock_answers_it():
+    agent, run = scenario_run(
+        "weather", breakpoints=["tool:get_weather"], mocks=[MockRule(tool="get_weather", result="fixed")]
+    )
+    agent.run(run)
+    assert run.paused and not any(m.role == "tool" for m in run.messages)
+    agent.run(run)
+    agent.step(run)
+    assert [t.source for t in run.steps[0].tool_runs] == ["mocked"] * 3
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_stops_at_a_breakpoint_saves_the_run_names_it_and_exits_5(tmp_path):
+    out = tmp_path / "t.json"
+    done = cli(
+        "run", "--provider", "scripted", "--scenario", "weather", "--no-db", "--out", str(out), "--break", "step:2"
+    )
+    assert done.returncode == 5, done.stderr
+    assert "breakpoint: step:2 hit at step 2" in done.stdout
+    saved = transcript.load(out)
+    assert saved.halt.breakpoint == "step:2" and len(saved.steps) == 1
+
+
+def test_the_cli_reads_mock_rules_from_json_and_yaml(tmp_path):
+    pytest.importorskip("yaml", reason="YAML mock files need PyYAML (the test extra)")
+    rule = {"tool": "get_weather", "when": "$.city=Paris", "result": "Paris: 40 degrees"}
+    (tmp_path / "m.json").write_text(json.dumps([rule]))
+    (tmp_path / "m.yaml").write_text("- tool: get_weather\n  when: $.city=Paris\n  result: 'Paris: 40 degrees'\n")
+    for name in ("m.json", "m.yaml"):
+        out = tmp_path / f"{name}.out.json"
+        done = cli(
+            "run",
+            "--provider",
+            "scripted",
+            "--scenario",
+            "weather",
+            "--no-db",
+            "--out",
+            str(out),
+            "--mock",
+            str(tmp_path / name),
+        )
+        assert done.returncode == 0, done.stderr
+        assert "mocked: 1 tool call answered by a mock rule" in done.stdout
+        saved = transcript.load(out)
+        assert [t.source for t in saved.steps[0].tool_runs] == ["mocked", "ran", "ran"]
+
+
+def test_the_cli_refuses_a_bad_spec_or_mock_file_in_one_line(tmp_path):
+    (tmp_path / "bad.json").write_text('[{"tool": "get_weather"}]')
+    for extra in (["--break", "tool:"], ["--mock", str(tmp_path / "bad.json")], ["--mock", str(tmp_path / "none")]):
+        done = cli("run", "--provider", "scripted", "--scenario", "weather", "--no-db", *extra)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
