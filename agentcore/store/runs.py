@@ -321,6 +321,7 @@ class Store:
 
         Raises RunChanged, writing nothing, when another Store (another process or machine) saved the run
         after this one last read or wrote it. `owner` names who owns a run saved here for the first time.
+        The run's annotations are not written here: `annotate` keeps each (`import_run`, an imported run's).
         """
         self._save(run, owner or self.owner, _now())
 
