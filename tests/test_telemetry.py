@@ -461,6 +461,17 @@ def test_otlp_sends_the_trace_with_the_environments_headers_and_never_prints_the
         forget_secrets()
 
 
+def test_a_password_in_the_otlp_url_is_never_printed(tmp_path, capsys):
+    transcript = tmp_path / "run.json"
+    transcript.write_text(dumps(weather_run()))
+    try:
+        assert main(["export", str(transcript), "--otlp", "http://bob:url-password-0123456@127.0.0.1:1"]) == 2
+        err = capsys.readouterr().err
+        assert "Connection refused" in err and "url-password-0123456" not in err and "bob:[redacted]@" in err
+    finally:
+        forget_secrets()
+
+
 def test_live_export_sends_each_finished_step_then_the_run_once_it_stops(receiver):
     url, handler = receiver
     scenario = SCENARIOS["weather"]

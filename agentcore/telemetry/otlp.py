@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -65,6 +66,10 @@ def otlp_json(run: Run, *, content: bool = False) -> str:
 def traces_url(url: str) -> str:
     """An OTLP/HTTP endpoint as a traces URL: a base such as http://host:4318 gets /v1/traces, as the SDK does."""
     url = url.strip()
+    try:
+        register_secret(urlsplit(url).password)  # a password in the URL is never printed with it
+    except ValueError:  # a port that is not a number: said by the exporter's send
+        pass
     if not url.lower().startswith(("http://", "https://")):
         raise UsageError(f"--otlp {scrub_text(url)!r}: expected an http:// or https:// URL")
     return url if url.rstrip("/").endswith(TRACES_PATH) else url.rstrip("/") + TRACES_PATH
