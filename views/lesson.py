@@ -236,8 +236,8 @@ def main() -> None:
     state.restore(WIDGETS)
     lesson = _chosen()
     run = lesson_run(session, lesson)
+    slot = st.empty()  # always drawn, so the box of a running step never takes the place of the page below it
     if run is not None and session.current_id == run.id and (session.action or session.phase_job is not None):
-        slot = st.empty()
         with slot.container(border=True, key="lesson_live"):
             actions.run_requested(session, st.empty())  # the time so far and the streamed text, as the step runs
         slot.empty()
