@@ -133,7 +133,7 @@ class _Builder:
             g.PROVIDER: g.vendor(who.provider),
             g.RUN_PROVIDER: who.provider,
             g.CONVERSATION: run.id,
-            g.REQUEST_MODEL: config.model or who.model,
+            g.REQUEST_MODEL: who.model or config.model,
             g.REQUEST_MAX_TOKENS: config.max_tokens,
             g.REQUEST_TEMPERATURE: config.temperature,
             g.REQUEST_SEED: config.seed,
