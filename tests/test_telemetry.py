@@ -106,6 +106,17 @@ def test_a_run_is_one_trace_of_invoke_agent_chat_and_execute_tool_spans_with_the
     assert int(first_tool["startTimeUnixNano"]) >= int(first_chat["endTimeUnixNano"])
 
 
+def test_a_provider_failure_is_the_root_spans_error_not_a_step_that_answered():
+    run = weather_run(max_steps=5)
+    run.stop_reason, run.error = "error", "openai: HTTP 500 after 3 attempts"  # the failed call made no step
+    spans = spans_of(json.loads(otlp_json(run)))
+    root = spans[0]
+    assert attrs(root)["error.type"] == "provider_error" and root["status"]["code"] == 2
+    assert root["status"]["message"] == run.error
+    assert not any("error.type" in attrs(s) for s in spans[1:] if s["name"].startswith("chat "))
+    assert parse_import(otlp_json(run, content=True)).error == run.error
+
+
 def test_message_content_is_left_out_unless_asked_for():
     run = weather_run()
     plain = otlp_json(run)

@@ -125,8 +125,6 @@ class _Builder:
         response = wire.response if wire is not None and isinstance(wire.response, dict) else {}
         remote = who.provider not in g.IN_PROCESS  # an in-process model's wire url names no server
         address = urlsplit(wire.url) if remote and wire is not None and wire.url else None
-        last = step.index == len(run.steps)
-        failed = last and run.stop_reason == "error"
         usage = step.usage
         attributes: dict[str, Any] = {
             g.OPERATION: "chat",
@@ -147,7 +145,6 @@ class _Builder:
             g.REASONING_TOKENS: usage.reasoning_tokens or None,
             g.SERVER_ADDRESS: address.hostname if address else None,
             g.SERVER_PORT: _port(address),
-            g.ERROR_TYPE: "provider_error" if failed else None,
             g.STEP_INDEX: step.index,
             g.STEP_ESTIMATED: step.estimated or None,
             g.COST: self.costs[step.index - 1],
@@ -167,12 +164,11 @@ class _Builder:
             if config.system_prompt:
                 attributes[g.SYSTEM_INSTRUCTIONS] = g.dumps(g.system_parts(config.system_prompt))
             attributes[g.TOOL_DEFINITIONS] = _tool_definitions(run)
-        status = Status(StatusCode.ERROR, run.error or "") if failed else Status(StatusCode.UNSET)
         kind = SpanKind.INTERNAL if who.provider in g.IN_PROCESS else SpanKind.CLIENT
         name = f"chat {who.model or config.model or who.provider}"
         span_id = _id(64, "agentcore-run", run.id, "step", str(step.index))
         events = self.annotation_events(step, None, end)
-        return self.span(name, span_id, kind, start, end, attributes, status=status, events=events)
+        return self.span(name, span_id, kind, start, end, attributes, events=events)
 
     def tool_span(self, step: StepRecord, tool_run: ToolRun, start: int, end: int) -> ReadableSpan:
         run = self.run
