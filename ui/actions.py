@@ -129,6 +129,13 @@ def start_run_to_end() -> None:
         return
     session.notice = None
     apply_settings(session)
+    run = session.run
+    if run is not None and run.halt is not None and run.paused and run.next_phase == "tools":
+        try:  # a breakpoint opened the decision panel: Run to end goes on with its decisions
+            session.decisions = collect_decisions(run)
+        except RefusedField as exc:
+            session.refused = (exc.key, str(exc))
+            return
     session.running, session.stop_requested = True, False
 
 
@@ -209,6 +216,7 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
         "policies": cfg.policies,
         "loop_guard": cfg.loop_guard,
         "hooks": list(cfg.hooks),
+        "breakpoints": list(cfg.breakpoints),
     }
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
         update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]
@@ -396,7 +404,12 @@ def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
         if session.stop_requested:
             cancel.set()
 
+    decisions, session.decisions = session.decisions, {}
+
     def drive() -> None:
+        if run.halt is not None and run.paused:  # a breakpoint or a hook paused it: going on is one step past it
+            _agent(session, run, [observe]).step(run, decisions, cancel=cancel)
+            apply_settings(session)
         if run.next_phase == "tools" and not run.paused:
             # the waiting calls run with the tools the model was offered; the sidebar's apply from the model phase
             _agent(session, run, [observe]).step(run, cancel=cancel)

@@ -17,9 +17,10 @@ from agentcore.messages import (
     first_difference,
     validate_messages,
 )
-from agentcore.run import BY_HOOK, BY_PERSON, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
+from agentcore.run import BY_HOOK, BY_PERSON, MOCKED_WORDS, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
 
 from . import actions, policy_view, reasoning_view, safe, words
+from .debug_view import render_mock_form
 from .state import Session, get_session
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
@@ -154,6 +155,7 @@ def show_tool_call(call: ToolCall, args: str) -> None:
 
 REPEAT_BADGE = f":blue-badge[:material/repeat: {REPEAT_WORDS}]"
 NO_TOOLS_BADGE = f":blue-badge[:material/repeat: {NO_TOOLS_WORDS}]"
+MOCKED_BADGE = f":violet-badge[:material/science: {MOCKED_WORDS}]"
 
 
 def _decision(tool_run: ToolRun | None) -> list[str]:
@@ -163,6 +165,8 @@ def _decision(tool_run: ToolRun | None) -> list[str]:
     """
     if tool_run is not None and tool_run.source == "repeat":
         return [REPEAT_BADGE]
+    if tool_run is not None and tool_run.source == "mocked":
+        return [MOCKED_BADGE]
     if tool_run is not None and tool_run.source in BY_HOOK:  # a hook changed, refused or answered the call
         lines = [f":violet-badge[:material/webhook: {safe.inline(tool_run.badge or '')}]"]
         original = tool_run.original_arguments_text
@@ -372,6 +376,8 @@ def _message_row(
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+        if isinstance(m, ToolMessage) and session.draft is None and not editing:
+            render_mock_form(row.popover(":material/science:", help="Mock this result"), i, m)
         if editing:
             _editor(session, i, m)
         else:

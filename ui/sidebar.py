@@ -20,6 +20,7 @@ from agentcore.toolbox.hooks import HOOKS
 
 from . import safe
 from .actions import start_scenario_run
+from .debug_view import breakpoint_settings
 from .mcp_view import render_mcp_servers
 from .policy_view import follow_policies, policy_settings
 from .state import (
@@ -67,6 +68,7 @@ def _seed_defaults() -> None:
     st.session_state.setdefault("cfg_concurrency", True)
     st.session_state.setdefault("cfg_pause", False)
     st.session_state.setdefault("cfg_hooks", [])
+    st.session_state.setdefault("cfg_breakpoints", "")
 
 
 def _provider_defaults(provider: str, model: str | None = None, previous: str | None = None) -> None:
@@ -135,6 +137,7 @@ def _follow_run(session: Session) -> None:
     st.session_state["cfg_pause"] = config.pause_before_tools
     st.session_state["cfg_loop_guard"] = guard_mode(config)
     st.session_state["cfg_hooks"] = [name for name in config.hooks if name in HOOKS]
+    st.session_state["cfg_breakpoints"] = "\n".join(config.breakpoints)
     st.session_state["cfg_temperature"] = config.temperature
     follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
@@ -257,6 +260,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
     loop_guard = sb.selectbox("Loop guard", LOOP_GUARDS, key="cfg_loop_guard", help=LOOP_GUARD_HELP)
     hooks = sb.multiselect("Hooks", list(HOOKS), key="cfg_hooks", help=HOOKS_HELP)
+    breakpoints = breakpoint_settings(sb, session)
     policies = policy_settings(sb, info.name)
     session.config = AppConfig(
         provider=info.name,
@@ -274,6 +278,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         policies=policies,
         loop_guard=loop_guard,
         hooks=list(hooks),
+        breakpoints=breakpoints,
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

@@ -66,6 +66,7 @@ class AppConfig:
     policies: ContextPolicies | None = None  # what each model call sends of the history
     loop_guard: LoopGuard | None = None  # what the loop does about repeated identical calls (agentcore.guard)
     hooks: list[str] = field(default_factory=list)  # registered hooks by name (agentcore.toolbox.hooks)
+    breakpoints: list[str] = field(default_factory=list)  # the valid breakpoint specs (agentcore.rules)
 
     @property
     def provider_options(self) -> dict[str, Any]:
@@ -89,6 +90,7 @@ class AppConfig:
             policies=self.policies,
             loop_guard=self.loop_guard,
             hooks=list(self.hooks),
+            breakpoints=list(self.breakpoints),
         )
 
 

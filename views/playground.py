@@ -153,6 +153,8 @@ def _status(session: Session, run: Run) -> None:
             st.warning(line, icon=icon)
     if run.halt is not None and (run.paused or run.stop_reason == "stopped"):
         then = "Step goes on from here without asking that hook again." if run.paused else ""
+        if run.paused and run.halt.breakpoint is not None:
+            then = "Step or Run to end goes on from here; this breakpoint does not stop it here again."
         st.warning(
             f"{safe.inline(run.halt.words[0].upper() + run.halt.words[1:])}. {then}", icon=":material/front_hand:"
         )

@@ -1,0 +1,106 @@
+"""Breakpoints and mocks in the app: the sidebar's Breakpoints go into the run's config, Run to end stops at each
+and says which fired (a tool call's opens the decision panel), and a tool result is mocked from here on or replayed."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agentcore.run import Run
+
+
+def click(at: AppTest, key: str) -> AppTest:
+    button = at.button(key=key)
+    assert not button.disabled, f"{key} is disabled"
+    button.click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def start(at: AppTest, scenario: str, breakpoints: str = "") -> Run:
+    at.selectbox(key="cfg_scenario").set_value(scenario).run()
+    at.text_area(key="cfg_breakpoints").set_value(breakpoints).run()
+    click(at, "start")
+    return at.session_state["session"].run
+
+
+@pytest.mark.parametrize(
+    ("scenario", "spec", "panel"),
+    [
+        ("weather", "tool:get_weather", True),
+        ("weather", "args:$.city=Tokyo", True),
+        ("weather", "args:$.city~^Ro", True),
+        ("weather", "step:2", False),
+        ("weather", "tokens:20", False),
+        ("runaway", "repeat", True),
+        ("tool_error", "tool-error", False),
+    ],
+)
+def test_run_to_end_stops_at_each_kind_of_breakpoint_and_says_which(open_app, scenario, spec, panel):
+    at = open_app(timeout=30)
+    run = start(at, scenario, spec)
+    assert run.config.breakpoints == [spec]
+    click(at, "run_to_end")
+    assert run.paused and run.halt.breakpoint == spec
+    assert any(f"Paused at breakpoint {spec}" in w.value.replace("\\", "") for w in at.warning)  # $ is escaped
+    assert (at.button(key="run_tools") is not None) if panel else not any(b.key == "run_tools" for b in at.button)
+    stopped_at = len(run.steps)
+    click(at, "step")  # goes on past it
+    assert run.halt is None or run.halt.step > stopped_at
+    assert run.halts[0].breakpoint == spec
+
+
+def test_a_bad_breakpoint_is_said_in_the_sidebar_and_left_out(open_app):
+    at = open_app(timeout=30)
+    at.text_area(key="cfg_breakpoints").set_value("tool:get_weather\nstep:zero").run()
+    assert any("step takes a whole number" in e.value for e in at.sidebar.error)
+    run = start(at, "weather", "tool:get_weather\nstep:zero")
+    assert run.config.breakpoints == ["tool:get_weather"]
+
+
+def test_a_result_mocked_from_here_on_answers_the_later_calls(open_app):
+    at = open_app(timeout=30)
+    run = start(at, "runaway")
+    click(at, "step")
+    assert run.messages[2].role == "tool"
+    at.text_area(key="mock_text_2").set_value("A step budget caps the model calls.").run()
+    click(at, "mock_2")
+    assert [r.tool for r in run.config.mocks] == ["search_notes"]
+    click(at, "step")
+    assert run.steps[1].tool_runs[0].source == "mocked"
+    assert run.messages[-1].content == "A step budget caps the model calls."
+    assert any("mocked: a mock rule fixed this result" in m.value for m in at.markdown)
+    click(at, "mocks_clear")
+    assert run.config.mocks == []
+
+
+def test_replay_from_here_forks_at_the_call_and_goes_on_with_the_mock(open_app):
+    at = open_app(timeout=30)
+    run = start(at, "weather")
+    click(at, "run_to_end")
+    assert run.stop_reason == "answer"
+    at.text_area(key="mock_text_3").set_value("Rome: snow, -5 degrees").run()
+    click(at, "mock_replay_3")
+    fork = at.session_state["session"].run
+    assert fork is not run and fork.parent.run_id == run.id and fork.stop_reason == "answer"
+    sources = [t.source for t in fork.steps[0].tool_runs]
+    assert sources[1] == "mocked" and "Rome: snow, -5 degrees" in [m.content for m in fork.messages]
+    assert run.steps[0].tool_runs[1].source == "ran"  # the original run is kept as it was
+
+
+def test_run_to_end_goes_on_past_the_breakpoint_it_stopped_at(open_app):
+    at = open_app(timeout=30)
+    run = start(at, "weather", "tool:get_weather")
+    click(at, "run_to_end")
+    assert run.paused
+    click(at, "run_to_end")  # the decision panel approves the calls; the run goes on to its answer
+    assert run.stop_reason == "answer" and [h.breakpoint for h in run.halts] == ["tool:get_weather"]
+
+
+def test_a_breakpoint_set_during_a_run_stops_it_at_its_next_step(open_app):
+    at = open_app(timeout=30)
+    run = start(at, "weather")
+    click(at, "step")
+    at.text_area(key="cfg_breakpoints").set_value("step:2").run()
+    click(at, "step")
+    assert run.config.breakpoints == ["step:2"] and run.paused and len(run.steps) == 1
