@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Callable
@@ -12,8 +13,11 @@ import pytest
 from hypothesis import settings
 from pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
 from servers import ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
+from streamlit import config as streamlit_config
+from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 from agentcore import toolbox
@@ -45,6 +49,34 @@ def _session_runs_database(tmp_path_factory):
         os.environ.pop("AGENTCORE_DB", None)
     else:
         os.environ["AGENTCORE_DB"] = saved
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _app_scripts_compiled_once():
+    """Each AppTest run compiles app.py and its page afresh and scans every installed package for components,
+    three quarters of a page test's time; a server does both once, for all its sessions, and so do the tests.
+
+    A script is compiled again when its text changes, so a page edited during a session still runs as written.
+    """
+    compiled: dict[tuple[str, bytes, bool], Any] = {}
+    compile_script = ScriptCache.get_bytecode
+
+    def get_bytecode(self: ScriptCache, script_path: str) -> Any:
+        path = os.path.abspath(script_path)
+        try:
+            key = (path, Path(path).read_bytes(), bool(streamlit_config.get_option("runner.magicEnabled")))
+        except OSError:  # Streamlit's own error for a missing script
+            return compile_script(self, script_path)
+        if key not in compiled:
+            compiled[key] = compile_script(self, script_path)
+        return compiled[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ScriptCache, "get_bytecode", get_bytecode)
+        patch.setattr(
+            manifest_scanner, "scan_component_manifests", functools.cache(manifest_scanner.scan_component_manifests)
+        )
+        yield
 
 
 @pytest.fixture(autouse=True)
