@@ -357,3 +357,26 @@ def test_the_opentelemetry_export_carries_each_annotation_as_an_event_on_its_spa
     assert on_call["agentcore.annotation.note"] == {"stringValue": "it read the wrong note"}
     assert json.loads(on_call["agentcore.annotation.correct_call"]["stringValue"])["name"] == "read_note"
     assert with_content["chat research"][0]["agentcore.annotation.note"] == {"stringValue": "fine"}
+
+
+def test_annotations_come_back_from_the_opentelemetry_export_when_it_is_imported() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra (opentelemetry-sdk) is not installed")
+    from agentcore.telemetry.importer import from_otlp
+    from agentcore.telemetry.otlp import otlp_json
+
+    run = scripted_run()
+    run.annotations = [wrong_tool(author="ada"), make_annotation(step=10, labels=["good"], note="fine", score=1)]
+    back = from_otlp(otlp_json(run, content=True))
+    fields = ("id", "step", "tool_call_id", "labels", "tags", "score", "note", "correct_call", "author")
+    assert [a.model_dump(include=set(fields)) for a in back.annotations] == [
+        a.model_dump(include=set(fields)) for a in run.annotations
+    ]
+    assert [a.created_at[:19] for a in back.annotations] == [a.created_at[:19] for a in run.annotations]
+
+    data = json.loads(otlp_json(run, content=True))
+    spans = [s for r in data["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    event = next(e for s in spans for e in s.get("events", []))
+    event["attributes"].append({"key": "agentcore.annotation.labels", "value": {"stringValue": "not a list"}})
+    with pytest.raises(TranscriptError, match=r"agentcore\.annotation: labels") as caught:
+        from_otlp(json.dumps(data))
+    assert "\n" not in str(caught.value)

@@ -5,7 +5,8 @@ the Collector's file exporters write; Phoenix's own span download (snake_case ke
 first trace that holds a model call becomes the run: the last model call's input and output messages
 are the message list (the whole history where agentcore recorded one), the tool spans answer the calls
 still open after it, and each model call is a step with its usage, model and times; each tool span is
-a tool run of the step whose reply made the call, with a person's decision where agentcore wrote one.
+a tool run of the step whose reply made the call, with a person's decision where agentcore wrote one,
+and each `agentcore.annotation` event on a chat or tool span is a person's label on that step or call.
 
 Every refusal is a TranscriptError of one line naming the span and the attribute. Reading needs no
 OpenTelemetry package.
@@ -20,6 +21,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from ..annotations import Annotation
 from ..errors import TranscriptError
 from ..messages import (
     AssistantMessage,
@@ -60,6 +62,7 @@ class Span:
         message = status.get("message")
         self.status_message = message if isinstance(message, str) and message else None
         self.attributes = _attributes(data.get("attributes"), f"{where}.attributes")
+        self.annotations = _annotation_events(data.get("events"), f"{where}.events")
         if not isinstance(self.trace, str) or not isinstance(self.id, str) or not self.trace or not self.id:
             raise TranscriptError(f"{where}: a span needs a traceId and a spanId")
 
@@ -305,9 +308,42 @@ class _Reader:
                 error=root.text(g.RUN_ERROR),
                 final_output=root.json(g.RUN_FINAL_OUTPUT),
                 parent=ForkOrigin(run_id=parent_run, step=parent_step) if parent_run else None,
+                annotations=self.annotations(steps),
             )
         except ValidationError as exc:
             raise TranscriptError(f"{root.label()}: {describe_validation(exc)}") from None
+
+    def annotations(self, steps: list[StepRecord]) -> list[Annotation]:
+        """The people's labels the spans carry: a chat span's on its step, a tool span's on its call."""
+        step_of_call = {t.tool_call_id: s.index for s in steps for t in s.tool_runs}
+        found = []
+        for n, chat in enumerate(self.chats, start=1):
+            found += [(chat, n, event) for event in chat.annotations]
+        for tool in self.tools:
+            if tool.call_id in step_of_call:
+                found += [(tool, step_of_call[tool.call_id], event) for event in tool.annotations]
+        out = []
+        for span, step, (stamp, a) in found:
+            correct = _event_json(a.get(g.ANNOTATION_CORRECT_CALL), span, g.ANNOTATION_CORRECT_CALL)
+            try:
+                annotation = Annotation.model_validate(
+                    {
+                        "step": step,
+                        "tool_call_id": a.get(g.TOOL_CALL_ID) or (span.call_id if span.is_tool else None),
+                        "labels": a.get(g.ANNOTATION_LABELS) or [],
+                        "tags": a.get(g.ANNOTATION_TAGS) or [],
+                        "score": a.get(g.ANNOTATION_SCORE),
+                        "note": a.get(g.ANNOTATION_NOTE) or "",
+                        "correct_call": correct,
+                        "author": a.get(g.ANNOTATION_AUTHOR),
+                        "created_at": _stamp(stamp or span.end),
+                        **({"id": a[g.ANNOTATION_ID]} if a.get(g.ANNOTATION_ID) else {}),
+                    }
+                )
+            except ValidationError as exc:
+                raise TranscriptError(f"{span.label()}: {g.ANNOTATION}: {describe_validation(exc)}") from None
+            out.append(annotation)
+        return sorted(out, key=lambda a: (a.step, a.created_at, a.id))  # as the runs database lists them
 
     def run_id(self) -> str:
         conversation = self.root.attributes.get(g.CONVERSATION)
@@ -472,6 +508,33 @@ def _tool_specs(definitions: Any, span: Span) -> list[ToolSpec]:
         except ValidationError as exc:
             raise TranscriptError(f"{span.label()}: {g.TOOL_DEFINITIONS}[{i}]: {describe_validation(exc)}") from None
     return specs
+
+
+MAX_ANNOTATIONS = 1_000  # a span's annotation events read; a person labels a step a few times
+
+
+def _annotation_events(events: Any, where: str) -> list[tuple[int, dict[str, Any]]]:
+    """A span's `agentcore.annotation` events: each one's time (ns) and attributes; other events are left alone."""
+    if not isinstance(events, list):
+        return []
+    found = []
+    for i, event in enumerate(events):
+        if isinstance(event, dict) and event.get("name") == g.ANNOTATION:
+            if len(found) == MAX_ANNOTATIONS:
+                raise TranscriptError(f"{where}: more than {MAX_ANNOTATIONS} annotations on one span")
+            stamp = _nanos(_key(event, "timeUnixNano", "time_unix_nano"))
+            found.append((stamp, _attributes(event.get("attributes"), f"{where}[{i}].attributes")))
+    return found
+
+
+def _event_json(value: Any, span: Span, key: str) -> Any:
+    """An attribute's JSON string read within every reader's limits (None stays None)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return read_json(value)
+    except TranscriptError as exc:
+        raise TranscriptError(f"{span.label()}: {key} is {exc}") from None
 
 
 def _stamp(nanos: int) -> str:
