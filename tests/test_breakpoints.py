@@ -196,3 +196,27 @@ def test_the_cli_refuses_a_bad_spec_or_mock_file_in_one_line(tmp_path):
         done = cli("run", "--provider", "scripted", "--scenario", "weather", "--no-db", *extra)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_pinned_test_with_mocks_plays_them_and_keeps_them_through_pin(tmp_path):
+    from agentcore.testing import pinned
+
+    test = {
+        "format": "agentcore.test",
+        "version": 1,
+        "name": "rome mocked",
+        "prompt": "What is the weather in Paris, Rome and Tokyo?",
+        "tools": ["get_weather"],
+        "mocks": [{"tool": "get_weather", "when": "$.city=Rome", "result": "Rome: snow"}],
+        "expect": {"answer": {"contains": ["Rome: snow"]}},
+    }
+    (tmp_path / "t.json").write_text(json.dumps(test))
+    done = cli("test", str(tmp_path / "t.json"), "--config", "scripted:weather")
+    assert done.returncode == 0, done.stdout + done.stderr
+    del test["mocks"]
+    (tmp_path / "t.json").write_text(json.dumps(test))
+    assert cli("test", str(tmp_path / "t.json"), "--config", "scripted:weather").returncode == 1  # no mock, no snow
+    agent, run = scenario_run("weather", mocks=[MockRule(tool="get_weather", result="fixed")])
+    agent.run(run)
+    kept = pinned.loads(pinned.dumps(pinned.propose(run)))
+    assert kept.mocks == run.config.mocks

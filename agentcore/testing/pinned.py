@@ -1,8 +1,9 @@
 """A pinned test: a run kept as a test file, with expectations on its trajectory, its answer and its cost.
 
 Test file, version 1, JSON (or YAML when PyYAML is installed): format "agentcore.test", version 1,
-name, prompt, system_prompt, tools (toolbox names), max_steps, temperature, final_answer_schema,
-expect (the expectations below), and pinned (the transcript of the run it was pinned from). A test
+name, prompt, system_prompt, tools (toolbox names), max_steps, temperature, final_answer_schema, mocks
+(tool results fixed by a rule, as `agentcore run --mock` reads them: a matching call is not run), expect
+(the expectations below), and pinned (the transcript of the run it was pinned from). A test
 imported from a public benchmark also has `benchmark` (which task of which package: its tools, its
 environment and its grader come from the installed package when it runs) and `turns`, the scripted
 user messages sent one after another, each when the model has answered the one before.
@@ -23,6 +24,7 @@ from ..annotations import step_calls
 from ..errors import TranscriptError, UsageError
 from ..guard import call_key
 from ..messages import MAX_COUNT, AssistantMessage, ToolCall
+from ..rules import MockRule
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
@@ -197,6 +199,8 @@ class PinnedTest(_Strict):
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
     turns: list[str] = Field(default=[], max_length=MAX_COUNT)  # the user's next messages, one per answer
+    # tool results fixed by a rule (agentcore.rules): a matching call is not run, on every configuration
+    mocks: list[MockRule] = Field(default=[], max_length=1000)
     benchmark: BenchmarkRef | None = None
     expect: Expectations = Expectations()
     pinned: Run | None = None
@@ -459,6 +463,7 @@ def propose(run: Run, name: str | None = None) -> PinnedTest:
         max_steps=run.config.max_steps,
         temperature=run.config.temperature,
         final_answer_schema=run.config.final_answer_schema,
+        mocks=list(run.config.mocks),
         expect=expect,
         pinned=_without_wire(run),
     )
@@ -480,6 +485,8 @@ def to_data(test: PinnedTest) -> dict[str, Any]:
     body = test.model_dump(mode="json", by_alias=True, exclude_none=True)
     if not test.turns:
         del body["turns"]  # a one-prompt test reads as it always has
+    if not test.mocks:
+        del body["mocks"]
     expect = test.expect.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
     if test.expect.tool_calls is not None:  # the mode is said even when it is the default
         expect["tool_calls"] = {"mode": test.expect.tool_calls.mode, **expect.get("tool_calls", {})}

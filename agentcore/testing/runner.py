@@ -154,6 +154,7 @@ def prepare(
         max_steps=test.max_steps,
         temperature=test.temperature,
         final_answer_schema=test.final_answer_schema,
+        mocks=list(test.mocks),
         # a benchmark's tools keep state: the same call may rightly answer anew, so repeats run (and are counted)
         loop_guard="warn" if episode is not None else None,
     )
