@@ -220,3 +220,21 @@ def test_a_pinned_test_with_mocks_plays_them_and_keeps_them_through_pin(tmp_path
     agent.run(run)
     kept = pinned.loads(pinned.dumps(pinned.propose(run)))
     assert kept.mocks == run.config.mocks
+
+
+def test_a_mocked_call_is_marked_in_every_export():
+    from agentcore.exports import REPLAY, export_json, export_run
+    from agentcore.run import MOCKED_WORDS
+
+    agent, run = scenario_run("weather", mocks=[MockRule(tool="get_weather", when="$.city=Rome", result="snow")])
+    agent.run(run)
+    assert '"source": "mocked"' in export_json(run)
+    assert MOCKED_WORDS in export_run(run, REPLAY)
+    pytest.importorskip("opentelemetry", reason="the OpenTelemetry export needs the otel extra")
+    from agentcore.exports import export_otlp
+    from agentcore.telemetry.importer import from_otlp
+
+    trace = export_otlp(run)
+    assert '"mocked"' in trace
+    back = from_otlp(trace)
+    assert [t.source for t in back.steps[0].tool_runs] == ["ran", "mocked", "ran"]
