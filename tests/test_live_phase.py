@@ -7,6 +7,7 @@ import os
 import threading
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider
 from agentcore.errors import UsageError
@@ -16,7 +17,7 @@ from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, 
 from agentcore.providers.scripted import PACE_ENV
 from agentcore.store.runs import Store
 from agentcore.toolbox import TOOLBOX
-from ui.live import PhaseJob, PhaseProgress
+from ui.live import SHOWN_CHARS, PhaseJob, PhaseProgress, streamed_tail
 
 
 class Clock:
@@ -191,3 +192,34 @@ def test_a_phase_left_running_by_an_interrupted_draw_is_followed_to_its_end_and_
     assert Store(os.environ["AGENTCORE_DB"]).load_run(run.id).messages == run.messages  # saved once it ended
     assert run.messages[1].content in "\n".join(str(m.value) for m in at.markdown)  # drawn, the box cleared
     assert not [m for m in at.markdown if "model phase ·" in str(m.value)]
+
+
+def test_a_long_reply_is_shown_by_its_end_while_it_streams():
+    assert streamed_tail("short reply") == "short reply"
+    long = "a" * 5000 + "the end of the reply"
+    shown = streamed_tail(long)
+    assert shown.startswith("…") and shown.endswith("the end of the reply") and len(shown) == SHOWN_CHARS + 1
+
+
+def _box(text: str, phase: str = "model", ahead: int = 0, tools: tuple[str, ...] = ()):
+    def script(text, phase, ahead, tools):
+        import streamlit as st
+
+        from ui.live import Progress, show_progress
+
+        show_progress(st.empty(), Progress(phase, 4.25, text, ahead, tools))
+
+    return AppTest.from_function(script, args=(text, phase, ahead, tools)).run()
+
+
+def test_the_box_shows_the_phase_its_time_and_the_end_of_what_streamed():
+    at = _box("x" * 5000 + " and the last words")
+    head, body = (str(m.value) for m in at.markdown)
+    assert head == "**model phase** · 4.2 s · 5,019 characters"
+    assert body.startswith("…") and body.endswith("and the last words ▌") and len(body) < 4100
+    waiting = _box("", ahead=2)
+    assert [str(c.value) for c in waiting.caption] == [
+        ":material/hourglass_top: Waiting for the embedded model: 2 calls ahead"
+    ]
+    tools = _box("", phase="tools", tools=("get_weather", "calculator"))
+    assert [str(c.value) for c in tools.caption] == ["Running `get_weather`, `calculator`"]

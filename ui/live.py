@@ -21,6 +21,7 @@ from agentcore.run import Phase, Run
 from . import safe
 
 REDRAW_S = 0.25  # how often the page redraws a running phase; the page goes on at once when the phase ends
+SHOWN_CHARS = 4000  # the end of a longer reply is shown as it streams: the whole of it is redrawn each time
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,17 @@ def show_progress(slot, progress: Progress) -> None:
             calls = "1 call" if progress.ahead == 1 else f"{progress.ahead} calls"
             st.caption(f":material/hourglass_top: Waiting for the embedded model: {calls} ahead")
         if progress.text:
-            st.markdown(safe.markdown(progress.text + " ▌"))
+            st.markdown(safe.markdown(streamed_tail(progress.text) + " ▌"))
         elif progress.phase == "tools":
             if progress.tools:
                 st.caption("Running " + ", ".join(safe.code(name) for name in progress.tools))
         elif not progress.ahead:
             st.caption("Nothing streamed yet: a reply's text shows as it comes, a tool call once it is complete.")
+
+
+def streamed_tail(text: str, most: int = SHOWN_CHARS) -> str:
+    """The streamed text as the box shows it: whole, or its last `most` characters after an ellipsis."""
+    return text if len(text) <= most else "…" + text[-most:]
 
 
 def follow(job: PhaseJob, slot) -> None:
