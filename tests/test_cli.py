@@ -15,19 +15,14 @@ from agentcore import transcript as tr
 from agentcore.cli.main import main
 
 
-def agentcore(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
-
-
-def test_the_parallel_weather_run_exits_0_and_writes_the_documented_transcript(tmp_path):
+def test_the_parallel_weather_run_exits_0_and_writes_the_documented_transcript(tmp_path, capsys):
     out = tmp_path / "t.json"
-    done = agentcore(
-        "run", "Weather in Paris and Rome?", "--provider", "scripted", "--scenario", "weather", "--out", str(out)
+    code = main(
+        ["run", "Weather in Paris and Rome?", "--provider", "scripted", "--scenario", "weather", "--out", str(out)]
     )
-    assert done.returncode == 0, done.stderr
-    assert "get_weather" in done.stdout and "stop: answer after 2 steps" in done.stdout
+    said = capsys.readouterr()
+    assert code == 0, said.err
+    assert "get_weather" in said.out and "stop: answer after 2 steps" in said.out
     data = json.loads(out.read_text())
     assert data["format"] == "agentcore.transcript" and data["version"] == 1
     calls = data["messages"][1]["tool_calls"]
@@ -92,13 +87,13 @@ def test_show_and_validate_read_a_transcript(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content", ["{oops", '{"format": "agentcore.transcript", "version": 1, "messages": 5}', ""])
-def test_a_malformed_transcript_is_one_line_and_exit_2(tmp_path, content):
+def test_a_malformed_transcript_is_one_line_and_exit_2(tmp_path, content, capsys):
     path = tmp_path / "bad.json"
     path.write_text(content)
-    done = agentcore("validate", str(path))
-    assert done.returncode == 2
-    assert done.stderr.startswith("agentcore: error: ") and done.stderr.count("\n") == 1
-    assert "Traceback" not in done.stderr
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agentcore: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 def test_scenarios_and_tools_are_listed(capsys):
@@ -122,6 +117,7 @@ def test_runs_are_saved_in_the_runs_database_unless_told_not_to(tmp_path, monkey
     assert len(Store(db).list_runs()) == 1
 
 
+@pytest.mark.slow  # starts the command line's own process and kills it
 def test_a_run_killed_mid_run_keeps_every_finished_phase_in_the_database(tmp_path):
     from agentcore import Agent, Run, RunConfig, ScriptedProvider
     from agentcore.messages import AssistantMessage, ToolCall

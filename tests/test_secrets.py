@@ -11,11 +11,10 @@ import base64
 import html
 import json
 import os
-import subprocess
-import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from servers import ROOT
 
 from agentcore import secrets
+from agentcore.cli.main import main
 from agentcore.errors import ProviderError
 from agentcore.secrets import REDACTED, StreamScrubber, register_secret, scrub, scrub_text
 
@@ -90,17 +90,33 @@ def _no_secrets_left_over():
     secrets.forget_secrets()
 
 
-def agentcore(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "OPENAI_API_KEY": OPENAI_KEY,
-        "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-        "AGENTCORE_DB": str(tmp_path / "runs.db"),
-        "PYTHONIOENCODING": "utf-8",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
-    )
+@dataclass
+class Said:
+    """What a command returned and wrote to its standard output and error."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def agentcore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
+    """The command line, run in this process with both keys in its environment and its database in tmp_path.
+
+    Output is caught at the file descriptors, so whatever reaches stdout or stderr is read, as from a process.
+    """
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    monkeypatch.chdir(ROOT)
+
+    def run(*args: str) -> Said:
+        capfd.readouterr()
+        code = main(list(args))
+        out, err = capfd.readouterr()
+        return Said(code, out, err)
+
+    return run
 
 
 def written(tmp_path: Path) -> bytes:
@@ -119,21 +135,20 @@ def assert_nowhere(key: str, *texts: str | bytes) -> None:
     [("openai", OPENAI_KEY, "/v1"), ("anthropic", ANTHROPIC_KEY, "")],
     ids=["openai", "anthropic"],
 )
-def test_a_key_the_server_echoes_reaches_no_file_no_database_and_no_output(echo, tmp_path, provider, key, path, mode):
+def test_a_key_the_server_echoes_reaches_no_file_no_database_and_no_output(
+    agentcore, echo, tmp_path, provider, key, path, mode
+):
     out = tmp_path / "t.json"
-    result = agentcore(
-        tmp_path, "run", "hello", "--provider", provider, "--base-url", f"{echo}/{mode}{path}", "--out", str(out)
-    )
+    result = agentcore("run", "hello", "--provider", provider, "--base-url", f"{echo}/{mode}{path}", "--out", str(out))
     assert result.returncode == (0 if mode == "ok" else 4), result.stderr
     assert out.exists() and (tmp_path / "runs.db").exists()
     assert_nowhere(key, result.stdout, result.stderr, written(tmp_path))
     assert REDACTED in (result.stdout if mode == "ok" else result.stderr)  # the echo arrived, without the key
 
 
-def test_a_comparison_keeps_echoed_keys_out_of_its_bundle_and_its_output(echo, tmp_path):
+def test_a_comparison_keeps_echoed_keys_out_of_its_bundle_and_its_output(agentcore, echo, tmp_path):
     bundle = tmp_path / "bundle.json"
     result = agentcore(
-        tmp_path,
         "compare",
         "hello",
         "--config",
