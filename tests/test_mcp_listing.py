@@ -26,6 +26,7 @@ from agentcore.mcp.config import stdio_server
 from agentcore.mcp.listing import MAX_PAGES, MAX_TOOLS
 from agentcore.messages import AssistantMessage, ToolCall
 
+pytestmark = pytest.mark.slow  # each test starts MCP servers, Python processes of their own
 PAGED = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'paged_mcp_server.py'))}"
 # the SDK's own `python -m mcp.server` (a Server with no handlers), on asyncio: its __main__ asks for trio
 SDK_SERVER = f"{shlex.quote(sys.executable)} -c 'import anyio; from mcp.server.__main__ import main; anyio.run(main)'"

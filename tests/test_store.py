@@ -347,6 +347,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # starts a Python process and kills it
 def test_a_process_killed_mid_run_leaves_every_completed_phase_readable(location: str, tmp_path: Path) -> None:
     script = tmp_path / "slow_run.py"
     script.write_text(KILL_SCRIPT)
@@ -414,6 +415,7 @@ RACE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # starts two Python processes, three times
 def test_two_processes_saving_the_same_run_at_once_one_wins_and_the_other_is_refused(
     location: str, tmp_path: Path
 ) -> None:

@@ -103,6 +103,7 @@ def test_only_a_module_level_function_can_be_isolated():
             return "x"
 
 
+@pytest.mark.slow  # starts the command line's own process
 def test_a_calculator_bomb_through_replay_ends_at_once_with_an_error_result(tmp_path):
     bombs = ["9**9**9**9", "((9**999)**999)**999"]
     calls = [ToolCall(id=f"c{i}", name="calculator", arguments={"expression": e}) for i, e in enumerate(bombs)]
