@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any, assert_never
 
 from .accounting import account
+from .annotations import Annotation
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .run import Run, StepRecord, ToolRun
 from .secrets import redact_fields
@@ -100,6 +101,7 @@ def replay_data(run: Run) -> dict[str, Any]:
                 "message_count": record.message_count,
                 "tool_runs": [_tool_run(t, k, pool) for t, k in zip(record.tool_runs, kept["tool_runs"], strict=True)],
                 "wire": _wire(kept.get("wire"), pool),
+                "annotations": [_annotation(a) for a in run.annotations if a.step == record.index],
             }
         )
         previous = figures.input_tokens
@@ -175,6 +177,17 @@ def _tool_run(tool_run: ToolRun, kept: dict[str, Any], pool: _Pool) -> dict[str,
         "badge": tool_run.badge,
         "original_arguments": asked,
         "wire": _wire(kept.get("wire"), pool),
+    }
+
+
+def _annotation(annotation: Annotation) -> dict[str, Any]:
+    """A person's label on the step or one of its calls, in the words the app shows it with."""
+    return {
+        "target": annotation.target,
+        "tool_call_id": annotation.tool_call_id,
+        "labels": annotation.all_labels,
+        "summary": annotation.summary(),
+        "author": annotation.author,
     }
 
 

@@ -380,3 +380,20 @@ def test_annotations_come_back_from_the_opentelemetry_export_when_it_is_imported
     with pytest.raises(TranscriptError, match=r"agentcore\.annotation: labels") as caught:
         from_otlp(json.dumps(data))
     assert "\n" not in str(caught.value)
+
+
+def test_the_replay_page_shows_each_steps_annotations() -> None:
+    from importlib import resources
+
+    from agentcore.exports import REPLAY, export_run
+
+    run = scripted_run()
+    run.annotations = [wrong_tool(author="ada"), make_annotation(step=10, labels=["good"])]
+    page = export_run(run, REPLAY)
+    data = json.loads(page.split('id="run-data"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
+    shown = {s["index"]: s["annotations"] for s in data["steps"] if s["annotations"]}
+    assert list(shown) == [2, 10]
+    assert shown[2][0]["target"] == "step 2, call call_2_0" and shown[2][0]["author"] == "ada"
+    assert shown[2][0]["summary"].startswith("wrong arguments, notes · score 0.25 · should call read_note(")
+    script = (resources.files("agentcore") / "replay_page" / "replay.js").read_text("utf-8")
+    assert '"Annotation on " + a.target' in script

@@ -179,6 +179,9 @@
       box.append(el("p", "tool-run", "Tool run: " + line));
       if (t.wire) box.append(exchange("Tool " + t.name + ": its server's exchange", t.wire));
     }
+    for (const a of s.annotations || []) {
+      box.append(el("p", "annotation", "Annotation on " + a.target + (a.author ? " by " + a.author : "") + ": " + a.summary));
+    }
   }
 
   // -- one frame --------------------------------------------------------------------

@@ -206,3 +206,21 @@ def test_the_page_shows_each_decision_with_the_apps_badge_words_and_each_steps_m
     assert "The person changed this result; the tool returned 0+0 = 0" in originals
     expect(replay.page.locator("#step-tokens")).to_contain_text(f"Answered by {run.answered_by(run.steps[-1]).label}.")
     assert not replay.errors
+
+
+def test_the_page_shows_the_annotations_of_the_step_it_is_at_as_text(browser, tmp_path):
+    from agentcore.annotations import make_annotation
+
+    sc = get_scenario("weather")
+    tools = toolbox.get_tools(",".join(sc.tools))
+    run = Run.start(sc.prompt, RunConfig(provider="scripted", scenario="weather", tools=[t.spec() for t in tools]))
+    Agent(create_provider("scripted", "weather", scenario="weather"), tools).run(run)
+    run.annotations = [make_annotation(step=len(run.steps), labels=["good"], note=HOSTILE, author="ada")]
+    replay = Replay(browser, run, tmp_path)
+    replay.page.keyboard.press("End")
+    shown = replay.page.locator("#wire .annotation").all_text_contents()
+    assert len(shown) == 1 and shown[0].startswith(f"Annotation on step {len(run.steps)} by ada: good · </script>")
+    assert replay.page.evaluate("() => window.pwned") is None and replay.page.locator("#wire img").count() == 0
+    replay.page.keyboard.press("Home")
+    assert replay.page.locator("#wire .annotation").count() == 0  # the prompt's frame has no step
+    assert not replay.errors
