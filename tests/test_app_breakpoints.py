@@ -104,3 +104,21 @@ def test_a_breakpoint_set_during_a_run_stops_it_at_its_next_step(open_app):
     at.text_area(key="cfg_breakpoints").set_value("step:2").run()
     click(at, "step")
     assert run.config.breakpoints == ["step:2"] and run.paused and len(run.steps) == 1
+
+
+def test_the_debugging_lesson_stops_at_its_breakpoint_mocks_rome_and_points_to_the_error_analysis(open_app):
+    from ui.lessons import LESSONS
+
+    at = open_app("views/lesson.py", timeout=30)
+    at.selectbox(key="lesson_id").set_value("debug").run()
+    click(at, "lesson_step")
+    run = at.session_state["session"].run
+    assert run.halt.breakpoint == "tool:get_weather" and at.button(key="lesson_step").disabled
+    at.text_area(key="lesson_mock_result").set_value("Rome: hail").run()
+    click(at, "lesson_mock_button")
+    click(at, "lesson_step")
+    click(at, "lesson_step")
+    assert [t.source for t in run.steps[0].tool_runs] == ["approved", "mocked", "approved"]
+    assert "Rome: hail" in [m.content for m in run.messages] and run.stop_reason == "answer"
+    assert [s.value for s in at.success] == [LESSONS["debug"].ending]
+    assert any("Error analysis" in link.label for link in at.get("page_link"))

@@ -27,6 +27,7 @@ LENGTHS = {
     "budget": (4, "max_steps"),
     "cost": (10, "answer"),
     "fork": (3, "answer"),
+    "debug": (3, "answer"),
 }
 
 
@@ -87,9 +88,17 @@ def test_each_lesson_runs_to_its_end_in_the_app_with_a_paragraph_per_step(open_a
             assert fork.parent is not None and fork.parent.run_id == run.id
             said.append(lesson.narration(fork))
             assert said[-1] in _markdown(at)
+        if lesson.wants_mock(run):
+            assert at.button(key="lesson_step").disabled  # the lesson waits for the mock
+            at.button(key="lesson_mock_button").click().run()
+            assert not at.exception, at.exception
+            assert run.config.mocks and not lesson.wants_mock(run)
+            said.append(lesson.narration(run))
+            assert said[-1] in _markdown(at)
         assert steps <= length, "the lesson goes on past its length"
     run = _lesson_run(at, lesson)
-    for paragraph in lesson.steps + lesson.fork_steps:  # each paragraph written for a step was said at its step
+    for paragraph in lesson.steps + lesson.fork_steps + tuple(filter(None, (lesson.paused, lesson.mocked))):
+        # each paragraph written for a step was said at its step
         words = max(re.split(r"\{[^}]*\}", paragraph), key=len)
         assert any(words in text for text in said), f"never said: {paragraph}"
     assert steps == length
@@ -271,8 +280,9 @@ def test_a_finished_lesson_offers_the_next_one_and_the_last_does_not(open_app):
     at.selectbox(key="lesson_id").set_value(last).run()
     while not at.button(key="lesson_step").disabled:
         at.button(key="lesson_step").click().run()
-        if any(b.key == "lesson_fork_button" for b in at.button):
-            at.button(key="lesson_fork_button").click().run()
+        for waiting in ("lesson_fork_button", "lesson_mock_button"):
+            if any(b.key == waiting for b in at.button):
+                at.button(key=waiting).click().run()
     assert [s.value for s in at.success] == [LESSONS[last].ending]
     assert not [b for b in at.button if b.key == "lesson_next"]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from agentcore.errors import UsageError
 from agentcore.messages import ToolMessage
+from agentcore.rules import MockRule
 from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 
@@ -66,6 +67,13 @@ class Lesson:
     fork_after: int | None = None
     fork_steps: tuple[str, ...] = ()
     see_cost: bool = False  # the ending points to the Cost page
+    # a lesson with breakpoints pauses where they say; with a `mock`, it waits at the pause for the learner to
+    # fix that tool result (`paused` is said then, `mocked` once the rule is in place)
+    breakpoints: tuple[str, ...] = ()
+    mock: MockRule | None = None
+    paused: str = ""
+    mocked: str = ""
+    see_errors: bool = False  # the ending points to the Error analysis page
 
     def config(self) -> RunConfig:
         """The RunConfig of this lesson's run."""
@@ -76,7 +84,16 @@ class Lesson:
             tools=[t.spec() for t in get_tools(list(self.tools))],
             max_steps=self.max_steps,
             concurrency=self.concurrency,
+            breakpoints=list(self.breakpoints),
         )
+
+    def at_breakpoint(self, run: Run) -> bool:
+        """Whether `run` waits at one of the lesson's breakpoints."""
+        return run.paused and run.halt is not None and run.halt.breakpoint in self.breakpoints
+
+    def wants_mock(self, run: Run) -> bool:
+        """Whether the lesson waits for the learner to fix a tool result with a mock rule."""
+        return self.mock is not None and self.at_breakpoint(run) and not run.config.mocks
 
     def start(self) -> Run:
         """A new run of this lesson, titled after it."""
@@ -101,6 +118,8 @@ class Lesson:
         """
         if run is None or not run.steps:
             return self.intro.format(budget=self.max_steps)
+        if self.paused and self.at_breakpoint(run):
+            return self.mocked if run.config.mocks and self.mocked else self.paused
         texts = self.fork_steps if self.forked(run) else self.steps
         tokens = step_tokens(run)
         return texts[min(len(run.steps), len(texts)) - 1].format(
@@ -297,7 +316,47 @@ _FORK = Lesson(
     ),
 )
 
-LESSONS: dict[str, Lesson] = {lesson.id: lesson for lesson in (_LOOP, _PARALLEL, _ERRORS, _BUDGET, _COST, _FORK)}
+_DEBUG = Lesson(
+    id="debug",
+    title="Debugging a run",
+    goal="Stop at a breakpoint, fix a tool result with a mock, and count failures by their label.",
+    scenario="weather",
+    prompt="What is the weather in Paris, Rome and Tokyo?",
+    tools=("get_weather",),
+    max_steps=4,
+    breakpoints=("tool:get_weather",),
+    mock=MockRule(tool="get_weather", when=["$.city=Rome"], result='{"city": "Rome", "condition": "heavy snow"}'),
+    intro=(
+        "This run has a **breakpoint** on the tool `get_weather` (in the playground: the sidebar's Breakpoints, "
+        "`tool:get_weather`; on the command line: `--break tool:get_weather`). Press **Step**: the model asks for "
+        "the weather, and the run stops before the tool runs."
+    ),
+    paused=(
+        "The run **paused at the breakpoint** `tool:get_weather`: the model asked for three calls and none ran. "
+        "A **mock** fixes a tool's result without running it. Below, the result Rome's call will get: press "
+        "**Mock this result**."
+    ),
+    mocked=(
+        "The mock rule is in place: a call of `get_weather` for Rome is answered by it. Press **Step** to run the "
+        "tools: Paris and Tokyo run, Rome's result comes from the mock."
+    ),
+    steps=(
+        "Step {step}'s tools ran: Rome's result is marked *mocked* in the playground, the transcript and every "
+        "export. Press **Step** for the answer.",
+        "Step {step}: the model answered from the results, the mocked snow in Rome included.",
+    ),
+    ending=(
+        "**What you saw:** a breakpoint stops the loop where you choose, and a mock replays a run with a result "
+        "fixed. Now an **error analysis**: set the playground's provider to the embedded model, run this prompt "
+        "a few times, label each failing step under **Steps** (wrong tool, looped, ...) and read the counts on "
+        "the **Error analysis** page."
+    ),
+    see_errors=True,
+)
+
+LESSONS: dict[str, Lesson] = {
+    lesson.id: lesson for lesson in (_LOOP, _PARALLEL, _ERRORS, _BUDGET, _COST, _FORK, _DEBUG)
+}
 FIRST_LESSON = "loop"
 
 

@@ -19,6 +19,7 @@ from ui.state import Session, get_session, in_app_words, on_run_changed
 
 LESSON_KEY = "lesson_id"  # the lesson picker
 FORK_TEXT_KEY = "lesson_fork_result"
+MOCK_TEXT_KEY = "lesson_mock_result"
 WIDGETS = {LESSON_KEY: next(iter(LESSONS))}  # kept while another page is open, with their first values
 SHOWN_MESSAGES = 4
 SHOWN_CHARS = 90  # a tool result is cut to about one line (what the model said is not): the newest must fit
@@ -101,6 +102,19 @@ def _fork() -> None:
     _adopt(session, lesson, fork)
 
 
+def _mock() -> None:
+    """Put the lesson's mock rule, with the result typed in the box, on the lesson's run."""
+    session, lesson = get_session(), _chosen()
+    run = lesson_run(session, lesson)
+    if run is None or lesson.mock is None:
+        return
+    rule = lesson.mock.model_copy(update={"result": st.session_state.get(MOCK_TEXT_KEY) or lesson.mock.result})
+    if session.current_id != run.id:
+        session.add_run(run)
+    actions.apply_settings(session, mocks=[rule])
+    on_run_changed(run)
+
+
 # -- the parts of the screen -------------------------------------------------------------------
 
 
@@ -114,7 +128,8 @@ def _header(lesson: Lesson, run: Run | None) -> None:
         format_func=lambda i: f"{list(LESSONS).index(i) + 1}. {LESSONS[i].title}",
         label_visibility="collapsed",
     )
-    done = run is not None and (lesson.done(run) or lesson.wants_fork(run) or run.stop_reason == "error")
+    waits = run is not None and (lesson.wants_fork(run) or lesson.wants_mock(run))
+    done = run is not None and (lesson.done(run) or waits or run.stop_reason == "error")
     step.button(
         "Step",
         key="lesson_step",
@@ -162,6 +177,10 @@ def _onward(lesson: Lesson) -> None:
         if lesson.see_cost:
             st.page_link(
                 "views/cost.py", label="Open the Cost page: the fit and the what-if curves", icon=":material/payments:"
+            )
+        if lesson.see_errors:
+            st.page_link(
+                "views/errors.py", label="Open the Error analysis page: labels counted", icon=":material/bug_report:"
             )
         ids = list(LESSONS)
         following = ids[ids.index(lesson.id) + 1] if lesson.id in ids[:-1] else None
@@ -229,6 +248,15 @@ def _fork_box(run: Run) -> None:
         )
 
 
+def _mock_box(lesson: Lesson) -> None:
+    assert lesson.mock is not None
+    with st.container(border=True, key="lesson_mock"):
+        st.text_area("The result Rome's call will get", value=lesson.mock.result, key=MOCK_TEXT_KEY, height=68)
+        st.button(
+            "Mock this result", key="lesson_mock_button", type="primary", icon=":material/science:", on_click=_mock
+        )
+
+
 def main() -> None:
     """Draw the lesson chosen in the picker, running a requested Step first."""
     st.html(PAGE_STYLE)
@@ -253,6 +281,8 @@ def main() -> None:
             _newest(lesson, run)
             if run is not None and lesson.wants_fork(run):
                 _fork_box(run)
+            if run is not None and lesson.wants_mock(run):
+                _mock_box(lesson)
             _code(run)
             if run is not None and lesson.done(run):
                 _ending(lesson)
