@@ -19,6 +19,7 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
+from .rules import MockRule, parse_breakpoint
 from .run import ForkOrigin, Halt, HookEffect, Run, RunConfig, StepRecord, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
@@ -36,6 +37,7 @@ __all__ = [
     "HookEffect",
     "Message",
     "MessageListError",
+    "MockRule",
     "ModelRequest",
     "ModelResponse",
     "Pause",
@@ -65,6 +67,7 @@ __all__ = [
     "WireExchange",
     "create_provider",
     "default_provider",
+    "parse_breakpoint",
     "pending_tool_calls",
     "resolve_schema",
     "tool",
