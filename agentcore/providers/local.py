@@ -32,6 +32,7 @@ from .local_chat import (
     parse_reply,
     render_pieces,
     tokenize_prompt,
+    without_examples,
 )
 from .local_chatml import Recorder, fence, gather, mark_safe, to_message, to_openai_messages
 
@@ -227,7 +228,11 @@ class LocalProvider(BaseProvider):
             kwargs["tools"] = [
                 {
                     "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                    "function": {
+                        "name": t.name,
+                        "description": without_examples(t.description),
+                        "parameters": t.parameters,
+                    },
                 }
                 for t in request.offered_tools
             ]
@@ -276,7 +281,7 @@ class LocalProvider(BaseProvider):
             grammar = (
                 ANSWER_GRAMMAR
                 if request.tool_choice == "none"
-                else grammar_text(request.tools, answer=answered or not style.call_first)
+                else grammar_text(request.tools, answer=answered or not style.call_first, style=style)
             )
         if grammar:
             wire["grammar"] = grammar

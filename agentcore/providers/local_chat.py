@@ -6,6 +6,11 @@ turn, so every reply is a tool call or empty. Here one grammar lets the model's 
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (the arguments held to the tool's JSON
 schema), or an answer in its own words. The prompt is ChatML, the format SmolLM2 was trained on,
 rendered the same way every call, so one call's prompt is a prefix of the next one's.
+
+The model reads each tool's description without its examples ("e.g. ...", "for example ..."): a small
+model copies an example into its call as the argument. The grammar holds a call to the tool's schema
+(required properties, types, enums) and each string argument to a bounded length, so a call is
+always JSON the tool accepts in form, and a string cannot run on to the token limit.
 """
 
 from __future__ import annotations
@@ -41,18 +46,34 @@ TOOLS_HOW = (
     "in plain words, using the numbers and facts the tools returned."
 )
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# an example inside a description: "e.g." or "for example"/"for instance" and what follows it up to the end
+# of its clause (a quoted or bracketed part whole, whatever it holds), with the comma or bracket before it
+_EXAMPLE = re.compile(
+    r"""\s*[,;(]?\s*\b(?:e\.g\.|for example|for instance)[,:]?\s*"""
+    r"""(?:"[^"]*"|'[^']*'|`[^`]*`|\([^()]*\)|\{[^{}]*\}|\[[^\[\]]*\]|\.(?=\w)|(?<=\w)'(?=\w)|[^.;()"'`{}\[\]])*"""
+    r"""\s*\)?""",
+    re.IGNORECASE,
+)
+_LEFT_OVER = re.compile(r"(^|[.!?])\s*[.;,]")
+MAX_STRING_CHARS = 256  # the longest string argument the grammar lets the model write
+MAX_CALLS_PER_REPLY = 4  # in the SmolLM2 tool format, the most calls one reply may list
 
 
 @dataclass(frozen=True)
 class ChatStyle:
     """How the prompt is written and the reply sampled: the choices the answer-rate benchmark compares."""
 
-    tool_role: Literal["tool", "user"] = "tool"  # the ChatML role a tool result is sent as
+    # the ChatML role a tool result is sent as; "assistant": written into the assistant's own turn after the
+    # call, which stays open, so the model goes on from the result rather than starting a turn of its own
+    tool_role: Literal["tool", "user", "assistant"] = "tool"
     instructions: str = TOOLS_HOW  # after the list of tools: how to call one, and when to answer ("" for none)
     grammar: bool = True  # hold the reply to one call or an answer
     plain_results: bool = False  # a tool result that is a JSON object goes as "key: value" lines
     call_first: bool = False  # until a tool has answered, the grammar allows only a call (tool_choice "required")
     repeat_penalty: float = 1.0  # llama.cpp's penalty on tokens already in the last 64 (1.0: none)
+    # "smollm2": the tool format SmolLM2-Instruct was trained on (see SMOLLM2_INTRO): the tools as a JSON
+    # list inside <tools>, a reply's calls as a JSON list inside <tool_call>, each result inside <tool_response>
+    tool_format: Literal["agentcore", "smollm2"] = "agentcore"
 
 
 # The style that answered most of bench/answer_rate.py's prompts (README: the embedded model's figures).
@@ -60,6 +81,26 @@ class ChatStyle:
 # calls the right tool, then answers from the result about a third of the time.
 DEFAULT_STYLE = ChatStyle(tool_role="user", plain_results=True, call_first=True)
 
+
+# SmolLM2-Instruct's own tool-calling prompt (its chat template for tools, as Ollama publishes it), in which
+# a reply lists one or more calls: the words before the list of tools, and the instructions after it.
+SMOLLM2_INTRO = (
+    "You are an expert in composing functions. You are given a question and a set of possible functions.\n"
+    "Based on the question, you will need to make one or more function/tool calls to achieve the purpose.\n"
+    "If none of the functions can be used, point it out and refuse to answer.\n"
+    "If the given question lacks the parameters required by the function, also point it out.\n"
+    "You have access to the following tools:"
+)
+SMOLLM2_HOW = (
+    "The output MUST strictly adhere to the following format, and NO other text MUST be included.\n"
+    "The example format is as follows. Please make sure the parameter type is correct.\n"
+    + CALL_OPEN
+    + '[\n{"name": "func_name1", "arguments": {"argument1": "value1", "argument2": "value2"}},\n'
+    "(more tool calls as required)\n]"
+    + CALL_CLOSE
+    + "\nEach call's result comes back inside <tool_response></tool_response>. When the results answer the "
+    "question, reply to the user in plain words, using the numbers and facts the tools returned."
+)
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -84,19 +125,41 @@ def render_pieces(
     parts: list[Piece] = []
     system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
     if tools or system:
-        parts += _turn("system", _system_text(system[0].content if system else DEFAULT_SYSTEM, tools, style))
+        parts += _turn("system", _system_text(system[0].content if system else None, tools, style))
+    open_turn = False  # tool_role "assistant": the assistant's turn stays open after a call and its results
     for m in messages[len(system) :]:
+        if open_turn and not isinstance(m, AssistantMessage | ToolMessage):
+            parts += [Piece(IM_END, marker=True), Piece("\n")]
+            open_turn = False
         if isinstance(m, SystemMessage | UserMessage):
             parts += _turn(m.role, m.content)
         elif isinstance(m, AssistantMessage):
-            calls = "".join(_call_text(c) for c in m.tool_calls)
-            parts += _turn("assistant", (m.content or "") + calls)
+            text = (m.content or "") + _calls_text(m.tool_calls, style)
+            if style.tool_role != "assistant":
+                parts += _turn("assistant", text)
+                continue
+            parts += [Piece(text)] if open_turn else [Piece(IM_START, marker=True), Piece(f"assistant\n{text}")]
+            open_turn = bool(m.tool_calls)
+            if not open_turn:
+                parts += [Piece(IM_END, marker=True), Piece("\n")]
         elif isinstance(m, ToolMessage):
             outcome = "error" if m.is_error else "result"
             content = _lines(m.content) if style.plain_results else m.content
-            parts += _turn(style.tool_role, f"{m.name} {outcome}: {content}")
+            if style.tool_format == "smollm2":
+                text = f"<tool_response>\n{m.name} {outcome}: {content}\n</tool_response>"
+            else:
+                text = f"{m.name} {outcome}: {content}"
+            if style.tool_role != "assistant":
+                parts += _turn(style.tool_role, text)
+            elif open_turn:
+                parts.append(Piece(f"\n{text}\n"))
+            else:  # a result with no call before it (an edited history): a turn of its own that stays open
+                parts += [Piece(IM_START, marker=True), Piece(f"assistant\n{text}\n")]
+                open_turn = True
         else:
             assert_never(m)
+    if open_turn:  # the model goes on from the results, in the same turn
+        return parts
     return [*parts, Piece(IM_START, marker=True), Piece("assistant\n")]
 
 
@@ -134,22 +197,57 @@ def _turn(role: str, text: str) -> list[Piece]:
     return [Piece(IM_START, marker=True), Piece(f"{role}\n{text}"), Piece(IM_END, marker=True), Piece("\n")]
 
 
-def _system_text(text: str, tools: tuple[ToolSpec, ...], style: ChatStyle) -> str:
+def _system_text(text: str | None, tools: tuple[ToolSpec, ...], style: ChatStyle) -> str:
     if not tools:
-        return text
-    listed = "\n".join(
-        COMPACT_JSON.encode({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools
-    )
+        return DEFAULT_SYSTEM if text is None else text
+    shown = [
+        {"name": t.name, "description": without_examples(t.description), "parameters": _shown_schema(t.parameters)}
+        for t in tools
+    ]
+    if style.tool_format == "smollm2":
+        listed = "[" + ",\n".join(map(COMPACT_JSON.encode, shown)) + "]"
+        block = f"{SMOLLM2_INTRO}\n<tools>{listed}</tools>\n{SMOLLM2_HOW}"
+        return block if text is None else f"{text}\n\n{block}"
+    listed = "\n".join(map(COMPACT_JSON.encode, shown))
     how = f"\n\n{style.instructions}" if style.instructions else ""
-    return f"{text}\n\n{TOOLS_INTRO}\n{listed}{how}"
+    return f"{DEFAULT_SYSTEM if text is None else text}\n\n{TOOLS_INTRO}\n{listed}{how}"
 
 
-def _call_text(call: ToolCall) -> str:
-    return f'{CALL_OPEN}{{"name": {json.dumps(call.name)}, "arguments": {call.arguments_text}}}{CALL_CLOSE}'
+def without_examples(description: str) -> str:
+    """A description without its examples ("e.g. ...", "for example ..."), which a small model copies as arguments."""
+    shown = _EXAMPLE.sub("", description)
+    return _LEFT_OVER.sub(r"\1", shown).strip()  # an example that was a sentence of its own leaves its stop
 
 
-def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
-    """GBNF for one reply: a call of one of the tools, its arguments held to the tool's schema, or a plain answer."""
+def _shown_schema(schema: Any) -> Any:
+    """The schema as the model reads it: every description in it without its examples (nothing else changes)."""
+    if isinstance(schema, dict):
+        return {
+            k: without_examples(v) if k == "description" and isinstance(v, str) else _shown_schema(v)
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_shown_schema(v) for v in schema]
+    return schema
+
+
+def _call_json(call: ToolCall) -> str:
+    return f'{{"name": {json.dumps(call.name)}, "arguments": {call.arguments_text}}}'
+
+
+def _calls_text(calls: tuple[ToolCall, ...], style: ChatStyle) -> str:
+    if not calls:
+        return ""
+    if style.tool_format == "smollm2":
+        return CALL_OPEN + "[\n" + ",\n".join(map(_call_json, calls)) + "\n]" + CALL_CLOSE
+    return "".join(CALL_OPEN + _call_json(c) + CALL_CLOSE for c in calls)
+
+
+def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True, style: ChatStyle | None = None) -> str:
+    """GBNF for one reply: a call of one of the tools, its arguments held to the tool's schema, or a plain answer.
+
+    Under the SmolLM2 tool format the call is a list of one to MAX_CALLS_PER_REPLY calls.
+    """
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     def schema(arguments: Callable[[ToolSpec], dict[str, Any]]) -> str:
@@ -171,9 +269,15 @@ def grammar_text(tools: tuple[ToolSpec, ...], *, answer: bool = True) -> str:
     # JSON strings hold no raw control characters; the converter's rule lets a string run on over lines
     # (SmolLM2 then writes its whole answer inside an unclosed argument)
     calls = calls.replace(r'char ::= [^"\\] |', r'char ::= [^"\\\x7F\x00-\x1F] |')
+    # a string the schema does not bound (the converter's shared rule) is bounded here, so that it ends
+    calls = calls.replace('string ::= "\\"" char* "\\""', f'string ::= "\\"" char{{0,{MAX_STRING_CHARS}}} "\\""')
+    body = "agentcore-call-json"
+    if style is not None and style.tool_format == "smollm2":
+        more = f'( ",\\n" agentcore-call-json ){{0,{MAX_CALLS_PER_REPLY - 1}}}'
+        body = f'"[\\n" agentcore-call-json {more} "\\n]"'
     head = (
         f"root ::= agentcore-call{' | agentcore-answer' if answer else ''}\n"
-        f"agentcore-call ::= {json.dumps(CALL_OPEN)} agentcore-call-json {json.dumps(CALL_CLOSE)}\n"
+        f"agentcore-call ::= {json.dumps(CALL_OPEN)} {body} {json.dumps(CALL_CLOSE)}\n"
     )
     return head + ANSWER_RULE + calls
 
@@ -199,10 +303,17 @@ def parse_reply(text: str) -> AssistantMessage | None:
         data = json.loads(body)
     except ValueError:
         data = None
+    if isinstance(data, list) and data and all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in data):
+        return AssistantMessage(tool_calls=tuple(_read_call(d, json.dumps(d)) for d in data))
     if isinstance(data, dict) and isinstance(data.get("name"), str):
-        arguments = data.get("arguments")
-        raw = json.dumps(arguments) if isinstance(arguments, dict) else body
-        return AssistantMessage(tool_calls=(parse_arguments(call_id, data["name"], raw),))
+        return AssistantMessage(tool_calls=(_read_call(data, body),))
     # cut short (the token limit): keep what was written, so the loop answers the model with an error
     name = _NAME.search(body)
     return AssistantMessage(tool_calls=(parse_arguments(call_id, name.group(1) if name else "?", body),))
+
+
+def _read_call(data: dict[str, Any], body: str) -> ToolCall:
+    """One call of a reply, with a fresh id; arguments that are not an object are kept as the text sent."""
+    arguments = data.get("arguments")
+    raw = json.dumps(arguments) if isinstance(arguments, dict) else body
+    return parse_arguments(f"call_{uuid.uuid4().hex[:12]}", data["name"], raw)
