@@ -12,6 +12,10 @@ tool or an answer. `measure()` returns rows per way of prompting (see STYLES); r
 There are two sets of 12 prompts. Set 1 is the one the chat format was tuned on; set 2 was written
 afterwards and set aside ("held out"): nothing is changed to make set 2 answer better, so its figure
 says how the tuning carries over to questions it never saw.
+
+With the loop guard off and on in one invocation (the default), the guard-on table runs again only
+the prompts whose unguarded run made the same call twice: sampling is greedy and seeded, and the
+guard acts only on a repeat, so every other run would be the same run (its "run again" column).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from agentcore import Agent, Run, RunConfig, toolbox  # noqa: E402
-from agentcore.guard import LOOP_GUARDS  # noqa: E402
+from agentcore.guard import LOOP_GUARDS, most_repeated  # noqa: E402
 from agentcore.messages import AssistantMessage  # noqa: E402
 from agentcore.providers.local import LocalProvider  # noqa: E402
 from agentcore.providers.local_chat import CALL_CLOSE, CALL_OPEN, ChatStyle  # noqa: E402
@@ -126,6 +130,12 @@ STYLES: dict[str, dict] = {
         "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True, repeat_penalty=1.1)
     },
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
+    "agentcore: a call required first, results written into the assistant's open turn as plain lines": {
+        "chat_style": ChatStyle(tool_role="assistant", plain_results=True, call_first=True)
+    },
+    "agentcore: SmolLM2's own tool format, a call required first, results as user turns of plain lines": {
+        "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True, tool_format="smollm2")
+    },
 }
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -168,15 +178,31 @@ def _show(case: Case, outcome: str, run: Run) -> None:
 
 
 def measure_style(
-    name: str, cases: list[Case] = CASES, loop_guard: LoopGuard = "guard", *, set_name: str = "1", show: bool = False
+    name: str,
+    cases: list[Case] = CASES,
+    loop_guard: LoopGuard = "guard",
+    *,
+    set_name: str = "1",
+    show: bool = False,
+    unguarded: list[tuple] | None = None,
 ) -> dict:
-    """The outcomes of every case under one style and loop guard."""
+    """The outcomes of every case under one style and loop guard.
+
+    `unguarded`: the same cases' results with the guard off. Sampling is greedy and seeded, so a run
+    with no two identical calls is the very same run whatever the guard says (the guard acts only on
+    a repeat): such a result is taken as it is, and only the runs that repeated a call are run again.
+    """
     provider = LocalProvider(**STYLES[name])
-    results = []
-    for case in cases:
-        results.append(run_case(provider, case, loop_guard))
-        if show:
-            _show(case, results[-1][0], results[-1][3])
+    results, rerun = [], 0
+    for i, case in enumerate(cases):
+        earlier = unguarded[i] if unguarded else None
+        if earlier is not None and (loop_guard in ("off", "warn") or most_repeated(earlier[3]) is None):
+            results.append(earlier)
+        else:
+            results.append(run_case(provider, case, loop_guard))
+            rerun += earlier is not None
+            if show:
+                _show(case, results[-1][0], results[-1][3])
     outcomes = [r[0] for r in results]
     return {
         "style": name,
@@ -188,19 +214,21 @@ def measure_style(
         "wrong": outcomes.count("wrong"),
         "median_steps": statistics.median(r[1] for r in results),
         "median_s": statistics.median(r[2] for r in results),
+        "run_again": rerun if unguarded else None,
+        "results": results,
     }
 
 
 def table(results: list[dict]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| style | set | loop guard | answered | stopped by the budget | wrong | median steps | median s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| style | set | loop guard | answered | stopped by the budget | wrong | median steps | median s | run again |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r['style']} | {r['set']} | {r['loop_guard']} | {r['answered']}/{r['prompts']} | {r['budget']} | {r['wrong']} "
-            f"| {r['median_steps']:g} | {r['median_s']:.1f} |"
+            f"| {r['median_steps']:g} | {r['median_s']:.1f} | {'all' if r['run_again'] is None else r['run_again']} |"
         )
     return "\n".join(lines)
 
@@ -241,10 +269,17 @@ if __name__ == "__main__":
     if unknown:
         parser.error(f"unknown style {unknown[0]!r}; the styles are: {', '.join(map(repr, STYLES))}")
     sets = ["1", "2"] if args.set == "both" else [args.set]
-    results = [
-        measure_style(n, SETS[k][:4] if args.quick else SETS[k], guard, set_name=k, show=args.show)
-        for guard in args.loop_guard or ["off", "guard"]
-        for k in sets
-        for n in names
-    ]
+    guards = args.loop_guard or ["off", "guard"]
+    results = []
+    for k in sets:
+        for n in names:
+            off = None
+            for guard in guards:
+                cases = SETS[k][:4] if args.quick else SETS[k]
+                row = measure_style(n, cases, guard, set_name=k, show=args.show, unguarded=off)
+                if guard == "off":
+                    off = row["results"]
+                results.append(row)
+    for row in results:
+        del row["results"]
     print(json.dumps(results, indent=2) if args.json else table(results))
