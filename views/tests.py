@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
@@ -17,6 +18,7 @@ from agentcore.run import Run
 from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
 from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
+from agentcore.testing.scoreboard import Score, scoreboard
 from agentcore.transcript import write_atomic
 from ui import safe, words
 from ui.page_state import CompareState, TestsState
@@ -230,6 +232,44 @@ def _matrix_section(matrix: Matrix) -> None:
             )
 
 
+def _scoreboard_chart(scores: list[Score]) -> go.Figure:
+    """Tasks passed per configuration, with each one's steps, tokens and cost on hover."""
+    bar = go.Bar(
+        x=[s.config for s in scores],
+        y=[s.passed for s in scores],
+        text=[f"{s.passed}/{s.tests}" for s in scores],
+        customdata=[[s.steps, s.input_tokens + s.output_tokens, s.cost_text, round(s.wall_s, 1)] for s in scores],
+        hovertemplate="%{x}: %{text} passed<br>%{customdata[0]} steps, %{customdata[1]} tokens, "
+        "%{customdata[2]}, %{customdata[3]} s<extra></extra>",
+    )
+    figure = go.Figure(bar)
+    top = max((s.tests for s in scores), default=1)
+    figure.update_layout(
+        title="Tasks passed per configuration", yaxis={"title": "tests passed", "range": [0, top]}, height=320
+    )
+    return figure
+
+
+def _scoreboard_section(matrix: Matrix) -> None:
+    scores = scoreboard(matrix)
+    st.header("Scoreboard")
+    rows = [
+        {
+            "configuration": s.config,
+            "passed": f"{s.passed}/{s.tests}",
+            "pass rate": f"{s.pass_rate:.0%}",
+            "steps": s.steps,
+            "input tokens": s.input_tokens,
+            "output tokens": s.output_tokens,
+            "cost": s.cost_text,
+            "time (s)": round(s.wall_s, 1),
+        }
+        for s in scores
+    ]
+    st.dataframe(rows, hide_index=True, width="stretch", key="tests_scoreboard_table")
+    st.plotly_chart(_scoreboard_chart(scores), key="tests_scoreboard")
+
+
 def main() -> None:
     state = TestsState.get()
     state.restore(WIDGETS)
@@ -256,6 +296,7 @@ def main() -> None:
         kind, text = state.notice
         (st.success if kind == "success" else st.error)(safe.block(text))
     if state.matrix is not None:
+        _scoreboard_section(state.matrix)
         _matrix_section(state.matrix)
     state.keep(WIDGETS)
 
