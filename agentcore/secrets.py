@@ -98,6 +98,45 @@ def register_headers(headers: dict[str, str] | Any) -> None:
                 register_secret(token)
 
 
+def _split_url(url: str) -> urllib.parse.SplitResult:
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:  # a bracketed host that is no IPv6 address: split by hand, never raise on a hostile URL
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            scheme, rest = "", url
+        rest, _, fragment = rest.partition("#")
+        rest, _, query = rest.partition("?")
+        netloc, slash, path = rest.partition("/")
+        return urllib.parse.SplitResult(scheme, netloc, slash + path, query, fragment)
+
+
+def register_url(url: str) -> None:
+    """Register the credentials a URL carries: its userinfo, and the value of each query parameter."""
+    parts = _split_url(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    # as written and decoded: httpx sends the decoded pair as basic auth, and error messages quote the URL
+    for value in (userinfo, *userinfo.split(":", 1)):
+        register_secret(value)
+        register_secret(urllib.parse.unquote(value))
+    for pair in filter(None, parts.query.split("&")):
+        name, equals, value = pair.partition("=")
+        for secret in (value, urllib.parse.unquote_plus(value)) if equals else (name, urllib.parse.unquote_plus(name)):
+            register_secret(secret)
+
+
+def redacted_url(url: str) -> str:
+    """The URL as it may be shown or written: its userinfo and every query value replaced by `[redacted]`."""
+    parts = _split_url(url)
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
+    # a query's names are kept, so a reader can tell which parameter was sent; its values can be keys
+    query = "&".join(
+        f"{pair.partition('=')[0]}={REDACTED}" if "=" in pair else pair and REDACTED for pair in parts.query.split("&")
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment and REDACTED))
+
+
 def watch_env(*names: str | None) -> None:
     """Also register the value of each of these environment variables whenever text is scrubbed."""
     with _registry.lock:

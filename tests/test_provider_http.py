@@ -148,3 +148,18 @@ def test_blank_lines_between_ndjson_lines_are_not_events():
     p, _ = provider("ollama", (200, f"\n{json.dumps(first)}\n\n  \n{json.dumps(done)}\n", NDJSON))
     result = p.complete(REQUEST, on_text=lambda t: None)
     assert result.message.content == "Hello" and result.wire.response == [first, done]
+
+
+def test_a_base_urls_user_password_and_query_key_are_kept_out_of_the_wire_and_its_errors():
+    from agentcore.secrets import forget_secrets
+
+    base_url = "http://proxy-user:proxy-password-0123@llm.example.com/v1?key=url-key-0123456789"
+    try:
+        p = OpenAIProvider("m", base_url=base_url, transport=httpx.MockTransport(lambda r: httpx.Response(500)))
+        with pytest.raises(ProviderError) as caught:
+            p.complete(REQUEST)
+        shown = f"{caught.value} {caught.value.wire.model_dump_json()}"
+        assert "llm.example.com" in shown
+        assert "proxy-password-0123" not in shown and "url-key-0123456789" not in shown
+    finally:
+        forget_secrets()

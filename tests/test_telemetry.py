@@ -478,9 +478,31 @@ def test_a_password_in_the_otlp_url_is_never_printed(tmp_path, capsys):
     try:
         assert main(["export", str(transcript), "--otlp", "http://bob:url-password-0123456@127.0.0.1:1"]) == 2
         err = capsys.readouterr().err
-        assert "Connection refused" in err and "url-password-0123456" not in err and "bob:[redacted]@" in err
+        assert "Connection refused" in err and "url-password-0123456" not in err and "[redacted]@127.0.0.1" in err
     finally:
         forget_secrets()
+
+
+def test_a_key_in_the_otlp_urls_query_is_never_printed(tmp_path, capsys):
+    transcript = tmp_path / "run.json"
+    transcript.write_text(dumps(weather_run()))
+    try:
+        assert main(["export", str(transcript), "--otlp", "http://127.0.0.1:1/?api_key=query-key-0123456789"]) == 2
+        err = capsys.readouterr().err
+        assert "Connection refused" in err and "query-key-0123456789" not in err and "api_key=[redacted]" in err
+    finally:
+        forget_secrets()
+
+
+def test_a_base_urls_credentials_never_reach_the_trace_even_from_an_older_transcript():
+    # a transcript written before the URL's credentials were known secrets: nothing registered in this process
+    base_url = "https://proxy-user:proxy-password-0123@llm.example.com:8443/v1?key=url-key-0123456789"
+    run = weather_run(base_url=base_url)
+    forget_secrets()
+    text = otlp_json(run, content=True)
+    assert "proxy-password-0123" not in text and "url-key-0123456789" not in text and "proxy-user" not in text
+    back = parse_import(text, "trace.otlp.json")
+    assert back.config.base_url == "https://[redacted]@llm.example.com:8443/v1?key=[redacted]"
 
 
 def test_live_export_sends_each_finished_step_then_the_run_once_it_stops(receiver):

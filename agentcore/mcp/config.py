@@ -9,13 +9,12 @@ import json
 import os
 import re
 import shlex
-import urllib.parse
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..secrets import REDACTED, register_headers, register_secret
+from ..secrets import redacted_url, register_headers, register_secret, register_url
 from ..tools import DEFAULT_TIMEOUT_S
 
 _SECRET_ENV = re.compile(r"(key|token|secret|password|auth)", re.IGNORECASE)
@@ -49,32 +48,6 @@ class ServerConfig:
     def label(self) -> str:
         """Where the server is, for messages: its URL without credentials, or its command line."""
         return redacted_url(self.url) if self.url is not None else shlex.join([self.command or "", *self.args])
-
-
-def register_url(url: str) -> None:
-    """Register the credentials a URL carries: its userinfo, and the value of each query parameter."""
-    parts = urllib.parse.urlsplit(url)
-    userinfo = parts.netloc.rpartition("@")[0]
-    # as written and decoded: httpx sends the decoded pair as basic auth, and error messages quote the URL
-    for value in (userinfo, *userinfo.split(":", 1)):
-        register_secret(value)
-        register_secret(urllib.parse.unquote(value))
-    for pair in filter(None, parts.query.split("&")):
-        name, equals, value = pair.partition("=")
-        for secret in (value, urllib.parse.unquote_plus(value)) if equals else (name, urllib.parse.unquote_plus(name)):
-            register_secret(secret)
-
-
-def redacted_url(url: str) -> str:
-    """The URL as it may be shown or written: its userinfo and every query value replaced by `[redacted]`."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
-    # a query's names are kept, so a reader can tell which parameter was sent; its values can be keys
-    query = "&".join(
-        f"{pair.partition('=')[0]}={REDACTED}" if "=" in pair else pair and REDACTED for pair in parts.query.split("&")
-    )
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment and REDACTED))
 
 
 def stdio_server(command_line: str, name: str | None = None) -> ServerConfig:

@@ -30,7 +30,7 @@ import httpx
 from .. import catalogue
 from ..errors import ProviderError, UsageError
 from ..messages import Violation, validate_messages
-from ..secrets import StreamScrubber, redact_headers, register_headers, register_secret, scrub
+from ..secrets import StreamScrubber, redact_headers, register_headers, register_secret, register_url, scrub
 from . import ProviderInfo, get_info
 from ._limits import (
     ACCEPT_ENCODING,
@@ -398,6 +398,7 @@ class HttpProvider(BaseProvider, ABC):
         super().__init__(model)
         info = self.info
         self.base_url = (_configured(base_url, info.base_url_env, info.default_base_url) or "").rstrip("/")
+        register_url(self.base_url)  # a proxy's user:password or ?key= in the URL is a credential too
         self._api_key = _configured(api_key, info.key_env)  # memory only: never in repr, wire, transcript or error text
         register_secret(self._api_key)
         if not self._api_key and info.key_env and self.official:

@@ -25,7 +25,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from ..accounting import sent_at, step_costs
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ..run import Run, StepRecord, ToolRun
-from ..secrets import scrub
+from ..secrets import redacted_url, scrub
 from . import genai as g
 
 AGENT = "agentcore"
@@ -255,7 +255,10 @@ class _Builder:
         }
         if self.content:
             attributes[g.RUN_TITLE] = run.title
-            attributes[g.RUN_CONFIG] = g.dumps(config.model_dump(mode="json"))
+            recorded = config.model_dump(mode="json")
+            if config.base_url:  # a transcript written before its credentials were known may still hold them
+                recorded["base_url"] = redacted_url(config.base_url)
+            attributes[g.RUN_CONFIG] = g.dumps(recorded)
             if run.final_output is not None:
                 attributes[g.RUN_FINAL_OUTPUT] = g.dumps(run.final_output)
             if config.system_prompt:

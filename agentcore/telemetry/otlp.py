@@ -16,7 +16,6 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -27,7 +26,7 @@ from opentelemetry.util.re import parse_env_headers
 
 from ..errors import UsageError
 from ..run import Run
-from ..secrets import register_headers, register_secret, scrub_text
+from ..secrets import register_headers, register_secret, register_url, scrub_text
 from ..transcript import json_text, one_line
 from .export import root_span, run_spans, step_spans
 
@@ -66,10 +65,7 @@ def otlp_json(run: Run, *, content: bool = False) -> str:
 def traces_url(url: str) -> str:
     """An OTLP/HTTP endpoint as a traces URL: a base such as http://host:4318 gets /v1/traces, as the SDK does."""
     url = url.strip()
-    try:
-        register_secret(urlsplit(url).password)  # a password in the URL is never printed with it
-    except ValueError:  # a port that is not a number: said by the exporter's send
-        pass
+    register_url(url)  # its user:password and query values are never printed with it
     if not url.lower().startswith(("http://", "https://")):
         raise UsageError(f"--otlp {scrub_text(url)!r}: expected an http:// or https:// URL")
     return url if url.rstrip("/").endswith(TRACES_PATH) else url.rstrip("/") + TRACES_PATH
