@@ -233,3 +233,10 @@ def test_the_embedded_model_is_graded_on_a_small_slice():
     assert all(c.passed or c.failures[-1].expectation.startswith("benchmark (") for c in cells)
     (score,) = scoreboard(matrix)
     assert score.config == "local" and score.tests == 3 and score.steps >= 6 and score.output_tokens > 0
+
+
+def test_a_task_whose_reference_calls_a_function_not_yet_offered_is_listed_not_imported():
+    tests, skipped = bfcl.import_tasks("multi_turn_miss_func", ids=["multi_turn_miss_func_49"])
+    assert tests == []
+    ((task_id, reason),) = [(s.task_id, s.reason) for s in skipped]
+    assert task_id == "multi_turn_miss_func_49" and "calls tail in turn 1" in reason and "from turn 3" in reason

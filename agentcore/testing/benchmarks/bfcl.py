@@ -231,9 +231,17 @@ def to_test(entry: dict[str, Any], category: str, max_steps: int | None = None) 
         raise ValueError("the package has no reference calls for it")
     try:
         built = BfclEpisode(entry)
-        most = max(map(len, built.reference()), default=0)
+        reference = built.reference()
     except (ImportError, SyntaxError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
+    for turn, calls in enumerate(reference):
+        for call in calls:
+            if built.held_until.get(call.name, 0) > turn:  # no model could make that call: none could pass
+                raise ValueError(
+                    f"BFCL's reference calls {call.name} in turn {turn}, but the task offers it only from "
+                    f"turn {built.held_until[call.name]} (BFCL's turn numbers, from 0)"
+                )
+    most = max(map(len, reference), default=0)
     turns = [_said(t) for t in entry["question"]]
     return PinnedTest(
         name=f"bfcl {entry['id']}",
