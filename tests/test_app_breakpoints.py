@@ -122,3 +122,31 @@ def test_the_debugging_lesson_stops_at_its_breakpoint_mocks_rome_and_points_to_t
     assert "Rome: hail" in [m.content for m in run.messages] and run.stop_reason == "answer"
     assert [s.value for s in at.success] == [LESSONS["debug"].ending]
     assert any("Error analysis" in link.label for link in at.get("page_link"))
+
+
+def test_a_cost_breakpoint_stops_the_next_model_call_once_the_run_has_cost_more(open_app):
+    from agentcore import toolbox
+    from agentcore.loop import Agent
+    from agentcore.messages import Usage
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.run import RunConfig
+    from ui.state import Session
+
+    tools = toolbox.get_tools(["get_weather"])
+    run = Run.start(
+        "Weather in Paris?",
+        RunConfig(scenario="weather", model="weather", tools=[t.spec() for t in tools], breakpoints=["cost:0.001"]),
+    )
+    Agent(ScriptedProvider(scenario="weather"), tools).step(run)
+    # step 1 as a priced model answered it: 1,000 input tokens of gpt-4o cost $0.0025
+    run.steps[0] = run.steps[0].model_copy(
+        update={"provider": "openai", "model": "gpt-4o", "usage": Usage(input_tokens=1000)}
+    )
+    session = Session()
+    session.add_run(run)
+    at = open_app(session=session, timeout=30)
+    click(at, "run_to_end")
+    assert run.paused and run.halt.breakpoint == "cost:0.001" and len(run.steps) == 1
+    assert any("Paused at breakpoint cost:0.001 before model" in w.value for w in at.warning)
+    click(at, "run_to_end")
+    assert run.stop_reason == "answer" and len(run.halts) == 1
