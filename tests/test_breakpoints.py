@@ -3,13 +3,15 @@ past it, a mock rule answers a call without running it, and the command line sto
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
-import sys
 
 import pytest
 
 from agentcore import toolbox, transcript
+from agentcore.cli.main import main
 from agentcore.errors import UsageError
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolCall, Usage
@@ -151,7 +153,11 @@ def test_a_breakpoint_stops_a_call_before_a_mock_answers_it():
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, timeout=120)
+    """The command line, run in this process: its exit code and what it printed on stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def test_the_cli_stops_at_a_breakpoint_saves_the_run_names_it_and_exits_5(tmp_path):

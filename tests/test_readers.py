@@ -356,6 +356,7 @@ def test_a_lone_surrogate_in_a_name_is_refused(path, tmp_path, capsys):
     assert_all_refused(every_reader(edited(BASES[1], ["parent", "run_id"], "\udcff"), tmp_path, capsys), "surrogate")
 
 
+@pytest.mark.slow  # starts the command line's own process: how a real stdout takes the surrogate is the point
 def test_a_lone_surrogate_in_message_text_is_kept_and_shown_as_an_escape(tmp_path, capsys):
     raw = edited(WEATHER, ["messages", 1, "content"], "I'll look \ud800 up")
     assert set(every_reader(raw, tmp_path, capsys).values()) == {"ok"}
