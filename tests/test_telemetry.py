@@ -235,6 +235,33 @@ def test_an_imported_trace_is_a_run_that_can_be_forked_and_stepped_again():
     assert fork.parent.run_id == back.id
 
 
+def test_what_hooks_did_comes_back_from_the_trace_the_changes_the_refusal_and_the_pause():
+    from agentcore.hooks import Pause, Refuse
+    from agentcore.toolbox.hooks import redact
+
+    def no_rome(run, calls):
+        return [Refuse(c, "not Rome") if c.arguments.get("city") == "Rome" else c for c in calls]
+
+    def look_first(run, request):
+        return Pause("look at the results first") if len(run.steps) == 1 else request
+
+    scenario = SCENARIOS["weather"]
+    run = Run.start(scenario.prompt + " Mail it to ann@example.com.", RunConfig(provider="scripted", model="weather"))
+    agent = Agent(
+        ScriptedProvider("weather"),
+        get_tools(list(scenario.tools)),
+        before_model=[redact, look_first],
+        before_tools=[no_rome],
+    )
+    agent.run(run)
+    assert run.paused and run.steps[0].hook_effects
+    back = parse_import(otlp_json(run, content=True), "trace.otlp.json")
+    assert [s.hook_effects for s in back.steps] == [s.hook_effects for s in run.steps]
+    assert [t.badge for s in back.steps for t in s.tool_runs] == [t.badge for s in run.steps for t in s.tool_runs]
+    assert "refused by hook no_rome" in [t.badge for t in back.steps[0].tool_runs]
+    assert back.halt == run.halt and back.halts == run.halts and back.paused
+
+
 def test_a_trace_exported_without_content_is_refused_in_one_line():
     with pytest.raises(TranscriptError) as err:
         parse_import(otlp_json(weather_run()), "bare.otlp.json")

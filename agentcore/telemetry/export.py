@@ -164,6 +164,8 @@ class _Builder:
             if config.system_prompt:
                 attributes[g.SYSTEM_INSTRUCTIONS] = g.dumps(g.system_parts(config.system_prompt))
             attributes[g.TOOL_DEFINITIONS] = _tool_definitions(run)
+            if step.hook_effects:
+                attributes[g.STEP_HOOK_EFFECTS] = g.dumps([e.model_dump(mode="json") for e in step.hook_effects])
         kind = SpanKind.INTERNAL if who.provider in g.IN_PROCESS else SpanKind.CLIENT
         name = f"chat {who.model or config.model or who.provider}"
         span_id = _id(64, "agentcore-run", run.id, "step", str(step.index))
@@ -186,6 +188,7 @@ class _Builder:
             g.CONVERSATION: run.id,
             g.ERROR_TYPE: "tool_error" if tool_run.is_error else None,
             g.DECISION: None if tool_run.source == "ran" else tool_run.source,
+            g.TOOL_HOOK: tool_run.hook,
             g.STEP_INDEX: step.index,
         }
         if self.content:
@@ -264,6 +267,10 @@ class _Builder:
             if config.system_prompt:
                 attributes[g.SYSTEM_INSTRUCTIONS] = g.dumps(g.system_parts(config.system_prompt))
             attributes[g.TOOL_DEFINITIONS] = _tool_definitions(run)
+            if run.halt is not None:
+                attributes[g.RUN_HALT] = g.dumps(run.halt.model_dump(mode="json"))
+            if run.halts:
+                attributes[g.RUN_HALTS] = g.dumps([h.model_dump(mode="json") for h in run.halts])
         links = []
         if run.parent is not None:  # the fork's parent run, as a link to its root span
             links.append(Link(_context(run.parent.run_id, root_span_id(run.parent.run_id))))

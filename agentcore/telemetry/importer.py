@@ -309,6 +309,8 @@ class _Reader:
                 final_output=root.json(g.RUN_FINAL_OUTPUT),
                 parent=ForkOrigin(run_id=parent_run, step=parent_step) if parent_run else None,
                 annotations=self.annotations(steps),
+                halt=root.json(g.RUN_HALT),
+                halts=root.json(g.RUN_HALTS) or [],
             )
         except ValidationError as exc:
             raise TranscriptError(f"{root.label()}: {describe_validation(exc)}") from None
@@ -435,6 +437,7 @@ class _Reader:
             tool_runs=[self.tool_run(s, chat) for s in self.tools if s.call_id in calls],
             started_at=_stamp(chat.start),
             tools_withheld=a.get(g.TOOLS_WITHHELD) is True,
+            hook_effects=chat.json(g.STEP_HOOK_EFFECTS) or [],
         )
 
     def tool_run(self, span: Span, chat: Span) -> ToolRun:
@@ -460,6 +463,7 @@ class _Reader:
             original_raw_arguments=original if original is not None and original_args is None else None,
             original_content=span.text(g.ORIGINAL_RESULT),
             started_ms=max(0, span.start - chat.end) / 1e6,
+            hook=span.text(g.TOOL_HOOK),
         )
 
     # -- config ------------------------------------------------------------------------
