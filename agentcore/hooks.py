@@ -14,8 +14,9 @@ An Agent takes three lists of plain callables, run in order at their point of ea
 
 A hook returns its input unchanged to change nothing. `Pause(reason)` stops the step where it is, as "pause before
 tools" does: the run records the hook, the point and the reason (`Run.halt`), and its next phase goes on from there
-without asking that hook again. `Stop(reason)` ends the run with the stop reason "stopped" (the next phase, if a
-person asks for one, goes on the same way). A hook that raises fails the step like a provider error: the run stops
+without asking that hook again. `Stop(reason)` ends the run with the stop reason "stopped", after a plain answer too (the next phase, if a
+person asks for one, goes on the same way); a pause after the model on a reply without tool calls has nothing to
+wait before, and the run ends with its answer. A hook that raises fails the step like a provider error: the run stops
 with "error", `run.error` names the hook, and nothing completed is lost.
 
 Each change a hook makes is recorded on its step (`StepRecord.hook_effects`: the hook, the point, what changed,

@@ -217,7 +217,8 @@ class Agent:
         run.append(message)
         self._emit_effects(run, index, "model", run.steps[-1].hook_effects)
         self._emit("phase_finished", run.id, index, "model", message=message)
-        if after.halt is not None and message.tool_calls:
+        # a stop ends the run even on a plain answer; a pause waits before tools, so a reply without calls has none
+        if after.halt is not None and (message.tool_calls or not isinstance(after.halt[1], Pause)):
             return self._halt(run, index, "after_model", after)
         if not message.tool_calls:
             run.stop_reason = "answer"

@@ -217,3 +217,21 @@ def test_the_cli_guardrail_refuses_a_replayed_call_and_an_unknown_hook_is_one_li
     assert main(["run", "x", "--provider", "scripted", "--hook", "nosuch", "--no-db"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--hook" in err and "'guardrail'" in err
+
+
+def test_a_hook_that_stops_after_a_plain_answer_ends_the_run_stopped_and_names_itself():
+    def veto(run: Run, message: AssistantMessage) -> AssistantMessage | Stop:
+        return Stop("the answer names a person") if not message.tool_calls else message
+
+    run = agent(after_model=[veto]).run(start())
+    assert run.stop_reason == "stopped" and run.finished and run.messages[-1].content == "Done."
+    assert run.halt.words == "stopped by hook veto after model: the answer names a person"
+    assert transcript.loads(transcript.dumps(run)).halts == [run.halt]
+
+
+def test_a_pause_after_a_plain_answer_has_no_tools_to_wait_before_and_the_run_ends_with_its_answer():
+    def look(run: Run, message: AssistantMessage) -> AssistantMessage | Pause:
+        return Pause("look at the answer") if not message.tool_calls else message
+
+    run = agent(after_model=[look]).run(start())
+    assert run.stop_reason == "answer" and not run.paused and run.halt is None
