@@ -286,8 +286,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     mocked = sum(t.source == "mocked" for s in run.steps for t in s.tool_runs)
     if mocked:
         print(f"mocked: {mocked} tool call{'s' if mocked != 1 else ''} answered by a mock rule, not run")
-    if run.halt is not None:
-        print(run.halt.words)
     usage = run.usage
     est = " (estimated)" if any(s.estimated for s in run.steps) else ""
     print(
