@@ -331,7 +331,8 @@ class Agent:
             else:
                 outcome, source = self._resolve(run, call, decisions.get(call.id)), sources[call.id]
             results[call.id] = (outcome, source, started, self._tool_wire(call, source))
-            self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome)
+            # `text` says how the call was resolved (ToolSource): "mocked", "repeat", a person's decision
+            self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome, text=source)
 
         for group in self._groups(run, allowed):
             if len(group) == 1:

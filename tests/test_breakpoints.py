@@ -192,6 +192,7 @@ def test_the_cli_reads_mock_rules_from_json_and_yaml(tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert "mocked: 1 tool call answered by a mock rule" in done.stdout
+        assert "✓ get_weather [mocked] (0 ms): Paris: 40 degrees" in done.stdout  # marked as it happens
         saved = transcript.load(out)
         assert [t.source for t in saved.steps[0].tool_runs] == ["mocked", "ran", "ran"]
 

@@ -72,7 +72,8 @@ class Printer:
         elif event.kind == "tool_finished":
             o = event.outcome
             mark = "✗" if o.is_error else "✓"
-            w(f"  {mark} {event.tool_call.name} ({o.duration_ms:.0f} ms): {shorten(o.content)}\n")
+            how = " [mocked]" if event.text == "mocked" else ""
+            w(f"  {mark} {event.tool_call.name}{how} ({o.duration_ms:.0f} ms): {shorten(o.content)}\n")
         elif event.kind == "error":
             w(f"error: {event.error}\n")
         elif event.kind == "hook_effect":
