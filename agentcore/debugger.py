@@ -66,7 +66,7 @@ def _model_hit(run: Run, bp: Breakpoint, index: int) -> str | None:
         return None
     assert bp.limit is not None or bp.kind == "tool-error"
     if bp.kind == "tokens":
-        now = run.usage.total_tokens
+        now = sum(s.usage.total_tokens for s in run.steps)  # not run.usage: adding Usage values costs more per step
         if _passed(now - last.usage.total_tokens, now, bp.limit or 0):
             return f"the run has used {now:,} tokens after step {last.index}, past {bp.limit:,.0f}"
         return None
