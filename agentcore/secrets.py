@@ -307,8 +307,9 @@ class StreamScrubber:
     """Passes streamed text on scrubbed, holding back a tail that could be the start of a secret.
 
     A key can arrive split over two deltas; what is held back goes out with the next delta,
-    or at `close()` once the stream has ended. Text shaped like a key is left to the whole
-    answer's scrub.
+    or at `close()` once the stream has ended. Text shaped like a key (`sk-…`, `Bearer …`) is
+    held while it may go on, as a model writes it a few characters at a time, at most
+    MOST_HELD characters.
     """
 
     def __init__(self, sink: Callable[[str], Any]) -> None:
@@ -324,6 +325,7 @@ class StreamScrubber:
             for found in pattern.finditer(text):
                 whole = found.end()
             cut -= _partial_tail(text[whole:], _registry.forms)
+        cut = min(cut, _shape_hold(text))
         self.held = text[cut:]
         if cut:
             self.sink(scrub_text(text[:cut]))
@@ -333,6 +335,49 @@ class StreamScrubber:
         if self.held:
             held, self.held = self.held, ""
             self.sink(scrub_text(held))
+
+
+MOST_HELD = 1024  # characters of key-shaped text held back at most: no key is longer
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-")
+_SCHEMES = ("Bearer", "Basic")
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _shape_hold(text: str) -> int:
+    """Where the end of `text` that may still grow into text shaped like a key starts (len(text): nowhere).
+
+    One backward pass over the last MOST_HELD characters: the trailing run of a key's characters is held when it
+    holds `sk-` at a word's start, follows `Bearer ` or `Basic `, or ends in a word that begins one of them.
+    """
+    end = len(text)
+    floor = max(0, end - MOST_HELD)
+    start = end
+    while start > floor and text[start - 1] in _KEY_CHARS:
+        start -= 1
+    marker = text.find("sk-", start)
+    while marker != -1:
+        if marker == 0 or not _word_char(text[marker - 1]):
+            return marker
+        marker = text.find("sk-", marker + 1)
+    gap = start
+    while gap > floor and text[gap - 1].isspace():
+        gap -= 1
+    word = gap
+    while word > floor and _word_char(text[word - 1]):
+        word -= 1
+    if gap < start or start == end:  # a scheme, then space, then (maybe) its token
+        if text[word:gap] in _SCHEMES and (word == 0 or not _word_char(text[word - 1])):
+            return word
+    last = end
+    while last > start and _word_char(text[last - 1]):
+        last -= 1
+    tail = text[last:]
+    if tail and any(m.startswith(tail) for m in ("sk", *_SCHEMES)) and (last == 0 or not _word_char(text[last - 1])):
+        return last
+    return end
 
 
 def _partial_tail(text: str, forms: Iterable[str]) -> int:

@@ -267,3 +267,28 @@ def test_streamed_text_never_passes_on_a_key_split_over_deltas():
             assert all(OPENAI_KEY not in "".join(seen[j:]) for j in range(len(seen)))
         sink.close()
         assert "".join(seen) == f"key {REDACTED} and again {OPENAI_KEY[:5]}... {REDACTED}!"
+
+
+def test_text_shaped_like_a_key_streamed_a_few_characters_at_a_time_is_redacted_as_it_streams():
+    seen: list[str] = []
+    sink = StreamScrubber(seen.append)
+    text = (
+        "Found sk-proj-abcdefghijklmnopqrstu in .env; send Authorization: Bearer tok0123456789abcdef next. Ask skills."
+    )
+    for at in range(0, len(text), 3):  # a model writes a few characters at a time
+        sink(text[at : at + 3])
+    sink.close()
+    assert "".join(seen) == "Found [redacted] in .env; send Authorization: [redacted] next. Ask skills."
+
+
+def test_a_key_shaped_text_that_never_ends_is_held_back_no_more_than_a_bounded_tail():
+    from agentcore.secrets import MOST_HELD
+
+    seen: list[str] = []
+    sink = StreamScrubber(seen.append)
+    sink("sk-")
+    for _ in range(3000):
+        sink("abcdefgh")
+        assert len(sink.held) <= MOST_HELD + 8
+    sink.close()
+    assert "".join(seen).startswith(REDACTED) and len("".join(seen)) > 20_000
