@@ -315,6 +315,13 @@ def test_the_cli_annotates_a_call_makes_its_test_and_counts_the_labels(tmp_path:
         (["--step", "1", "--correct-call", "{oops"], "--correct-call: not JSON"),
         (["--step", "1", "--note", "x" * 2001], "note: String should have at most 2000 characters"),
         (["--step", "1", "--label", "looped", "--score", "nan"], "score"),
+        # a label that cannot make the test asked for is not kept either: the command can be given again, corrected
+        (["--step", "2", "--label", "looped", "--make-test", "never.yaml"], "has no correct call to expect"),
+        (
+            ["--step", "2", "--correct-call", '{"name": "read_note", "arguments": {"note_id": "human-in-the-loop"}}']
+            + ["--make-test", "never.yaml"],
+            "already calls read_note",
+        ),
     ],
 )
 def test_a_bad_annotation_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, message) -> None:

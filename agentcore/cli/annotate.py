@@ -77,16 +77,19 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         correct_call=_correct_call(args.correct_call),
     )
     store = Store(args.db)
+    # the test is made before the annotation is kept: one that cannot be a test (no correct call, or one the run
+    # already makes) keeps nothing, so the command can be given again, corrected, without labelling twice
+    test = from_annotation(store.read_run(args.run), annotation) if args.make_test else None
     kept = store.annotate(args.run, annotation)
     print(f"annotated {kept.target} of run {args.run}: {kept.summary()} (id {kept.id}, by {kept.author})")
-    if args.make_test:
+    if test is not None:
         out = Path(args.make_test)
-        test = from_annotation(store.read_run(args.run), kept)
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(out, export_test(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES))
         except OSError as exc:
-            raise UsageError(f"--make-test {out}: cannot write: {exc.strerror or exc}") from None
+            why = exc.strerror or exc
+            raise UsageError(f"--make-test {out}: cannot write: {why} (the annotation {kept.id} is kept)") from None
         print(f"wrote {out}: it expects {kept.correct_call.text} at step {kept.step}; run it: agentcore test {out}")
     return 0
 
