@@ -92,6 +92,9 @@ def test_a_bad_annotation_is_one_line_and_nothing_is_kept(open_app, steps_tab, t
     fill(at, labels=["looped"], call_name="get_weather", call_args="{not json")
     click(at, "annotate_playground_save")
     assert any("arguments are not JSON" in e.value for e in at.error)
+    fill(at, call_args="[" * 20_000)  # within the field's 20,000 characters, past Python's recursion limit
+    click(at, "annotate_playground_save")
+    assert any("arguments are nested more than 100 levels deep" in e.value for e in at.error)
     fill(at, note="x" * 10, tags="t" * 41, call_name="")
     click(at, "annotate_playground_save")
     assert any("free label is at most 40" in e.value for e in at.error)

@@ -6,7 +6,6 @@ typed here (labels, notes, a tool's name and arguments) is drawn inert through u
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -24,12 +23,12 @@ from agentcore.annotations import (
     make_annotation,
     step_calls,
 )
-from agentcore.errors import AgentcoreError
+from agentcore.errors import AgentcoreError, TranscriptError
 from agentcore.exports import export_test
 from agentcore.run import Run, StepRecord
 from agentcore.store.runs import DEFAULT_PATH, Store
 from agentcore.testing.labelled import from_annotation
-from agentcore.transcript import write_atomic
+from agentcore.transcript import read_json, write_atomic
 
 from . import safe
 from .page_state import Notice, PageState, TestsState
@@ -76,10 +75,10 @@ def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
     target = state.get(key + "target") or STEP
     tags = [t for t in re.split(r"[,\n]", state.get(key + "tags") or "") if t.strip()]
     name = (state.get(key + "call_name") or "").strip()
-    try:
-        arguments = json.loads(state.get(key + "call_args") or "{}") if name else None
-    except ValueError as exc:
-        _say(where, "error", f"Not saved: the correct call's arguments are not JSON: {exc}")
+    try:  # read within every reader's limits: a paste nested thousands deep is refused, not a RecursionError
+        arguments = read_json(state.get(key + "call_args") or "{}") if name else None
+    except TranscriptError as exc:
+        _say(where, "error", f"Not saved: the correct call's arguments are {exc}")
         return
     if name and not isinstance(arguments, dict):
         _say(where, "error", 'Not saved: the correct call\'s arguments are a JSON object, like {"city": "Paris"}')
