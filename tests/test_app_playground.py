@@ -669,3 +669,12 @@ def test_a_run_opened_from_a_file_does_not_take_the_key_to_its_base_url(app, mon
     session(app).add_run(local)
     app.run()
     assert app.text_input(key="cfg_base_url").value == "http://127.0.0.1:9/"  # no key goes to ollama
+
+
+def test_edited_arguments_nested_past_the_readers_limit_are_refused_in_one_line_not_a_recursion_error():
+    from ui.actions import parse_object
+
+    with pytest.raises(ValueError, match="get_weather .call_1_0.: the arguments are nested more than 100 levels"):
+        parse_object("[" * 50_000, "get_weather (call_1_0)")
+    with pytest.raises(ValueError, match="the arguments are not JSON"):
+        parse_object("{oops", "get_weather (call_1_0)")

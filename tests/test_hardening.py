@@ -129,7 +129,11 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [("[1]", "a JSON Schema is a JSON object, not list"), ('{"type": "nope"}', "not a valid JSON Schema")],
+    [
+        ("[1]", "a JSON Schema is a JSON object, not list"),
+        ('{"type": "nope"}', "not a valid JSON Schema"),
+        ("[" * 50_000, "nested more than 100 levels deep"),  # past Python's recursion limit
+    ],
 )
 def test_cli_refuses_a_bad_final_schema_in_one_line(tmp_path, capsys, content, words):
     schema = tmp_path / "schema.json"

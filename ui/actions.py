@@ -10,7 +10,6 @@ callbacks that start a phase call: the sidebar shows a change at once, as the ne
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from agentcore.errors import AgentcoreError
+from agentcore.errors import AgentcoreError, TranscriptError
 from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
@@ -26,6 +25,7 @@ from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
 from agentcore.toolbox.hooks import hook_arguments
+from agentcore.transcript import read_json
 
 from .live import PhaseJob, PhaseProgress, follow
 from .otel import observer as otel_observers
@@ -188,10 +188,10 @@ def collect_decisions(run: Run) -> dict[str, ToolDecision]:
 
 def parse_object(text: str, what: str) -> dict[str, Any]:
     """Parse JSON that must be an object; the error names what it was for."""
-    try:
-        value = json.loads(text or "{}")
-    except ValueError as exc:
-        raise ValueError(f"{what}: the arguments are not JSON: {exc}") from None
+    try:  # within every reader's limits: a paste nested thousands deep is refused, not a RecursionError
+        value = read_json(text or "{}")
+    except TranscriptError as exc:
+        raise ValueError(f"{what}: the arguments are {exc}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{what}: the arguments must be a JSON object, not {type(value).__name__}")
     return value

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 import sys
 import threading
@@ -16,13 +15,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import AgentcoreError, UsageError
+from ..errors import AgentcoreError, TranscriptError, UsageError
 from ..guard import LOOP_GUARDS, guard_line
 from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
 from ..toolbox import DEFAULT_TOOLS
 from ..toolbox.hooks import HOOKS, hook_arguments
-from ..transcript import describe_validation, one_line
+from ..transcript import describe_validation, one_line, read_json
 from .annotate import add_annotate
 from .commands import (
     cmd_compare,
@@ -106,8 +105,10 @@ def _build_run(args: argparse.Namespace):
         raise UsageError("--scenario only applies to --provider scripted")
     if args.final_schema:
         try:
-            final_schema = json.loads(Path(args.final_schema).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            final_schema = read_json(Path(args.final_schema).read_bytes())  # within every reader's limits
+        except OSError as exc:
+            raise UsageError(f"--final-schema {args.final_schema}: {exc.strerror or exc}") from None
+        except TranscriptError as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
         check_final_schema(final_schema, f"--final-schema {args.final_schema}")
     # a scenario has its own tools; any other run is offered the app's default ones
