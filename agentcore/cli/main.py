@@ -375,7 +375,7 @@ def _add_run(sub: Any) -> None:
         choices=list(HOOKS),
         metavar="NAME",
         help="a hook around the model call, repeatable: "
-        + "; ".join(f"{name}: {h.description}" for name, h in HOOKS.items()),
+        + "; ".join(f"{name}: {h.description.rstrip('.')}" for name, h in HOOKS.items()),
     )
     p.add_argument(
         "--break",
