@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 from .messages import AssistantMessage, ToolCall
 from .providers.base import ModelRequest
 from .run import HookEffect, HookPoint, Run
+from .secrets import scrub_text
 from .tools import ToolOutcome
 
 __all__ = [
@@ -155,7 +156,7 @@ def run_hooks(point: HookPoint, hooks: Sequence[Any], run: Run, value: V, skip: 
             words = hook.failure if builtin else None
             if words is not None:
                 raise HookFailed(words(exc)) from None
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            detail = scrub_text(" ".join(f"{type(exc).__name__}: {exc}".split()))  # the run's error is shown and sent
             raise HookFailed(f"hook {name} ({point}): {detail}") from None
         if isinstance(result, Pause | Stop):
             passed.halt = (name, result)

@@ -235,3 +235,20 @@ def test_a_pause_after_a_plain_answer_has_no_tools_to_wait_before_and_the_run_en
 
     run = agent(after_model=[look]).run(start())
     assert run.stop_reason == "answer" and not run.paused and run.halt is None
+
+
+def test_a_hook_that_raises_with_a_secret_in_its_message_fails_the_step_without_it():
+    from agentcore.secrets import forget_secrets, register_secret
+
+    secret = "sk-hook-secret-0123456789abcdef"
+    register_secret(secret)
+
+    def leaky(run: Run, request: ModelRequest) -> ModelRequest:
+        raise RuntimeError(f"cannot reach https://vault.example.com/?token={secret}")
+
+    try:
+        run = agent(before_model=[leaky]).run(start())
+        assert run.stop_reason == "error" and run.error.startswith("hook leaky (before_model): RuntimeError")
+        assert secret not in run.error and "[redacted]" in run.error
+    finally:
+        forget_secrets()

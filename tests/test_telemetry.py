@@ -151,6 +151,21 @@ def test_a_registered_secret_never_reaches_the_trace():
         forget_secrets()
 
 
+def test_a_registered_secret_never_reaches_the_spans_sent_over_otlp_their_status_included():
+    from agentcore.telemetry.export import run_spans
+
+    secret = "sk-telemetry-secret-0123456789abcdef"
+    register_secret(secret)
+    try:
+        run = weather_run()
+        run.stop_reason, run.error = "error", f"openai: cannot reach https://api.example.com/?key={secret}"
+        spans = run_spans(run, content=True)  # what a send encodes: no file writer scrubs it on the way
+        assert spans[0].status.description.endswith("?key=[redacted]")
+        assert all(secret not in f"{s.attributes} {s.status.description} {s.events}" for s in spans)
+    finally:
+        forget_secrets()
+
+
 # -- the round trip --------------------------------------------------------------------
 
 

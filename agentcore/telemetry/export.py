@@ -25,7 +25,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from ..accounting import sent_at, step_costs
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ..run import Run, StepRecord, ToolRun
-from ..secrets import redacted_url, scrub
+from ..secrets import redacted_url, scrub, scrub_text
 from . import genai as g
 
 AGENT = "agentcore"
@@ -83,8 +83,12 @@ class _Builder:
     def span(
         self, name: str, span_id: int, kind: SpanKind, start: int, end: int, attributes: dict[str, Any], **extra: Any
     ) -> ReadableSpan:
-        # every value is scrubbed of known secrets here, the one place a span's attributes are made
+        # every value is scrubbed of known secrets here, the one place a span's attributes are made, and the
+        # status's words too: a send over OTLP carries the spans as they are, not through a file writer's scrub
         clean = scrub({k: v for k, v in attributes.items() if v is not None and v != [] and v != ""})
+        status = extra.get("status")
+        if status is not None and status.description:
+            extra["status"] = Status(status.status_code, scrub_text(status.description))
         parent = None if span_id == self.root.span_id else self.root
         return ReadableSpan(
             name=name,
