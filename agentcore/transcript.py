@@ -169,6 +169,11 @@ def describe_validation(exc: ValidationError) -> str:
 
 def from_dict(data: Any, *, check_messages: bool = True) -> Run:
     """Validate transcript data and build the Run; a TranscriptError names the field and the reason."""
+    if isinstance(data, dict) and "resourceSpans" in data and "format" not in data:
+        raise TranscriptError(
+            "an OpenTelemetry trace (resourceSpans), not a transcript: import it as a run first "
+            "(agentcore runs import FILE, or the Runs page)"
+        )
     check_header(data, "a transcript", FORMAT, VERSION)
     body = {k: v for k, v in data.items() if k not in ("format", "version")}
     try:

@@ -302,6 +302,15 @@ def test_runs_import_and_export_on_the_command_line(tmp_path, capsys):
     assert export_filename(run, "otlp-json").endswith(".otlp.json")
 
 
+def test_a_trace_given_where_a_transcript_is_read_says_to_import_it(tmp_path, capsys):
+    trace = tmp_path / "run.otlp.json"
+    trace.write_text(otlp_json(weather_run(), content=True))
+    for command in (["show"], ["validate"], ["cost"], ["export", "--format", "openai"]):
+        assert main([*command, str(trace)]) == 2
+        err = capsys.readouterr().err
+        assert "an OpenTelemetry trace (resourceSpans), not a transcript" in err and "runs import" in err, command
+
+
 def test_json_lines_of_otlp_bodies_as_the_sdks_file_exporter_writes_them_import(tmp_path):
     run = weather_run()
     data = otlp_data(_spans(run))
