@@ -21,7 +21,7 @@ with "error", `run.error` names the hook, and nothing completed is lost.
 
 Each change a hook makes is recorded on its step (`StepRecord.hook_effects`: the hook, the point, what changed,
 before and after), which the app's Steps tab, the CLI and the transcript show. A hook is named by its `name`
-attribute, else its `__name__`.
+attribute, else its `__name__`; a second hook of one name at one point is `name#2`.
 
 The built-in behaviours are hooks on the same path, run before the ones given: the context policies
 (`agentcore.request.PolicyHook`, before the model and after it) and the loop guard (`agentcore.guard`: its call
@@ -53,6 +53,7 @@ __all__ = [
     "Refuse",
     "Stop",
     "hook_name",
+    "hook_names",
     "refusal_outcome",
     "run_hooks",
 ]
@@ -120,6 +121,18 @@ def hook_name(hook: Any) -> str:
     return str(name)
 
 
+def hook_names(hooks: Sequence[Any]) -> list[str]:
+    """Each hook's name, the second and later hooks of one name numbered (`<lambda>#2`): a pause names one hook,
+    so going on skips that one alone."""
+    seen: dict[str, int] = {}
+    names = []
+    for hook in hooks:
+        name = hook_name(hook)
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return names
+
+
 def refusal_outcome(call: ToolCall, hook: str, reason: str) -> ToolOutcome:
     """The result the model reads for a call a hook refused."""
     text = f"Error: this call to {call.name} was refused by {hook} and not run: {reason}. Do not call it again so."
@@ -136,15 +149,21 @@ class Passed(Generic[V]):
     halt: tuple[str, Pause | Stop] | None = None
 
 
-def run_hooks(point: HookPoint, hooks: Sequence[Any], run: Run, value: V, skip: str | None = None) -> Passed[V]:
+def run_hooks(
+    point: HookPoint,
+    hooks: Sequence[Any],
+    run: Run,
+    value: V,
+    skip: str | None = None,
+    names: Sequence[str] | None = None,
+) -> Passed[V]:
     """Run `hooks` in order on `value`; each one gets what the one before it gave back.
 
     A Pause or Stop ends the chain; the hook named `skip` is not asked (it paused the run here before). A hook that
-    raises, or gives back something of the wrong kind, raises HookFailed.
+    raises, or gives back something of the wrong kind, raises HookFailed. `names` are the hooks' (`hook_names`).
     """
     passed: Passed[V] = Passed(value)
-    for hook in hooks:
-        name = hook_name(hook)
+    for hook, name in zip(hooks, names or hook_names(hooks), strict=True):
         if name == skip:
             skip = None
             continue

@@ -32,7 +32,7 @@ from .hooks import (
     Passed,
     Pause,
     Refuse,
-    hook_name,
+    hook_names,
     refusal_outcome,
     run_hooks,
 )
@@ -388,14 +388,14 @@ class Agent:
         """Ask the before-tools hooks, the breakpoints, the loop guard and the mock rules first; each sees the calls
         still to run after the ones before it."""
         hooked = _Hooked()
-        for hook in [debugger.BREAK_BEFORE_TOOLS, guard.BEFORE_TOOLS, debugger.MOCK, *self.before_tools]:
-            name = hook_name(hook)
+        hooks = [debugger.BREAK_BEFORE_TOOLS, guard.BEFORE_TOOLS, debugger.MOCK, *self.before_tools]
+        for hook, name in zip(hooks, hook_names(hooks), strict=True):
             if name == skip:  # it paused the run here: going on means not asking it again
                 skip = None
                 continue
             if not calls:
                 break
-            passed = run_hooks("before_tools", [hook], run, calls)
+            passed = run_hooks("before_tools", [hook], run, calls, names=[name])
             if passed.halt is not None:
                 hooked.halt = passed
                 return hooked

@@ -252,3 +252,27 @@ def test_a_hook_that_raises_with_a_secret_in_its_message_fails_the_step_without_
         assert secret not in run.error and "[redacted]" in run.error
     finally:
         forget_secrets()
+
+
+def test_a_pause_by_one_of_two_hooks_of_one_name_goes_on_past_that_hook_alone():
+    asked: list[str] = []
+
+    def hook(label: str, pauses: bool):
+        def check(run: Run, value):
+            asked.append(label)
+            return Pause(f"{label} wants a look") if pauses and label not in asked[:-1] else value
+
+        check.__name__ = "check"  # two hooks of one name, as two lambdas or two instances of one class are
+        return check
+
+    a = agent(before_model=[hook("a", False), hook("b", True)], before_tools=[hook("c", False), hook("d", True)])
+    run = a.run(start())
+    assert run.paused and run.halt.hook == "check#2" and run.halt.point == "before_model"
+    a.step(run)  # went on past b, asking a again
+    assert run.paused and run.halt.hook == "check#2" and run.halt.point == "before_tools"
+    a.run(run)
+    assert run.paused  # a paused run does not go on by itself
+    a.step(run)
+    a.run(run)
+    assert run.stop_reason == "answer" and ran == ["Pariss"]
+    assert asked == ["a", "b", "a", "c", "d", "c", "a", "b"]
