@@ -248,3 +248,13 @@ def test_a_task_whose_reference_calls_a_function_not_yet_offered_is_listed_not_i
     assert tests == []
     ((task_id, reason),) = [(s.task_id, s.reason) for s in skipped]
     assert task_id == "multi_turn_miss_func_49" and "calls tail in turn 1" in reason and "from turn 3" in reason
+
+
+def test_a_benchmark_expectation_without_a_benchmark_task_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps({"format": "agentcore.test", "version": 1, "prompt": "hi", "expect": {"benchmark": True}})
+    )
+    with pytest.raises(Exception, match="names no benchmark task") as caught:
+        pinned.load(path)
+    assert "\n" not in str(caught.value)

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from ..annotations import step_calls
 from ..errors import TranscriptError, UsageError
@@ -211,6 +219,12 @@ class PinnedTest(_Strict):
         if any(not t.strip() for t in turns):
             raise ValueError("a scripted user turn needs text")
         return turns
+
+    @model_validator(mode="after")
+    def _graded_by_a_benchmark(self) -> PinnedTest:
+        if self.expect.benchmark and self.benchmark is None:  # else the expectation would silently never be checked
+            raise ValueError("expect.benchmark asks a benchmark's grader, but the test names no benchmark task")
+        return self
 
     @field_validator("final_answer_schema")
     @classmethod
