@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from streamlit.testing.v1 import AppTest
 
 from agentcore.hooks import Pause
@@ -77,3 +79,23 @@ def test_a_run_a_hook_paused_says_which_hook_and_step_goes_on(open_app):
     assert any("Paused by hook look before model: look at the request first" in w.value for w in at.warning)
     click(at, "step")  # the app's agent goes on; the hook is not the app's, and the pause is cleared
     assert run.halt is None and len(run.steps) == 1
+
+
+def test_a_hooks_answer_and_unreadable_arguments_show_as_text_in_the_steps_tab(open_app, steps_tab):
+    from agentcore.hooks import Answer
+    from agentcore.tools import ToolOutcome
+    from ui.state import Session
+
+    def answer(run: Run, calls):
+        return [Answer(c, ToolOutcome("Paris: 21 degrees, answered by the hook", False, 0.0)) for c in calls]
+
+    tools = get_tools(["get_weather"])
+    run = Run.start("Weather in Paris?", RunConfig(scenario="weather", tools=[t.spec() for t in tools]))
+    Agent(ScriptedProvider(scenario="weather"), tools, before_tools=[answer]).step(run)
+    assert run.steps[0].hook_effects[0].after == "Paris: 21 degrees, answered by the hook"
+    session = Session()
+    session.add_run(run)
+    at = steps_tab(open_app(session=session, timeout=30))
+    assert any(c.value == "Paris: 21 degrees, answered by the hook" for c in at.code)
+    for shown in at.json:  # the page parses each st.json body as JSON: text would be a parse error there
+        json.loads(shown.proto.body)

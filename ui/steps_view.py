@@ -100,12 +100,13 @@ def _hook_effects(step: StepRecord) -> None:
     for effect in step.hook_effects:
         st.caption(safe.inline(effect.words))
         left, right = st.columns(2)
-        with left:
-            st.markdown("**Before**")
-            st.json(effect.before, expanded=1)
-        with right:
-            st.markdown("**After**")
-            st.json(effect.after, expanded=1)
+        for column, title, value in ((left, "Before", effect.before), (right, "After", effect.after)):
+            with column:
+                st.markdown(f"**{title}**")
+                if isinstance(value, str):  # a result a hook answered, or arguments that are not JSON: text
+                    st.code(value, language=None, wrap_lines=True)
+                else:  # st.json takes a string as JSON text already, which this often is not
+                    st.json(value, expanded=1)
 
 
 def _tool_wires(step: StepRecord) -> None:
