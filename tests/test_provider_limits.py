@@ -289,13 +289,12 @@ def test_an_endless_stream_stops_at_the_event_cap(server, name, route):
     forget_secrets()
     p = create_provider(name, "m", base_url=server.url(route), max_retries=0, max_stream_events=1000)
     deltas: list[str] = []
-    error, seconds, peak = failure(lambda: p.complete(REQUEST, on_text=deltas.append))
+    error, _, peak = failure(lambda: p.complete(REQUEST, on_text=deltas.append))
     assert str(error) == (
         f"{name} 200: the stream sent more than 1000 events; raise the max_stream_events setting to accept more"
     )
-    assert len(deltas) == (
-        0 if name == "anthropic" else 1000
-    )  # the OpenAI chunks are no Anthropic text and seconds < 2 and peak < 16 * MiB
+    assert len(deltas) == (0 if name == "anthropic" else 1000)  # the OpenAI chunks are no Anthropic text
+    assert peak < 16 * MiB
     assert len(error.wire.response) == 1000  # the events kept for the wire view, once each
     assert_run_kept(p, streamed=True, setting="max_stream_events")
 
@@ -316,7 +315,7 @@ def test_a_stream_of_keep_alives_ends_at_the_deadline(server):
         "openai 200 deadline_exceeded: no complete response within the deadline of 0.5 s; "
         "raise the deadline setting to wait longer"
     )
-    assert 0.5 <= seconds < 1.5
+    assert 0.5 <= seconds < 10  # the keep-alives never end: without the deadline this waits forever
     assert_run_kept(p, streamed=True, setting="deadline")
 
 
@@ -324,7 +323,7 @@ def test_a_trickled_body_ends_at_the_deadline_though_each_read_is_quick(server):
     p = provider(server, "trickle", deadline=0.8)
     error, seconds, _ = failure(lambda: p.complete(REQUEST))
     assert "no complete response within the deadline of 0.8 s; raise the deadline setting" in str(error)
-    assert seconds < 1.5  # the body alone takes 8 s
+    assert seconds < 6  # the body alone takes 8 s
     assert_run_kept(p, streamed=False, setting="deadline")
 
 
@@ -333,15 +332,15 @@ def test_a_stalled_server_is_left_at_the_deadline_not_the_per_read_timeout(serve
     p = provider(server, route, deadline=0.5, timeout=30)
     error, seconds, _ = failure(lambda: p.complete(REQUEST))
     assert error.type == "deadline_exceeded" and "deadline of 0.5 s" in str(error)
-    assert seconds < 1.5
+    assert seconds < 15  # the server stalls for 20 s, the read timeout is 30 s: the deadline ended the wait
     assert_run_kept(p, streamed=False, setting="deadline")
 
 
 def test_retries_stop_at_the_deadline_with_the_servers_error(server):
     p = create_provider("openai", "m", base_url=server.url("unavailable"), max_retries=10, deadline=1.0)
-    error, seconds, _ = failure(lambda: p.complete(REQUEST))
+    error, _, _ = failure(lambda: p.complete(REQUEST))
     assert str(error) == "openai 503 server_error: overloaded"
-    assert 2 <= error.attempts <= 4 and seconds < 1.5  # ten waits of 0.3 s would take 3 s
+    assert 2 <= error.attempts <= 4  # the deadline, not the ten retries allowed, ended the attempts
 
 
 @pytest.mark.parametrize("kind", ["gzip", "zlib", "bare"])
