@@ -678,3 +678,16 @@ def test_edited_arguments_nested_past_the_readers_limit_are_refused_in_one_line_
         parse_object("[" * 50_000, "get_weather (call_1_0)")
     with pytest.raises(ValueError, match="the arguments are not JSON"):
         parse_object("{oops", "get_weather (call_1_0)")
+
+
+def test_a_run_made_against_a_base_url_with_credentials_names_it_without_them(open_app):
+    from ui.state import Session
+
+    base_url = "https://proxy-user:proxy-password-0123@llm.example.com/v1?key=url-key-0123456789"
+    run = Run.start("Weather in Paris?", RunConfig(provider="openai", model="gpt-4o-mini", base_url=base_url))
+    session = Session()
+    session.add_run(run)  # as a run opened from someone else's file
+    at = open_app(session=session, timeout=30)
+    shown = " ".join(e.value for e in at.error)
+    assert "This run was made against" in shown and "llm.example.com" in shown and "[redacted]" in shown
+    assert "proxy-password-0123" not in shown and "url-key-0123456789" not in shown

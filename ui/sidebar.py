@@ -15,6 +15,7 @@ from agentcore.guard import LOOP_GUARDS, default_mode, guard_mode
 from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
+from agentcore.secrets import redacted_url
 from agentcore.toolbox import DEFAULT_TOOLS as TOOLBOX_DEFAULT
 from agentcore.toolbox.hooks import HOOKS
 
@@ -128,7 +129,7 @@ def _follow_run(session: Session) -> None:
     elif config.base_url and config.base_url != st.session_state.get("cfg_base_url"):
         # a run may come from someone else's file: its address must not receive this person's API key
         session.notice = (
-            f"This run was made against {config.base_url}; the sidebar keeps its own base URL, so your API key "
+            f"This run was made against {redacted_url(config.base_url)}; the sidebar keeps its own base URL, so your API key "
             "goes only where you send it. Type that address under Base URL to go on there."
         )
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in available_tools()]
