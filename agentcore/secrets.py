@@ -340,6 +340,7 @@ class StreamScrubber:
 MOST_HELD = 1024  # characters of key-shaped text held back at most: no key is longer
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-")
 _SCHEMES = ("Bearer", "Basic")
+_LONGEST_MARKER = max(map(len, _SCHEMES))
 
 
 def _word_char(ch: str) -> bool:
@@ -349,30 +350,33 @@ def _word_char(ch: str) -> bool:
 def _shape_hold(text: str) -> int:
     """Where the end of `text` that may still grow into text shaped like a key starts (len(text): nowhere).
 
-    One backward pass over the last MOST_HELD characters: the trailing run of a key's characters is held when it
-    holds `sk-` at a word's start, follows `Bearer ` or `Basic `, or ends in a word that begins one of them.
+    Within the last MOST_HELD characters: the trailing run of a key's characters is held when it holds `sk-` at a
+    word's start or follows `Bearer ` or `Basic `; a last word that begins one of them is held too. Text with no
+    such marker near its end costs one substring search, whatever streams.
     """
     end = len(text)
     floor = max(0, end - MOST_HELD)
-    start = end
-    while start > floor and text[start - 1] in _KEY_CHARS:
-        start -= 1
-    marker = text.find("sk-", start)
-    while marker != -1:
-        if marker == 0 or not _word_char(text[marker - 1]):
-            return marker
-        marker = text.find("sk-", marker + 1)
-    gap = start
-    while gap > floor and text[gap - 1].isspace():
-        gap -= 1
-    word = gap
-    while word > floor and _word_char(text[word - 1]):
-        word -= 1
-    if gap < start or start == end:  # a scheme, then space, then (maybe) its token
-        if text[word:gap] in _SCHEMES and (word == 0 or not _word_char(text[word - 1])):
-            return word
+    window = text[floor:]
+    if "sk-" in window or any(scheme in window for scheme in _SCHEMES):
+        start = end
+        while start > floor and text[start - 1] in _KEY_CHARS:
+            start -= 1
+        marker = text.find("sk-", start)
+        while marker != -1:
+            if marker == 0 or not _word_char(text[marker - 1]):
+                return marker
+            marker = text.find("sk-", marker + 1)
+        gap = start
+        while gap > floor and text[gap - 1].isspace():
+            gap -= 1
+        word = gap
+        while word > floor and _word_char(text[word - 1]):
+            word -= 1
+        if gap < start or start == end:  # a scheme, then space, then (maybe) its token
+            if text[word:gap] in _SCHEMES and (word == 0 or not _word_char(text[word - 1])):
+                return word
     last = end
-    while last > start and _word_char(text[last - 1]):
+    while last > max(floor, end - _LONGEST_MARKER - 1) and _word_char(text[last - 1]):
         last -= 1
     tail = text[last:]
     if tail and any(m.startswith(tail) for m in ("sk", *_SCHEMES)) and (last == 0 or not _word_char(text[last - 1])):
