@@ -111,8 +111,12 @@ def _split_url(url: str) -> urllib.parse.SplitResult:
         return urllib.parse.SplitResult(scheme, netloc, slash + path, query, fragment)
 
 
+_SETTING_QUERY = frozenset({"api-version", "api_version", "version", "model", "format", "alt", "stream", "region"})
+
+
 def register_url(url: str) -> None:
-    """Register the credentials a URL carries: its userinfo, and the value of each query parameter."""
+    """Register the credentials a URL carries: its userinfo, and the value of each query parameter but the few that
+    are settings (`api-version=2024-10-21`, which would otherwise be scrubbed as a date from every text)."""
     parts = _split_url(url)
     userinfo = parts.netloc.rpartition("@")[0]
     # as written and decoded: httpx sends the decoded pair as basic auth, and error messages quote the URL
@@ -121,6 +125,8 @@ def register_url(url: str) -> None:
         register_secret(urllib.parse.unquote(value))
     for pair in filter(None, parts.query.split("&")):
         name, equals, value = pair.partition("=")
+        if equals and urllib.parse.unquote_plus(name).lower() in _SETTING_QUERY:
+            continue
         for secret in (value, urllib.parse.unquote_plus(value)) if equals else (name, urllib.parse.unquote_plus(name)):
             register_secret(secret)
 

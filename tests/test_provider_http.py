@@ -163,3 +163,13 @@ def test_a_base_urls_user_password_and_query_key_are_kept_out_of_the_wire_and_it
         assert "proxy-password-0123" not in shown and "url-key-0123456789" not in shown
     finally:
         forget_secrets()
+
+
+def test_a_setting_in_a_base_urls_query_is_no_secret_but_a_key_beside_it_is():
+    from agentcore.secrets import forget_secrets, scrub_text
+
+    try:
+        OpenAIProvider("m", base_url="https://x.example.com/openai?api-version=2024-10-21&api-key=url-key-0123456789")
+        assert scrub_text("as of 2024-10-21, with url-key-0123456789") == "as of 2024-10-21, with [redacted]"
+    finally:
+        forget_secrets()
