@@ -270,7 +270,12 @@ def test_what_hooks_did_comes_back_from_the_trace_the_changes_the_refusal_and_th
     )
     agent.run(run)
     assert run.paused and run.steps[0].hook_effects
-    back = parse_import(otlp_json(run, content=True), "trace.otlp.json")
+    text = otlp_json(run, content=True)
+    chat = next(s for s in spans_of(json.loads(text)) if s["name"].startswith("chat"))
+    sent = attrs(chat)["gen_ai.input.messages"]
+    assert "[email]" in sent and "ann@example.com" not in sent  # what the model read, after the redactor
+    back = parse_import(text, "trace.otlp.json")
+    assert back.messages == run.messages  # the run's own history comes back whole
     assert [s.hook_effects for s in back.steps] == [s.hook_effects for s in run.steps]
     assert [t.badge for s in back.steps for t in s.tool_runs] == [t.badge for s in run.steps for t in s.tool_runs]
     assert "refused by hook no_rome" in [t.badge for t in back.steps[0].tool_runs]
