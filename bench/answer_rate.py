@@ -120,19 +120,19 @@ EXAMPLE = (
 
 # Each way of prompting that was tried, kept or not; the first is the provider's default.
 STYLES: dict[str, dict] = {
-    "agentcore: a call required first, results as user turns of plain lines (the default)": {},
+    "agentcore: a call required first, results written into the assistant's open turn as plain lines (the default)": {},
+    "agentcore: a call required first, results as user turns of plain lines (the default before)": {
+        "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True)
+    },
     "agentcore: tool role, instructions, grammar": {"chat_style": ChatStyle()},
     "agentcore: tool results as user turns": {"chat_style": ChatStyle(tool_role="user")},
     "agentcore: call-first instructions": {"chat_style": ChatStyle(instructions=CALL_FIRST)},
     "agentcore: call-first instructions and an example": {"chat_style": ChatStyle(instructions=CALL_FIRST + EXAMPLE)},
     "agentcore: a call required before the first answer": {"chat_style": ChatStyle(call_first=True)},
-    "agentcore: the default, with a repeat penalty of 1.1": {
+    "agentcore: the default before, with a repeat penalty of 1.1": {
         "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True, repeat_penalty=1.1)
     },
     "chatml-function-calling (before)": {"chat_format": "chatml-function-calling"},
-    "agentcore: a call required first, results written into the assistant's open turn as plain lines": {
-        "chat_style": ChatStyle(tool_role="assistant", plain_results=True, call_first=True)
-    },
     "agentcore: SmolLM2's own tool format, a call required first, results as user turns of plain lines": {
         "chat_style": ChatStyle(tool_role="user", plain_results=True, call_first=True, tool_format="smollm2")
     },

@@ -38,7 +38,7 @@ def local_model_rows() -> list[Row]:
 
 
 _ANSWER_STYLES = [
-    "agentcore: a call required first, results as user turns of plain lines (the default)",
+    "agentcore: a call required first, results written into the assistant's open turn as plain lines (the default)",
     "chatml-function-calling (before)",
 ]
 

@@ -161,13 +161,12 @@ CALLED = (
 )
 
 
-def test_tool_results_reach_the_model_as_plain_lines_in_a_user_turn(provider):
+def test_tool_results_reach_the_model_as_plain_lines_in_its_own_open_turn(provider):
     prompt = ask(provider, CALLED, max_tokens=8).wire.request["prompt"]
-    assert (
+    assert prompt.endswith(
         '<|im_start|>assistant\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-        in prompt
+        "\nget_weather result: \ntemperature: 18\n"
     )
-    assert "<|im_start|>user\nget_weather result: \ntemperature: 18<|im_end|>\n<|im_start|>assistant\n" in prompt
 
 
 def test_tool_results_reach_chatml_function_calling_as_a_turn_it_can_read(chatml):

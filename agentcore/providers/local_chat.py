@@ -76,10 +76,10 @@ class ChatStyle:
     tool_format: Literal["agentcore", "smollm2"] = "agentcore"
 
 
-# The style that answered most of bench/answer_rate.py's prompts (README: the embedded model's figures).
-# Left to choose, SmolLM2-135M answers at once, from its own guesses; required to call first, it
-# calls the right tool, then answers from the result about a third of the time.
-DEFAULT_STYLE = ChatStyle(tool_role="user", plain_results=True, call_first=True)
+# The style that answered most of bench/answer_rate.py's set 1 (docs/benchmarks.md: the embedded model).
+# Left to choose, SmolLM2-135M answers at once, from its own guesses; so it is required to call first.
+# With the result written into its own open turn, it goes on to answer from it instead of calling again.
+DEFAULT_STYLE = ChatStyle(tool_role="assistant", plain_results=True, call_first=True)
 
 
 # SmolLM2-Instruct's own tool-calling prompt (its chat template for tools, as Ollama publishes it), in which
@@ -158,9 +158,9 @@ def render_pieces(
                 open_turn = True
         else:
             assert_never(m)
-    if open_turn:  # the model goes on from the results, in the same turn
-        return parts
-    return [*parts, Piece(IM_START, marker=True), Piece("assistant\n")]
+    if not open_turn:  # else the model goes on from the results, in the same turn
+        parts += [Piece(IM_START, marker=True), Piece("assistant\n")]
+    return parts
 
 
 def tokenize_prompt(llama: Any, pieces: list[Piece], add_bos: bool) -> list[int]:
