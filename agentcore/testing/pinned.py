@@ -2,7 +2,8 @@
 
 Test file, version 1, JSON (or YAML when PyYAML is installed): format "agentcore.test", version 1,
 name, prompt, system_prompt, tools (toolbox names), max_steps, temperature, final_answer_schema, mocks
-(tool results fixed by a rule, as `agentcore run --mock` reads them: a matching call is not run), expect
+(tool results fixed by a rule, as `agentcore run --mock` reads them: a matching call is not run), hooks
+(registered hooks by name, as `agentcore run --hook` takes them: the test runs with them), expect
 (the expectations below), and pinned (the transcript of the run it was pinned from). A test
 imported from a public benchmark also has `benchmark` (which task of which package: its tools, its
 environment and its grader come from the installed package when it runs) and `turns`, the scripted
@@ -36,6 +37,7 @@ from ..rules import MockRule
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
+from ..toolbox.hooks import HOOKS
 from ..transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
 
 FORMAT = "agentcore.test"
@@ -209,6 +211,8 @@ class PinnedTest(_Strict):
     turns: list[str] = Field(default=[], max_length=MAX_COUNT)  # the user's next messages, one per answer
     # tool results fixed by a rule (agentcore.rules): a matching call is not run, on every configuration
     mocks: list[MockRule] = Field(default=[], max_length=1000)
+    # the registered hooks the run was made with (agentcore.toolbox.hooks), on every configuration
+    hooks: list[str] = Field(default=[], max_length=100)
     benchmark: BenchmarkRef | None = None
     expect: Expectations = Expectations()
     pinned: Run | None = None
@@ -219,6 +223,14 @@ class PinnedTest(_Strict):
         if any(not t.strip() for t in turns):
             raise ValueError("a scripted user turn needs text")
         return turns
+
+    @field_validator("hooks")
+    @classmethod
+    def _registered(cls, hooks: list[str]) -> list[str]:
+        unknown = [h for h in hooks if h not in HOOKS]
+        if unknown:
+            raise ValueError(f"unknown hook {unknown[0][:80]!r}; the hooks are: {', '.join(HOOKS)}")
+        return list(dict.fromkeys(hooks))
 
     @model_validator(mode="after")
     def _graded_by_a_benchmark(self) -> PinnedTest:
@@ -453,6 +465,9 @@ def propose(run: Run, name: str | None = None) -> PinnedTest:
             check_schema(run.config.final_answer_schema)
         except SchemaError as exc:
             raise UsageError(f"run {run.id}: its final-answer schema cannot be pinned: {exc}") from None
+    unknown = [h for h in run.config.hooks if h not in HOOKS]
+    if unknown:  # an imported run may name a hook this install does not have
+        raise UsageError(f"run {run.id}: its hook {unknown[0][:80]!r} is not registered, so it cannot be pinned")
     usage = run.usage
     answer = None
     if run.final_output is not None and run.config.final_answer_schema is not None:
@@ -478,6 +493,7 @@ def propose(run: Run, name: str | None = None) -> PinnedTest:
         temperature=run.config.temperature,
         final_answer_schema=run.config.final_answer_schema,
         mocks=list(run.config.mocks),
+        hooks=list(run.config.hooks),
         expect=expect,
         pinned=_without_wire(run),
     )
@@ -501,6 +517,8 @@ def to_data(test: PinnedTest) -> dict[str, Any]:
         del body["turns"]  # a one-prompt test reads as it always has
     if not test.mocks:
         del body["mocks"]
+    if not test.hooks:
+        del body["hooks"]
     expect = test.expect.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
     if test.expect.tool_calls is not None:  # the mode is said even when it is the default
         expect["tool_calls"] = {"mode": test.expect.tool_calls.mode, **expect.get("tool_calls", {})}

@@ -32,6 +32,7 @@ from ..providers.scripted import ScriptedProvider
 from ..request import settings_refusal
 from ..run import FINAL_ANSWER_TOOL, Run, RunConfig
 from ..secrets import scrub_text
+from ..toolbox.hooks import hook_arguments
 from ..tools import Tool
 from . import benchmarks
 from .benchmarks import Episode
@@ -155,11 +156,12 @@ def prepare(
         temperature=test.temperature,
         final_answer_schema=test.final_answer_schema,
         mocks=list(test.mocks),
+        hooks=list(test.hooks),
         # a benchmark's tools keep state: the same call may rightly answer anew, so repeats run (and are counted)
         loop_guard="warn" if episode is not None else None,
     )
     run = Run.start(test.prompt, config, title=f"test {test.name} · {spec.name}")
-    return Agent(provider, chosen), run, episode
+    return Agent(provider, chosen, **hook_arguments(test.hooks)), run, episode
 
 
 def play(agent: Agent, run: Run, test: PinnedTest, episode: Episode | None = None) -> None:
