@@ -40,6 +40,7 @@ from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_
 from .providers.base import Provider, Settings, WireExchange
 from .request import PolicyHook, base_request, request_settings
 from .run import EXECUTED, FINAL_ANSWER_TOOL, Halt, HookEffect, HookPoint, Phase, Run, StepRecord, ToolRun, ToolSource
+from .secrets import StreamScrubber
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
@@ -185,12 +186,16 @@ class Agent:
         def on_text(delta: str) -> None:
             self._emit("text_delta", run.id, index, "model", text=delta)
 
+        # every provider's stream passes one scrubber here, so no known secret reaches an observer, whatever its source
+        streamed = StreamScrubber(on_text) if self.observers else None
         try:
-            response = self.provider.complete(request, on_text if self.observers else None)
+            response = self.provider.complete(request, streamed)
         except ProviderError as exc:
             return self._fail(run, index, exc.one_line())
         except Exception as exc:  # noqa: BLE001 - a broken provider must not lose the run
             return self._fail(run, index, f"{self.provider.name}: {type(exc).__name__}: {exc}")
+        if streamed is not None:
+            streamed.close()
         latency = (time.perf_counter() - started) * 1000
         try:
             after = run_hooks("after_model", [policies.after_model, *self.after_model], run, response.message)

@@ -292,3 +292,18 @@ def test_a_key_shaped_text_that_never_ends_is_held_back_no_more_than_a_bounded_t
         assert len(sink.held) <= MOST_HELD + 8
     sink.close()
     assert "".join(seen).startswith(REDACTED) and len("".join(seen)) > 20_000
+
+
+def test_a_provider_that_streams_a_key_reaches_no_observer_whole():
+    """The loop scrubs every provider's stream, not only the HTTP ones' (the embedded model's, the scripted one's)."""
+    from agentcore import Agent, Run, RunConfig
+    from agentcore.messages import AssistantMessage
+    from agentcore.providers.scripted import ScriptedProvider
+
+    register_secret(OPENAI_KEY)
+    provider = ScriptedProvider(replay=[AssistantMessage(content=f"The key is {OPENAI_KEY} and that is all.")])
+    deltas: list[str] = []
+    run = Run.start("what is the key?", RunConfig(provider="scripted", model="replay"))
+    Agent(provider, observers=[lambda e: deltas.append(e.text) if e.kind == "text_delta" else None]).run(run)
+    streamed = "".join(deltas)
+    assert OPENAI_KEY not in streamed and streamed == f"The key is {REDACTED} and that is all."
