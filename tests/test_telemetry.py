@@ -528,6 +528,7 @@ def test_otlp_sends_the_trace_with_the_environments_headers_and_never_prints_the
         forget_secrets()
 
 
+@pytest.mark.slow  # the OTLP exporter retries a refused send until its 10 s timeout
 def test_a_password_in_the_otlp_url_is_never_printed(tmp_path, capsys):
     transcript = tmp_path / "run.json"
     transcript.write_text(dumps(weather_run()))
@@ -539,6 +540,7 @@ def test_a_password_in_the_otlp_url_is_never_printed(tmp_path, capsys):
         forget_secrets()
 
 
+@pytest.mark.slow  # the OTLP exporter retries a refused send until its 10 s timeout
 def test_a_key_in_the_otlp_urls_query_is_never_printed(tmp_path, capsys):
     transcript = tmp_path / "run.json"
     transcript.write_text(dumps(weather_run()))
@@ -583,6 +585,7 @@ def test_live_export_sends_each_finished_step_then_the_run_once_it_stops(receive
         live.close()
 
 
+@pytest.mark.slow  # the OTLP exporter retries a refused send until its 10 s timeout
 def test_a_live_export_that_cannot_send_keeps_one_line_and_the_run_goes_on():
     live = LiveExport("http://127.0.0.1:1")
     try:

@@ -47,6 +47,7 @@ def test_steps_are_sent_as_they_finish_when_an_endpoint_is_set(open_app, receive
     assert session(at).run.stop_reason == "answer"
 
 
+@pytest.mark.slow  # the OTLP exporter retries a refused send until its 10 s timeout
 def test_a_failing_live_export_is_one_line_on_the_page_and_the_run_goes_on(open_app, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
     import ui.otel
