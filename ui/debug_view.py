@@ -84,20 +84,37 @@ def _rule(i: int, m: ToolMessage, call: ToolCall | None) -> MockRule:
         raise ValueError(f"this result cannot be a mock rule: {describe_validation(exc)}") from None
 
 
-def mock_from_here(i: int) -> None:
-    """Add a rule that fixes the result of message `i`'s tool (for its arguments) on every later call."""
-    session = get_session()
+def _asked_rule(session: Session, i: int) -> tuple[int | None, MockRule] | None:
+    """The rule the form at tool result `i` sets, and the index of the model's turn that made its call.
+
+    None when message `i` is no tool result, or when the form is bad (then the notice says why).
+    """
     run = session.run
     if run is None or not isinstance(run.messages[i], ToolMessage):
-        return
+        return None
     m = run.messages[i]
     found = _call_of(run.messages[:i], m.tool_call_id)
     try:
         rule = _rule(i, m, found[1] if found else None)
     except ValueError as exc:
         session.notice = str(exc)
+        return None
+    return (found[0] if found else None), rule
+
+
+def _with_rule(mocks: list[MockRule], rule: MockRule) -> list[MockRule]:
+    """The run's mock rules with `rule` first (the newest rule wins), not twice."""
+    return [rule, *[r for r in mocks if r != rule]]
+
+
+def mock_from_here(i: int) -> None:
+    """Add a rule that fixes the result of message `i`'s tool (for its arguments) on every later call."""
+    session = get_session()
+    asked = _asked_rule(session, i)
+    if asked is None:
         return
-    apply_settings(session, mocks=[rule, *[r for r in run.config.mocks if r != rule]])  # the newest rule first
+    run, rule = session.run, asked[1]
+    apply_settings(session, mocks=_with_rule(run.config.mocks, rule))
     session.notice = f"Mock rule added: {rule.words}. Later calls it matches are not run."
     on_run_changed(run)
 
@@ -105,21 +122,15 @@ def mock_from_here(i: int) -> None:
 def replay_with_mock(i: int) -> None:
     """Fork the run at the call behind message `i`, with its result mocked, and run the fork to its end."""
     session = get_session()
-    run = session.run
-    if run is None or not isinstance(run.messages[i], ToolMessage):
+    asked = _asked_rule(session, i)
+    if asked is None:
         return
-    m = run.messages[i]
-    found = _call_of(run.messages[:i], m.tool_call_id)
-    if found is None:
+    run, (turn, rule) = session.run, asked
+    if turn is None:
         session.notice = "This result answers no call of the run: there is nothing to replay."
         return
-    try:
-        rule = _rule(i, m, found[1])
-    except ValueError as exc:
-        session.notice = str(exc)
-        return
-    fork = run.fork_with_messages(run.messages[: found[0] + 1])  # up to the model's turn with the call
-    fork.config = fork.config.model_copy(update={"mocks": [rule, *[r for r in run.config.mocks if r != rule]]})
+    fork = run.fork_with_messages(run.messages[: turn + 1])  # up to the model's turn with the call
+    fork.config = fork.config.model_copy(update={"mocks": _with_rule(run.config.mocks, rule)})
     session.add_run(fork)
     session.notice = f"Replaying from step {fork.parent.step if fork.parent else '?'} with {rule.words}."
     on_run_changed(fork)
