@@ -4,21 +4,14 @@ decision panel; running the tools goes on past it to the answer."""
 from __future__ import annotations
 
 import pytest
-from servers import start_app
-from test_browser import expect
+from test_browser import app_over_runs, expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("breakpoint-app")
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    server = start_app(workdir, env)
+    server = app_over_runs(tmp_path_factory.mktemp("breakpoint-app"))
     yield server.url
     server.stop()
 

@@ -52,19 +52,22 @@ def runaway_run(messages: int, budget: int):
     return run
 
 
-def app_over_runs(workdir: Path, runs) -> object:
-    """The app on the scripted model over a runs database holding `runs`, with no file watcher to reload it."""
+def app_over_runs(workdir: Path, runs=(), **env: str) -> object:
+    """The app on the scripted model over a runs database in `workdir` holding `runs`, with `env` set.
+
+    No file watcher: the server must not reload the app's modules when a file in the tree changes mid-test.
+    """
     from agentcore.store.runs import Store
 
     store = Store(workdir / "runs.db")
     for run in runs:
         store.save_run(run)
-    env = {
+    base = {
         "AGENTCORE_PROVIDER": "scripted",
         "AGENTCORE_DB": str(workdir / "runs.db"),
         "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
     }
-    return start_app(workdir, env)
+    return start_app(workdir, {**base, **env})
 
 
 @pytest.fixture(scope="module")

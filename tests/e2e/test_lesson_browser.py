@@ -11,8 +11,8 @@ import re
 import time
 
 import pytest
-from servers import ROOT, start_app
-from test_browser import expect
+from servers import ROOT
+from test_browser import app_over_runs, expect
 
 from ui.lessons import LESSONS, get_lesson
 
@@ -25,14 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def fresh_app(tmp_path_factory):
     """The app on the scripted model with an empty runs database: what a first-time visitor opens."""
-    workdir = tmp_path_factory.mktemp("lesson-app")
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        # the server must not reload the app's modules when a file in the tree changes while the test runs
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    server = start_app(workdir, env)
+    server = app_over_runs(tmp_path_factory.mktemp("lesson-app"))
     yield server.url
     server.stop()
 

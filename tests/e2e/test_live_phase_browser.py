@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from servers import start_app
-from test_browser import expect
+from test_browser import app_over_runs, expect
 
 from agentcore.store.runs import Store
 from ui.lessons import get_lesson
@@ -25,13 +24,7 @@ ELAPSED = re.compile(r"model phase · (\d+\.\d) s")
 def paced_app(tmp_path_factory):
     """The app on a scripted model that streams a word every 0.4 s, over an empty runs database."""
     workdir = tmp_path_factory.mktemp("paced-app")
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        "AGENTCORE_SCRIPTED_PACE": str(PACE_S),
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    server = start_app(workdir, env)
+    server = app_over_runs(workdir, AGENTCORE_SCRIPTED_PACE=str(PACE_S))
     yield server.url, Store(workdir / "runs.db")
     server.stop()
 
