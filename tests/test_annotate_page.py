@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app_playground import click
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.annotations import make_annotation
@@ -22,12 +23,6 @@ def tests_folder(tmp_path: Path, monkeypatch) -> Path:
     folder = tmp_path / "tests"
     monkeypatch.setenv("AGENTCORE_TESTS", str(folder))
     return folder
-
-
-def click(at: AppTest, key: str) -> AppTest:
-    at.button(key=key).click().run()
-    assert not at.exception, at.exception
-    return at
 
 
 def finished_weather_run(open_app, steps_tab) -> AppTest:

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app_playground import click
 
 from agentcore.run import Run
-
-
-def click(at: AppTest, key: str) -> AppTest:
-    button = at.button(key=key)
-    assert not button.disabled, f"{key} is disabled"
-    button.click().run()
-    assert not at.exception, at.exception
-    return at
 
 
 def start(at: AppTest, scenario: str, breakpoints: str = "") -> Run:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from streamlit.testing.v1 import AppTest
+from test_app_playground import click
 
 from agentcore.hooks import Pause
 from agentcore.loop import Agent
@@ -14,14 +15,6 @@ from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 
 PROMPT = "What is the weather in Paris? Write to bob@example.com"
-
-
-def click(at: AppTest, key: str) -> AppTest:
-    button = at.button(key=key)
-    assert not button.disabled, f"{key} is disabled"
-    button.click().run()
-    assert not at.exception, at.exception
-    return at
 
 
 def start(at: AppTest, hooks: list[str]) -> Run:
