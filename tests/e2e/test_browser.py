@@ -110,7 +110,7 @@ def local_app(tmp_path_factory):
     server.stop()
 
 
-def _new_run(browser, url: str):
+def new_run(browser, url: str):
     """Open the app, press New run, and return the page, its Step button and its step counter."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
@@ -130,7 +130,7 @@ def _screenshot(page, name: str) -> None:
 
 
 def test_stepping_a_scripted_run_to_the_end_in_a_browser(scripted_app, browser):
-    page, step, budget = _new_run(browser, scripted_app)
+    page, step, budget = new_run(browser, scripted_app)
     for n in range(1, 11):
         if step.is_disabled():
             break
@@ -148,7 +148,7 @@ def test_stepping_a_scripted_run_to_the_end_in_a_browser(scripted_app, browser):
 
 
 def test_one_step_on_the_embedded_model_in_a_browser(local_app, browser):
-    page, step, budget = _new_run(browser, local_app.url)
+    page, step, budget = new_run(browser, local_app.url)
     expect(page.get_by_test_id("stSidebar")).to_contain_text(REGISTRY["local"].description)
     step.click()
     deadline = time.monotonic() + 120  # loads the model, then one real model call and its tools

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_browser import app_over_runs, expect
+from test_browser import app_over_runs, expect, new_run
 
 from agentcore.store.runs import Store
 from ui.lessons import get_lesson
@@ -82,13 +82,7 @@ def _reply(store: Store, lesson: bool) -> str:
 
 def test_the_playground_shows_the_time_and_the_streamed_reply_while_the_model_phase_runs(paced_app, browser):
     url, store = paced_app
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    start = page.locator(".st-key-start button")
-    expect(start).to_be_visible(timeout=30_000)
-    start.click()
-    step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=20_000)
+    page, step, _ = new_run(browser, url)
     step.click()
     seen = _watch(page, ".st-key-live")
     reply = _reply(store, lesson=False)
