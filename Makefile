@@ -13,7 +13,7 @@ ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 endif
 # --no-cache-dir: a wheel cached from an earlier native build must not be reused
-LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7'
+LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7,<0.4'
 
 .PHONY: run test lint format bench clean
 

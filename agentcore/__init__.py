@@ -2,6 +2,7 @@
 
 from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
 from .hooks import Answer, Pause, Refuse, Stop
+from .hooks.specs import MockRule, parse_breakpoint
 from .loop import Agent, Event, ToolDecision, resolve_schema
 from .messages import (
     AssistantMessage,
@@ -19,7 +20,6 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
-from .rules import MockRule, parse_breakpoint
 from .run import ForkOrigin, Halt, HookEffect, Run, RunConfig, StepRecord, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 

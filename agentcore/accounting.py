@@ -16,9 +16,20 @@ from dataclasses import asdict, dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from pydantic import ValidationError
+
 from .catalogue import CATALOGUED  # agentcore provider -> genai-prices id, the Responses API's as OpenAI's
 from .errors import UsageError
-from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage, estimate_tokens
+from .messages import (
+    MESSAGE_LIST,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    estimate_tokens,
+)
 from .providers import FREE_PROVIDERS
 from .run import ModelRef, Run, StepRecord
 
@@ -231,11 +242,37 @@ def _scale_parts(parts: dict[str, int], total: int) -> dict[str, int]:
 # -- what a step sent and what it cost ------------------------------------------------
 
 
-def sent_at(run: Run, n: int) -> list[Message]:
-    """The messages step `n` (1-based) sent: its context policy's record applied to the history, else the history."""
+def sent_at(run: Run, n: int, *, hooks: bool = True) -> list[Message]:
+    """The messages step `n` (1-based) sent: the history under its context policies' record, then each change a
+    before-model hook made (its "messages" and "message_list" effects, in the order they ran): what the model read.
+
+    The one answer for the exports, the trace, the Cost page, the gauge and what-if. `hooks=False`: what the
+    policies made of the history before any other hook changed it.
+    """
     step = run.steps[n - 1]
     history = run.messages[: step.message_count]
-    return list(history) if step.sent is None else step.sent.messages(history)
+    sent = list(history) if step.sent is None else step.sent.messages(history)
+    if hooks:
+        for effect in step.hook_effects:
+            if effect.point == "before_model" and effect.kind in ("messages", "message_list"):
+                sent = _applied(sent, effect.kind, effect.after)
+    return sent
+
+
+def _applied(sent: list[Message], kind: str, after: Any) -> list[Message]:
+    """`sent` with one before-model effect's payload applied; a payload that does not read as messages changes
+    nothing (a file's record is untrusted)."""
+    try:
+        if kind == "message_list" and isinstance(after, list):
+            return MESSAGE_LIST.validate_python(after)
+        if isinstance(after, dict) and all(k.isdigit() and int(k) < len(sent) for k in after):
+            changed = MESSAGE_LIST.validate_python(list(after.values()))
+            sent = list(sent)
+            for k, message in zip(after, changed, strict=True):
+                sent[int(k)] = message
+    except ValidationError:
+        pass
+    return sent
 
 
 def sent_tokens(run: Run, n: int) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import UsageError
-from .messages import MAX_ARGUMENT_DEPTH, AssistantMessage, Count, Message, Name, ToolCall, nesting
+from .messages import AssistantMessage, Count, Message, Name, ShallowObject, ToolCall
 
 # the kinds of failure an error analysis counts, and "good" for a step that did what it should
 Label = Literal[
@@ -52,7 +52,7 @@ class CorrectCall(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Name = Field(min_length=1, max_length=MAX_ID_CHARS)
-    arguments: dict[str, Any] = {}
+    arguments: ShallowObject = {}
 
     @field_validator("name")
     @classmethod
@@ -60,13 +60,6 @@ class CorrectCall(BaseModel):
         if any(c in name for c in _LINE_BREAKS) or name != name.strip():
             raise ValueError("a tool's name is one word, with no line break or surrounding space")
         return name
-
-    @field_validator("arguments")
-    @classmethod
-    def _shallow(cls, arguments: dict[str, Any]) -> dict[str, Any]:
-        if nesting(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            raise ValueError(f"nested more than {MAX_ARGUMENT_DEPTH} levels deep")
-        return arguments
 
     @property
     def text(self) -> str:

@@ -260,13 +260,13 @@ class Comparison:
     def _column(self, spec: ColumnSpec, label: str, key: str | None) -> Column:
         provider, error = self._provider(spec, key)
         model = getattr(provider, "model", None) or spec.model or ""
-        config = RunConfig(
-            provider=spec.provider,
-            model=model,
-            base_url=spec.base_url,
+        config = RunConfig.made_for(
+            spec.provider,
+            model,
+            self.tools,
+            spec.base_url,
             scenario=model if spec.provider == "scripted" and provider is not None else None,
             system_prompt=self.system_prompt,
-            tools=[t.spec() for t in self.tools],
             max_steps=self.max_steps,
             temperature=spec.temperature,
             max_tokens=spec.max_tokens,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .accounting import step_costs
 from .errors import TranscriptError
-from .exports import numbered
+from .messages import numbered
 from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
 from .providers.scripted import SCENARIOS
 from .run import Run

@@ -17,6 +17,7 @@ import zipfile
 from typing import Any
 
 from .errors import UsageError
+from .messages import numbered
 from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields, scrub_text
@@ -141,13 +142,3 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content
 def _safe_name(run_id: str) -> str:
     # the id of a run read from a file may hold anything (a path, a NUL): a file name keeps only what is safe
     return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
-
-
-def numbered(base: str, taken: set[str], sep: str = " #") -> str:
-    """`base`, or `base` with the first free number after `sep` when it is taken; the result is added to `taken`."""
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}{sep}{n}"
-    taken.add(name)
-    return name

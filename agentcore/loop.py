@@ -5,8 +5,8 @@ a user or tool message last means the model phase, an assistant message with
 unanswered tool calls means the tools phase, an assistant answer means done.
 
 Hooks (agentcore.hooks) run at three points of a step: before the model call, after it, and before the tools. The
-breakpoints, the mock rules (agentcore.debugger), the context policies and the loop guard are built-in hooks on the
-same path, so each step is changed or paused in one place.
+breakpoints, the context policies, the loop guard, the mock rules and the run's named hooks are links of the same
+chain (agentcore.hooks.chain builds it), so each step is changed or paused in one place; the loop knows only the chain.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from . import debugger, guard
 from .errors import MessageListError, ProviderError, UsageError
-from .guard import LOOP_GUARD_HOOK, REPEAT
-from .hooks import (
+from .hooks.chain import ModelChain, model_chain, tools_chain
+from .hooks.protocol import (
     AfterModel,
     Answer,
     BeforeModel,
     BeforeTools,
+    HookEffect,
     HookFailed,
+    HookPoint,
     Passed,
     Pause,
     Refuse,
@@ -37,9 +38,9 @@ from .hooks import (
     run_hooks,
 )
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
-from .providers.base import Provider, Settings, WireExchange
-from .request import PolicyHook, base_request, request_settings
-from .run import EXECUTED, FINAL_ANSWER_TOOL, Halt, HookEffect, HookPoint, Phase, Run, StepRecord, ToolRun, ToolSource
+from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
+from .request import base_request, request_settings
+from .run import EXECUTED, FINAL_ANSWER_TOOL, Halt, Phase, Run, StepRecord, ToolRun, ToolSource
 from .secrets import StreamScrubber
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
@@ -78,7 +79,7 @@ class Event:
 Observer = Callable[[Event], None]
 # a call's outcome, how it was resolved, when it started (ms), and the tool's own wire exchange if it kept one
 _Result = tuple[ToolOutcome, ToolSource, float, WireExchange | None]
-# a call a before-tools hook answered: its result, how it is recorded, and the hook (None for the loop guard's repeat)
+# a call a before-tools hook answered: its result, how it is recorded, and the hook (None for a built-in's own source)
 _Answered = tuple[ToolOutcome, ToolSource, str | None]
 
 
@@ -102,7 +103,8 @@ class Agent:
 
     A turn runs at most `max_tool_calls` of its tool calls, on at most `max_tool_workers` threads;
     the calls beyond that number are refused with an error result the model reads. `before_model`, `after_model`
-    and `before_tools` are hooks, run in order at their point of each step after the built-in ones (agentcore.hooks).
+    and `before_tools` are code hooks, run in order at their point of each step after the built-in ones and the
+    run's named hooks (RunConfig.hooks), in the order agentcore.hooks.chain writes.
     """
 
     def __init__(
@@ -146,7 +148,43 @@ class Agent:
     # -- the model phase -------------------------------------------------------------
 
     def model_phase(self, run: Run) -> Phase:
-        """Call the model with the whole message list and append its reply."""
+        """Call the model with the whole message list (as the before-model hooks leave it) and append its reply."""
+        self._check_model_phase(run)
+        index = len(run.steps) + 1
+        settings = request_settings(run.config, self.settings)  # a resumed run keeps its settings
+        chain = model_chain(run, self.provider, self.before_model, self.after_model)
+        skip = self._resume(run, "before_model")
+        try:
+            before = run_hooks("before_model", chain.before, run, base_request(run, run.messages, settings), skip)
+        except HookFailed as exc:
+            return self._fail(run, index, str(exc))
+        if before.halt is not None:
+            return self._halt(run, index, "before_model", before)
+        self._preflight(before.value)
+        run.stop_reason, run.error = None, None
+        self._emit("step_started", run.id, index)
+        self._emit("phase_started", run.id, index, "model")
+        started = time.perf_counter()
+        try:
+            response = self._complete(run, index, before.value)
+            after = run_hooks("after_model", chain.after, run, response.message)
+        except (_CallFailed, HookFailed) as exc:
+            return self._fail(run, index, str(exc))
+        self._record_step(run, index, response, (time.perf_counter() - started) * 1000, chain, before, after)
+        message = after.value
+        run.append(message)
+        self._emit_effects(run, index, "model", run.steps[-1].hook_effects)
+        self._emit("phase_finished", run.id, index, "model", message=message)
+        # a stop ends the run even on a plain answer; a pause waits before tools, so a reply without calls has none
+        if after.halt is not None and (message.tool_calls or not isinstance(after.halt[1], Pause)):
+            return self._halt(run, index, "after_model", after)
+        if not message.tool_calls:
+            run.stop_reason = "answer"
+            self._emit("step_finished", run.id, index)
+        return run.next_phase
+
+    def _check_model_phase(self, run: Run) -> None:
+        """Raise a UsageError unless the model phase can run now; record the agent's tools on a run without any."""
         if run.next_phase != "model":
             raise UsageError(f"the model phase cannot run now: the next phase is {run.next_phase}")
         if run.stop_reason == "structured":
@@ -159,29 +197,17 @@ class Agent:
         if schema is not None and schema is not self._schema_checked:
             check_final_schema(schema)  # before the model is paid to fill a schema nothing could check
             self._schema_checked = schema
-        index = len(run.steps) + 1
-        settings = request_settings(run.config, self.settings)  # a resumed run keeps its settings
-        skip = self._resume(run, "before_model")
-        # the context policies choose what is sent (a summary they ask for is a model call), then the loop guard
-        policies = PolicyHook(self.provider)
-        # a breakpoint first, so the run pauses before anything is asked of a model
-        hooks = [debugger.BREAK_BEFORE_MODEL, policies.before_model, guard.BEFORE_MODEL, *self.before_model]
-        try:
-            before = run_hooks("before_model", hooks, run, base_request(run, run.messages, settings), skip)
-        except HookFailed as exc:
-            return self._fail(run, index, str(exc))
-        if before.halt is not None:
-            return self._halt(run, index, "before_model", before)
-        request = before.value
+
+    def _preflight(self, request: ModelRequest) -> None:
+        """Raise a MessageListError for what the provider would refuse in the request (Provider.preflight)."""
+        # preflight is optional in the Provider protocol: a provider of one's own need only implement complete
         preflight = getattr(self.provider, "preflight", None)
-        if preflight is not None:
-            violations = preflight(request)
-            if violations:
-                raise MessageListError(violations)
-        run.stop_reason, run.error = None, None
-        self._emit("step_started", run.id, index)
-        self._emit("phase_started", run.id, index, "model")
-        started = time.perf_counter()
+        violations = preflight(request) if preflight is not None else None
+        if violations:
+            raise MessageListError(violations)
+
+    def _complete(self, run: Run, index: int, request: ModelRequest) -> ModelResponse:
+        """The provider's answer to the request, its stream passed to observers; _CallFailed in one line."""
 
         def on_text(delta: str) -> None:
             self._emit("text_delta", run.id, index, "model", text=delta)
@@ -191,44 +217,38 @@ class Agent:
         try:
             response = self.provider.complete(request, streamed)
         except ProviderError as exc:
-            return self._fail(run, index, exc.one_line())
+            raise _CallFailed(exc.one_line()) from None
         except Exception as exc:  # noqa: BLE001 - a broken provider must not lose the run
-            return self._fail(run, index, f"{self.provider.name}: {type(exc).__name__}: {exc}")
+            raise _CallFailed(f"{self.provider.name}: {type(exc).__name__}: {exc}") from None
         if streamed is not None:
             streamed.close()
-        latency = (time.perf_counter() - started) * 1000
-        try:
-            after = run_hooks("after_model", [policies.after_model, *self.after_model], run, response.message)
-        except HookFailed as exc:
-            return self._fail(run, index, str(exc))
-        run.steps.append(
-            StepRecord(
-                index=index,
-                provider=getattr(self.provider, "name", None) or run.config.provider,
-                model=getattr(self.provider, "model", None) or run.config.model or None,
-                usage=response.usage,
-                estimated=response.estimated,
-                latency_ms=latency,
-                finish_reason=response.finish_reason,
-                message_count=len(run.messages),
-                wire=response.wire,
-                sent=policies.prepared.sent,
-                policy_calls=policies.prepared.calls,
-                tools_withheld=request.tool_choice == "none" and LOOP_GUARD_HOOK in before.changed_by,
-                hook_effects=before.effects + after.effects,
-            )
+        return response
+
+    def _record_step(
+        self,
+        run: Run,
+        index: int,
+        response: ModelResponse,
+        latency: float,
+        chain: ModelChain,
+        before: Passed[ModelRequest],
+        after: Passed[AssistantMessage],
+    ) -> None:
+        """Append the step's record: the call's usage and exchange, what each hook changed, each built-in's own."""
+        step = StepRecord(
+            index=index,
+            provider=getattr(self.provider, "name", None) or run.config.provider,
+            model=getattr(self.provider, "model", None) or run.config.model or None,
+            usage=response.usage,
+            estimated=response.estimated,
+            latency_ms=latency,
+            finish_reason=response.finish_reason,
+            message_count=len(run.messages),
+            wire=response.wire,
+            hook_effects=before.effects + after.effects,
         )
-        message = after.value
-        run.append(message)
-        self._emit_effects(run, index, "model", run.steps[-1].hook_effects)
-        self._emit("phase_finished", run.id, index, "model", message=message)
-        # a stop ends the run even on a plain answer; a pause waits before tools, so a reply without calls has none
-        if after.halt is not None and (message.tool_calls or not isinstance(after.halt[1], Pause)):
-            return self._halt(run, index, "after_model", after)
-        if not message.tool_calls:
-            run.stop_reason = "answer"
-            self._emit("step_finished", run.id, index)
-        return run.next_phase
+        chain.keep_records(step, before, after)
+        run.steps.append(step)
 
     def _fail(self, run: Run, index: int, message: str, phase: Phase = "model") -> Phase:
         run.stop_reason, run.error = "error", message
@@ -275,15 +295,15 @@ class Agent:
         decisions = decisions or {}
         index = len(run.steps)
         skip = self._resume(run, "before_tools")
-        if asked and skip is None:  # a person saw the calls and chose: a breakpoint has nothing more to show
-            skip = debugger.BREAKPOINT_HOOK
+        # a person saw the calls and chose: a breakpoint has nothing more to show
+        chain = tools_chain(run, self.before_tools, decided=asked and skip is None)
         run.stop_reason = None  # going on after a Stop
         calls, originals = self._apply_edits(run, calls, decisions)
         sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
         # the hooks see the calls no person decided, within the turn's limit: the loop guard first
         undecided = [c for c in calls[: self.max_tool_calls] if c.id not in decisions]
         try:
-            hooked = self._before_tools(run, undecided, skip)
+            hooked = self._before_tools(run, chain, undecided, skip)
         except HookFailed as exc:
             return self._fail(run, index, str(exc), "tools")
         if hooked.halt is not None:
@@ -389,11 +409,9 @@ class Agent:
                 run.final_output = call.arguments
         return structured
 
-    def _before_tools(self, run: Run, calls: list[ToolCall], skip: str | None) -> _Hooked:
-        """Ask the before-tools hooks, the breakpoints, the loop guard and the mock rules first; each sees the calls
-        still to run after the ones before it."""
+    def _before_tools(self, run: Run, hooks: list[Any], calls: list[ToolCall], skip: str | None) -> _Hooked:
+        """Ask the before-tools chain, each hook seeing the calls still to run after the ones before it."""
         hooked = _Hooked()
-        hooks = [debugger.BREAK_BEFORE_TOOLS, guard.BEFORE_TOOLS, debugger.MOCK, *self.before_tools]
         for hook, name in zip(hooks, hook_names(hooks), strict=True):
             if name == skip:  # it paused the run here: going on means not asking it again
                 skip = None
@@ -409,10 +427,8 @@ class Agent:
             for call, item in zip(calls, passed.value, strict=True):
                 if isinstance(item, Refuse):
                     hooked.answered[call.id] = (refusal_outcome(call, name, item.reason), "hook_refused", name)
-                elif isinstance(item, Answer) and name == LOOP_GUARD_HOOK:
-                    hooked.answered[call.id] = (item.outcome, REPEAT, None)
-                elif isinstance(item, Answer) and name == debugger.MOCK_HOOK:
-                    hooked.answered[call.id] = (item.outcome, debugger.MOCKED, None)
+                elif isinstance(item, Answer) and item.source is not None:  # a built-in's own record
+                    hooked.answered[call.id] = (item.outcome, item.source, None)  # type: ignore[assignment]
                 elif isinstance(item, Answer):
                     hooked.answered[call.id] = (item.outcome, "hook_answered", name)
                 else:
@@ -484,7 +500,7 @@ class Agent:
             f"{self.max_tool_calls} run in one turn, so calls {self.max_tool_calls + 1} to {asked} were refused. "
             f"The first {self.max_tool_calls} ran; ask again for the ones still needed, in fewer calls per turn."
         )
-        return ToolOutcome(text, True, 0.0, "too_many_calls")
+        return ToolOutcome.refusal(text, "too_many_calls")
 
     def _resolve(self, run: Run, call: ToolCall, decision: ToolDecision | None) -> ToolOutcome:
         if decision is not None and decision.action == "deny":
@@ -492,9 +508,9 @@ class Agent:
             text = (
                 f"Error: the user denied this call to {call.name}{why}. Do not call it again with the same arguments."
             )
-            return ToolOutcome(text, True, 0.0, "denied")
+            return ToolOutcome.refusal(text, "denied")
         if decision is not None and decision.action == "result":
-            return ToolOutcome(decision.content or "", False, 0.0)
+            return ToolOutcome.answer(decision.content or "")
         if call.name == FINAL_ANSWER_TOOL and run.config.final_answer_schema is not None:
             return self._check_final_answer(run, call)
         tool = self.tools.get(call.name)
@@ -506,30 +522,24 @@ class Agent:
         from .schemas import SchemaError, schema_errors  # jsonschema and regex load when a schema is first used
 
         if call.arguments_invalid:
-            return ToolOutcome(
+            return ToolOutcome.refusal(
                 f"Error: the final answer is not a JSON object: {call.raw_arguments!r}. Call final_answer again.",
-                True,
-                0.0,
                 "invalid_json",
             )
         try:
             errors = schema_errors(run.config.final_answer_schema, call.arguments)
         except SchemaError as exc:  # the run's schema, not the answer, is at fault: the model is told, the run goes on
-            return ToolOutcome(
+            return ToolOutcome.refusal(
                 f"Error: the final answer could not be checked: the final-answer schema cannot be applied: {exc}.",
-                True,
-                0.0,
                 "schema_error",
             )
         if errors:
             problems = "; ".join(f"{'.'.join(map(str, e.path)) or 'answer'}: {e.message}" for e in errors)
-            return ToolOutcome(
+            return ToolOutcome.refusal(
                 f"Error: the final answer does not match the schema: {problems}. Call final_answer again.",
-                True,
-                0.0,
                 "invalid_arguments",
             )
-        return ToolOutcome("Final answer accepted.", False, 0.0)
+        return ToolOutcome.answer("Final answer accepted.")
 
     # -- steps and runs --------------------------------------------------------------
 
@@ -566,6 +576,10 @@ class Agent:
             run.stop_reason = "max_steps"  # a run that starts with its budget already used up
         self._emit("run_finished", run.id, len(run.steps), error=run.error)
         return run
+
+
+class _CallFailed(Exception):
+    """The model call failed: the step fails with this one-line message."""
 
 
 @dataclass

@@ -75,6 +75,27 @@ def nesting(value: Any, limit: int) -> int:
     return deepest
 
 
+def _shallow(value: dict[str, Any]) -> dict[str, Any]:
+    # a request body holds such an object a few levels down: bounded here, every request stays writable
+    if nesting(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        raise ValueError(f"nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+    return value
+
+
+# a JSON object nested at most MAX_ARGUMENT_DEPTH deep: a call's arguments, a tool's JSON Schema
+ShallowObject = Annotated[dict[str, Any], AfterValidator(_shallow)]
+
+
+def numbered(base: str, taken: set[str], sep: str = " #") -> str:
+    """`base`, or `base` with the first free number after `sep` when it is taken; the result is added to `taken`."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}{sep}{n}"
+    taken.add(name)
+    return name
+
+
 def estimate_tokens(text: str) -> int:
     """A provider-neutral estimate: about four characters a token, the vendors' own rule of thumb."""
     return math.ceil(len(text) / 4) if text else 0

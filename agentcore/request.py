@@ -9,7 +9,7 @@ A model can refuse what a policy makes of the history: Claude Haiku 5.5 answers 
 after a change to what came before it with a 400. Such a turn's thinking is left out of the request (adaptive
 thinking takes a history without it), and the step records which turns went without (SentRequest.thinking_left_out).
 
-The policies reach the loop as a built-in hook (`PolicyHook`, see agentcore.hooks): what they send before the
+The policies reach the loop as a built-in hook (agentcore.hooks.context_policies): what they send before the
 model call, and the reply's call ids made distinct after it.
 """
 
@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 
 from . import catalogue
 from .accounting import price_call, sent_at
-from .errors import ProviderError, UsageError
-from .guard import answer_without_tools
-from .hooks import BuiltIn
+from .errors import UsageError
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .policies import (
     SUMMARY_HEADING,
@@ -63,14 +61,6 @@ def request_settings(config: RunConfig, settings: Settings | None = None) -> Set
     if config.policies is not None and config.policies.cache_breakpoints and not settings.cache_breakpoints:
         update["cache_breakpoints"] = True
     return settings.model_copy(update=update) if update else settings
-
-
-def model_request(run: Run, messages: Sequence[Message], settings: Settings) -> ModelRequest:
-    """The request of one model call of the run: these messages, the run's tools, these settings.
-
-    After repeated identical calls the loop guard asks for an answer: tool_choice "none" (see agentcore.guard).
-    """
-    return answer_without_tools(run, base_request(run, messages, settings))
 
 
 def base_request(run: Run, messages: Sequence[Message], settings: Settings) -> ModelRequest:
@@ -167,40 +157,6 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     return Prepared(sent.messages(history), sent, calls)
 
 
-class PolicyHook:
-    """The context policies as built-in hooks: `before_model` sends what they choose, `after_model` keeps ids distinct.
-
-    One is made for each model phase: `prepared` keeps what the policies did, for the step's record. A summary that
-    fails fails the step with "summarising the older turns: ..."; a usage error (no model to summarise) is raised.
-    """
-
-    name = "context_policies"
-
-    def __init__(self, summariser: Provider | None) -> None:
-        self.summariser = summariser
-        self.prepared = Prepared([])
-        self.before_model = BuiltIn(self.name, self._before_model, self._failure)
-        self.after_model = BuiltIn(self.name, self._after_model)
-
-    def _before_model(self, run: Run, request: ModelRequest) -> ModelRequest:
-        self.prepared = prepare(run, self.summariser)
-        if self.prepared.messages is run.messages:
-            return request
-        return request.model_copy(update={"messages": tuple(self.prepared.messages)})
-
-    def _after_model(self, run: Run, message: AssistantMessage) -> AssistantMessage:
-        return self.prepared.reply(run.messages, message, len(run.steps) + 1)
-
-    def _failure(self, exc: Exception) -> str:
-        if isinstance(exc, UsageError):
-            raise exc
-        if isinstance(exc, ProviderError):
-            return f"summarising the older turns: {exc.one_line()}"
-        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-        name = getattr(self.summariser, "name", None) or "the model"
-        return f"summarising the older turns: {name}: {detail}"
-
-
 def whole_history(run: Run, provider: str, model: str) -> SentRequest | None:
     """The record of a request that sends the run's whole history to `model`, when it cannot go as it is.
 
@@ -237,7 +193,8 @@ def unbound_thinking(run: Run, sent: SentRequest, provider: str) -> list[int]:
     left_out: list[int] = []
     for i in turns:
         k, n = where[id(history[i])], made_by.get(i)
-        if n is None or now[:k] != sent_at(run, n):  # a turn no step of this run produced has no request to match
+        # what the policies sent then against what they send now; hooks after them (a redactor) change both alike
+        if n is None or now[:k] != sent_at(run, n, hooks=False):  # a turn no step of this run produced: no match
             left_out.append(i)
             now[k] = history[i].model_copy(update={"reasoning": ()})
     return left_out
@@ -326,10 +283,8 @@ def summarise(
 __all__ = [
     "CONFIG_SETTINGS",
     "SUMMARY_PROMPT",
-    "PolicyHook",
     "Prepared",
     "base_request",
-    "model_request",
     "prepare",
     "request_settings",
     "settings_note",

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from .annotations import Annotation
 from .errors import MessageListError, UsageError
+from .hooks.protocol import HookEffect, HookPoint
+from .hooks.specs import BreakpointSpec, MockRule
 from .messages import (
     MAX_ARGUMENT_DEPTH,
     MAX_COUNT,
@@ -36,16 +38,15 @@ from .messages import (
 )
 from .policies import ContextPolicies, PolicyCall, SentRequest
 from .providers.base import WIRE_TEXT_LIMIT, ReasoningEffort, WireExchange
-from .rules import BreakpointSpec, MockRule
 from .tools import ToolSpec
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled", "stopped"]  # stopped: by a hook
 Phase = Literal["model", "tools", "done"]
 # how a tool call was resolved: "ran" when no person was asked; the next four are a person's decisions
 # on a paused run; "refused" when the call was past the turn's limit; "repeat" when the loop guard answered
-# it with the result of an identical call the run had already made (see agentcore.guard); the last three
+# it with the result of an identical call the run had already made (see agentcore.hooks.guard); the last three
 # when a hook (agentcore.hooks) changed the call's arguments and it ran, refused it, or answered it itself;
-# "mocked" when a mock rule of the run fixed its result and the tool did not run (see agentcore.rules)
+# "mocked" when a mock rule of the run fixed its result and the tool did not run (see agentcore.hooks.specs)
 ToolSource = Literal[
     "ran",
     "approved",
@@ -59,8 +60,7 @@ ToolSource = Literal[
     "hook_answered",
     "mocked",
 ]
-HookPoint = Literal["before_model", "after_model", "before_tools"]  # where a hook runs in a step (agentcore.hooks)
-LoopGuard = Literal["off", "warn", "guard"]  # what the loop does about repeated identical calls (agentcore.guard)
+LoopGuard = Literal["off", "warn", "guard"]  # what the loop does about repeated identical calls (agentcore.hooks.guard)
 BY_PERSON: dict[str, str] = {
     "approved": "approved by a person",
     "edited": "edited by a person",
@@ -114,12 +114,31 @@ class RunConfig(BaseModel):
     reasoning_effort: ReasoningEffort | None = Field(default=None, exclude_if=lambda v: v is None)
     # None: the provider's default ("guard" for the embedded model, "warn" elsewhere); left out of the plain form
     loop_guard: LoopGuard | None = Field(default=None, exclude_if=lambda v: v is None)
-    # the registered hooks the run goes with, by name (agentcore.toolbox.hooks), so a saved run resumes with them
+    # the registered hooks the run goes with, by name (agentcore.hooks.examples), so a saved run resumes with them
     hooks: list[Name] = Field(default_factory=list, exclude_if=lambda v: not v)
-    # where the run pauses (agentcore.rules' specs: "tool:get_weather", "step:3", "cost:0.01", ...)
+    # where the run pauses (agentcore.hooks.specs' specs: "tool:get_weather", "step:3", "cost:0.01", ...)
     breakpoints: list[BreakpointSpec] = Field(default_factory=list, max_length=100, exclude_if=lambda v: not v)
-    # the tool results fixed by a rule, the first rule that matches a call answering it (agentcore.rules)
+    # the tool results fixed by a rule, the first rule that matches a call answering it (agentcore.hooks.specs)
     mocks: list[MockRule] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
+
+    @classmethod
+    def made_for(
+        cls, provider: str, model: str, tools: Sequence[Any] = (), base_url: str | None = None, **fields: Any
+    ) -> RunConfig:
+        """The config of a run of `provider`'s `model` with these tools (Tool objects or specs): the one builder of
+        the command line, Compare and the test runner. The scripted model's scenario is its model's name unless `scenario` says; each
+        list of `fields` is copied and its repeats dropped where order is all that counts (hooks, breakpoints)."""
+        for name in ("hooks", "breakpoints"):
+            if name in fields:
+                fields[name] = list(dict.fromkeys(fields[name]))
+        fields.setdefault("scenario", model if provider == "scripted" and model else None)
+        return cls(
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            tools=[t if isinstance(t, ToolSpec) else t.spec() for t in tools],
+            **fields,
+        )
 
 
 class ToolRun(BaseModel):
@@ -248,23 +267,6 @@ def describe_models(models: Sequence[ModelRef]) -> tuple[str, str]:
     return providers, " → ".join(m.model or m.provider for m in models)
 
 
-class HookEffect(BaseModel):
-    """What one hook changed at one point of a step: in words, and the changed parts before and after."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    hook: Name
-    point: HookPoint
-    change: str  # one line: "request: message 2 changed", "call c1 (get_weather): arguments changed"
-    before: Any = None
-    after: Any = None
-
-    @property
-    def words(self) -> str:
-        """In one line: `hook redact before model: request: message 0 changed`."""
-        return f"hook {self.hook} {self.point.replace('_', ' ')}: {self.change}"
-
-
 class Halt(BaseModel):
     """A hook's pause or stop: which hook, at which point of which step, and why.
 
@@ -278,7 +280,7 @@ class Halt(BaseModel):
     point: HookPoint
     reason: str
     step: Count
-    # the breakpoint spec that paused the run, when a breakpoint did (agentcore.debugger)
+    # the breakpoint spec that paused the run, when a breakpoint did (agentcore.hooks.breakpoints)
     breakpoint: Name | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
@@ -315,7 +317,7 @@ class StepRecord(BaseModel):
     # a policy made for it (the summariser's), charged to this step
     sent: SentRequest | None = Field(default=None, exclude_if=lambda v: v is None)
     policy_calls: list[PolicyCall] = Field(default_factory=list, exclude_if=lambda v: not v)
-    # the loop guard made this call with no tool to call, after repeated identical calls (see agentcore.guard)
+    # the loop guard made this call with no tool to call, after repeated identical calls (see agentcore.hooks.guard)
     tools_withheld: bool = Field(default=False, exclude_if=lambda v: not v)
     # what each hook changed in this step, in the order they ran (agentcore.hooks); the built-in ones keep
     # their own records above (sent, policy_calls, tools_withheld) and a tool run's source "repeat"

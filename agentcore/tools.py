@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .messages import MAX_ARGUMENT_DEPTH, ToolCall, nesting
+from .messages import ShallowObject, ToolCall
 from .tool_output import describe, raised, shown
 from .workers import PROCESSES, THREADS, Job, ProcessEnded, Unsendable, check_importable, function_ref
 
@@ -36,16 +36,8 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    parameters: ShallowObject = {"type": "object", "properties": {}}
     source: str | None = None  # where the tool came from when not built in, e.g. "mcp:SERVER"
-
-    @field_validator("parameters")
-    @classmethod
-    def _shallow(cls, parameters: dict[str, Any]) -> dict[str, Any]:
-        # a request body holds the schema a few levels down: bounded here, every request stays writable
-        if nesting(parameters, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            raise ValueError(f"the JSON Schema is nested more than {MAX_ARGUMENT_DEPTH} levels deep")
-        return parameters
 
 
 @dataclass(frozen=True)
@@ -56,6 +48,16 @@ class ToolOutcome:
     is_error: bool
     duration_ms: float
     error: str | None = None
+
+    @classmethod
+    def answer(cls, content: str) -> ToolOutcome:
+        """A result given without running the tool (a person's, a mock rule's): no time spent."""
+        return cls(content, is_error=False, duration_ms=0.0)
+
+    @classmethod
+    def refusal(cls, content: str, error: str | None) -> ToolOutcome:
+        """An error result given without running the tool; `error` says which kind (ToolRun.error)."""
+        return cls(content, is_error=True, duration_ms=0.0, error=error)
 
 
 @dataclass(frozen=True)

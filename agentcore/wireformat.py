@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import UsageError
+from .hooks.chain import code_free_request
 from .messages import AssistantMessage
-from .request import model_request, request_settings, settings_refusal, whole_history
+from .providers import WIRE_FORMATS, get_info
+from .request import base_request, request_settings, settings_refusal, whole_history
 from .run import Run
 
-FORMATS = ("openai", "openai-responses", "anthropic", "ollama")
+FORMATS = WIRE_FORMATS  # the provider registry's wire formats
 
 
 def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool = False) -> dict[str, Any]:
@@ -23,8 +25,6 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     prefill, which current models reject. Settings the model refuses (the catalogue's documented rules) are a
     UsageError that says why, not a body its API would answer with a 400.
     """
-    from .providers import get_info
-
     if fmt not in FORMATS:
         raise UsageError(f"unknown wire format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if model is None:
@@ -38,21 +38,12 @@ def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool
     unbound = whole_history(run, fmt, model)  # thinking a model refuses after what policies changed stays out
     if unbound is not None:
         messages = tuple(unbound.messages(messages))
-    request = model_request(run, messages, request_settings(run.config))
+    # as the run's chain sends it: the loop guard's and the run's named hooks' changes (a redactor's masks) included
+    request = code_free_request(run, base_request(run, messages, request_settings(run.config)))
+    options: dict[str, Any] = {}
     if fmt == "openai":
-        from .providers import openai
+        from .providers.openai import max_tokens_field_for
 
         # as the adapter sends it: the run's own server when it ran on Chat Completions, else OpenAI's API
-        base_url = run.config.base_url if run.config.provider == "openai" else None
-        return openai.build_body(model, request, stream=stream, max_tokens_field=openai.max_tokens_field_for(base_url))
-    if fmt == "openai-responses":
-        from .providers import openai_responses
-
-        return openai_responses.build_body(model, request, stream=stream)
-    if fmt == "anthropic":
-        from .providers import anthropic
-
-        return anthropic.build_body(model, request, stream=stream)
-    from .providers import ollama
-
-    return ollama.build_body(model, request, stream=stream)
+        options["max_tokens_field"] = max_tokens_field_for(run.config.base_url if run.config.provider == fmt else None)
+    return get_info(fmt).body_builder()(model, request, stream=stream, **options)

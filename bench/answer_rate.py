@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from agentcore import Agent, Run, RunConfig, toolbox  # noqa: E402
-from agentcore.guard import LOOP_GUARDS, most_repeated  # noqa: E402
+from agentcore.hooks.guard import LOOP_GUARDS, most_repeated  # noqa: E402
 from agentcore.messages import AssistantMessage  # noqa: E402
 from agentcore.providers.local import LocalProvider  # noqa: E402
 from agentcore.providers.local_chat import CALL_CLOSE, CALL_OPEN, ChatStyle  # noqa: E402

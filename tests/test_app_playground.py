@@ -581,7 +581,7 @@ def test_the_source_view_highlights_the_lines_that_just_ran():
     Agent(ScriptedProvider("weather")).model_phase(run)
     view = source_view(run)
     assert view.phase == "model" and view.lines[0].startswith("def model_phase")
-    assert any("self.provider.complete(" in view.lines[i] for i in view.highlighted)
+    assert any("response = self._complete(" in view.lines[i] for i in view.highlighted)
     done = _scripted_run(2)
     view = source_view(done)
     assert any('run.stop_reason = "answer"' in view.lines[i] for i in view.highlighted)

@@ -13,10 +13,10 @@ import pytest
 from agentcore import toolbox, transcript
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
+from agentcore.hooks.specs import MockRule, parse_breakpoint
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolCall, Usage
 from agentcore.providers.scripted import ScriptedProvider, get_scenario
-from agentcore.rules import MockRule, parse_breakpoint
 from agentcore.run import Run, RunConfig, StepRecord
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentcore import transcript
-from agentcore.guard import default_mode, guard_mode
+from agentcore.hooks.guard import default_mode, guard_mode
 from agentcore.loop import Agent
 from agentcore.messages import ToolMessage
 from agentcore.providers.anthropic import AnthropicProvider

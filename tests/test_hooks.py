@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from agentcore import transcript
 from agentcore.hooks import Pause, Refuse, Stop
+from agentcore.hooks.examples import Guardrail, redact
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
-from agentcore.toolbox.hooks import Guardrail, hook_arguments, redact
 from agentcore.tools import tool
 
 ran: list[str] = []
@@ -31,9 +31,9 @@ def agent(**hooks) -> Agent:
     return Agent(ScriptedProvider(replay=weather_turns()), [lookup], **hooks)
 
 
-def start() -> Run:
+def start(**config) -> Run:
     ran.clear()
-    return Run.start("Weather in Paris?", RunConfig(tools=[lookup.spec()]))
+    return Run.start("Weather in Paris?", RunConfig(tools=[lookup.spec()], **config))
 
 
 def spell_city(run: Run, calls: list[ToolCall]) -> list[ToolCall]:
@@ -158,7 +158,7 @@ def test_the_guardrail_refuses_personal_data_in_arguments_and_lets_the_rest_run(
     Agent(ScriptedProvider(replay=turns), [lookup], before_tools=[Guardrail()]).run(run)
     assert ran == [] and run.steps[0].tool_runs[0].source == "hook_refused"
     assert run.steps[0].tool_runs[0].hook == "guardrail"
-    run = agent(**hook_arguments(["guardrail"])).run(start())
+    run = agent().run(start(hooks=["guardrail"]))
     assert ran == ["Pariss"] and run.steps[0].tool_runs[0].source == "ran"
 
 

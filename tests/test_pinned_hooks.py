@@ -14,7 +14,6 @@ from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
 from agentcore.testing import pinned
 from agentcore.testing.runner import REPLAY, parse_config, run_cell
-from agentcore.toolbox.hooks import hook_arguments
 
 PROMPT = "What is the weather in Paris and Rome? Send it to bob@example.com."
 
@@ -23,7 +22,7 @@ def redacted_run() -> Run:
     """A scripted weather run made with the redactor, as `agentcore run --hook redact` makes one."""
     config = RunConfig(provider="scripted", model="weather", hooks=["redact"])
     run = Run.start(PROMPT, config)
-    Agent(ScriptedProvider("weather"), toolbox.get_tools("get_weather"), **hook_arguments(["redact"])).run(run)
+    Agent(ScriptedProvider("weather"), toolbox.get_tools("get_weather")).run(run)
     return run
 
 

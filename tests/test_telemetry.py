@@ -252,7 +252,7 @@ def test_an_imported_trace_is_a_run_that_can_be_forked_and_stepped_again():
 
 def test_what_hooks_did_comes_back_from_the_trace_the_changes_the_refusal_and_the_pause():
     from agentcore.hooks import Pause, Refuse
-    from agentcore.toolbox.hooks import redact
+    from agentcore.hooks.examples import redact
 
     def no_rome(run, calls):
         return [Refuse(c, "not Rome") if c.arguments.get("city") == "Rome" else c for c in calls]

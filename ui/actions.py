@@ -18,13 +18,13 @@ from typing import Any
 import streamlit as st
 
 from agentcore.errors import AgentcoreError, TranscriptError
+from agentcore.hooks.examples import check_hook_names
 from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
 from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import ModelRef, Run, RunConfig
-from agentcore.toolbox.hooks import hook_arguments
 from agentcore.transcript import read_json
 
 from .live import PhaseJob, PhaseProgress, follow
@@ -204,20 +204,7 @@ def _sidebar_config(session: Session, run: Run) -> RunConfig:
     only before a model phase: calls already waiting run with the tools the model was offered.
     """
     cfg = session.config
-    update: dict[str, Any] = {
-        "provider": cfg.provider,
-        "model": cfg.model,
-        "base_url": cfg.base_url or None,
-        "scenario": cfg.scenario if cfg.provider == "scripted" else None,
-        "max_steps": cfg.max_steps,
-        "concurrency": cfg.concurrency,
-        "pause_before_tools": cfg.pause_before_tools,
-        "temperature": cfg.temperature,
-        "policies": cfg.policies,
-        "loop_guard": cfg.loop_guard,
-        "hooks": list(cfg.hooks),
-        "breakpoints": list(cfg.breakpoints),
-    }
+    update = cfg.settings_update()
     if run.next_phase == "model" and set(cfg.tools) != set(_tool_names(run)):
         update["tools"] = [t.spec() for t in resolve_tools(cfg.tools)]
     return run.config.model_copy(update=update)
@@ -279,10 +266,10 @@ def next_call(session: Session) -> NextCall | None:
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     provider = make_provider(run.config, session.config.provider_options)
     # a run's hooks are names of registered ones; an unknown name (from someone else's file) is a one-line notice
-    hooks = hook_arguments(run.config.hooks)
+    check_hook_names(run.config.hooks)
     # with OTEL_EXPORTER_OTLP_ENDPOINT set, each step is sent as it finishes (ui.otel)
     observers = [*observers, *otel_observers(run)]
-    return Agent(provider, resolve_tools(_tool_names(run)), observers=observers, **hooks)
+    return Agent(provider, resolve_tools(_tool_names(run)), observers=observers)
 
 
 def _drive(session: Session, run: Run, drive: Callable[[], object]) -> None:

@@ -1,6 +1,6 @@
 """Breakpoints in the sidebar, and mock rules from a tool result: fix it from here on, or replay from here with it.
 
-The specs and rules themselves are agentcore.rules'; the hooks that act on them, agentcore.debugger's. A spec or
+The specs and rules themselves are agentcore.hooks.specs'; the hooks that act on them, agentcore.hooks.breakpoints's. A spec or
 rule a person types is checked here and refused in one line, and everything shown of it is drawn inert.
 """
 
@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from streamlit.delta_generator import DeltaGenerator
 
 from agentcore.errors import UsageError
+from agentcore.hooks.specs import MockRule, parse_breakpoint
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
-from agentcore.rules import MockRule, parse_breakpoint
 from agentcore.transcript import describe_validation
 
 from . import safe

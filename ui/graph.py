@@ -223,7 +223,7 @@ def loop_html(run: Run | None) -> str:
 # -- the loop's source ----------------------------------------------------------------
 
 _MARKERS = {
-    "model": ("self.provider.complete(", "run.steps.append(", "run.append(message)"),
+    "model": ("response = self._complete(", "self._record_step(", "run.append(message)"),
     "tools": ("self._execute(", "self._append_results("),
 }
 _STOP_MARKERS = {
@@ -231,7 +231,7 @@ _STOP_MARKERS = {
     "max_steps": 'run.stop_reason = "max_steps"',
     "structured": 'run.stop_reason = "structured"',
 }
-_ERROR_MARKERS = ("response = self.provider.complete(", "return self._fail(")
+_ERROR_MARKERS = ("response = self._complete(", "return self._fail(")
 
 
 @lru_cache(maxsize=2)

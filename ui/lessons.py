@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 
 from agentcore.errors import UsageError
+from agentcore.hooks.specs import MockRule
 from agentcore.messages import ToolMessage
-from agentcore.rules import MockRule
 from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 

@@ -11,13 +11,13 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from agentcore.guard import LOOP_GUARDS, default_mode, guard_mode
+from agentcore.hooks.examples import HOOKS
+from agentcore.hooks.guard import LOOP_GUARDS, default_mode
 from agentcore.messages import UserMessage
 from agentcore.providers import REGISTRY, ProviderInfo
 from agentcore.providers.scripted import DEFAULT_SCENARIO, SCENARIOS
 from agentcore.secrets import redacted_url
 from agentcore.toolbox import DEFAULT_TOOLS as TOOLBOX_DEFAULT
-from agentcore.toolbox.hooks import HOOKS
 
 from . import safe
 from .actions import start_scenario_run
@@ -27,6 +27,7 @@ from .policy_view import follow_policies, policy_settings
 from .state import (
     DEFAULT_N_CTX,
     MODEL_ENV,
+    RUN_SETTINGS,
     AppConfig,
     Session,
     get_session,
@@ -133,13 +134,9 @@ def _follow_run(session: Session) -> None:
             "goes only where you send it. Type that address under Base URL to go on there."
         )
     st.session_state["cfg_tools"] = [t.name for t in config.tools if t.name in available_tools()]
-    st.session_state["cfg_max_steps"] = max(1, min(500, config.max_steps))
-    st.session_state["cfg_concurrency"] = config.concurrency
-    st.session_state["cfg_pause"] = config.pause_before_tools
-    st.session_state["cfg_loop_guard"] = guard_mode(config)
-    st.session_state["cfg_hooks"] = [name for name in config.hooks if name in HOOKS]
-    st.session_state["cfg_breakpoints"] = "\n".join(config.breakpoints)
-    st.session_state["cfg_temperature"] = config.temperature
+    for setting in RUN_SETTINGS:
+        if setting.key:
+            st.session_state[setting.key] = setting.shown(config) if setting.shown else getattr(config, setting.name)
     follow_policies(run)
     prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), None)
     if prompt is not None:
@@ -261,8 +258,17 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
     loop_guard = sb.selectbox("Loop guard", LOOP_GUARDS, key="cfg_loop_guard", help=LOOP_GUARD_HELP)
     hooks = sb.multiselect("Hooks", list(HOOKS), key="cfg_hooks", help=HOOKS_HELP)
-    breakpoints = breakpoint_settings(sb, session)
-    policies = policy_settings(sb, info.name)
+    # each RUN_SETTINGS name, as its widget gave it (the breakpoints and policies parsed from theirs)
+    drawn = {
+        "max_steps": int(max_steps),
+        "concurrency": concurrency,
+        "pause_before_tools": pause,
+        "temperature": temperature,
+        "loop_guard": loop_guard,
+        "hooks": list(hooks),
+        "breakpoints": breakpoint_settings(sb, session),
+        "policies": policy_settings(sb, info.name),
+    }
     session.config = AppConfig(
         provider=info.name,
         model=model or info.default_model,
@@ -270,16 +276,9 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         scenario=scenario,
         tools=tools,
         system_prompt=system_prompt,
-        max_steps=int(max_steps),
-        concurrency=concurrency,
-        pause_before_tools=pause,
-        temperature=temperature,
         final_answer_schema=schema,
         n_ctx=n_ctx,
-        policies=policies,
-        loop_guard=loop_guard,
-        hooks=list(hooks),
-        breakpoints=breakpoints,
+        **{setting.name: drawn[setting.name] for setting in RUN_SETTINGS},
     )
     if session.store_error:
         sb.warning(safe.block(session.store_error), icon=":material/database:")

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import streamlit as st
 
 from agentcore.errors import AgentcoreError, UsageError
+from agentcore.hooks.examples import HOOKS
+from agentcore.hooks.guard import guard_mode
 from agentcore.loop import ToolDecision
 from agentcore.messages import Message
 from agentcore.policies import ContextPolicies
@@ -47,6 +49,34 @@ Action = Literal["step", "model", "tools", "retry"]
 DEFAULT_N_CTX = 4096  # the local provider's own default
 
 
+@dataclass(frozen=True)
+class RunSetting:
+    """A sidebar setting a run's config holds by the same name: its widget's key, and how a run's value shows there."""
+
+    name: str  # the field of both AppConfig and RunConfig
+    key: str  # the sidebar widget's session-state key
+    shown: Any = None  # run config -> the widget's value; None: the config's own value
+
+
+def _hooks_shown(config: RunConfig) -> Any:
+    return [name for name in config.hooks if name in HOOKS]  # a file's unknown name is not offered
+
+
+# The one list of the sidebar's run settings: a new run takes them (AppConfig.run_config), a run going on takes them
+# (ui.actions.apply_settings), and a run that becomes current shows its own in the sidebar (ui.sidebar). A new
+# setting is a field of RunConfig and AppConfig, its widget, and one line here.
+RUN_SETTINGS: tuple[RunSetting, ...] = (
+    RunSetting("max_steps", "cfg_max_steps", lambda c: max(1, min(500, c.max_steps))),
+    RunSetting("concurrency", "cfg_concurrency"),
+    RunSetting("pause_before_tools", "cfg_pause"),
+    RunSetting("temperature", "cfg_temperature"),
+    RunSetting("loop_guard", "cfg_loop_guard", guard_mode),
+    RunSetting("hooks", "cfg_hooks", _hooks_shown),
+    RunSetting("breakpoints", "cfg_breakpoints", lambda c: "\n".join(c.breakpoints)),
+    RunSetting("policies", ""),  # its own widgets (ui.policy_view.follow_policies)
+)
+
+
 @dataclass
 class AppConfig:
     """What the sidebar sets: how the next run is made and how the current one continues."""
@@ -64,33 +94,35 @@ class AppConfig:
     final_answer_schema: dict[str, Any] | None = None
     n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
     policies: ContextPolicies | None = None  # what each model call sends of the history
-    loop_guard: LoopGuard | None = None  # what the loop does about repeated identical calls (agentcore.guard)
-    hooks: list[str] = field(default_factory=list)  # registered hooks by name (agentcore.toolbox.hooks)
-    breakpoints: list[str] = field(default_factory=list)  # the valid breakpoint specs (agentcore.rules)
+    loop_guard: LoopGuard | None = None  # what the loop does about repeated identical calls (agentcore.hooks.guard)
+    hooks: list[str] = field(default_factory=list)  # registered hooks by name (agentcore.hooks.examples)
+    breakpoints: list[str] = field(default_factory=list)  # the valid breakpoint specs (agentcore.hooks.specs)
 
     @property
     def provider_options(self) -> dict[str, Any]:
         """Settings of the provider object itself, not of the run: the embedded model's context size."""
         return {"n_ctx": self.n_ctx} if self.provider == "local" else {}
 
+    def settings_update(self) -> dict[str, Any]:
+        """What a run's config takes from the sidebar, new or going on: who answers, and RUN_SETTINGS."""
+        update: dict[str, Any] = {
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url or None,
+            "scenario": self.scenario if self.provider == "scripted" else None,
+        }
+        for setting in RUN_SETTINGS:
+            value = getattr(self, setting.name)
+            update[setting.name] = list(value) if isinstance(value, list) else value
+        return update
+
     def run_config(self) -> RunConfig:
         """The RunConfig of a new run made with these settings."""
         return RunConfig(
-            provider=self.provider,
-            model=self.model,
-            base_url=self.base_url or None,
-            scenario=self.scenario if self.provider == "scripted" else None,
+            **self.settings_update(),
             system_prompt=self.system_prompt or None,
             tools=[t.spec() for t in resolve_tools(self.tools)],
-            max_steps=self.max_steps,
-            concurrency=self.concurrency,
-            pause_before_tools=self.pause_before_tools,
-            temperature=self.temperature,
             final_answer_schema=self.final_answer_schema if self.provider == "scripted" else None,
-            policies=self.policies,
-            loop_guard=self.loop_guard,
-            hooks=list(self.hooks),
-            breakpoints=list(self.breakpoints),
         )
 
 

@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 from agentcore.exports import REPLAY, export_filename, export_json, export_otlp, export_run
-from agentcore.guard import REPEAT, guard_mode, withholds_tools
+from agentcore.hooks.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.request import settings_note, thinking_note
 from agentcore.run import Run, models_label

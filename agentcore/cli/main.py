@@ -16,11 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import AgentcoreError, TranscriptError, UsageError
-from ..guard import LOOP_GUARDS, guard_line
+from ..hooks.examples import HOOKS, check_hook_names
+from ..hooks.guard import LOOP_GUARDS, guard_line
 from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
+from ..providers import REGISTRY, WIRE_FORMATS
 from ..toolbox import DEFAULT_TOOLS
-from ..toolbox.hooks import HOOKS, hook_arguments
 from ..transcript import describe_validation, one_line, read_json
 from .annotate import add_annotate
 from .commands import (
@@ -84,11 +85,11 @@ class Printer:
 
 def _build_run(args: argparse.Namespace):
     from ..loop import Agent, check_final_schema
-    from ..providers import Settings, create_provider, default_provider, get_info
+    from ..providers import create_provider, default_provider, get_info
     from ..providers.scripted import get_scenario
     from ..run import Run, RunConfig
 
-    hooks = hook_arguments(args.hook)  # an unknown name is bad usage, found before anything loads
+    check_hook_names(args.hook)  # an unknown name is bad usage, found before anything loads
     if args.replay:
         return _build_replay(args)
     provider_name = args.provider
@@ -120,17 +121,16 @@ def _build_run(args: argparse.Namespace):
     if provider_name == "local":  # loading a large GGUF takes seconds: say so as it happens
         options["on_progress"] = lambda line: print(line, file=sys.stderr, flush=True)
     if getattr(args, "no_stream", False):
-        if provider_name not in ("openai", "openai-responses", "anthropic", "ollama"):
-            raise UsageError("--no-stream applies to the openai, openai-responses, anthropic and ollama providers")
+        if provider_name not in WIRE_FORMATS:
+            raise UsageError(f"--no-stream applies to the {', '.join(WIRE_FORMATS)} providers")
         options["stream"] = False
     provider = create_provider(provider_name, model, base_url=args.base_url, **options)
-    config = RunConfig(
-        provider=provider_name,
-        model=provider.model,
-        base_url=args.base_url,
-        scenario=scenario.name if scenario else None,
+    config = RunConfig.made_for(
+        provider_name,
+        provider.model,
+        tools,
+        args.base_url,
         system_prompt=args.system,
-        tools=[t.spec() for t in tools],
         max_steps=args.max_steps,
         concurrency=not args.sequential_tools,
         temperature=args.temperature,
@@ -139,7 +139,7 @@ def _build_run(args: argparse.Namespace):
         thinking_budget=args.thinking_budget,
         reasoning_effort=args.reasoning_effort,
         loop_guard=args.loop_guard,
-        hooks=list(dict.fromkeys(args.hook)),
+        hooks=args.hook,
         breakpoints=_breakpoints(args),
         mocks=_read_mocks(args.mock),
     )
@@ -147,8 +147,7 @@ def _build_run(args: argparse.Namespace):
     if not prompt:
         raise UsageError("a prompt is required (or a scripted --scenario, which has its own)")
     run = Run.start(prompt, config)
-    settings = Settings(max_tokens=args.max_tokens) if getattr(args, "max_tokens", None) else None
-    agent = Agent(provider, tools, observers=[Printer()], settings=settings, **hooks)
+    agent = Agent(provider, tools, observers=[Printer()])  # the run's config carries max_tokens to every call
     return agent, run
 
 
@@ -179,13 +178,13 @@ def _build_replay(args: argparse.Namespace):
     config = source.config.model_copy(update=update)
     first_user = next((m.content for m in source.messages if m.role == "user"), None)
     run = Run.start(args.prompt or first_user or "", config, title=f"replay of {source.title or source.id}")
-    hooks = hook_arguments(config.hooks)  # a transcript's hooks are names of registered ones, or refused
-    return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()], **hooks), run
+    check_hook_names(config.hooks)  # a transcript's hooks are names of registered ones, or refused
+    return Agent(ScriptedProvider(replay=turns), tools, observers=[Printer()]), run
 
 
 def _breakpoints(args: argparse.Namespace) -> list[str]:
     """The --break specs, each checked: a bad one is bad usage, named in one line."""
-    from ..rules import parse_breakpoint
+    from ..hooks.specs import parse_breakpoint
 
     specs = []
     for spec in args.breakpoint:
@@ -203,7 +202,7 @@ def _read_mocks(path: str | None) -> list[Any]:
     from pydantic import TypeAdapter
 
     from ..errors import TranscriptError
-    from ..rules import MockRule
+    from ..hooks.specs import MockRule
     from ..transcript import read_json
 
     where = f"--mock {path}"
@@ -333,7 +332,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("prompt", nargs="?", help="the user prompt (a scripted scenario has its own)")
     p.add_argument(
         "--provider",
-        help="local, scripted, openai, openai-responses, anthropic or ollama (default: local if installed)",
+        help=f"{', '.join(REGISTRY)} (default: local if installed)",
     )
     p.add_argument("--model", help="the model name, or a GGUF path for local")
     p.add_argument("--base-url", help="the server's base URL, e.g. http://127.0.0.1:8080/v1")
@@ -449,7 +448,7 @@ def _add_runs(sub: Any) -> None:
     q.add_argument(
         "--format",
         default="json",
-        choices=["json", "openai", "openai-responses", "anthropic", "ollama", "html", "otlp-json"],
+        choices=["json", *WIRE_FORMATS, "html", "otlp-json"],
         help="otlp-json: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load",
     )
     q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
@@ -503,7 +502,7 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("file")
     p.add_argument(
         "--format",
-        choices=("openai", "openai-responses", "anthropic", "ollama", "html", "otlp-json"),
+        choices=(*WIRE_FORMATS, "html", "otlp-json"),
         help="the wire format; html: one self-contained page that steps through the run; otlp-json: the run's "
         "OpenTelemetry GenAI trace (required unless --otlp is given)",
     )

@@ -370,7 +370,8 @@ class MCPTool(Tool):
 
         def done(content: str, error: str | None = None) -> ToolOutcome:
             text = cap_output(utf8_safe(scrub(content)), self.max_output_chars)
-            return ToolOutcome(text, error is not None, (time.perf_counter() - started) * 1000, error)
+            spent = (time.perf_counter() - started) * 1000
+            return ToolOutcome(text, is_error=error is not None, duration_ms=spent, error=error)
 
         if call.arguments_invalid:
             return done(

@@ -30,6 +30,7 @@ class ProviderInfo:
     base_url_env: str | None = None
     default_base_url: str | None = None
     free: bool = False  # nothing to pay: its runs cost 0, not an unknown price
+    wire: bool = False  # a wire format over HTTP: its module's `build_body` makes a run's request body (exports)
 
     @property
     def default_model(self) -> str:
@@ -44,6 +45,12 @@ class ProviderInfo:
     def load(self) -> type:
         module, cls = self.target.split(":")
         return getattr(importlib.import_module(module), cls)
+
+    def body_builder(self) -> Any:
+        """The wire format's `build_body(model, request, *, stream, ...)`; UsageError for a provider with none."""
+        if not self.wire:
+            raise UsageError(f"{self.name} has no wire format of its own; choose one of {', '.join(WIRE_FORMATS)}")
+        return importlib.import_module(self.target.split(":")[0]).build_body
 
 
 REGISTRY: dict[str, ProviderInfo] = {
@@ -71,6 +78,7 @@ REGISTRY: dict[str, ProviderInfo] = {
             "",  # from the catalogue
             (),
             "OpenAI Chat Completions, or any OpenAI-compatible server with a base URL",
+            wire=True,
             key_env="OPENAI_API_KEY",
             base_url_env="OPENAI_BASE_URL",
             default_base_url="https://api.openai.com/v1",
@@ -81,6 +89,7 @@ REGISTRY: dict[str, ProviderInfo] = {
             "",  # from the catalogue
             (),
             "OpenAI Responses API, stateless (reasoning passed back encrypted), or a server that speaks it",
+            wire=True,
             key_env="OPENAI_API_KEY",
             base_url_env="OPENAI_BASE_URL",
             default_base_url="https://api.openai.com/v1",
@@ -91,6 +100,7 @@ REGISTRY: dict[str, ProviderInfo] = {
             "",  # from the catalogue
             (),
             "Anthropic Messages API",
+            wire=True,
             key_env="ANTHROPIC_API_KEY",
             base_url_env="ANTHROPIC_BASE_URL",
             default_base_url="https://api.anthropic.com",
@@ -101,12 +111,14 @@ REGISTRY: dict[str, ProviderInfo] = {
             "llama3.2",  # genai-prices does not list Ollama: its library's small tool-calling models
             ("llama3.2", "qwen3", "gpt-oss:20b", "qwen2.5", "mistral"),
             "Ollama's native /api/chat",
+            wire=True,
             base_url_env="OLLAMA_HOST",
             default_base_url="http://127.0.0.1:11434",
         ),
     )
 }
 FREE_PROVIDERS = frozenset(name for name, info in REGISTRY.items() if info.free)
+WIRE_FORMATS: tuple[str, ...] = tuple(name for name, info in REGISTRY.items() if info.wire)  # the exports' dialects
 watch_env(*(info.key_env for info in REGISTRY.values()))  # each key variable's value is scrubbed from output
 
 
@@ -164,6 +176,7 @@ def create_provider(
 __all__ = [
     "FREE_PROVIDERS",
     "REGISTRY",
+    "WIRE_FORMATS",
     "BaseProvider",
     "ModelRequest",
     "ModelResponse",

@@ -39,7 +39,7 @@ class ModelRequest(BaseModel):
 
     `tool_choice` "none" asks for an answer, not a call: an API that has the field is sent it with the tools
     (Anthropic refuses a history of tool calls without their tools); one without it is sent no tools
-    (`offered_tools`). The loop guard asks this after repeated identical calls (see agentcore.guard).
+    (`offered_tools`). The loop guard asks this after repeated identical calls (see agentcore.hooks.guard).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..messages import AssistantMessage, ToolCall, Usage, UserMessage
-from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens
-from .base import estimate_tokens as _estimate_tokens
+from ..messages import AssistantMessage, ToolCall, UserMessage
+from .base import BaseProvider, ModelRequest, ModelResponse, TextSink
+from .scripted import scripted_response
 
 GROUND_TRUTH = "ground-truth"
 
@@ -33,18 +33,7 @@ class ReferenceProvider(BaseProvider):
         message = self._next(request)
         if on_text is not None and message.content:
             on_text(message.content)
-        return ModelResponse(
-            message=message,
-            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=_estimate_tokens(message.text)),
-            estimated=True,
-            finish_reason="tool_calls" if message.tool_calls else "stop",
-            wire=WireExchange(
-                url=f"scripted://{GROUND_TRUTH}",
-                request={"scenario": GROUND_TRUTH, "messages": [m.data for m in request.messages]},
-                status=200,
-                response=message.model_dump(mode="json"),
-            ),
-        )
+        return scripted_response(GROUND_TRUTH, request, message)
 
     def _next(self, request: ModelRequest) -> AssistantMessage:
         users = [i for i, m in enumerate(request.messages) if isinstance(m, UserMessage)]

@@ -71,6 +71,26 @@ class Scenario:
 _DATA = attrgetter("data")
 
 
+def scripted_response(scenario: str, request: ModelRequest, message: AssistantMessage) -> ModelResponse:
+    """A scripted model's answer to `request`: `message`, its usage estimated, and the exchange as it would look."""
+    body: dict[str, Any] = {
+        "scenario": scenario,
+        "messages": list(map(_DATA, request.messages)),
+        "tools": [t.model_dump(mode="json") for t in request.tools],
+    }
+    if request.tool_choice == "none":
+        body["tool_choice"] = "none"
+    return ModelResponse(
+        message=message,
+        usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text)),
+        estimated=True,
+        finish_reason="tool_calls" if message.tool_calls else "stop",
+        wire=WireExchange(
+            url=f"scripted://{scenario}", request=body, status=200, response=message.model_dump(mode="json")
+        ),
+    )
+
+
 def _say(text: str) -> AssistantMessage:
     return AssistantMessage(content=text)
 
@@ -382,22 +402,7 @@ class ScriptedProvider(BaseProvider):
                 if self.pace_s:
                     time.sleep(self.pace_s)
                 on_text(piece)
-        body = {
-            "scenario": self.model,
-            "messages": list(map(_DATA, request.messages)),
-            "tools": [t.model_dump(mode="json") for t in request.tools],
-        }
-        if request.tool_choice == "none":
-            body["tool_choice"] = "none"
-        return ModelResponse(
-            message=message,
-            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text)),
-            estimated=True,
-            finish_reason="tool_calls" if message.tool_calls else "stop",
-            wire=WireExchange(
-                url=f"scripted://{self.model}", request=body, status=200, response=message.model_dump(mode="json")
-            ),
-        )
+        return scripted_response(self.model, request, message)
 
     def _next(self, request: ModelRequest) -> AssistantMessage:
         # map over C builtins: this count runs every step over the whole, growing message list

@@ -26,18 +26,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..accounting import run_cost
 from ..annotations import Annotation, check_target, step_calls
 from ..errors import AgentcoreError
-from ..loop import Event, Observer
 from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
 from ..secrets import redact_fields, scrub_text
 from ..transcript import FORMAT, VERSION, from_dict, json_text
 from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
 from .sqlite import SqliteBackend
+
+if TYPE_CHECKING:  # the store saves runs; it never drives the loop
+    from ..loop import Event, Observer
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
 LAST_RUN_KEY = "last_run_viewed"

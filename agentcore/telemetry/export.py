@@ -21,11 +21,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from pydantic import ValidationError
 
 from ..accounting import sent_at, step_costs
-from ..messages import MESSAGE_LIST, AssistantMessage, Message, SystemMessage, ToolMessage
-from ..run import HookEffect, Run, StepRecord, ToolRun
+from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
+from ..run import Run, StepRecord, ToolRun
 from ..secrets import redacted_url, scrub, scrub_text
 from . import genai as g
 
@@ -157,7 +156,7 @@ class _Builder:
             g.TOOLS_WITHHELD: step.tools_withheld or None,
         }
         if self.content:
-            sent = _as_hooks_sent(sent_at(run, step.index), step.hook_effects)
+            sent = sent_at(run, step.index)
             attributes[g.INPUT_MESSAGES] = _messages(sent)
             history = run.messages[: step.message_count]
             if step.sent is not None or sent != history:  # the history whole, where the call sent something else
@@ -291,26 +290,6 @@ class _Builder:
             links=links,
             status=status,
         )
-
-
-def _as_hooks_sent(sent: list[Message], effects: list[HookEffect]) -> list[Message]:
-    """The messages as the call sent them: each before-model hook's recorded change applied, in the order they ran
-    (a redacting hook's masks are what the model read). A record that does not read as messages is passed over."""
-    for effect in effects:
-        after = effect.after
-        if effect.point != "before_model" or not effect.change.startswith("request: "):
-            continue
-        try:
-            if "messages became" in effect.change and isinstance(after, list):
-                sent = MESSAGE_LIST.validate_python(after)
-            elif isinstance(after, dict) and all(k.isdigit() and int(k) < len(sent) for k in after):
-                changed = MESSAGE_LIST.validate_python(list(after.values()))
-                sent = list(sent)
-                for k, message in zip(after, changed, strict=True):
-                    sent[int(k)] = message
-        except ValidationError:
-            continue
-    return sent
 
 
 def _port(address: Any) -> int | None:

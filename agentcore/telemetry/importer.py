@@ -88,13 +88,7 @@ class Span:
 
     def json(self, key: str) -> Any:
         """A structured attribute: a JSON string read within every reader's limits, or the value as it came."""
-        value = self.attributes.get(key)
-        if not isinstance(value, str):
-            return value
-        try:
-            return read_json(value)
-        except TranscriptError as exc:
-            raise TranscriptError(f"{self.label()}: {key} is {exc}") from None
+        return _event_json(self.attributes.get(key), self, key)
 
     @property
     def call_id(self) -> str | None:

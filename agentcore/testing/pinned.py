@@ -31,13 +31,13 @@ from pydantic import (
 
 from ..annotations import step_calls
 from ..errors import TranscriptError, UsageError
-from ..guard import call_key
+from ..hooks.examples import HOOKS
+from ..hooks.guard import call_key
+from ..hooks.specs import MockRule
 from ..messages import MAX_COUNT, AssistantMessage, ToolCall
-from ..rules import MockRule
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
-from ..toolbox.hooks import HOOKS
 from ..transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
 
 FORMAT = "agentcore.test"
@@ -209,9 +209,9 @@ class PinnedTest(_Strict):
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
     turns: list[str] = Field(default=[], max_length=MAX_COUNT)  # the user's next messages, one per answer
-    # tool results fixed by a rule (agentcore.rules): a matching call is not run, on every configuration
+    # tool results fixed by a rule (agentcore.hooks.specs): a matching call is not run, on every configuration
     mocks: list[MockRule] = Field(default=[], max_length=1000)
-    # the registered hooks the run was made with (agentcore.toolbox.hooks), on every configuration
+    # the registered hooks the run was made with (agentcore.hooks.examples), on every configuration
     hooks: list[str] = Field(default=[], max_length=100)
     benchmark: BenchmarkRef | None = None
     expect: Expectations = Expectations()

@@ -23,7 +23,7 @@ from .. import toolbox
 from ..accounting import run_cost
 from ..compare import ColumnSpec, column_labels, parse_spec
 from ..errors import AgentcoreError, UsageError
-from ..guard import call_key
+from ..hooks.guard import call_key
 from ..loop import Agent
 from ..messages import AssistantMessage, ToolCall, ToolMessage, UserMessage, first_difference
 from ..providers import create_provider, get_info
@@ -32,7 +32,6 @@ from ..providers.scripted import ScriptedProvider
 from ..request import settings_refusal
 from ..run import FINAL_ANSWER_TOOL, Run, RunConfig
 from ..secrets import scrub_text
-from ..toolbox.hooks import hook_arguments
 from ..tools import Tool
 from . import benchmarks
 from .benchmarks import Episode
@@ -145,23 +144,22 @@ def prepare(
     else:
         options = {"scenario": spec.model} if spec.provider == "scripted" and spec.model else {}
         provider = (factory or create_provider)(spec.provider, spec.model, base_url=spec.base_url, **options)
-    config = RunConfig(
-        provider=provider.name,
-        model=getattr(provider, "model", None) or spec.model or "",
-        base_url=spec.base_url,
-        scenario=spec.model if spec.provider == "scripted" else None,
+    config = RunConfig.made_for(
+        provider.name,
+        getattr(provider, "model", None) or spec.model or "",
+        chosen,
+        spec.base_url,
         system_prompt=test.system_prompt,
-        tools=[t.spec() for t in chosen],
         max_steps=test.max_steps,
         temperature=test.temperature,
         final_answer_schema=test.final_answer_schema,
         mocks=list(test.mocks),
-        hooks=list(test.hooks),
+        hooks=test.hooks,
         # a benchmark's tools keep state: the same call may rightly answer anew, so repeats run (and are counted)
         loop_guard="warn" if episode is not None else None,
     )
     run = Run.start(test.prompt, config, title=f"test {test.name} · {spec.name}")
-    return Agent(provider, chosen, **hook_arguments(test.hooks)), run, episode
+    return Agent(provider, chosen), run, episode
 
 
 def play(agent: Agent, run: Run, test: PinnedTest, episode: Episode | None = None) -> None:

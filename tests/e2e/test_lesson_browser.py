@@ -88,7 +88,7 @@ def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):
             expect(page.locator(".st-key-lesson_new")).to_contain_text("get_weather")
             _inside_viewport(page, ".st-key-lesson_code_tools")
             expect(page.locator(".st-key-lesson_code_tools")).to_contain_text("self._execute(")
-        expect(page.locator(".st-key-lesson_code_model")).to_contain_text("self.provider.complete(")
+        expect(page.locator(".st-key-lesson_code_model")).to_contain_text("response = self._complete(")
         _shot(page, f"lesson-step-{n}.png")
         assert n <= 5, "the first lesson should end within a few steps"
     ended = time.monotonic()

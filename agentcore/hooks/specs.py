@@ -16,7 +16,8 @@ A mock rule (RunConfig.mocks, `agentcore run --mock FILE`, a pinned test's `mock
 and `result` (or, given `error`, that error) is what the model reads.
 
 Specs come from people and from files: a bad one is a one-line UsageError, and a pattern is compiled and applied
-within agentcore.schemas' bounds, never by `re`. The hooks that act on them are in agentcore.debugger.
+within agentcore.schemas' bounds, never by `re`. The hooks that act on them are in agentcore.hooks.breakpoints and
+agentcore.hooks.mocks.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .errors import UsageError
+from ..errors import UsageError
 
 __all__ = [
     "BREAKPOINT_KINDS",
@@ -84,7 +85,7 @@ class ArgCondition:
             except ValueError:
                 return False
             return value == expected and type(value) is type(expected)
-        from .schemas import search  # regex and jsonschema load when a pattern is first applied
+        from ..schemas import search  # regex and jsonschema load when a pattern is first applied
 
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
         return search(self.raw, text)
@@ -111,7 +112,7 @@ def parse_condition(text: str) -> ArgCondition:
         raise UsageError(f"condition {text[:80]!r}: no = value or ~ pattern after the path")
     op, raw = text[at], text[at + 1 :]
     if op == "~":
-        from .schemas import SchemaError, compile_pattern
+        from ..schemas import SchemaError, compile_pattern
 
         try:
             compile_pattern(raw)

@@ -1,13 +1,11 @@
-"""Breakpoints and tool mocks: built-in hooks (agentcore.hooks) that read the run's config.
+"""Breakpoints: built-in hooks (agentcore.hooks) that pause where the run's config says.
 
-A breakpoint (RunConfig.breakpoints, see agentcore.rules) is a hook that pauses: before the model call for `step:N`,
+A breakpoint (RunConfig.breakpoints, see agentcore.hooks.specs) is a hook that pauses: before the model call for `step:N`,
 `tokens:N`, `cost:USD` and `tool-error`, before the tools for `tool:NAME`, `args:...` and `repeat`. Its pause names
 the spec (Halt.breakpoint) and, like any hook's pause, is kept on the run (Run.halts) and goes on, when a person
 steps, without asking the breakpoints again at that point: a call a breakpoint stopped at runs on the next step.
-`tokens` and `cost` fire once, at the step after the run passed the limit.
-
-A mock rule (RunConfig.mocks) is a hook that answers: a call it matches is not run, and is recorded with the
-source "mocked". The breakpoints come first, so a call is stopped at before a rule answers it.
+`tokens` and `cost` fire once, at the step after the run passed the limit. The breakpoints come first in their
+chains (agentcore.hooks.chain), so a call is stopped at before a mock rule answers it.
 """
 
 from __future__ import annotations
@@ -15,32 +13,17 @@ from __future__ import annotations
 import functools
 import json
 
-from .accounting import step_costs
-from .errors import AgentcoreError
+from ..accounting import step_costs
+from ..messages import ToolCall, pending_tool_calls
+from ..providers.base import ModelRequest
+from ..run import Run
 from .guard import answered_calls, call_key
-from .hooks import Answer, BuiltIn, CallItem, Pause
-from .messages import ToolCall, pending_tool_calls
-from .providers.base import ModelRequest
-from .rules import Breakpoint, MockRule, parse_breakpoint
-from .run import Run
-from .tools import ToolOutcome
+from .protocol import BuiltIn, Pause, failure_words
+from .specs import Breakpoint, parse_breakpoint
 
-__all__ = [
-    "BREAKPOINT_HOOK",
-    "BREAK_BEFORE_MODEL",
-    "BREAK_BEFORE_TOOLS",
-    "MOCK",
-    "MOCK_HOOK",
-    "MOCKED",
-    "break_before_model",
-    "break_before_tools",
-    "mock_calls",
-    "mock_outcome",
-]
+__all__ = ["BREAKPOINT_HOOK", "BREAK_BEFORE_MODEL", "BREAK_BEFORE_TOOLS", "break_before_model", "break_before_tools"]
 
-BREAKPOINT_HOOK = "breakpoint"  # the built-in hooks' names, as a Halt names them
-MOCK_HOOK = "mock"
-MOCKED = "mocked"  # the ToolRun source of a call a mock rule answered
+BREAKPOINT_HOOK = "breakpoint"  # the built-in hooks' name, as a Halt names it
 _BEFORE_MODEL = ("step", "tokens", "cost", "tool-error")
 
 
@@ -124,34 +107,6 @@ def break_before_tools(run: Run, calls: list[ToolCall]) -> list[ToolCall] | Paus
     return calls
 
 
-def mock_outcome(rule: MockRule) -> ToolOutcome:
-    """The result a mock rule gives: its text, or its error as an error result."""
-    if rule.error is not None:
-        return ToolOutcome(rule.error, True, 0.0, MOCKED)
-    return ToolOutcome(rule.result or "", False, 0.0)
-
-
-def mock_calls(run: Run, calls: list[ToolCall]) -> list[CallItem]:
-    """Answer each call the run's first matching mock rule covers with that rule's result; the others run."""
-    rules = run.config.mocks
-    if not rules:
-        return calls
-    items: list[CallItem] = []
-    for call in calls:
-        rule = next((r for r in rules if r.matches(call.name, call.arguments)), None)
-        items.append(call if rule is None else Answer(call, mock_outcome(rule)))
-    return items if any(isinstance(i, Answer) for i in items) else calls
-
-
-def _failure(what: str):
-    def words(exc: Exception) -> str:
-        if isinstance(exc, AgentcoreError):
-            return f"{what}: {exc}"
-        return f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())}"
-
-    return words
-
-
-BREAK_BEFORE_MODEL = BuiltIn(BREAKPOINT_HOOK, break_before_model, _failure("breakpoint"))
-BREAK_BEFORE_TOOLS = BuiltIn(BREAKPOINT_HOOK, break_before_tools, _failure("breakpoint"))
-MOCK = BuiltIn(MOCK_HOOK, mock_calls, _failure("mock rule"))
+BREAK_BEFORE_MODEL = BuiltIn(BREAKPOINT_HOOK, break_before_model, failure_words("breakpoint"))
+# a breakpoint before tools shows the calls to a person: calls a person already decided have nothing more to show
+BREAK_BEFORE_TOOLS = BuiltIn(BREAKPOINT_HOOK, break_before_tools, failure_words("breakpoint"), shows_calls=True)

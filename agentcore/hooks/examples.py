@@ -1,4 +1,4 @@
-"""Example hooks (see agentcore.hooks), by name for the app's sidebar, `agentcore run --hook NAME` and RunConfig.hooks.
+"""Example hooks (see agentcore.hooks.protocol), by name for the app's sidebar, `agentcore run --hook NAME` and RunConfig.hooks.
 
 - `guardrail` (before tools): refuses a call whose arguments match a rule; the model reads the refusal as the
   call's error result. By default: an e-mail address or a card-like number in any argument (personal data does not
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..hooks import CallItem, Refuse
 from ..messages import Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from ..providers.base import ModelRequest
-from ..run import HookPoint, Run
+from ..run import Run
+from .protocol import CallItem, HookPoint, Refuse
 
 __all__ = [
     "DEFAULT_RULES",
@@ -29,7 +29,8 @@ __all__ = [
     "NamedHook",
     "Rule",
     "card_numbers",
-    "hook_arguments",
+    "check_hook_names",
+    "named_hooks",
     "mask",
     "redact",
 ]
@@ -196,12 +197,14 @@ HOOKS: dict[str, NamedHook] = {
 }
 
 
-def hook_arguments(names: list[str]) -> dict[str, list[Any]]:
-    """The Agent's hook arguments (before_model, after_model, before_tools) for registered hooks, by name."""
+def check_hook_names(names: list[str]) -> None:
+    """Raise a one-line UsageError for the first name that is not a registered hook."""
     unknown = [n for n in names if n not in HOOKS]
     if unknown:
-        raise UsageError(f"unknown hook {unknown[0]!r}; the hooks are: {', '.join(HOOKS)}")
-    arguments: dict[str, list[Any]] = {"before_model": [], "after_model": [], "before_tools": []}
-    for name in dict.fromkeys(names):
-        arguments[HOOKS[name].point].append(HOOKS[name].hook)
-    return arguments
+        raise UsageError(f"unknown hook {unknown[0][:80]!r}; the hooks are: {', '.join(HOOKS)}")
+
+
+def named_hooks(names: list[str], point: HookPoint) -> list[Any]:
+    """The registered hooks of `names` that run at `point`, in the order named, each once."""
+    check_hook_names(names)
+    return [HOOKS[name].hook for name in dict.fromkeys(names) if HOOKS[name].point == point]

@@ -13,7 +13,8 @@ the loop does about it:
 
 The embedded model guards by default (a 135M model loops often); every other provider warns.
 
-Both parts are built-in hooks (agentcore.hooks): `answer_repeats` before tools, `answer_without_tools` before the model.
+Both parts are built-in hooks (agentcore.hooks): `answer_repeats` before tools, whose answers carry the source
+"repeat", and `answer_without_tools` before the model, which records StepRecord.tools_withheld when it withholds.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from .hooks import Answer, BuiltIn, CallItem
-from .messages import AssistantMessage, ToolCall, ToolMessage, pending_tool_calls
-from .providers.base import ModelRequest
-from .run import FINAL_ANSWER_TOOL, LoopGuard, Run, RunConfig
-from .tools import ToolOutcome
+from ..messages import AssistantMessage, ToolCall, ToolMessage, pending_tool_calls
+from ..providers.base import ModelRequest
+from ..run import FINAL_ANSWER_TOOL, LoopGuard, Run, RunConfig, StepRecord
+from ..tools import ToolOutcome
+from .protocol import Answer, BuiltIn, CallItem
 
 __all__ = [
     "LOOP_GUARDS",
@@ -102,7 +103,8 @@ def repeat_outcome(earlier: ToolMessage, repeats: int) -> ToolOutcome:
     )
     if repeats >= REPEATS_BEFORE_ANSWER:
         note += " [No tools are offered on the next call: answer with what you have.]"
-    return ToolOutcome(f"{earlier.content}\n\n{note}", earlier.is_error, 0.0, REPEAT if earlier.is_error else None)
+    content = f"{earlier.content}\n\n{note}"
+    return ToolOutcome.refusal(content, REPEAT) if earlier.is_error else ToolOutcome.answer(content)
 
 
 def withholds_tools(run: Run) -> bool:
@@ -133,13 +135,17 @@ def answer_repeats(run: Run, calls: list[ToolCall]) -> list[CallItem]:
         earlier = answered.get(call_key(call))
         if earlier is not None and call.name != FINAL_ANSWER_TOOL:
             count += 1
-            items.append(Answer(call, repeat_outcome(earlier, count)))
+            items.append(Answer(call, repeat_outcome(earlier, count), REPEAT))
         else:
             items.append(call)
     return items if any(isinstance(i, Answer) for i in items) else calls
 
 
-BEFORE_MODEL = BuiltIn(LOOP_GUARD_HOOK, answer_without_tools)
+def _record_withheld(step: StepRecord, changed: bool) -> None:
+    step.tools_withheld = changed  # the guard changes a request only by withholding its tools
+
+
+BEFORE_MODEL = BuiltIn(LOOP_GUARD_HOOK, answer_without_tools, record=_record_withheld)
 BEFORE_TOOLS = BuiltIn(LOOP_GUARD_HOOK, answer_repeats)
 
 

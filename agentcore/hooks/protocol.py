@@ -23,40 +23,109 @@ Each change a hook makes is recorded on its step (`StepRecord.hook_effects`: the
 before and after), which the app's Steps tab, the CLI and the transcript show. A hook is named by its `name`
 attribute, else its `__name__`; a second hook of one name at one point is `name#2`.
 
-The built-in behaviours are hooks on the same path, run before the ones given: the context policies
-(`agentcore.request.PolicyHook`, before the model and after it) and the loop guard (`agentcore.guard`: its call
-without tools before the model, its answer from the run before tools). They keep the records they always had
-(StepRecord.sent, policy_calls, tools_withheld; the source "repeat") in place of a hook effect.
+Each effect has a `kind` and a payload (`after`) a reader can apply without reading its words: what a step sent
+is the history under the policies' record with every before-model "messages" effect applied in order
+(agentcore.accounting.sent_at), read alike by the exports, the trace, the Cost page and the gauge.
+
+The built-in behaviours are hooks on the same chain (agentcore.hooks.chain builds each point's chain for a run, in one
+written order): the breakpoints, the context policies, the loop guard and the mock rules. A built-in (`BuiltIn`)
+declares its own record on the step (`record`: the policies' StepRecord.sent and policy_calls, the guard's
+tools_withheld) and the source of a call it answers (`Answer.source`: "repeat", "mocked") in place of a hook effect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from .messages import AssistantMessage, ToolCall
-from .providers.base import ModelRequest
-from .run import HookEffect, HookPoint, Run
-from .secrets import scrub_text
-from .tools import ToolOutcome
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ..errors import AgentcoreError
+from ..messages import AssistantMessage, Name, ToolCall, numbered
+from ..providers.base import ModelRequest
+from ..secrets import scrub_text
+from ..tools import ToolOutcome
+
+if TYPE_CHECKING:
+    from ..run import Run, StepRecord
 
 __all__ = [
+    "EFFECT_KINDS",
     "AfterModel",
     "Answer",
     "BeforeModel",
     "BeforeTools",
     "BuiltIn",
+    "EffectKind",
+    "HookEffect",
     "HookFailed",
+    "HookPoint",
     "Passed",
     "Pause",
     "Refuse",
     "Stop",
+    "failure_words",
     "hook_name",
     "hook_names",
     "refusal_outcome",
     "run_hooks",
 ]
+
+HookPoint = Literal["before_model", "after_model", "before_tools"]  # where a hook runs in a step
+# what an effect changed, so a reader applies its payload (`after`) without reading its words:
+# "messages": the request's messages by their place in it ({"2": message}); "message_list": the request's whole
+# list (a list of messages); "tools", "tool_choice", "settings": that part of the request; "reply": the model's
+# reply; "refused", "answered", "arguments": one pending call
+EffectKind = Literal[
+    "messages", "message_list", "tools", "tool_choice", "settings", "reply", "refused", "answered", "arguments"
+]
+EFFECT_KINDS: tuple[str, ...] = EffectKind.__args__
+
+
+class HookEffect(BaseModel):
+    """What one hook changed at one point of a step: its kind, in words, and the changed parts before and after."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hook: Name
+    point: HookPoint
+    change: str  # one line: "request: message 2 changed", "call c1 (get_weather): arguments changed"
+    kind: EffectKind | None = None  # None only where it cannot be told (a record no reader can apply)
+    before: Any = None
+    after: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_an_older_record(cls, data: Any) -> Any:
+        # records saved before effects had a kind said it only in words: read once, here, on the way in
+        if isinstance(data, dict) and data.get("kind") is None and isinstance(data.get("change"), str):
+            kind = _kind_from_words(data.get("point"), data["change"])
+            if kind is not None:
+                data = {**data, "kind": kind}
+        return data
+
+    @property
+    def words(self) -> str:
+        """In one line: `hook redact before model: request: message 0 changed`."""
+        return f"hook {self.hook} {self.point.replace('_', ' ')}: {self.change}"
+
+
+def _kind_from_words(point: Any, change: str) -> str | None:
+    if point == "before_model" and change.startswith("request: "):
+        if "messages became" in change:
+            return "message_list"
+        if change.startswith("request: message"):
+            return "messages"
+        part = change.removeprefix("request: ").removesuffix(" changed")
+        return part if part in ("tools", "tool_choice", "settings") else None
+    if point == "after_model":
+        return "reply"
+    if point == "before_tools":
+        for kind, said in (("refused", ") refused"), ("answered", ") answered"), ("arguments", "arguments changed")):
+            if said in change:
+                return kind
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,7 +133,7 @@ class Pause:
     """A hook's decision to pause the run here; `reason` is shown with the hook's name (or the breakpoint's spec)."""
 
     reason: str
-    breakpoint: str | None = None  # the spec, when a breakpoint paused the run (agentcore.debugger)
+    breakpoint: str | None = None  # the spec, when a breakpoint paused the run (agentcore.hooks.breakpoints)
 
 
 @dataclass(frozen=True)
@@ -84,16 +153,21 @@ class Refuse:
 
 @dataclass(frozen=True)
 class Answer:
-    """A pending call that is not run: `outcome` is its result."""
+    """A pending call that is not run: `outcome` is its result.
+
+    `source` is a built-in's own record of how the call was resolved (ToolSource: "repeat", "mocked"); a call a
+    hook answers without one is recorded as "hook_answered", with the hook's name.
+    """
 
     call: ToolCall
     outcome: ToolOutcome
+    source: str | None = None
 
 
 CallItem = ToolCall | Refuse | Answer
-BeforeModel = Callable[[Run, ModelRequest], "ModelRequest | Pause | Stop"]
-AfterModel = Callable[[Run, AssistantMessage], "AssistantMessage | Pause | Stop"]
-BeforeTools = Callable[[Run, list[ToolCall]], "list[CallItem] | Pause | Stop"]
+BeforeModel = Callable[["Run", ModelRequest], "ModelRequest | Pause | Stop"]
+AfterModel = Callable[["Run", AssistantMessage], "AssistantMessage | Pause | Stop"]
+BeforeTools = Callable[["Run", list[ToolCall]], "list[CallItem] | Pause | Stop"]
 V = TypeVar("V")
 
 
@@ -102,11 +176,27 @@ class BuiltIn:
     """A built-in hook: it keeps its own record on the step, not a hook effect.
 
     `failure` words an exception it raised (or raises one of its own, which then is not the step's failure).
+    `record(step, changed)` writes its record on the step its model phase made, `changed` saying whether it changed
+    the request or reply. `shows_calls`: it only shows pending calls to a person (a breakpoint), so it is not asked
+    again about calls a person has already decided.
     """
 
     name: str
     hook: Callable[..., Any]
     failure: Callable[[Exception], str] | None = None
+    record: Callable[[StepRecord, bool], None] | None = None
+    shows_calls: bool = False
+
+
+def failure_words(what: str) -> Callable[[Exception], str]:
+    """A built-in's `failure`: the exception in one line after `what` ("breakpoint: ...")."""
+
+    def words(exc: Exception) -> str:
+        if isinstance(exc, AgentcoreError):
+            return f"{what}: {exc}"
+        return f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())}"
+
+    return words
 
 
 class HookFailed(Exception):
@@ -124,19 +214,14 @@ def hook_name(hook: Any) -> str:
 def hook_names(hooks: Sequence[Any]) -> list[str]:
     """Each hook's name, the second and later hooks of one name numbered (`<lambda>#2`): a pause names one hook,
     so going on skips that one alone."""
-    seen: dict[str, int] = {}
-    names = []
-    for hook in hooks:
-        name = hook_name(hook)
-        seen[name] = seen.get(name, 0) + 1
-        names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return names
+    taken: set[str] = set()
+    return [numbered(hook_name(hook), taken, sep="#") for hook in hooks]
 
 
 def refusal_outcome(call: ToolCall, hook: str, reason: str) -> ToolOutcome:
     """The result the model reads for a call a hook refused."""
     text = f"Error: this call to {call.name} was refused by {hook} and not run: {reason}. Do not call it again so."
-    return ToolOutcome(text, True, 0.0, "refused_by_hook")
+    return ToolOutcome.refusal(text, "refused_by_hook")
 
 
 @dataclass
@@ -222,7 +307,11 @@ def _effects(point: HookPoint, name: str, before: Any, after: Any) -> list[HookE
     if point == "after_model":
         if before == after:
             return []
-        return [HookEffect(hook=name, point=point, change="reply changed", before=_dump(before), after=_dump(after))]
+        return [
+            HookEffect(
+                hook=name, point=point, change="reply changed", kind="reply", before=_dump(before), after=_dump(after)
+            )
+        ]
     effects = []
     for call, item in zip(before, after, strict=True):
         if isinstance(item, Refuse):
@@ -231,6 +320,7 @@ def _effects(point: HookPoint, name: str, before: Any, after: Any) -> list[HookE
                     hook=name,
                     point=point,
                     change=f"call {call.id} ({call.name}) refused: {item.reason}",
+                    kind="refused",
                     before=call.arguments,
                 )
             )
@@ -240,6 +330,7 @@ def _effects(point: HookPoint, name: str, before: Any, after: Any) -> list[HookE
                     hook=name,
                     point=point,
                     change=f"call {call.id} ({call.name}) answered, not run",
+                    kind="answered",
                     before=call.arguments,
                     after=item.outcome.content,
                 )
@@ -250,6 +341,7 @@ def _effects(point: HookPoint, name: str, before: Any, after: Any) -> list[HookE
                     hook=name,
                     point=point,
                     change=f"call {call.id} ({call.name}): arguments changed",
+                    kind="arguments",
                     before=call.raw_arguments if call.arguments_invalid else call.arguments,
                     after=item.arguments,
                 )
@@ -270,6 +362,7 @@ def _request_effects(name: str, before: ModelRequest, after: ModelRequest) -> li
                     hook=name,
                     point="before_model",
                     change=f"request: message{'s' if len(changed) > 1 else ''} {where} changed",
+                    kind="messages",
                     before={str(i): _dump(old[i]) for i in changed},
                     after={str(i): _dump(new[i]) for i in changed},
                 )
@@ -280,6 +373,7 @@ def _request_effects(name: str, before: ModelRequest, after: ModelRequest) -> li
                 hook=name,
                 point="before_model",
                 change=f"request: {len(old)} messages became {len(new)}",
+                kind="message_list",
                 before=[_dump(m) for m in old],
                 after=[_dump(m) for m in new],
             )
@@ -290,7 +384,12 @@ def _request_effects(name: str, before: ModelRequest, after: ModelRequest) -> li
             shown = (lambda v: [t.name for t in v]) if part == "tools" else _dump
             effects.append(
                 HookEffect(
-                    hook=name, point="before_model", change=f"request: {part} changed", before=shown(a), after=shown(b)
+                    hook=name,
+                    point="before_model",
+                    change=f"request: {part} changed",
+                    kind=part,
+                    before=shown(a),
+                    after=shown(b),
                 )
             )
     return effects

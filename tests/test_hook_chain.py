@@ -1,0 +1,178 @@
+"""The hook chain is the loop's one extension point: a run's named hooks are data the Agent reads, and what a step
+sent has one answer (accounting.sent_at) that the provider-body export, the trace and the Cost page all read."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from agentcore import toolbox
+from agentcore.accounting import sent_at, sent_tokens, step_usage
+from agentcore.cli.main import main
+from agentcore.errors import UsageError
+from agentcore.hooks import HookEffect
+from agentcore.hooks.chain import model_chain, tools_chain
+from agentcore.loop import Agent
+from agentcore.providers.base import ModelRequest, estimate_request_tokens
+from agentcore.providers.scripted import ScriptedProvider
+from agentcore.run import Run, RunConfig
+from agentcore.wireformat import export_request
+
+PROMPT = "What is the weather in Paris? Send it to bob@example.com."
+ADDRESS = "bob@example.com"
+
+
+class Recording(ScriptedProvider):
+    """The scripted weather model, keeping each request it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__("weather")
+        self.requests: list[ModelRequest] = []
+
+    def complete(self, request, on_text=None):
+        self.requests.append(request)
+        return super().complete(request, on_text)
+
+
+def redacted(provider=None) -> tuple[Run, Recording]:
+    provider = provider or Recording()
+    run = Run.start(PROMPT, RunConfig(provider="scripted", model="weather", hooks=["redact"]))
+    Agent(provider, toolbox.get_tools("get_weather")).run(run)
+    return run, provider
+
+
+def test_an_agent_over_a_run_whose_config_names_the_redactor_sends_masked_text():
+    run, provider = redacted()
+    assert run.stop_reason == "answer" and len(provider.requests) == len(run.steps) >= 2
+    for request in provider.requests:
+        sent = json.dumps([m.model_dump(mode="json") for m in request.messages])
+        assert ADDRESS not in sent and "[email]" in sent
+    assert run.messages[0].content == PROMPT  # the run keeps the original
+
+
+def test_without_the_named_hook_the_same_agent_sends_the_address():
+    provider = Recording()
+    run = Run.start(PROMPT, RunConfig(provider="scripted", model="weather"))
+    Agent(provider, toolbox.get_tools("get_weather")).run(run)
+    assert ADDRESS in provider.requests[0].messages[-1].content
+
+
+def test_a_code_hook_runs_after_the_named_ones_and_sees_their_masks():
+    seen: list[str] = []
+
+    def spy(run, request):
+        seen.append(request.messages[-1].content)
+        return request
+
+    run = Run.start(PROMPT, RunConfig(provider="scripted", model="weather", hooks=["redact"]))
+    Agent(ScriptedProvider("weather"), toolbox.get_tools("get_weather"), before_model=[spy]).run(run)
+    assert seen and "[email]" in seen[0] and ADDRESS not in seen[0]
+
+
+def test_an_unknown_named_hook_stops_the_step_in_one_line_before_any_call():
+    provider = Recording()
+    run = Run.start(PROMPT, RunConfig(provider="scripted", model="weather", hooks=["nosuch"]))
+    with pytest.raises(UsageError, match="unknown hook 'nosuch'"):
+        Agent(provider, toolbox.get_tools("get_weather")).step(run)
+    assert provider.requests == [] and run.steps == []
+
+
+def test_what_a_step_sent_is_the_masked_request_the_model_received():
+    run, provider = redacted()
+    for n, request in enumerate(provider.requests, 1):
+        assert sent_at(run, n) == list(request.messages)
+        assert ADDRESS in json.dumps([m.model_dump(mode="json") for m in sent_at(run, n, hooks=False)])
+        # the Cost page's input for the step is the estimate of what the model received, not of the history
+        usage, estimated = step_usage(run, n)
+        assert estimated and usage.input_tokens == estimate_request_tokens(request) == sent_tokens(run, n)
+
+
+def test_the_cost_pages_input_equals_what_the_trace_says_was_sent():
+    pytest.importorskip("opentelemetry.sdk", reason="the trace needs the otel extra")
+    from agentcore.telemetry import genai as g
+    from agentcore.telemetry.export import run_spans
+
+    run, provider = redacted()
+    spans = run_spans(run, content=True)
+    chats = [s for s in spans if s.attributes.get(g.STEP_INDEX) is not None and g.INPUT_MESSAGES in s.attributes]
+    assert len(chats) == len(run.steps)
+    for span in chats:
+        n = span.attributes[g.STEP_INDEX]
+        traced = span.attributes[g.INPUT_MESSAGES]
+        assert ADDRESS not in traced and "[email]" in traced
+        sent = [m for m in sent_at(run, n) if m.role != "system"]
+        assert json.loads(traced) == json.loads(g.dumps([g.message_parts(m) for m in sent]))
+        # the Cost page counts the step by the same messages the span shows (sent_tokens reads sent_at)
+        assert step_usage(run, n)[0].input_tokens == sent_tokens(run, n)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "openai-responses", "ollama"])
+def test_the_provider_body_export_of_a_redacted_run_carries_the_mask(fmt):
+    run, _ = redacted()
+    body = json.dumps(export_request(run, fmt))
+    assert ADDRESS not in body and "[email]" in body
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_the_cli_export_of_a_run_made_with_hook_redact_carries_the_mask(tmp_path, capsys, fmt):
+    transcript = tmp_path / "run.json"
+    args = ["run", PROMPT, "--provider", "scripted", "--scenario", "weather", "--hook", "redact"]
+    assert main([*args, "--no-db", "--out", str(transcript)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(transcript), "--format", fmt]) == 0
+    body = capsys.readouterr().out
+    assert json.loads(body) and ADDRESS not in body and "[email]" in body
+
+
+def test_an_older_record_without_a_kind_is_read_by_its_words_and_applied():
+    run, _ = redacted()
+    data = run.model_dump(mode="json")
+    for step in data["steps"]:
+        for effect in step.get("hook_effects", []):
+            effect.pop("kind")
+    again = Run.model_validate(data)
+    assert again.steps[0].hook_effects[0].kind == "messages"
+    assert sent_at(again, 1) == sent_at(run, 1)
+
+
+def test_an_effect_whose_payload_is_not_messages_changes_nothing_it_sent():
+    run, _ = redacted()
+    history = sent_at(run, 1, hooks=False)
+    run.steps[0].hook_effects = [
+        HookEffect(
+            hook="x", point="before_model", change="request: message 0 changed", kind="messages", after={"9": 1}
+        ),
+        HookEffect(hook="y", point="before_model", change="request: 1 messages became 0", kind="message_list", after=7),
+    ]
+    assert sent_at(run, 1) == history
+
+
+def test_the_chain_is_written_in_one_order_named_hooks_before_code_hooks():
+    def code(run, value):
+        return value
+
+    run = Run.start("q", RunConfig(hooks=["redact", "guardrail"]))
+    chain = model_chain(run, None, before=[code], after=[code])
+    names = [getattr(h, "name", None) or getattr(h, "__name__", None) for h in chain.before]
+    assert names == ["breakpoint", "context_policies", "loop_guard", "redact", "code"]
+    assert [getattr(h, "name", None) or h.__name__ for h in chain.after] == ["context_policies", "code"]
+    tools = [getattr(h, "name", None) or getattr(h, "__name__", None) for h in tools_chain(run, [code])]
+    assert tools == ["breakpoint", "loop_guard", "mock", "guardrail", "code"]
+    # a person decided the calls: the breakpoint has nothing more to show, and only it is left out
+    decided = [getattr(h, "name", None) or h.__name__ for h in tools_chain(run, [code], decided=True)]
+    assert decided == ["loop_guard", "mock", "guardrail", "code"]
+
+
+def test_the_loop_names_no_built_in_hook():
+    source = (Path(__file__).resolve().parent.parent / "agentcore" / "loop.py").read_text(encoding="utf-8")
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+    }
+    assert {"hooks.guard", "hooks.breakpoints", "hooks.mocks", "hooks.context_policies"}.isdisjoint(imported)
+    for name in ("LOOP_GUARD_HOOK", "MOCK_HOOK", "BREAKPOINT_HOOK", "PolicyHook", "REPEAT", "MOCKED"):
+        assert name not in source
