@@ -199,7 +199,9 @@ MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
 # and Anthropic's own extended-thinking example gives 16,000 (a 10,000-token budget within it)
 THINKING_MAX_TOKENS = 16_000
 
-Temperature = Literal["any", "never", "one", "effort_none"]
+# any (in range); never; one (1 only); effort_none (only at effort none); one_unless_effort_none (any at effort
+# none, else 1 only)
+Temperature = Literal["any", "never", "one", "effort_none", "one_unless_effort_none"]
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,7 @@ class ModelRules:
 
     efforts: tuple[str, ...] | None = None  # the reasoning efforts it takes; None: every one its API names
     default_effort: str | None = None  # the effort it reasons at when none is sent
-    temperature: Temperature = "any"  # any (in range), never, one (1 only), effort_none (only at effort none)
+    temperature: Temperature = "any"  # see Temperature
     chat_tools: Literal["any", "effort_none", "never"] = "any"  # function calling on Chat Completions
     thinking: Literal["both", "adaptive", "extended"] = "both"  # Claude's thinking types
     thinking_by_default: bool = False  # Claude: thinks with no thinking setting, within max_tokens
@@ -233,14 +235,41 @@ RULES: tuple[tuple[str, re.Pattern[str], ModelRules], ...] = (
             chat_tools="effort_none",
         ),
     ),
-    # The gpt-6.1-sol and gpt-6-astra model pages: "Use the Responses API for tool calling"; gpt-6.1-sol
-    # does not take effort none, gpt-6-astra refuses temperature.
+    # The GPT-5.6 family. The API's own 400, quoted in public reports (LibreChat #14231 for gpt-5.6-terra,
+    # Langflow #14361 for gpt-5.6-luna, fazer-ai/agents #66 for all three): "Function tools with reasoning_effort
+    # are not supported for gpt-5.6-luna in /v1/chat/completions. To use function tools, use /v1/responses or set
+    # reasoning_effort to 'none'"; it comes with no effort set too, since the models reason by default (litellm
+    # #34569: tools only => 400, tools + effort none => 200). OpenAI's reasoning guide (quoted in inspect_ai
+    # #5172): "If you omit `reasoning.effort`, GPT-5.6 defaults to `medium`". The family refuses "minimal"
+    # (livekit/agents #7169: "'reasoning_effort' does not support 'minimal' with this model. Supported values are:
+    # 'none', 'low', 'medium', 'high', 'xhigh'"; experientiallabs #764 adds 'max' for luna, which open-swe #1849
+    # uses; that issue's one report of sol taking "minimal" is not followed). Temperature: "'temperature' does not
+    # support 0.8 with this model" (the wording of a default-temperature-only model), and GPT 5.6 "requires
+    # temperature to be set to 1" (Vane #1173) when it reasons; at effort none it samples as gpt-5.2 does there.
+    (
+        "openai",
+        re.compile(r"gpt-5\.6(-luna|-terra|-sol)?" + _DATED),
+        ModelRules(
+            efforts=("none", "low", "medium", "high", "xhigh", "max"),
+            default_effort="medium",
+            temperature="one_unless_effort_none",
+            chat_tools="effort_none",
+        ),
+    ),
+    # gpt-6-sol: the same 400 (onyx #15008: "Function tools with reasoning_effort are not supported for gpt-6-sol
+    # in /v1/chat/completions ... set reasoning_effort to 'none'").
+    ("openai", re.compile(r"gpt-6-sol" + _DATED), ModelRules(chat_tools="effort_none")),
+    # The gpt-6.1-sol model page: "Use the Responses API for tool calling"; it does not take effort none.
     (
         "openai",
         re.compile(r"gpt-6\.1-sol" + _DATED),
         ModelRules(efforts=tuple(e for e in _OPENAI_EFFORTS if e != "none"), chat_tools="never"),
     ),
-    ("openai", re.compile(r"gpt-6-astra" + _DATED), ModelRules(temperature="never", chat_tools="never")),
+    # gpt-6-astra: its model page refuses temperature. Tools on Chat Completions: the API's own 400 offers effort
+    # none ("set reasoning_effort to 'none'", oh-my-pi #11052), and a request forcing it with function tools is
+    # taken (oh-my-pi #11056, Azure); bolna #1019 measured no effort none on it, so a refusal there names the
+    # Responses API as the other way.
+    ("openai", re.compile(r"gpt-6-astra" + _DATED), ModelRules(temperature="never", chat_tools="effort_none")),
     # OpenAI's reasoning guide: the o-series and gpt-5 reasoning models take only the default temperature.
     ("openai", re.compile(r"(o\d(-mini)?|gpt-5(-mini|-nano)?)" + _DATED), ModelRules(temperature="one")),
     # platform.claude.com/docs/en/models/haiku-5-5/overview and its migration guide: thinking is on by default
@@ -306,8 +335,8 @@ def _fit(provider: str, model: str, settings: Any, tools: bool) -> tuple[Any, st
 def fit_settings(provider: str, model: str, settings: Any, *, tools: bool = False) -> Any:
     """`settings` with what `model` needs where there is one right answer (a Settings; a copy when changed).
 
-    The one such rule: gpt-6-luna offered tools on Chat Completions is sent reasoning_effort none, the only
-    effort at which it calls tools there, when the run set no effort.
+    The one such rule: a model that calls tools on Chat Completions only at effort none (gpt-6-luna, the GPT-5.6
+    family, gpt-6-sol, gpt-6-astra) offered tools there is sent reasoning_effort none when the run set no effort.
     """
     return _fit(provider, model, settings, tools)[0]
 
@@ -403,6 +432,11 @@ def _check_sampling(model: str, rules: ModelRules, temperature: float | None, ef
         return (
             f"{model} takes temperature only at reasoning effort none, and this request reasons at {effort!r}: "
             "leave temperature unset, or set the effort to none"
+        )
+    if rules.temperature == "one_unless_effort_none" and effort not in (None, "none") and temperature != 1:
+        return (
+            f"{model} takes the default temperature (1) only when it reasons, and this request reasons at "
+            f"{effort!r}: leave temperature unset, or set the effort to none"
         )
     return None
 

@@ -274,7 +274,9 @@ class OutputItem(_Frozen):
     The Responses API answers with typed items (`reasoning`, `message`, `function_call`) and wants them
     back in that order: a reasoning item is refused without the item that followed it. A reasoning item's
     content is its ReasoningPart and a function call's its ToolCall, taken in turn; a message item keeps
-    its own `id`, `phase` (commentary or final_answer, resent on every later request) and `text`.
+    its own `id`, `phase` (commentary or final_answer, resent on every later request) and `text`, and its content
+    `parts` as the model sent them (an output_text part's annotations and logprobs), which go back whole while
+    their text is still the item's.
     """
 
     provider: Name
@@ -282,6 +284,7 @@ class OutputItem(_Frozen):
     id: str | None = None
     phase: str | None = None
     text: str = ""
+    parts: tuple[ShallowObject, ...] = Field(default=(), max_length=MAX_COUNT, exclude_if=lambda parts: not parts)
 
 
 class AssistantMessage(_MessageBase):

@@ -31,12 +31,28 @@ settings.register_profile("explore")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 # a test that uses one of these starts a real server: it is marked slow (pytest -m "not slow" skips it)
 SERVER_FIXTURES = {"katan", "katan_pool", "llama_server", "pg_cluster", "pg_url"}
+# Under `make test` the suite runs on pytest-xdist workers with --dist loadgroup: the tests of one server share
+# one worker, so each session's server starts once, and a module of browser tests keeps its one Chromium and app.
+SERVER_GROUPS = {"katan": "katan", "katan_pool": "katan", "llama_server": "llama", "pg_cluster": "pg", "pg_url": "pg"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, group in SERVER_GROUPS.items():
+        if fixture in fixtures:
+            return group
+    if item.get_closest_marker("browser") is not None or "phoenix" in item.module.__name__:
+        return item.module.__name__  # a module-scoped browser, app server or Phoenix: one worker per module
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        group = _group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -149,3 +149,37 @@ def test_transcripts_without_the_models_text_load_and_new_ones_keep_it():
     loaded = transcript.loads(transcript.dumps(new))
     assert loaded.messages == new.messages
     assert messages_to_wire(loaded.messages) == json.loads((WIRE / "openai_responses_followup_input.json").read_text())
+
+
+def test_a_message_items_parts_go_back_with_every_field_the_model_sent_until_its_text_is_changed():
+    logprobs = [{"token": "Hi", "logprob": -0.01, "bytes": [72, 105], "top_logprobs": []}]
+    annotations = [
+        {"type": "url_citation", "url": "https://example.org", "title": "x", "start_index": 0, "end_index": 2}
+    ]
+    part = {"type": "output_text", "text": "Hi", "annotations": annotations, "logprobs": logprobs}
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [part]}
+    message = parse_items([item])
+    again = transcript.from_dict(transcript.to_dict(Run(messages=[UserMessage(content="q"), message]))).messages[1]
+    (sent,) = [w for w in messages_to_wire([again]) if w.get("type") == "message"]
+    assert sent["content"] == [part]
+    edited = again.model_copy(
+        update={"content": "Hello", "items": (again.items[0].model_copy(update={"text": "Hello"}),)}
+    )
+    (changed,) = [w for w in messages_to_wire([edited]) if w.get("type") == "message"]
+    assert changed["content"] == [{"type": "output_text", "text": "Hello", "annotations": []}]
+
+
+def test_a_part_nested_past_the_readers_limit_is_not_kept_and_the_text_still_goes_back():
+    deep: Any = "x"
+    for _ in range(200):
+        deep = [deep]
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Hi", "logprobs": deep}],
+    }
+    message = parse_items([item])
+    assert message.content == "Hi" and message.items[0].parts == ()
+    (sent,) = [w for w in messages_to_wire([message]) if w.get("type") == "message"]
+    assert sent["content"] == [{"type": "output_text", "text": "Hi", "annotations": []}]

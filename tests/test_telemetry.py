@@ -75,7 +75,9 @@ def test_a_run_is_one_trace_of_invoke_agent_chat_and_execute_tool_spans_with_the
     run = weather_run()
     data = json.loads(otlp_json(run))
     resource = data["resourceSpans"][0]
-    assert resource["schemaUrl"] == "https://opentelemetry.io/schemas/1.41.0"
+    assert resource["schemaUrl"] == "https://opentelemetry.io/schemas/1.44.0"  # the core schema's resource
+    # the GenAI names are the GenAI conventions' own schema's
+    assert resource["scopeSpans"][0]["schemaUrl"] == "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
     spans = spans_of(data)
     names = [s["name"] for s in spans]
     assert names == [

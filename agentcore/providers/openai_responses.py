@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, assert_never
 
 from ..messages import (
+    MAX_ARGUMENT_DEPTH,
     AssistantMessage,
     Message,
     OutputItem,
@@ -22,6 +23,7 @@ from ..messages import (
     Usage,
     UserMessage,
     as_count,
+    nesting,
     parse_arguments,
 )
 from ..tools import ToolSpec
@@ -115,8 +117,14 @@ def assistant_to_wire(m: AssistantMessage) -> list[dict[str, Any]]:
 
 
 def message_to_wire(item: OutputItem) -> dict[str, Any]:
-    """A message item as the model made it: its id, its text as one output_text part, its phase."""
-    content = [{"type": "output_text", "text": item.text, "annotations": []}]
+    """A message item as the model made it: its id, its content parts as it sent them (or, once its text was
+    changed, that text as one output_text part), its phase."""
+    content: list[dict[str, Any]] = [{"type": "output_text", "text": item.text, "annotations": []}]
+    if (
+        item.parts
+        and "".join(_part_texts(list(item.parts), ("output_text", "refusal"), "text", "refusal")) == item.text
+    ):
+        content = [dict(part) for part in item.parts]  # every field the model sent, logprobs included
     if item.id is None:  # an item without an id goes back as a plain assistant message
         out: dict[str, Any] = {"role": "assistant", "content": item.text}
     else:
@@ -191,7 +199,10 @@ def parse_items(items: list[Any]) -> AssistantMessage:
         if kind == "message":
             texts = _part_texts(item.get("content"), ("output_text", "refusal"), "text", "refusal")
             text.extend(texts)
-            item_id, phase = item.get("id"), item.get("phase")
+            item_id, phase, content = item.get("id"), item.get("phase"), item.get("content")
+            parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+            if any(nesting(p, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH for p in parts):
+                parts = []  # a part nested past every reader's limit is not kept: the text goes back alone
             order.append(
                 OutputItem(
                     provider=PROVIDER,
@@ -199,6 +210,7 @@ def parse_items(items: list[Any]) -> AssistantMessage:
                     id=item_id if isinstance(item_id, str) else None,
                     phase=phase if isinstance(phase, str) else None,
                     text="".join(texts),
+                    parts=tuple(parts),
                 )
             )
         elif kind == "function_call":

@@ -74,7 +74,8 @@ class _Builder:
     def __init__(self, run: Run, content: bool) -> None:
         self.run = run
         self.content = content
-        self.resource = Resource({"service.name": AGENT, "service.version": __version__}, schema_url=g.SCHEMA_URL)
+        resource = {"service.name": AGENT, "service.version": __version__}
+        self.resource = Resource(resource, schema_url=g.CORE_SCHEMA_URL)
         self.scope = InstrumentationScope(g.SCOPE, __version__, schema_url=g.SCHEMA_URL)
         self.root = _context(run.id, root_span_id(run.id))
         self.costs = step_costs(run)
@@ -126,10 +127,10 @@ class _Builder:
         who = run.answered_by(step)
         reply = run.messages[step.message_count] if step.message_count < len(run.messages) else None
         wire = step.wire
-        response = wire.response if wire is not None and isinstance(wire.response, dict) else {}
         remote = who.provider not in g.IN_PROCESS  # an in-process model's wire url names no server
         address = urlsplit(wire.url) if remote and wire is not None and wire.url else None
         usage = step.usage
+        response_id, response_model = g.response_identity(wire.response) if remote and wire else (None, None)
         attributes: dict[str, Any] = {
             g.OPERATION: "chat",
             g.PROVIDER: g.vendor(who.provider),
@@ -139,13 +140,19 @@ class _Builder:
             g.REQUEST_MAX_TOKENS: config.max_tokens,
             g.REQUEST_TEMPERATURE: config.temperature,
             g.REQUEST_SEED: config.seed,
-            g.RESPONSE_MODEL: who.model,
-            g.RESPONSE_ID: response.get("id") if isinstance(response.get("id"), str) else None,
+            # the model that answered, as its response names it (an alias resolves to a dated id); an in-process
+            # model is the one asked; a response that names none leaves it out rather than copy the request's
+            g.RESPONSE_MODEL: response_model if remote else who.model,
+            g.RESPONSE_ID: response_id,
+            g.REQUEST_STREAM: isinstance(wire.response, list) if remote and wire is not None else None,
+            g.REQUEST_REASONING_LEVEL: _sent_effort(wire.request) if remote and wire is not None else None,
+            g.CONVERSATION_COMPACTED: _compacted(step) or None,  # the conventions: true only, never false
             g.FINISH_REASONS: [step.finish_reason] if step.finish_reason else None,
             g.INPUT_TOKENS: usage.input_tokens,
             g.OUTPUT_TOKENS: usage.output_tokens,
             g.CACHE_READ: usage.cache_read_tokens,
             g.CACHE_WRITE: usage.cache_write_tokens,
+            g.CACHE_CREATION: usage.cache_write_tokens,
             g.REASONING_TOKENS: usage.reasoning_tokens or None,
             g.SERVER_ADDRESS: address.hostname if address else None,
             g.SERVER_PORT: _port(address),
@@ -293,10 +300,30 @@ class _Builder:
 
 
 def _port(address: Any) -> int | None:
+    """The server's port, the scheme's own where the URL implies it (the conventions: with every server.address)."""
+    if not address:
+        return None
     try:
-        return address.port if address else None
+        port = address.port
     except ValueError:  # a port that is not a number
         return None
+    return port if port is not None else {"https": 443, "http": 80}.get(address.scheme)
+
+
+def _sent_effort(body: Any) -> str | None:
+    """The reasoning effort a request body sent, in its dialect's place for it; None when it sent none."""
+    if not isinstance(body, dict):
+        return None
+    places = [body.get("reasoning_effort"), body.get("think")]  # Chat Completions; Ollama's think level
+    for nested in ("reasoning", "output_config"):  # the Responses API; Anthropic
+        if isinstance(body.get(nested), dict):
+            places.append(body[nested].get("effort"))
+    return next((p[:32] for p in places if isinstance(p, str) and p), None)
+
+
+def _compacted(step: StepRecord) -> bool:
+    """Whether the step's request left older turns out or summarised them (the context policies compacted it)."""
+    return step.sent is not None and any(c.mark in ("dropped", "summarised") for c in step.sent.changes.values())
 
 
 def _messages(messages: list[Message]) -> str:

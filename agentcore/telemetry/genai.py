@@ -25,7 +25,10 @@ from ..messages import (
     parse_arguments,
 )
 
-SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
+# the GenAI conventions now have a repository and a schema of their own (open-telemetry/semantic-conventions-genai,
+# in development); the names written here are that schema's, on the core schema's resource and server attributes
+SCHEMA_URL = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
+CORE_SCHEMA_URL = "https://opentelemetry.io/schemas/1.44.0"
 SCOPE = "agentcore"
 
 OPERATION = "gen_ai.operation.name"
@@ -37,13 +40,19 @@ REQUEST_MODEL = "gen_ai.request.model"
 REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
 REQUEST_TEMPERATURE = "gen_ai.request.temperature"
 REQUEST_SEED = "gen_ai.request.seed"
+REQUEST_STREAM = "gen_ai.request.stream"
+REQUEST_REASONING_LEVEL = "gen_ai.request.reasoning.level"
+CONVERSATION_COMPACTED = "gen_ai.conversation.compacted"
 RESPONSE_ID = "gen_ai.response.id"
 RESPONSE_MODEL = "gen_ai.response.model"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
-CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
+CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
+# the name before the GenAI schema's rename, written beside the new one while backends read it: Phoenix's
+# OpenInference mapping (openinference.instrumentation._genai_attributes) reads only this one
+CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -279,3 +288,32 @@ def system_text(data: Any, where: str) -> str:
             raise PartsError(f"{where}[{k}]: only text parts can be a system prompt")
         texts.append(_content_text(part.get("content"), where))
     return "\n".join(texts)
+
+
+def response_identity(response: Any) -> tuple[str | None, str | None]:
+    """The id and model a provider's response names: a whole body's own, or a stream's (Chat Completions' chunks,
+    Anthropic's message_start, the Responses API's response.* events, Ollama's lines); None for what it lacks."""
+    found: dict[str, str] = {}
+
+    def take(item: Any) -> None:
+        if isinstance(item, dict):
+            for key in ("id", "model"):
+                value = item.get(key)
+                if key not in found and isinstance(value, str) and value:
+                    found[key] = value[:256]
+
+    if isinstance(response, dict):
+        take(response)
+    elif isinstance(response, list):
+        for event in response[:4096]:  # the identity comes early: a stream's first events carry it
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "message_start":  # Anthropic's
+                take(event.get("message"))
+            elif isinstance(event.get("response"), dict):  # the Responses API's response.created / .completed
+                take(event["response"])
+            else:  # a Chat Completions chunk, an Ollama line (a model, no id)
+                take(event)
+            if len(found) == 2:
+                break
+    return found.get("id"), found.get("model")
