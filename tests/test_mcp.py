@@ -93,10 +93,15 @@ def test_a_successful_call_is_its_text_and_its_jsonrpc_is_recorded(demo_tools):
     exchange = demo_tools["add"].connection.exchange("call_ok")
     assert [w["direction"] for w in exchange] == ["→", "←"]
     assert exchange[0]["message"]["method"] == "tools/call"
-    assert exchange[0]["message"]["params"] == {"name": "add", "arguments": {"a": 2, "b": 3}}
+    params = exchange[0]["message"]["params"]
+    assert (params["name"], params["arguments"]) == ("add", {"a": 2, "b": 3})
+    # the 2026-07-28 revision: every request names its protocol version (no session holds it)
+    assert params["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
     assert exchange[1]["message"]["result"]["content"] == [{"type": "text", "text": "5"}]
     methods = [w["message"].get("method") for w in demo_tools["add"].connection.wire]
-    assert methods[:2] == ["initialize", None] and "tools/list" in methods
+    # the SDK's server speaks both generations: over stdio and Streamable HTTP alike, the newest is chosen
+    assert methods[:2] == ["server/discover", None] and "tools/list" in methods and "initialize" not in methods
+    assert demo_tools["add"].connection.speaks == "MCP 2026-07-28 (stateless, server/discover)"
 
 
 @pytest.mark.slow  # starts MCP servers

@@ -85,6 +85,8 @@ def test_everything_over_stdio_is_listed_aligned_and_called(npm_bin, capsys):
     tools = {t.name: t for t in mcp_tools([stdio_server(everything)])}
     assert call(tools["echo"], {"message": "hello"}).content == "Echo: hello"
     assert call(tools["get-sum"], {"a": 2, "b": 40}).content == "The sum of 2 and 40 is 42."
+    # a handshake-era server: the probe for the newer revision goes unanswered as modern, and the handshake follows
+    assert tools["echo"].connection.speaks == "MCP 2025-11-25 (initialize handshake)"
     refused = call(tools["get-sum"], {"a": "two"})
     assert refused.error == "invalid_arguments" and "'b' is a required property" in refused.content
 
@@ -127,6 +129,7 @@ def test_everything_over_streamable_http_is_listed_and_called(everything_http, c
     assert call(tools["echo"], {"message": "over http"}).content == "Echo: over http"
     exchange = tools["echo"].connection.exchange("c1")
     assert [w["message"].get("method") for w in exchange] == ["tools/call", None]
+    assert tools["echo"].connection.speaks == "MCP 2025-11-25 (initialize handshake)"
 
 
 def test_a_run_chooses_and_calls_a_reference_servers_tool_by_the_name_it_was_listed_under(npm_bin, tmp_path):

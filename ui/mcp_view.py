@@ -29,6 +29,8 @@ def render_mcp_servers(container: DeltaGenerator) -> None:
             state = "running" if c.alive else "stopped (its next tool call starts it)"
             names = [t.name for t in tools if t.connection is c]
             st.markdown(f"**{safe.inline(c.name)}** · {state} · {safe.code(scrub_text(c.config.label))}")
+            if c.speaks:  # the protocol generation and version the session negotiated
+                st.caption(safe.inline(f"speaks {c.speaks}"))
             st.caption(safe.inline(", ".join(names) or "no tools"))
             if st.toggle("JSON-RPC", key=f"mcp_wire_{c.name}"):
                 st.json(list(c.wire)[-WIRE_SHOWN:], expanded=False)

@@ -70,6 +70,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
     served = bool(servers_from_args(args))  # then the servers' tools, each with its server and its schema
     shown = select_tools(args, None) if served else list(TOOLBOX.values())
+    for connection in dict.fromkeys(c for t in shown if (c := getattr(t, "connection", None)) is not None):
+        print(f"# {connection.name} speaks {connection.speaks}", file=sys.stderr)  # the listing stays the tools
     width = min(max((len(t.name) for t in shown), default=0), NAME_COLUMN)
     for t in shown:
         said = f" [{t.spec().source}]" if served else " [sequential]" if t.sequential else ""

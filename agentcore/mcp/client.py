@@ -107,6 +107,45 @@ class _Recorded:
         return await self._stream.__aexit__(*exc)
 
 
+async def negotiate(session: Any) -> None:
+    """Open the session in the newest protocol both sides speak: a `server/discover` probe at 2026-07-28 (the
+    stateless revision), then, from a server that does not answer it as a modern server, the `initialize`
+    handshake (2025-11-25 and before), as the spec's dual-era clients do.
+
+    A server that answers the handshake with the versions it speaks and none is this client's is refused in one
+    line naming them (MCPServerError).
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+    from pydantic import ValidationError as SchemaMismatch
+
+    try:
+        await session.discover()
+        return
+    except (MCPError, RuntimeError, SchemaMismatch):
+        pass  # no modern answer (an unknown method, a bare error, no mutual version): the handshake era
+    try:
+        await session.initialize()
+    except MCPError as exc:
+        supported = _supported_versions(exc)
+        if supported is None:
+            raise
+        ours = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
+        raise MCPServerError(
+            f"it speaks MCP {', '.join(supported[:8]) or 'no version it names'}; agentcore speaks {', '.join(ours)}"
+        ) from None
+
+
+def _supported_versions(exc: Any) -> list[str] | None:
+    """The versions a -32022 (unsupported protocol version) error names; None for any other error."""
+    error = getattr(exc, "error", None)
+    if getattr(exc, "code", None) != -32022 or error is None:
+        return None
+    data = getattr(error, "data", None)
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return [str(v)[:40] for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -122,6 +161,10 @@ class Connection:
         self.config = config
         self.name = config.name or "mcp"
         self.server_info: dict[str, Any] = {}
+        # the protocol the session speaks: its era ("2026-07-28": stateless, `server/discover`; "handshake":
+        # `initialize`) and version, which the app's MCP panel and `agentcore tools` show
+        self.era: str | None = None
+        self.protocol_version: str | None = None
         self.tools: list[Any] = []  # the SDK's Tool objects from tools/list
         self.wire: deque[dict[str, Any]] = deque(maxlen=WIRE_KEEP)
         self._call_ids: dict[Any, str] = {}  # JSON-RPC id of a tools/call in flight -> tool call id
@@ -133,6 +176,14 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._session: Any = None
         self._stderr: Any = None
+
+    @property
+    def speaks(self) -> str:
+        """The protocol in a few words: `MCP 2026-07-28 (stateless, server/discover)`; empty before it started."""
+        if self.protocol_version is None:
+            return ""
+        how = "stateless, server/discover" if self.era == "stateless" else "initialize handshake"
+        return f"MCP {self.protocol_version} ({how})"
 
     # the JSON-RPC record
 
@@ -231,12 +282,15 @@ class Connection:
                 client_info=types.Implementation(name="agentcore", version=__version__),
             )
             session = await stack.enter_async_context(session)
-            init = await session.initialize()
-            self.server_info = init.server_info.model_dump(mode="json")
+            await negotiate(session)
+            self.protocol_version = session.protocol_version
+            self.era = "stateless" if session.discover_result is not None else "handshake"
+            info = session.server_info
+            self.server_info = info.model_dump(mode="json") if info is not None else {}
             if self.config.name is None:
-                self.name = _NAME_CHARS.sub("_", init.server_info.name)[:32] or "mcp"
+                self.name = _NAME_CHARS.sub("_", info.name if info is not None else "")[:32] or "mcp"
             self.notes = []
-            self.tools, notes = await read_tools(session, init.capabilities)
+            self.tools, notes = await read_tools(session, session.server_capabilities)
             self.notes += [n for n in notes if n not in self.notes]
             self._session = session
             started.set_result(None)
