@@ -9,9 +9,8 @@ Its tool `add` adds two numbers, so a test can tell a call that ran.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sys
+from typing import Any
 
 import anyio
 from mcp import types
@@ -49,9 +48,13 @@ async def main() -> None:
                     if isinstance(message, JSONRPCRequest) and message.method in REFUSED:
                         params = message.params or {}
                         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-                        requested = params.get("protocolVersion") or meta.get("io.modelcontextprotocol/protocolVersion", "")
+                        requested = params.get("protocolVersion") or meta.get(
+                            "io.modelcontextprotocol/protocolVersion", ""
+                        )
                         data = {"supported": SUPPORTED, "requested": requested}
-                        error = ErrorData(code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version", data=data)
+                        error = ErrorData(
+                            code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version", data=data
+                        )
                         await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error)))
                         continue
                     await inbox.send(item)
