@@ -104,7 +104,8 @@ class Agent:
     A turn runs at most `max_tool_calls` of its tool calls, on at most `max_tool_workers` threads;
     the calls beyond that number are refused with an error result the model reads. `before_model`, `after_model`
     and `before_tools` are code hooks, run in order at their point of each step after the built-in ones and the
-    run's named hooks (RunConfig.hooks), in the order agentcore.hooks.chain writes.
+    run's named hooks (RunConfig.hooks), in the order agentcore.hooks.chain writes; `hook_time_limit` is the most
+    seconds each may take before it fails the step.
     """
 
     def __init__(
@@ -119,6 +120,7 @@ class Agent:
         before_model: Sequence[BeforeModel] = (),
         after_model: Sequence[AfterModel] = (),
         before_tools: Sequence[BeforeTools] = (),
+        hook_time_limit: float | None = None,
     ) -> None:
         if max_tool_workers < 1 or max_tool_calls < 1:
             raise UsageError("max_tool_workers and max_tool_calls must be at least 1")
@@ -131,6 +133,7 @@ class Agent:
         self.before_model = list(before_model)
         self.after_model = list(after_model)
         self.before_tools = list(before_tools)
+        self.hook_time_limit = hook_time_limit  # seconds a code hook may take; None: no limit
         self._schema_checked: Any = None  # the final-answer schema last found valid
 
     def _emit(self, *args: Any, **fields: Any) -> None:
@@ -155,7 +158,8 @@ class Agent:
         chain = model_chain(run, self.provider, self.before_model, self.after_model)
         skip = self._resume(run, "before_model")
         try:
-            before = run_hooks("before_model", chain.before, run, base_request(run, run.messages, settings), skip)
+            request = base_request(run, run.messages, settings)
+            before = run_hooks("before_model", chain.before, run, request, skip, time_limit=self.hook_time_limit)
         except HookFailed as exc:
             return self._fail(run, index, str(exc))
         if before.halt is not None:
@@ -167,7 +171,7 @@ class Agent:
         started = time.perf_counter()
         try:
             response = self._complete(run, index, before.value)
-            after = run_hooks("after_model", chain.after, run, response.message)
+            after = run_hooks("after_model", chain.after, run, response.message, time_limit=self.hook_time_limit)
         except (_CallFailed, HookFailed) as exc:
             return self._fail(run, index, str(exc))
         self._record_step(run, index, response, (time.perf_counter() - started) * 1000, chain, before, after)
@@ -418,7 +422,7 @@ class Agent:
                 continue
             if not calls:
                 break
-            passed = run_hooks("before_tools", [hook], run, calls, names=[name])
+            passed = run_hooks("before_tools", [hook], run, calls, names=[name], time_limit=self.hook_time_limit)
             if passed.halt is not None:
                 hooked.halt = passed
                 return hooked

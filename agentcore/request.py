@@ -103,20 +103,14 @@ class Prepared:
     calls: list[PolicyCall] = field(default_factory=list)
 
     def reply(self, history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
-        """The model's reply with each tool call id that the history already holds made distinct.
+        """The model's reply with each tool call id made distinct: from the history's and from each other's.
 
-        A model that did not see part of the history may number its calls again (the scripted one counts
-        the turns it was sent); a run's ids must stay unique, so a repeated one gets the step's suffix.
+        A model that did not see part of the history may number its calls again (the scripted one counts the
+        turns it was sent), and a model may give two calls of one turn one id, or none: a run's ids must stay
+        unique, or its results go to the wrong call and no reader takes the transcript. A repeated id gets the
+        step's suffix (and a number after it), an empty one `call_s{step}_{n}`.
         """
-        if self.sent is None or not message.tool_calls:
-            return message
-        taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
-        if not any(c.id in taken for c in message.tool_calls):
-            return message
-        calls = tuple(
-            c.model_copy(update={"id": f"{c.id}_s{step}"}) if c.id in taken else c for c in message.tool_calls
-        )
-        return message.model_copy(update={"tool_calls": calls})
+        return distinct_call_ids(history, message, step)
 
 
 def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
@@ -155,6 +149,25 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
     if binds:
         sent.thinking_left_out = unbound_thinking(run, sent, provider)
     return Prepared(sent.messages(history), sent, calls)
+
+
+def distinct_call_ids(history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
+    """`message` with each tool call id the history or an earlier call of it holds (or an empty one) made new."""
+    if not message.tool_calls:
+        return message
+    taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    calls = []
+    for n, call in enumerate(message.tool_calls, 1):
+        new, k = call.id, 1
+        while not new or new in taken:
+            base = call.id or f"call_{n}"
+            new = f"{base}_s{step}" if k == 1 else f"{base}_s{step}_{k}"
+            k += 1
+        taken.add(new)
+        calls.append(call if new == call.id else call.model_copy(update={"id": new}))
+    if all(a is b for a, b in zip(calls, message.tool_calls, strict=True)):
+        return message
+    return message.model_copy(update={"tool_calls": tuple(calls)})
 
 
 def whole_history(run: Run, provider: str, model: str) -> SentRequest | None:
@@ -285,6 +298,7 @@ __all__ = [
     "SUMMARY_PROMPT",
     "Prepared",
     "base_request",
+    "distinct_call_ids",
     "prepare",
     "request_settings",
     "settings_note",

@@ -86,6 +86,12 @@ def register_secret(value: Any) -> None:
     value = value.strip()
     if len(value) >= MIN_SECRET_LENGTH and value != REDACTED and value not in _registry.values:
         _registry.add(value)
+        # its hexadecimal form, lower and upper case: a server that echoes the key it received as hex bytes
+        # (an error page, a debug header) must not carry it into a transcript
+        hexed = value.encode("utf-8", "surrogatepass").hex()
+        for form in (hexed, hexed.upper()):
+            if form not in _registry.values:
+                _registry.add(form)
 
 
 def register_headers(headers: dict[str, str] | Any) -> None:
@@ -98,7 +104,9 @@ def register_headers(headers: dict[str, str] | Any) -> None:
                 register_secret(token)
 
 
-def _split_url(url: str) -> urllib.parse.SplitResult:
+def split_url(url: str) -> urllib.parse.SplitResult:
+    """The URL's parts, for any text: a stored one whose userinfo reads `[redacted]`, or a hostile one, split by
+    hand where the standard parser refuses it; never raises."""
     try:
         return urllib.parse.urlsplit(url)
     except ValueError:  # a bracketed host that is no IPv6 address: split by hand, never raise on a hostile URL
@@ -117,7 +125,7 @@ _SETTING_QUERY = frozenset({"api-version", "api_version", "version", "model", "f
 def register_url(url: str) -> None:
     """Register the credentials a URL carries: its userinfo, and the value of each query parameter but the few that
     are settings (`api-version=2024-10-21`, which would otherwise be scrubbed as a date from every text)."""
-    parts = _split_url(url)
+    parts = split_url(url)
     userinfo = parts.netloc.rpartition("@")[0]
     # as written and decoded: httpx sends the decoded pair as basic auth, and error messages quote the URL
     for value in (userinfo, *userinfo.split(":", 1)):
@@ -133,7 +141,7 @@ def register_url(url: str) -> None:
 
 def redacted_url(url: str) -> str:
     """The URL as it may be shown or written: its userinfo and every query value replaced by `[redacted]`."""
-    parts = _split_url(url)
+    parts = split_url(url)
     host = parts.netloc.rpartition("@")[2]
     netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
     # a query's names are kept, so a reader can tell which parameter was sent; its values can be keys

@@ -13,6 +13,7 @@ transcript would be larger has its largest wire bodies cut, each to its start an
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -214,9 +215,36 @@ def read_json(raw: str | bytes) -> Any:
         raise TranscriptError(f"not JSON: not {encoding} text: {exc.reason} at byte {exc.start}") from None
     _check_depth(raw if encoding.startswith("utf-8") else text.encode("utf-8", "surrogatepass"), text)
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except ValueError as exc:
         raise TranscriptError(f"not JSON: {exc}") from None
+    if _LONE_SURROGATE.search(text):  # rare: only then is every key looked at
+        _check_keys(data)
+    return data
+
+
+# a JSON escape of a surrogate, or one in the text itself: the only ways a lone one reaches a key
+_LONE_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+
+
+def _check_keys(data: Any) -> None:
+    """The one text rule for names: a key with a lone surrogate is refused (it names a field, a property, a
+    header, and no database or exporter can write it); text values keep theirs, which every writer escapes."""
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if not key.isascii():
+                    try:
+                        key.encode("utf-8")
+                    except UnicodeEncodeError as exc:
+                        raise TranscriptError(
+                            f"a key holds a lone surrogate ({key[exc.start]!r}) at character {exc.start}"
+                        ) from None
+                todo.append(value)
+        elif isinstance(item, list):
+            todo.extend(item)
 
 
 def _check_depth(utf8: bytes, text: str) -> None:
@@ -244,14 +272,38 @@ def loads(text: str | bytes) -> Run:
     return from_dict(read_json(text))
 
 
+def read_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A file's bytes, read within `limit`: the one way every reader opens a file a person names.
+
+    Only a regular file is read (a device such as /dev/zero, a FIFO that would block, a folder: refused before it
+    is opened), its size is checked on the open handle and the read stops one byte past `limit`, so nothing larger
+    is ever held. Every refusal is a one-line TranscriptError without the file's name (the caller adds it).
+    """
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TranscriptError("not a regular file (a device, a pipe or a folder is not read)")
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped between the two looks
+                raise TranscriptError("not a regular file (a device, a pipe or a folder is not read)")
+            if os.fstat(f.fileno()).st_size > limit:
+                raise TranscriptError(f"larger than {limit // 2**20} MB")
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise TranscriptError(f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise TranscriptError(f"larger than {limit // 2**20} MB")
+    return raw
+
+
 def load(path: str | Path) -> Run:
     """Read a transcript file; every failure is a TranscriptError with the file's name."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            text = f.read(MAX_FILE_BYTES + 1)  # a bounded read, a device or a pipe included
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_file(path)
+    except TranscriptError as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
     try:
         return loads(text)
     except TranscriptError as exc:

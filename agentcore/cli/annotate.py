@@ -34,6 +34,7 @@ def add_annotate(sub: Any) -> None:
         "--correct-call", metavar="JSON", help='the call the model should have made: {"name": ..., "arguments": {...}}'
     )
     p.add_argument("--make-test", metavar="FILE", help="also write the test that expects the correct call there")
+    p.add_argument("--force", action="store_true", help="with --make-test: write over an existing file")
     p.add_argument("--db", help=DB_HELP)
     p.set_defaults(func=cmd_annotate)
 
@@ -76,6 +77,10 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         note=args.note,
         correct_call=_correct_call(args.correct_call),
     )
+    if args.make_test:  # before anything is kept: a refused file leaves no label behind
+        from .testing import refuse_overwrite
+
+        refuse_overwrite(Path(args.make_test), "--make-test", args.force)
     store = Store(args.db)
     # the test is made before the annotation is kept: one that cannot be a test (no correct call, or one the run
     # already makes) keeps nothing, so the command can be given again, corrected, without labelling twice

@@ -133,10 +133,11 @@ def _print_run(run) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
+    from ..errors import TranscriptError
     from ..exports import export_run, export_zip
     from ..importers import parse_import
     from ..store.runs import Store
-    from ..transcript import write_atomic
+    from ..transcript import read_file, write_atomic
 
     action = args.runs_command
     if action == "copy":
@@ -172,9 +173,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     elif action == "import":
         path = Path(args.file)
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            raw = read_file(path)
+        except TranscriptError as exc:
+            raise UsageError(f"{path}: {exc}") from None
         run = store.import_run(parse_import(raw, str(path)))
         print(f"imported {path} as run {run.id} ({len(run.messages)} messages, {len(run.steps)} steps)")
     elif action == "delete":

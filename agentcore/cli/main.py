@@ -22,7 +22,7 @@ from ..mcp.config import add_mcp_arguments
 from ..messages import MAX_COUNT
 from ..providers import REGISTRY, WIRE_FORMATS
 from ..toolbox import DEFAULT_TOOLS
-from ..transcript import describe_validation, one_line, read_json
+from ..transcript import describe_validation, one_line, read_file, read_json
 from .annotate import add_annotate
 from .commands import (
     cmd_compare,
@@ -106,9 +106,7 @@ def _build_run(args: argparse.Namespace):
         raise UsageError("--scenario only applies to --provider scripted")
     if args.final_schema:
         try:
-            final_schema = read_json(Path(args.final_schema).read_bytes())  # within every reader's limits
-        except OSError as exc:
-            raise UsageError(f"--final-schema {args.final_schema}: {exc.strerror or exc}") from None
+            final_schema = read_json(read_file(args.final_schema))  # within every reader's limits
         except TranscriptError as exc:
             raise UsageError(f"--final-schema {args.final_schema}: {exc}") from None
         check_final_schema(final_schema, f"--final-schema {args.final_schema}")
@@ -195,6 +193,10 @@ def _breakpoints(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(specs))
 
 
+MAX_MOCK_RULES = 1000  # RunConfig.mocks' own limit
+MOCK_FILE_VALUES = 64 * MAX_MOCK_RULES  # a rule is a tool, a few conditions and a result: far fewer values each
+
+
 def _read_mocks(path: str | None) -> list[Any]:
     """The mock rules of a --mock file: a JSON or YAML list of {tool, when, result | error}."""
     if path is None:
@@ -203,11 +205,11 @@ def _read_mocks(path: str | None) -> list[Any]:
 
     from ..errors import TranscriptError
     from ..hooks.specs import MockRule
-    from ..transcript import read_json
+    from ..transcript import read_file, read_json
 
     where = f"--mock {path}"
     try:
-        raw = Path(path).read_bytes()
+        raw = read_file(path)
         if path.endswith((".yaml", ".yml")):
             try:
                 from ..testing.yaml_file import read_yaml
@@ -215,7 +217,7 @@ def _read_mocks(path: str | None) -> list[Any]:
                 raise UsageError(
                     f"{where}: a YAML file needs PyYAML (pip install pyyaml); JSON needs nothing"
                 ) from None
-            data = read_yaml(raw)
+            data = read_yaml(raw, max_nodes=MOCK_FILE_VALUES)
         else:
             data = read_json(raw)
     except OSError as exc:
@@ -224,6 +226,8 @@ def _read_mocks(path: str | None) -> list[Any]:
         raise UsageError(f"{where}: {exc}") from None
     if isinstance(data, dict) and "mocks" in data:
         data = data["mocks"]
+    if isinstance(data, list) and len(data) > MAX_MOCK_RULES:  # refused before a rule is validated
+        raise UsageError(f"{where}: {len(data):,} rules; a run takes at most {MAX_MOCK_RULES}")
     try:
         return TypeAdapter(list[MockRule]).validate_python(data)
     except ValidationError as exc:
@@ -548,6 +552,7 @@ def _add_testing(sub: Any) -> None:
     p = sub.add_parser("pin", help="write a test file from a run, proposing the expectations it meets")
     p.add_argument("run", metavar="RUN_ID_OR_TRANSCRIPT", help="a stored run's id, or a transcript file")
     p.add_argument("-o", "--out", required=True, help="the test file to write (.json, or .yaml with PyYAML)")
+    p.add_argument("--force", action="store_true", help="write over an existing file")
     p.add_argument("--name", help="the test's name (default: the run's title)")
     p.add_argument("--db", help=db_help)
     p.set_defaults(func=cmd_pin)

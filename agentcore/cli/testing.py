@@ -24,15 +24,22 @@ def _source_run(ref: str, db: str | None):
         raise UsageError(f"{ref}: not a transcript file, nor a run in the database: {exc}") from None
 
 
+def refuse_overwrite(path: Path, option: str, force: bool) -> None:
+    """A UsageError when `path` exists and --force was not given: a test file may be someone's edited work."""
+    if not force and (path.exists() or path.is_symlink()):
+        raise UsageError(f"{option} {path}: the file exists; give --force to write over it")
+
+
 def cmd_pin(args: argparse.Namespace) -> int:
     """Write a test file from a run, with the expectations it meets proposed."""
     from ..exports import export_test
     from ..testing import pinned
     from ..transcript import write_atomic
 
+    out = Path(args.out)
+    refuse_overwrite(out, "-o", getattr(args, "force", False))
     run = _source_run(args.run, getattr(args, "db", None))
     test = pinned.propose(run, args.name)
-    out = Path(args.out)
     text = export_test(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..errors import AgentcoreError
-from ..messages import AssistantMessage, Name, ToolCall, numbered
+from ..messages import AssistantMessage, Name, ToolCall, numbered, validate_messages
 from ..providers.base import ModelRequest
 from ..secrets import scrub_text
 from ..tools import ToolOutcome
@@ -241,11 +241,14 @@ def run_hooks(
     value: V,
     skip: str | None = None,
     names: Sequence[str] | None = None,
+    time_limit: float | None = None,
 ) -> Passed[V]:
     """Run `hooks` in order on `value`; each one gets what the one before it gave back.
 
     A Pause or Stop ends the chain; the hook named `skip` is not asked (it paused the run here before). A hook that
-    raises, or gives back something of the wrong kind, raises HookFailed. `names` are the hooks' (`hook_names`).
+    raises (whatever it raises), gives back something of the wrong kind or a request whose message list no model
+    takes, or runs past `time_limit` seconds (a code hook; the built-ins have none), raises HookFailed: one line
+    of at most MAX_FAILURE_CHARS. `names` are the hooks' (`hook_names`).
     """
     passed: Passed[V] = Passed(value)
     for hook, name in zip(hooks, names or hook_names(hooks), strict=True):
@@ -255,17 +258,20 @@ def run_hooks(
         builtin = isinstance(hook, BuiltIn)
         fn = hook.hook if builtin else hook
         try:
-            result = fn(run, passed.value)
+            result = _call(fn, run, passed.value, None if builtin else time_limit)
+        except HookFailed:
+            raise
+        except TimeoutError:
+            raise HookFailed(f"hook {name} ({point}): gave no answer within {time_limit:g} s") from None
         except Exception as exc:  # noqa: BLE001 - a broken hook fails the step, never the run
             words = hook.failure if builtin else None
             if words is not None:
-                raise HookFailed(words(exc)) from None
-            detail = scrub_text(" ".join(f"{type(exc).__name__}: {exc}".split()))  # the run's error is shown and sent
-            raise HookFailed(f"hook {name} ({point}): {detail}") from None
+                raise HookFailed(_bounded(words(exc))) from None
+            raise HookFailed(_bounded(f"hook {name} ({point}): {_said(exc)}")) from None
         if isinstance(result, Pause | Stop):
             passed.halt = (name, result)
             return passed
-        _check_kind(point, name, passed.value, result)
+        _check_kind(point, name, passed.value, result, builtin)
         if result is passed.value:
             continue
         effects = [] if builtin else _effects(point, name, passed.value, result)
@@ -276,11 +282,50 @@ def run_hooks(
     return passed
 
 
-def _check_kind(point: HookPoint, name: str, before: Any, after: Any) -> None:
+MAX_FAILURE_CHARS = 500  # a hook's failure is the run's error, shown and saved: one line, this long at most
+
+
+def _call(fn: Callable[..., Any], run: Run, value: Any, time_limit: float | None) -> Any:
+    """`fn(run, value)`, on a thread of its own when a time limit is set (a hook past it keeps its thread, and
+    what it gives back later is dropped)."""
+    if time_limit is None:
+        return fn(run, value)
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentcore-hook")
+    try:
+        return pool.submit(fn, run, value).result(timeout=time_limit)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _said(exc: BaseException) -> str:
+    """An exception in words, whatever its __str__ does (raises, returns megabytes), secrets scrubbed."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - an exception that cannot be printed is still said
+        text = "(its message could not be read)"
+    return scrub_text(" ".join(f"{type(exc).__name__}: {text[: MAX_FAILURE_CHARS * 4]}".split()))
+
+
+def _bounded(line: str) -> str:
+    line = " ".join(line.split())
+    return line if len(line) <= MAX_FAILURE_CHARS else line[: MAX_FAILURE_CHARS - 1] + "…"
+
+
+def _check_kind(point: HookPoint, name: str, before: Any, after: Any, builtin: bool = False) -> None:
     """Refuse what a hook gave back when it is not what its point takes."""
     wrong = None
     if point == "before_model" and not isinstance(after, ModelRequest):
         wrong = "a ModelRequest"
+    elif point == "before_model" and not builtin and after.messages is not before.messages:
+        try:
+            broken = validate_messages(list(after.messages))
+        except Exception:  # noqa: BLE001 - what a hook built by hand may not even be messages
+            broken = None
+        if broken is None or broken:
+            what = "not a list of messages" if broken is None else f"{len(broken)} problem(s), the first: {broken[0]}"
+            raise HookFailed(_bounded(f"hook {name} ({point}): gave back a message list no model takes: {what}"))
     elif point == "after_model" and not isinstance(after, AssistantMessage):
         wrong = "an AssistantMessage"
     elif point == "before_tools":

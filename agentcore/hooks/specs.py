@@ -73,7 +73,8 @@ class ArgCondition:
         return True, here
 
     def holds(self, arguments: Any) -> bool:
-        """Whether the call's arguments meet the condition; a PatternError when the pattern runs out of time."""
+        """Whether the call's arguments meet the condition. A pattern that runs out of time on the value does not
+        hold: a hostile argument cannot end the run through a breakpoint or a mock rule."""
         found, value = self.value_at(arguments)
         if not found:
             return False
@@ -85,10 +86,13 @@ class ArgCondition:
             except ValueError:
                 return False
             return value == expected and type(value) is type(expected)
-        from ..schemas import search  # regex and jsonschema load when a pattern is first applied
+        from ..schemas import SchemaError, search  # regex and jsonschema load when a pattern is first applied
 
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-        return search(self.raw, text)
+        try:
+            return search(self.raw, text)
+        except SchemaError:  # out of time on this value: unmet
+            return False
 
 
 @functools.lru_cache(maxsize=256)
@@ -159,6 +163,8 @@ def parse_breakpoint(spec: str) -> Breakpoint:
     if kind == "args":
         return Breakpoint(spec, "args", condition=parse_condition(value))
     try:
+        if not value.isascii():  # int() and float() read any script's digits: a spec is written in ASCII ones
+            raise ValueError
         number = int(value) if kind in ("step", "tokens") else float(value)
     except ValueError:
         whole = "a whole number" if kind in ("step", "tokens") else "a number of US dollars"

@@ -5,7 +5,6 @@ Nothing here starts a server or needs the `mcp` SDK; agentcore.mcp connects what
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -128,9 +127,12 @@ def parse_config(data: Any, where: str = "MCP config") -> list[ServerConfig]:
 
 def load_config(path: str | Path) -> list[ServerConfig]:
     """The servers of a JSON config file in the `mcpServers` shape."""
+    from ..errors import TranscriptError
+    from ..transcript import read_file, read_json
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = read_json(read_file(path))
+    except TranscriptError as exc:
         raise UsageError(f"MCP config {path}: {exc}") from None
     return parse_config(data, f"MCP config {path}")
 

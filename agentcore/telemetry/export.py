@@ -15,7 +15,6 @@ import hashlib
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -25,7 +24,8 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from ..accounting import sent_at, step_costs
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ..run import Run, StepRecord, ToolRun
-from ..secrets import redacted_url, scrub, scrub_text
+from ..secrets import redacted_url, scrub, scrub_text, split_url
+from ..tool_output import utf8_safe
 from . import genai as g
 
 AGENT = "agentcore"
@@ -86,7 +86,9 @@ class _Builder:
     ) -> ReadableSpan:
         # every value is scrubbed of known secrets here, the one place a span's attributes are made, and the
         # status's words too: a send over OTLP carries the spans as they are, not through a file writer's scrub
-        clean = scrub({k: v for k, v in attributes.items() if v is not None and v != [] and v != ""})
+        # and made writable: a lone surrogate in a title or a message is U+FFFD in a span, which OTLP's protobuf and
+        # JSON encoders must be able to write (the transcript keeps the original)
+        clean = _writable(scrub({k: v for k, v in attributes.items() if v is not None and v != [] and v != ""}))
         status = extra.get("status")
         if status is not None and status.description:
             extra["status"] = Status(status.status_code, scrub_text(status.description))
@@ -128,7 +130,8 @@ class _Builder:
         reply = run.messages[step.message_count] if step.message_count < len(run.messages) else None
         wire = step.wire
         remote = who.provider not in g.IN_PROCESS  # an in-process model's wire url names no server
-        address = urlsplit(wire.url) if remote and wire is not None and wire.url else None
+        # split_url: a stored URL's userinfo reads `[redacted]`, which the standard parser takes for an IPv6 host
+        address = split_url(wire.url) if remote and wire is not None and wire.url else None
         usage = step.usage
         response_id, response_model = g.response_identity(wire.response) if remote and wire else (None, None)
         attributes: dict[str, Any] = {
@@ -154,7 +157,7 @@ class _Builder:
             g.CACHE_WRITE: usage.cache_write_tokens,
             g.CACHE_CREATION: usage.cache_write_tokens,
             g.REASONING_TOKENS: usage.reasoning_tokens or None,
-            g.SERVER_ADDRESS: address.hostname if address else None,
+            g.SERVER_ADDRESS: _host(address),
             g.SERVER_PORT: _port(address),
             g.STEP_INDEX: step.index,
             g.STEP_ESTIMATED: step.estimated or None,
@@ -297,6 +300,23 @@ class _Builder:
             links=links,
             status=status,
         )
+
+
+def _writable(value: Any) -> Any:
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if isinstance(value, dict):
+        return {k: _writable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_writable(v) for v in value]
+    return value
+
+
+def _host(address: Any) -> str | None:
+    try:
+        return address.hostname if address else None
+    except ValueError:  # a host no parser takes
+        return None
 
 
 def _port(address: Any) -> int | None:

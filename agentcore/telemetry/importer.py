@@ -272,6 +272,11 @@ class _Reader:
         self.root = root
         self.chats = sorted((s for s in spans if s.is_model), key=lambda s: (s.start, s.end))
         self.tools = sorted((s for s in spans if s.is_tool), key=lambda s: (s.start, s.end))
+        # each call's tool spans, in time order: a step finds its own without looking at every other step's
+        self.tools_of: dict[str, list[tuple[int, Span]]] = {}
+        for k, span in enumerate(self.tools):
+            if span.call_id is not None:
+                self.tools_of.setdefault(span.call_id, []).append((k, span))
 
     def run(self) -> Run:
         last = self.chats[-1]
@@ -428,7 +433,7 @@ class _Reader:
             latency_ms=(chat.end - chat.start) / 1e6,
             finish_reason=finish,
             message_count=message_count,
-            tool_runs=[self.tool_run(s, chat) for s in self.tools if s.call_id in calls],
+            tool_runs=[self.tool_run(s, chat) for _, s in sorted(t for c in calls for t in self.tools_of.get(c, ()))],
             started_at=_stamp(chat.start),
             tools_withheld=a.get(g.TOOLS_WITHHELD) is True,
             hook_effects=chat.json(g.STEP_HOOK_EFFECTS) or [],

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import threading
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from opentelemetry.util.re import parse_env_headers
 
 from ..errors import UsageError
 from ..run import Run
-from ..secrets import register_headers, register_secret, register_url, scrub_text
+from ..secrets import register_headers, register_secret, register_url, scrub_text, split_url
 from ..transcript import json_text, one_line
 from .export import root_span, run_spans, step_spans
 
@@ -63,12 +64,17 @@ def otlp_json(run: Run, *, content: bool = False) -> str:
 
 
 def traces_url(url: str) -> str:
-    """An OTLP/HTTP endpoint as a traces URL: a base such as http://host:4318 gets /v1/traces, as the SDK does."""
+    """An OTLP/HTTP endpoint as a traces URL: a base such as http://host:4318 gets /v1/traces on its path, as the
+    exporter specification builds a signal's URL from a base; a query is kept after it, a fragment dropped."""
     url = url.strip()
     register_url(url)  # its user:password and query values are never printed with it
     if not url.lower().startswith(("http://", "https://")):
         raise UsageError(f"--otlp {scrub_text(url)!r}: expected an http:// or https:// URL")
-    return url if url.rstrip("/").endswith(TRACES_PATH) else url.rstrip("/") + TRACES_PATH
+    parts = split_url(url)
+    path = parts.path.rstrip("/")
+    if not path.endswith(TRACES_PATH):
+        path += TRACES_PATH
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def otlp_headers(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -165,7 +171,17 @@ class LiveExport:
         return cls(url, content=content) if url else None
 
     def step_finished(self, run: Run) -> None:
-        """Queue the spans of each step of `run` not sent yet whose phases are over, and the root once it stopped."""
+        """Queue the spans of each step of `run` not sent yet whose phases are over, and the root once it stopped.
+
+        Nothing it meets stops the run: a span that cannot be built is this export's problem, in one line.
+        """
+        try:
+            self._queue(run)
+        except Exception as exc:  # noqa: BLE001 - an observer of the loop must never end the run it watches
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            self.problem = one_line(scrub_text(f"OpenTelemetry export of run {run.id} failed: {detail}"))
+
+    def _queue(self, run: Run) -> None:
         done = len(run.steps) if run.next_phase == "model" or run.finished else len(run.steps) - 1
         with self._lock:
             for index in range(1, done + 1):
@@ -193,7 +209,10 @@ class _Recording(OTLPSpanExporter):
         self.live = live
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result, reasons = _quietly(lambda: super(_Recording, self).export(spans))
+        try:
+            result, reasons = _quietly(lambda: super(_Recording, self).export(spans))
+        except Exception as exc:  # noqa: BLE001 - the batch thread must go on: the failure is the problem line
+            result, reasons = SpanExportResult.FAILURE, [f"{type(exc).__name__}: {exc}"]
         if result != SpanExportResult.SUCCESS:
             why = _reason(reasons)
             self.live.problem = one_line(scrub_text(f"OpenTelemetry export to {self.live.url} failed: {why}"))

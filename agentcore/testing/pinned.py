@@ -38,7 +38,7 @@ from ..messages import MAX_COUNT, AssistantMessage, ToolCall
 from ..run import FINAL_ANSWER_TOOL, Run, StopReason
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
 from ..secrets import scrub_text
-from ..transcript import MAX_FILE_BYTES, check_header, describe_validation, from_dict, json_text, read_json, to_dict
+from ..transcript import check_header, describe_validation, from_dict, json_text, read_file, read_json, to_dict
 
 FORMAT = "agentcore.test"
 VERSION = 1
@@ -556,10 +556,9 @@ def load(path: str | Path) -> PinnedTest:
     """Read a test file (JSON, or YAML by its suffix); every failure is a TranscriptError naming the file."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raw = read_file(path)
+    except TranscriptError as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
     try:
         test = loads(raw, path.suffix.lower() in YAML_SUFFIXES)
     except (TranscriptError, UsageError) as exc:
@@ -575,6 +574,8 @@ def find_tests(paths: list[str | Path]) -> list[Path]:
             found += sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in TEST_SUFFIXES)
         elif p.is_file():
             found.append(p)
+        elif p.exists():
+            raise UsageError(f"{p}: not a regular file (a device, a pipe or a folder is not read)")
         else:
             raise UsageError(f"{p}: no such file or folder")
     return list(dict.fromkeys(found))

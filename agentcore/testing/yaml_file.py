@@ -27,6 +27,10 @@ from ..messages import MAX_DEPTH
 from ..transcript import read_json
 
 MAX_YAML_BYTES = 16 * 2**20  # a JSON file may be 64 MB (transcript.MAX_FILE_BYTES)
+# the most values (scalars, lists, mappings) a YAML file may hold, counted as the parser meets them, before any is
+# built: Python composes some tens of thousands of nodes a second, so a file of small flow mappings under the byte cap is
+# refused in seconds, not minutes; a pinned test's size is in its texts, far under it
+MAX_YAML_NODES = 100_000
 C_LIBRARY = bool(getattr(yaml, "__with_libyaml__", False))  # False: PyYAML built without libyaml, slower
 
 # an escaped lone surrogate (undecodable bytes of a prompt, as PyYAML writes them): libyaml refuses it
@@ -51,15 +55,21 @@ else:  # pragma: no cover - PyYAML's wheels ship libyaml
 class _Events:
     """The parser's events, each checked once as the composer takes it."""
 
-    def __init__(self, raw: str | bytes) -> None:
+    def __init__(self, raw: str | bytes, max_nodes: int) -> None:
         text = raw if isinstance(raw, str) else raw.decode("latin-1")  # only to look for the escape
         self.parser = PythonEventParser(raw) if _SURROGATE_ESCAPE.search(text) else EventParser(raw)
         self.depth = 0
+        self.nodes = 0
+        self.max_nodes = max_nodes
 
     def take(self) -> yaml.Event:
         event = self.parser.get_event()
         if isinstance(event, yaml.AliasEvent):
             raise TranscriptError("YAML aliases are not read in test files")
+        if isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent):
+            self.nodes += 1
+            if self.nodes > self.max_nodes:
+                raise TranscriptError(f"more than {self.max_nodes:,} values: not read")
         if isinstance(event, yaml.CollectionStartEvent):
             self.depth += 1
             if self.depth > MAX_DEPTH:
@@ -72,8 +82,8 @@ class _Events:
 class _Loader(Composer, SafeConstructor, Resolver):
     """PyYAML's safe loader over checked events; a value Python cannot build is a YAML error at its line."""
 
-    def __init__(self, raw: str | bytes) -> None:
-        self.events = _Events(raw)
+    def __init__(self, raw: str | bytes, max_nodes: int = MAX_YAML_NODES) -> None:
+        self.events = _Events(raw, max_nodes)
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
@@ -101,14 +111,15 @@ class _Loader(Composer, SafeConstructor, Resolver):
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_scalar)
 
 
-def read_yaml(raw: str | bytes) -> Any:
-    """Data from YAML text within MAX_YAML_BYTES, MAX_DEPTH and no aliases; every refusal is a TranscriptError."""
+def read_yaml(raw: str | bytes, max_nodes: int = MAX_YAML_NODES) -> Any:
+    """Data from YAML text within MAX_YAML_BYTES, `max_nodes` values, MAX_DEPTH and no aliases; every refusal is a
+    TranscriptError, made before the values past the limit are built."""
     if len(raw) > MAX_YAML_BYTES:
         raise TranscriptError(
             f"larger than {MAX_YAML_BYTES // 2**20} MB, the most a YAML test file may be (a JSON one may be larger)"
         )
     try:
-        loader = _Loader(raw)  # libyaml reads the encoding mark here
+        loader = _Loader(raw, max_nodes)  # libyaml reads the encoding mark here
         try:
             data = loader.get_single_data()
         finally:
