@@ -58,8 +58,12 @@ $(PHOENIX_VENV)/.installed:
 	$(PHOENIX_VENV)/bin/pip install -q 'arize-phoenix>=15.10'
 	touch $@
 
+# The tests run on two pytest-xdist workers (one per core of the machine CI runs on); the tests of one server (llm-katan,
+# llama.cpp's, PostgreSQL, Phoenix, one module's browser and app) share a worker (tests/conftest.py), so each starts once.
+TEST_WORKERS ?= 2
+
 test: lint $(PHOENIX_VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The peers (LangChain, LangGraph, pydantic-ai) get their own venv, so they never become agentcore dependencies.
 PEERS_VENV := bench/.venv
@@ -72,6 +76,8 @@ $(PEERS_VENV)/.installed: bench/requirements-peers.txt
 
 bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/hostile_inputs.py
+	$(BIN)/python -m pytest -m bench -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) bench/.venv $(PHOENIX_VENV) .pytest_cache

@@ -218,6 +218,7 @@ def test_the_tests_page_shows_the_scoreboard_with_a_chart(tmp_path, monkeypatch,
 
 
 @pytest.mark.slow
+@pytest.mark.bench  # three graded runs of the embedded model (about three minutes on two cores): `make bench`
 def test_the_embedded_model_is_graded_on_a_small_slice():
     local = pytest.importorskip("agentcore.providers.local", reason="the embedded model needs the local extra")
     pytest.importorskip("llama_cpp", reason="the embedded model needs llama-cpp-python (the local extra)")
