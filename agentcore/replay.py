@@ -115,7 +115,7 @@ def replay_data(run: Run) -> dict[str, Any]:
             "provider": run.config.provider,
             "model": run.config.model,
             "max_steps": run.config.max_steps,
-            "stop_reason": run.stop_reason,
+            "stop_reason": run.ending,  # "output limit" for a reply cut off, never "answer"
             "error": run.error,
             "final_output": run.final_output,
             "parent": body["parent"],

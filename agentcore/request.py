@@ -16,7 +16,7 @@ model call, and the reply's call ids made distinct after it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import catalogue
@@ -113,7 +113,10 @@ class Prepared:
         return distinct_call_ids(history, message, step)
 
 
-def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
+Outgoing = Callable[[ModelRequest], ModelRequest]  # what the run's hooks make of a request before it leaves
+
+
+def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | None = None) -> Prepared:
     """The messages of the run's next model phase under its policies; the whole history without any.
 
     `summarize_older_than` asks `summariser` (the run's own model) for a summary unless the previous
@@ -143,7 +146,8 @@ def prepare(run: Run, summariser: Provider | None = None) -> Prepared:
                 raise UsageError("summarize_older_than needs a model to write the summary")
             # the summary grows: the previous one, and only the messages that became old since
             new = [history[i] for i in summarised if i not in set(covered)] if summary else None
-            summary, call = summarise(run, new or [history[i] for i in summarised], summariser, summary)
+            older = new or [history[i] for i in summarised]
+            summary, call = summarise(run, older, summariser, summary, outgoing)
             calls.append(call)
     sent = sent_request(plan, summary)
     if binds:
@@ -262,9 +266,17 @@ def transcript_text(messages: Sequence[Message]) -> str:
 
 
 def summarise(
-    run: Run, messages: Sequence[Message], provider: Provider, earlier: str | None = None
+    run: Run,
+    messages: Sequence[Message],
+    provider: Provider,
+    earlier: str | None = None,
+    outgoing: Outgoing | None = None,
 ) -> tuple[str, PolicyCall]:
-    """Ask `provider` to summarise `messages` (after an `earlier` summary); the summary and the call, priced."""
+    """Ask `provider` to summarise `messages` (after an `earlier` summary); the summary and the call, priced.
+
+    `outgoing` is what the run's hooks make of a request before it leaves (a redactor's masks): the summary request
+    is a model call too, and the older turns it carries must reach the model as any request's would.
+    """
     text = transcript_text(messages)
     if earlier:
         text = f"{SUMMARY_HEADING}\n{earlier}\n\nWhat happened next:\n\n{text}"
@@ -274,6 +286,8 @@ def summarise(
         messages=(SystemMessage(content=SUMMARY_PROMPT), UserMessage(content=text)),
         settings=Settings(max_tokens=SUMMARY_MAX_TOKENS),
     )
+    if outgoing is not None:
+        request = outgoing(request)
     started = time.perf_counter()
     response = provider.complete(request)
     latency = (time.perf_counter() - started) * 1000

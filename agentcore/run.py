@@ -68,6 +68,9 @@ BY_PERSON: dict[str, str] = {
     "typed": "result typed by a person",
 }
 EXECUTED: frozenset[str] = frozenset({"ran", "approved", "edited", "hook_edited"})  # the tool itself ran
+# a reply cut at the output limit, as each dialect says it: Chat Completions and Ollama ("length"), Anthropic
+# ("max_tokens"), the Responses API (an incomplete response's "max_output_tokens")
+OUTPUT_LIMIT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 BY_HOOK: dict[str, str] = {
     "hook_edited": "arguments changed by hook",
     "hook_refused": "refused by hook",
@@ -461,6 +464,14 @@ class Run(BaseModel):
         if self.config.pause_before_tools and phase == "tools":
             return True
         return self.halt is not None and self.halt.kind == "pause" and phase == self.halt.phase
+
+    @property
+    def ending(self) -> str | None:
+        """The stop reason as it may be said: "output limit" for a plain reply the model was cut off in (its last
+        step's finish reason says so in any dialect), which the loop stops on as on an answer but is not one."""
+        if self.stop_reason == "answer" and self.steps and self.steps[-1].finish_reason in OUTPUT_LIMIT_REASONS:
+            return "output limit"
+        return self.stop_reason
 
     @property
     def finished(self) -> bool:

@@ -37,7 +37,9 @@ _SECRET_SHAPES = (
     ("Basic", re.compile(r"\bBasic\s+[A-Za-z0-9+/=]{8,}")),
     ("sk-", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
 )
-_SCRUB_DEPTH = 5
+# the walk goes as deep as any reader reads (a run inside a pinned test sits a level deeper than in a transcript:
+# one rule for both); message lists are skipped, whatever their depth
+_SCRUB_DEPTH = 100
 _CONVERSATION_KEYS = frozenset({"messages", "contents", "input", "content"})
 
 
@@ -193,11 +195,11 @@ def _secret_header(lowered: str) -> bool:
 
 
 def redact_fields(value: Any, depth: int = 0) -> Any:
-    """Belt and braces on top of header redaction: blank credential-named values near the top of JSON data.
+    """Belt and braces on top of header redaction: blank credential-named values anywhere in JSON data.
 
-    Headers and settings sit a few levels down (a step's wire exchange, a request body's
-    fields); the walk skips message lists and stops below that depth: conversation text is
-    covered by `scrub_text`, and walking it would make every save of a long run slow.
+    Headers and settings sit a few levels down (a step's wire exchange, a request body's fields, an edited call's
+    original arguments), under a run or under a pinned test's run alike; the walk skips message lists: conversation
+    text is covered by `scrub_text`, and walking it would make every save of a long run slow.
     """
     if depth > _SCRUB_DEPTH:
         return value

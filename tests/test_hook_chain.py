@@ -176,3 +176,43 @@ def test_the_loop_names_no_built_in_hook():
     assert {"hooks.guard", "hooks.breakpoints", "hooks.mocks", "hooks.context_policies"}.isdisjoint(imported)
     for name in ("LOOP_GUARD_HOOK", "MOCK_HOOK", "BREAKPOINT_HOOK", "PolicyHook", "REPEAT", "MOCKED"):
         assert name not in source
+
+
+def test_with_redact_and_a_summarising_policy_no_request_the_model_receives_holds_the_address():
+    from agentcore.messages import AssistantMessage, ToolCall
+    from agentcore.policies import ContextPolicies
+    from agentcore.tools import tool
+
+    @tool
+    def contact(name: str) -> str:
+        """A person's contact."""
+        return f"{name} is reached at {ADDRESS}"
+
+    calls = [ToolCall(id=f"c{n}", name="contact", arguments={"name": f"person {n}"}) for n in range(4)]
+    turns = [AssistantMessage(tool_calls=(c,)) for c in calls] + [AssistantMessage(content="done")]
+
+    class Replay(Recording):
+        def __init__(self) -> None:
+            ScriptedProvider.__init__(self, replay=turns)
+            self.requests = []
+
+        def complete(self, request, on_text=None):
+            self.requests.append(request)
+            if request.messages[0].content.startswith("Summarise"):  # the policy's own call: a summary
+                from agentcore.providers.base import ModelResponse
+
+                return ModelResponse(message=AssistantMessage(content="they were looked up"))
+            return ScriptedProvider.complete(self, request, on_text)
+
+    provider = Replay()
+    config = RunConfig(hooks=["redact"], max_steps=8, policies=ContextPolicies(summarize_older_than=1))
+    run = Run.start("Who can I reach?", config)
+    Agent(provider, [contact]).run(run)  # the replay loses count under the summary: it runs to its budget
+    assert run.error is None and len(run.steps) == 8
+    summaries = [r for r in provider.requests if r.messages[0].content.startswith("Summarise")]
+    assert summaries, "the policy asked for a summary"
+    for request in provider.requests:  # the loop's calls and the policy's own summary calls alike
+        sent = json.dumps([m.model_dump(mode="json") for m in request.messages])
+        assert ADDRESS not in sent
+    assert any("[email]" in json.dumps([m.model_dump(mode="json") for m in r.messages]) for r in summaries)
+    assert ADDRESS in json.dumps([m.model_dump(mode="json") for m in run.messages])  # the run keeps it

@@ -301,3 +301,39 @@ def test_a_live_export_that_cannot_build_a_span_says_so_and_the_run_goes_on(monk
         assert "OpenTelemetry export of run" in live.problem and "Invalid IPv6 URL" in live.problem
     finally:
         live.close()
+
+
+def test_every_json_export_blanks_a_credential_named_field_at_any_depth():
+    from agentcore.exports import export_json, export_test
+
+    run = weather()
+    value = "not-a-registered-credential-0123456789"  # blanked by its field's name, not by being a known key
+    deep = {"auth": {"nested": {"deeper": {"api_key": value}}}}
+    run.steps[0].tool_runs[0] = (
+        run.steps[0]
+        .tool_runs[0]
+        .model_copy(update={"source": "edited", "original_arguments": {"api_key": value, **deep}})
+    )
+    for written in (export_json(run), export_test(pinned.propose(run))):
+        assert value not in written and "[redacted]" in written
+
+
+def test_a_reply_cut_at_the_output_limit_never_reads_answered(capsys, open_app):
+    from agentcore.cli.commands import _print_run
+    from agentcore.replay import replay_html
+    from ui.state import Session
+
+    run = weather()
+    for reason, ending in (("length", "output limit"), ("max_tokens", "output limit"), ("stop", "answer")):
+        run.steps[-1].finish_reason = reason
+        assert run.ending == ending
+        _print_run(run)
+        assert f"stop: {ending}" in capsys.readouterr().out
+    run.steps[-1].finish_reason = "length"
+    page = replay_html(run)
+    assert "output limit" in page and '"stop_reason": "answer"' not in page.replace('\\"', '"')
+    session = Session()
+    session.add_run(run)
+    app = open_app(session=session)
+    shown = [i.value for i in app.info if "Stop reason" in i.value]
+    assert shown and "stopped at the output limit" in shown[0] and "answered" not in shown[0]

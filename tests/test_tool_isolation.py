@@ -60,17 +60,19 @@ def alive(pid: int) -> bool:
 
 
 def test_an_isolated_tool_that_computes_past_its_time_limit_is_killed(tmp_path):
+    from agentcore.workers import PROCESSES
+
+    PROCESSES.close()  # one idle worker left from here: the one `where` starts and `spin` then takes
+    worker = json.loads(run(where, name="HOME").content)["pid"]
     pid_file = tmp_path / "pid"
-    started = time.monotonic()
     outcome = run(spin, pid_file=str(pid_file))
-    took = time.monotonic() - started
     assert outcome.is_error and outcome.error == "timeout"
     assert "spin timed out after 0.5 s and its process was killed" in outcome.content
-    assert took < 5  # the limit held (a worker's start does not count against it)
-    pid = int(pid_file.read_text())
-    assert pid != os.getpid()
+    # on a busy machine the worker may be killed before it wrote its pid: the pid `where` saw is the one it ran in
+    pid = int(pid_file.read_text()) if pid_file.exists() else worker
+    assert pid == worker != os.getpid()
     assert not alive(pid)  # killed and reaped: it burns no CPU after the timeout
-    assert run(where, name="HOME").content  # a new worker serves the next call
+    assert json.loads(run(where, name="HOME").content)["pid"] != worker  # a new worker serves the next call
 
 
 def test_an_isolated_tool_runs_in_another_process_and_sees_the_callers_environment(tmp_path, monkeypatch):

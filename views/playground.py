@@ -30,9 +30,12 @@ from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 
-STOP_LABELS = {"answer": "answered"}  # the reason as the page says it: an answer is not a right answer
+# the reason as the page says it: an answer is not a right answer, and a reply cut off is not an answer
+STOP_LABELS = {"answer": "answered", "output limit": "stopped at the output limit"}
 STOP_REASONS = {
     "answer": "the model replied without asking for a tool; whether the reply is right is for you to judge",
+    "output limit": "the reply reached the most tokens a call may write and was cut off there: raise max tokens, "
+    "or fork from here",
     "max_steps": "the step budget was used up",
     "structured": "the final answer matched the schema",
     "error": "the model call failed",
@@ -141,8 +144,8 @@ def _status(session: Session, run: Run) -> None:
     c3.metric("Messages", len(run.messages))
     c4.metric("Tokens", f"{total.total_tokens:,}", help="Input + output over all steps")
     if run.stop_reason and run.stop_reason != "error":
-        why = STOP_REASONS.get(run.stop_reason, "")
-        label = STOP_LABELS.get(run.stop_reason, run.stop_reason)
+        why = STOP_REASONS.get(run.ending or "", "")
+        label = STOP_LABELS.get(run.ending or "", run.ending)
         line = f"Stop reason: **{safe.inline(label)}** — {why}."
         if run.stop_reason == "answer":  # not green: the loop ended, which says nothing of the answer
             st.info(line, icon=":material/flag:")

@@ -92,7 +92,7 @@ def _print_run(run) -> None:
     from ..messages import AssistantMessage, ToolMessage
 
     c = run.config
-    print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.stop_reason}")
+    print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.ending}")
     if run.parent:
         print(f"forked from run {run.parent.run_id} at step {run.parent.step}")
     step_at = {s.message_count: s for s in run.steps}

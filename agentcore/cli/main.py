@@ -294,7 +294,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     usage = run.usage
     est = " (estimated)" if any(s.estimated for s in run.steps) else ""
     print(
-        f"\nstop: {run.stop_reason or ('paused' if run.paused else None)} after {len(run.steps)} steps · "
+        f"\nstop: {run.ending or ('paused' if run.paused else None)} after {len(run.steps)} steps · "
         f"{usage.input_tokens} input + {usage.output_tokens} output tokens{est}"
     )
     if run.stop_reason == "error":

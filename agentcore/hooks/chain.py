@@ -49,7 +49,11 @@ def model_chain(
 
     A new chain for each call: the policies' hook keeps what it sent for the step's record.
     """
-    policies = PolicyHook(provider)
+
+    def outgoing(request: ModelRequest) -> ModelRequest:  # a summary request, through the run's named hooks
+        return run_hooks("before_model", named_hooks(run.config.hooks, "before_model"), run, request).value
+
+    policies = PolicyHook(provider, outgoing)
     return ModelChain(
         before=[
             breakpoints.BREAK_BEFORE_MODEL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import ProviderError, UsageError
 from ..messages import AssistantMessage
 from ..providers.base import ModelRequest, Provider
-from ..request import Prepared, prepare
+from ..request import Outgoing, Prepared, prepare
 from ..run import Run, StepRecord
 from .protocol import BuiltIn
 
@@ -27,14 +27,15 @@ class PolicyHook:
 
     name = CONTEXT_POLICIES_HOOK
 
-    def __init__(self, summariser: Provider | None) -> None:
+    def __init__(self, summariser: Provider | None, outgoing: Outgoing | None = None) -> None:
         self.summariser = summariser
+        self.outgoing = outgoing  # the run's own hooks on a summary request, which is a model call too
         self.prepared = Prepared([])
         self.before_model = BuiltIn(self.name, self._before_model, self._failure, self._record)
         self.after_model = BuiltIn(self.name, self._after_model)
 
     def _before_model(self, run: Run, request: ModelRequest) -> ModelRequest:
-        self.prepared = prepare(run, self.summariser)
+        self.prepared = prepare(run, self.summariser, self.outgoing)
         if self.prepared.messages is run.messages:
             return request
         return request.model_copy(update={"messages": tuple(self.prepared.messages)})

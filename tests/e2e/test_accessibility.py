@@ -69,7 +69,15 @@ def app(tmp_path_factory):
 def _idle(page) -> None:
     """Wait until the app has finished its script run and the browser has drawn the result."""
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
-    page.wait_for_timeout(700)
+    # and nothing is still faded from the run before: Streamlit marks such elements stale and fades them back in
+    # with a CSS transition, so a page measured mid-fade has contrast it never shows at rest
+    page.wait_for_function(
+        """() => !document.querySelector('[data-stale="true"]')
+            && document.getAnimations().every(a => a.playState !== 'running'
+                || (a.effect && a.effect.getTiming().iterations === Infinity))""",
+        timeout=30_000,
+    )
+    page.wait_for_timeout(200)
 
 
 def _violations(page, axe: str) -> list[dict]:
