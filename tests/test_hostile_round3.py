@@ -337,3 +337,40 @@ def test_a_reply_cut_at_the_output_limit_never_reads_answered(capsys, open_app):
     app = open_app(session=session)
     shown = [i.value for i in app.info if "Stop reason" in i.value]
     assert shown and "stopped at the output limit" in shown[0] and "answered" not in shown[0]
+
+
+def test_an_imported_label_is_the_importers_and_says_whose_name_it_came_with(tmp_path):
+    from agentcore.annotations import make_annotation
+    from agentcore.store.runs import Store
+
+    run = weather()
+    run.annotations = [make_annotation(step=1, labels=["looped"], note="a repeat", author="teacher")]
+    store = Store(str(tmp_path / "r.db"), owner="student")
+    kept = store.read_run(store.import_run(run).id).annotations[0]
+    assert kept.author == "student" and kept.note == "[imported as teacher's] a repeat"
+
+
+def test_a_trace_count_that_is_not_a_count_is_refused_in_one_line():
+    pytest.importorskip("opentelemetry.sdk", reason="the trace needs the otel extra")
+    from agentcore.telemetry.importer import from_otlp
+    from agentcore.telemetry.otlp import otlp_json
+
+    text = otlp_json(weather(), content=True)
+    data = json.loads(text)
+    spans = [s for r in data["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    chat = next(s for s in spans if s["name"].startswith("chat "))
+    for bad in ({"intValue": "-5"}, {"doubleValue": float("inf")}, {"stringValue": "9" * 5000}):
+        for attribute in chat["attributes"]:
+            if attribute["key"] == "gen_ai.usage.input_tokens":
+                attribute["value"] = bad
+        with pytest.raises(TranscriptError, match="gen_ai.usage.input_tokens is not a count of tokens"):
+            from_otlp(json.dumps(data))
+
+
+def test_json_lines_of_otlp_bodies_past_the_limit_are_refused_before_one_is_parsed():
+    from agentcore.telemetry.importer import MAX_BODIES, from_otlp
+
+    with pytest.raises(TranscriptError, match="lines of OTLP bodies"):
+        from_otlp("{}\n" * (MAX_BODIES + 1))
+    with pytest.raises(TranscriptError, match="more than 100000 spans"):
+        from_otlp(json.dumps({"data": [{}] * 100_001}))

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import run_cost
-from ..annotations import Annotation, check_target, step_calls
+from ..annotations import MAX_NOTE_CHARS, Annotation, check_target, step_calls
 from ..errors import AgentcoreError
 from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
@@ -512,6 +512,21 @@ class Store:
         """Store an imported run; an id already taken (or not a plain id) gets a fresh one, so nothing is overwritten."""
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", run.id) or self.exists(run.id):
             run = run.model_copy(update={"id": Run().id})
+        # a file names any author it likes: what it brings is labelled by whoever imports it, the name it gave kept
+        # in the note, so no one's labels can be made in another's name (only an author removes a label)
+        labels = [
+            a
+            if a.author in (None, self.owner)
+            else Annotation.model_validate(
+                {
+                    **a.model_dump(),
+                    "author": self.owner,
+                    "note": f"[imported as {a.author}'s] {a.note}"[:MAX_NOTE_CHARS],
+                }
+            )
+            for a in run.annotations
+        ]
+        run = run.model_copy(update={"annotations": labels})
         self._save(run, self.owner, _now(), run.annotations)
         return run
 

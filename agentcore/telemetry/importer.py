@@ -39,6 +39,7 @@ from ..transcript import describe_validation, read_json
 from . import genai as g
 
 MAX_SPANS = 100_000
+MAX_BODIES = 10_000  # JSON Lines of OTLP bodies: the SDK's file exporter writes one per batch of spans
 MAX_VALUE_CHARS = 16 * 2**20  # one attribute's value: a whole conversation fits, a runaway one does not
 _MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "ollama": "ollama"}
@@ -78,12 +79,17 @@ class Span:
         return value
 
     def count(self, *keys: str) -> int:
+        """The first of `keys` the span holds, as a count; 0 when it holds none. A value that is no count (negative,
+        fractional, infinite, past 10^12, text that is not digits) is refused, as every reader refuses one."""
         for key in keys:
             value = self.attributes.get(key)
-            if isinstance(value, str):
-                value = int(value) if value.isascii() and value.isdigit() and len(value) <= 19 else None
-            if value is not None:
-                return as_count(value)
+            if value is None:
+                continue
+            digits = isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19
+            number = int(value) if digits else value
+            if isinstance(number, int) and not isinstance(number, bool) and as_count(number) == number:
+                return number
+            raise TranscriptError(f"{self.label()}: {key} is not a count of tokens: {str(value)[:40]!r}")
         return 0
 
     def json(self, key: str) -> Any:
@@ -202,7 +208,10 @@ def read_otlp(raw: bytes | str) -> list[dict[str, Any]]:
         if "Extra data" not in str(exc):
             raise
     text = raw.decode("utf-8", "surrogatepass") if isinstance(raw, bytes) else raw
-    return [read_json(line) for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > MAX_BODIES:  # counted before one is parsed: a file of empty bodies is refused at once
+        raise TranscriptError(f"{len(lines):,} lines of OTLP bodies; a file holds at most {MAX_BODIES:,}")
+    return [read_json(line) for line in lines]
 
 
 def _spans(bodies: list[Any]) -> list[Span]:
@@ -238,6 +247,8 @@ def _list(value: Any, where: str) -> list[Any]:
 def spans_of_data(data: Any) -> list[Span]:
     """Spans from OTLP data: an OTLP body, or Phoenix's span download (`{"data": [span, ...]}`)."""
     if isinstance(data, dict) and isinstance(data.get("data"), list):
+        if len(data["data"]) > MAX_SPANS:  # counted before one is read, as the OTLP form's are
+            raise TranscriptError(f"more than {MAX_SPANS} spans in one file")
         return [Span(item, f"data[{i}]") for i, item in enumerate(data["data"]) if isinstance(item, dict)]
     return _spans([data])
 
