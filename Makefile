@@ -15,7 +15,7 @@ endif
 # --no-cache-dir: a wheel cached from an earlier native build must not be reused
 LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7,<0.4'
 
-.PHONY: run test lint format bench mutate clean
+.PHONY: run test lint format bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,13 +78,6 @@ bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python -m pytest -m bench -p no:cacheprovider
-
-# Mutation testing of one module with its own tests: make mutate MODULE=agentcore/hooks/guard.py TESTS=tests/test_guard.py
-MODULE ?= agentcore/hooks/guard.py
-TESTS ?= tests/test_guard.py
-
-mutate: $(VENV)/.installed-test-$(LOCAL)
-	$(BIN)/python tests/mutate.py $(MODULE) $(TESTS) --show
 
 clean:
 	rm -rf $(VENV) bench/.venv $(PHOENIX_VENV) .pytest_cache
