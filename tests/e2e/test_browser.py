@@ -93,6 +93,9 @@ def _reopen(browser, url: str):
     expect(reopen).to_be_visible(timeout=30_000)
     reopen.click()
     expect(page.get_by_role("button", name="Step", exact=True)).to_be_enabled(timeout=20_000)
+    # and the script run the reopening started is over: a click during it lands on a button the run then replaces,
+    # and on a busy machine that click is lost
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
     return page
 
 
@@ -119,6 +122,7 @@ def new_run(browser, url: str):
     start.click()
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_enabled(timeout=20_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
     return page, step, page.get_by_test_id("stMetricValue").first
 
 
