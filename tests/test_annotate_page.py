@@ -35,9 +35,14 @@ def finished_weather_run(open_app, steps_tab) -> AppTest:
     return at
 
 
-def fill(at: AppTest, **values) -> None:
+def form(at: AppTest, step: int = 1) -> str:
+    """The playground's Annotate form's key prefix for the current run's `step`."""
+    return f"annotate_playground_{at.session_state['session'].run.id}_{step}_"
+
+
+def fill(at: AppTest, step: int = 1, **values) -> None:
     for field, value in values.items():
-        at.session_state[f"annotate_playground_{field}"] = value
+        at.session_state[form(at, step) + field] = value
 
 
 def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_the_run(
@@ -46,7 +51,7 @@ def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_t
     at = finished_weather_run(open_app, steps_tab)
     run = at.session_state["session"].run
     call = run.messages[1].tool_calls[0]
-    assert at.selectbox(key="annotate_playground_target").options[1].startswith(f"call {call.id}: get_weather(")
+    assert at.selectbox(key=form(at) + "target").options[1].startswith(f"call {call.id}: get_weather(")
     fill(
         at,
         target=call.id,
@@ -57,7 +62,7 @@ def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_t
         call_name="get_weather",
         call_args='{"city": "Lyon"}',
     )
-    click(at, "annotate_playground_save")
+    click(at, form(at) + "save")
 
     [kept] = Store().annotations(run.id)
     assert (kept.tool_call_id, kept.labels, kept.tags, kept.score) == (
@@ -85,13 +90,13 @@ def test_a_bad_annotation_is_one_line_and_nothing_is_kept(open_app, steps_tab, t
     at = finished_weather_run(open_app, steps_tab)
     run = at.session_state["session"].run
     fill(at, labels=["looped"], call_name="get_weather", call_args="{not json")
-    click(at, "annotate_playground_save")
+    click(at, form(at) + "save")
     assert any("arguments are not JSON" in e.value for e in at.error)
     fill(at, call_args="[" * 20_000)  # within the field's 20,000 characters, past Python's recursion limit
-    click(at, "annotate_playground_save")
+    click(at, form(at) + "save")
     assert any("arguments are nested more than 100 levels deep" in e.value for e in at.error)
     fill(at, note="x" * 10, tags="t" * 41, call_name="")
-    click(at, "annotate_playground_save")
+    click(at, form(at) + "save")
     assert any("free label is at most 40" in e.value for e in at.error)
     assert Store().annotations(run.id) == []
 
@@ -178,8 +183,8 @@ def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(libr
     assert labels[research.id] == "wrong arguments ×2, looped, <b>x</b>" and labels[weather.id] == "good, city"
     at.selectbox(key="runs_selected").set_value(research.id).run()
     assert at.selectbox(key=f"runs_annotate_step_{research.id}").value == 2  # the first labelled step
-    at.session_state["annotate_runs_labels"] = ["ignored the result"]
-    at.button(key="annotate_runs_save").click().run()
+    at.session_state[f"annotate_runs_{research.id}_2_labels"] = ["ignored the result"]
+    at.button(key=f"annotate_runs_{research.id}_2_save").click().run()
     assert not at.exception
     assert [a.labels for a in store.annotations(research.id) if a.step == 2] == [
         ["wrong arguments"],
@@ -193,3 +198,20 @@ def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(libr
 def test_the_error_analysis_says_how_to_begin_on_a_library_without_labels(open_app):
     at = open_app("views/errors.py")
     assert any("No labelled steps yet" in i.value for i in at.info)
+
+
+def test_the_form_is_empty_after_save_and_on_each_other_step_so_no_label_is_copied_onto_another(
+    open_app, steps_tab, tests_folder
+):
+    at = finished_weather_run(open_app, steps_tab)
+    run = at.session_state["session"].run
+    fill(at, labels=["wrong arguments"], note="step one's note", call_name="get_weather", call_args='{"city": "Lyon"}')
+    click(at, form(at) + "save")
+    assert at.multiselect(key=form(at) + "labels").value == [] and at.text_area(key=form(at) + "note").value == ""
+    at.selectbox(key="inspect_step").set_value(2).run()
+    assert at.multiselect(key=form(at, 2) + "labels").value == []  # the other step's form starts empty
+    fill(at, 2, labels=["good"])
+    click(at, form(at, 2) + "save")
+    kept = {a.step: a for a in Store().annotations(run.id)}
+    assert kept[1].labels == ["wrong arguments"] and kept[1].note == "step one's note"
+    assert (kept[2].labels, kept[2].note, kept[2].correct_call) == (["good"], "", None)

@@ -69,9 +69,19 @@ def _say(where: str, kind: str, text: str) -> None:
 # -- actions (callbacks change state; the page redraws from it) ---------------------------
 
 
+# each field's value when the form is empty: what Save leaves it at
+_EMPTY = {"labels": [], "tags": "", "score": None, "note": "", "call_name": "", "call_args": ""}
+
+
+def _form_key(where: str, run_id: str, step: int) -> str:
+    """The form's widget keys' prefix: one form per run and step, so what was typed for one step never shows on
+    another's (a label copied onto the next step would be counted twice in an error analysis)."""
+    return f"annotate_{where}_{run_id}_{step}_"
+
+
 def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
     state = st.session_state
-    key = f"annotate_{where}_"
+    key = _form_key(where, run_id, step)
     target = state.get(key + "target") or STEP
     tags = [t for t in re.split(r"[,\n]", state.get(key + "tags") or "") if t.strip()]
     name = (state.get(key + "call_name") or "").strip()
@@ -98,8 +108,8 @@ def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
         _say(where, "error", f"Not saved: {exc}")
         return
     _refresh(store, run_id)
-    for field in ("labels", "tags", "score", "note", "call_name", "call_args"):
-        state.pop(key + field, None)
+    for field, empty in _EMPTY.items():  # set, not deleted: a form's widget keeps a deleted key's value
+        state[key + field] = empty
     _say(where, "success", f"Annotated {annotation.target}.")
 
 
@@ -140,7 +150,7 @@ def _call_label(calls: dict[str, str], target: str) -> str:
 
 
 def _form(store: Store, run: Run, step: StepRecord, where: str) -> None:
-    key = f"annotate_{where}_"
+    key = _form_key(where, run.id, step.index)
     calls = {c.id: f"{c.name}({c.arguments_text})"[:80] for c in step_calls(run.messages, step.message_count)}
     with st.form(key=key + "form", border=False):
         st.selectbox(
