@@ -71,13 +71,20 @@ def _idle(page) -> None:
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
     # and nothing is still faded from the run before: Streamlit marks such elements stale and fades them back in
     # with a CSS transition (`opacity 1s ease-in 0.5s`), so a page measured mid-fade has contrast it never shows at
-    # rest. Reading each element's computed opacity makes the browser compute the style, transitions included: at
-    # rest, every one is 1. Run twice, a short wait apart, so a transition about to start is seen started.
-    settled = """() => !document.querySelector('[data-stale="true"]')
-        && [...document.querySelectorAll('[data-testid="stElementContainer"]')]
-            .every(e => getComputedStyle(e).opacity === '1')
-        && document.getAnimations().every(a => a.playState !== 'running'
-            || (a.effect && a.effect.getTiming().iterations === Infinity))"""
+    # rest. Reading each element's computed opacity, and its ancestors' (a faded block fades what it holds), makes
+    # the browser compute the style, transitions included: at rest, every one is 1. Run twice, a short wait apart,
+    # so a transition about to start is seen started.
+    settled = """() => {
+        const opaque = e => { for (; e; e = e.parentElement) if (getComputedStyle(e).opacity !== '1') return false;
+                              return true; };
+        // the app's own style (ui/style.py: captions at AA contrast) is in the page: a redraw may take it out a moment
+        const styled = [...document.querySelectorAll('.st-key-agentcore_style style')]
+            .some(s => s.textContent.includes('stCaptionContainer'));
+        return styled && !document.querySelector('[data-stale="true"]')
+            && [...document.querySelectorAll('[data-testid="stElementContainer"]')].every(opaque)
+            && document.getAnimations().every(a => a.playState !== 'running'
+                || (a.effect && a.effect.getTiming().iterations === Infinity));
+    }"""
     for _ in range(2):
         page.wait_for_function(settled, timeout=30_000)
         page.wait_for_timeout(150)
