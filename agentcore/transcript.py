@@ -285,9 +285,10 @@ def read_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise TranscriptError("not a regular file (a device, a pipe or a folder is not read)")
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped between the two looks
+            opened = os.fstat(f.fileno())
+            if not stat.S_ISREG(opened.st_mode):  # swapped between the two looks
                 raise TranscriptError("not a regular file (a device, a pipe or a folder is not read)")
-            if os.fstat(f.fileno()).st_size > limit:
+            if opened.st_size > limit:
                 raise TranscriptError(f"larger than {limit // 2**20} MB")
             raw = f.read(limit + 1)
     except OSError as exc:

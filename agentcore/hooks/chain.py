@@ -50,18 +50,14 @@ def model_chain(
     A new chain for each call: the policies' hook keeps what it sent for the step's record.
     """
 
+    named = named_hooks(run.config.hooks, "before_model")
+
     def outgoing(request: ModelRequest) -> ModelRequest:  # a summary request, through the run's named hooks
-        return run_hooks("before_model", named_hooks(run.config.hooks, "before_model"), run, request).value
+        return run_hooks("before_model", named, run, request).value
 
     policies = PolicyHook(provider, outgoing)
     return ModelChain(
-        before=[
-            breakpoints.BREAK_BEFORE_MODEL,
-            policies.before_model,
-            guard.BEFORE_MODEL,
-            *named_hooks(run.config.hooks, "before_model"),
-            *before,
-        ],
+        before=[breakpoints.BREAK_BEFORE_MODEL, policies.before_model, guard.BEFORE_MODEL, *named, *before],
         after=[policies.after_model, *named_hooks(run.config.hooks, "after_model"), *after],
     )
 
