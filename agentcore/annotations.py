@@ -136,7 +136,15 @@ class Annotation(BaseModel):
 
 
 def make_annotation(**fields: Any) -> Annotation:
-    """An annotation from a person's input; what is wrong with it is a one-line UsageError."""
+    """An annotation from a person's input; what is wrong with it is a one-line UsageError.
+
+    A new annotation may not say "good" beside a failure label: the error analysis would count it twice, once
+    each way. (One read from a file or the library is kept as it was written.)
+    """
+    labels = fields.get("labels") or []
+    if isinstance(labels, list) and "good" in labels and len(set(labels)) > 1:
+        failures = ", ".join(str(label) for label in labels if label != "good")
+        raise UsageError(f"annotation: labels: 'good' and {failures[:200]} contradict each other: choose one side")
     try:
         return Annotation.model_validate(fields)
     except ValidationError as exc:

@@ -195,6 +195,13 @@ def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(libr
     assert "ignored the result" in dict(zip(table["id"], table["labels"], strict=True))[research.id]
 
 
+def test_the_error_analysis_caption_counts_annotations_that_label_a_failure_and_no_others(library, open_app):
+    at = open_app("views/errors.py")
+    assert any("4 annotations on 3 runs; 3 of them label a failure" in c.value for c in at.caption)
+    at.selectbox(key="errors_owner").set_value("bob").run()  # bob's one annotation says good
+    assert any("1 annotation on 1 run; 0 of them label a failure" in c.value for c in at.caption)
+
+
 def test_the_error_analysis_says_how_to_begin_on_a_library_without_labels(open_app):
     at = open_app("views/errors.py")
     assert any("No labelled steps yet" in i.value for i in at.info)

@@ -404,3 +404,22 @@ def test_the_replay_page_shows_each_steps_annotations() -> None:
     assert shown[2][0]["summary"].startswith("wrong arguments, notes · score 0.25 · should call read_note(")
     script = (resources.files("agentcore") / "replay_page" / "replay.js").read_text("utf-8")
     assert '"Annotation on " + a.target' in script
+
+
+@pytest.mark.parametrize(
+    ("labels", "refused"),
+    [
+        (["good", "wrong arguments"], True),
+        (["good", "looped", "wrong tool"], True),
+        (["good"], False),
+        (["looped", "wrong tool"], False),
+    ],
+)
+def test_a_new_annotation_saying_good_beside_a_failure_is_refused_and_one_read_back_is_kept(labels, refused):
+    if refused:
+        with pytest.raises(UsageError, match="contradict each other"):
+            make_annotation(step=1, labels=labels)
+    else:
+        assert make_annotation(step=1, labels=labels).labels == labels
+    kept = Annotation.model_validate({"step": 1, "labels": ["good", "wrong tool"]})  # as a library holds it
+    assert kept.labels == ["good", "wrong tool"]

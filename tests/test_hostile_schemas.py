@@ -487,3 +487,35 @@ def test_check_final_schema_names_the_reason_in_one_line():
     with pytest.raises(Exception, match=r"^final_answer_schema: its references go round in a loop") as caught:
         check_final_schema({"$ref": "#"})
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "through",
+    [
+        {"if": {"$ref": "#"}},
+        {"if": {"type": "object"}, "then": {"$ref": "#"}},
+        {"if": {"type": "object"}, "else": {"$ref": "#"}},
+        {"not": {"$ref": "#"}},
+        {"allOf": [{"$ref": "#"}]},
+        {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
+        {"oneOf": [{"$ref": "#"}]},
+        {"dependentSchemas": {"a": {"$ref": "#"}}},
+    ],
+)
+def test_a_reference_loop_through_any_keyword_applied_in_place_is_refused(through):
+    with pytest.raises(SchemaError, match="go round in a loop"):
+        check_schema(through)
+
+
+@pytest.mark.parametrize(
+    "into",
+    [
+        {"properties": {"next": {"$ref": "#"}}},
+        {"items": {"$ref": "#"}},
+        {"if": {"type": "object"}, "else": {"items": {"$ref": "#"}}},  # through else, but into the value
+        {"additionalProperties": {"$ref": "#"}},
+    ],
+)
+def test_a_reference_back_to_the_root_that_goes_into_the_value_is_accepted(into):
+    check_schema(into)
+    assert schema_errors(into, {"next": {"next": 1}}) is not None

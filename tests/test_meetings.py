@@ -122,3 +122,65 @@ def test_the_guard_withholds_tools_after_repeats_and_gives_them_back_once_the_mo
     agent.run(run)
     assert provider.choices[4] == "auto" and not run.steps[4].tools_withheld  # given back
     assert sources(run)[-1] == "ran"
+
+
+# -- a user hook on the request, a multi-turn budget, a guardrail path ---------------------------------------
+
+
+def test_a_user_hook_that_sets_tool_choice_is_what_the_provider_received_and_what_the_step_records():
+    def no_tools(run: Run, request: ModelRequest) -> ModelRequest:
+        return request.model_copy(update={"tool_choice": "none"})
+
+    provider = Seen([AssistantMessage(content="no tool then")])
+    run = Run.start("Weather?", RunConfig(max_steps=2))
+    Agent(provider, WEATHER, before_model=[no_tools]).run(run)
+    assert provider.choices == ["none"]
+    (effect,) = run.steps[0].hook_effects
+    assert (effect.hook, effect.kind, effect.before, effect.after) == ("no_tools", "tool_choice", "auto", "none")
+    assert not run.steps[0].tools_withheld  # the guard did not withhold them: the hook chose
+    provider = Seen([AssistantMessage(content="tools offered")])
+    run = Run.start("Weather?", RunConfig(max_steps=2))
+    Agent(provider, WEATHER, before_model=[lambda run, request: request]).run(run)
+    assert provider.choices == ["auto"] and run.steps[0].hook_effects == []
+
+
+def test_a_multi_turn_test_whose_first_turn_uses_up_its_budget_still_sends_the_next_turn_with_a_fresh_one():
+    from agentcore.testing.pinned import PinnedTest
+    from agentcore.testing.runner import play
+
+    test = PinnedTest(name="budget", prompt="Weather in Paris?", tools=["get_weather"], max_steps=2, turns=["Rome?"])
+    turns = [call(1, city="Paris"), call(2, city="Lyon"), call(3, city="Rome"), AssistantMessage(content="Rome: rain")]
+    run = Run.start(test.prompt, RunConfig(max_steps=test.max_steps, loop_guard="off"))
+    play(Agent(ScriptedProvider(replay=turns), WEATHER), run, test)
+    users = [m.content for m in run.messages if m.role == "user"]
+    assert users == ["Weather in Paris?", "Rome?"]  # the first turn ran out of steps: the second was still sent
+    assert len(run.steps) == 4 and run.stop_reason == "answer"  # two steps each: the second turn had its own two
+    short = Run.start(test.prompt, RunConfig(max_steps=test.max_steps, loop_guard="off"))
+    endless = [call(n, city=f"c{n}") for n in range(1, 6)]
+    play(Agent(ScriptedProvider(replay=endless), WEATHER), short, test)
+    assert len(short.steps) == 4 and short.stop_reason == "max_steps"  # and no more than its own two
+
+
+@pytest.mark.parametrize(
+    ("path", "refused"),
+    [
+        ("notes/../../etc/passwd", True),  # climbs out through a folder name
+        ("notes\\..\\..\\secrets.txt", True),
+        ("..", True),
+        ("/etc/passwd", True),
+        ("notes/..hidden/file.txt", False),  # a folder whose name starts with two dots stays inside
+        ("notes/a..b.txt", False),
+        ("notes/today.md", False),
+    ],
+)
+def test_the_guardrail_refuses_a_path_that_climbs_out_and_only_that(path, refused, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_SANDBOX", str(tmp_path))
+    turns = [
+        AssistantMessage(tool_calls=(ToolCall(id="c1", name="read_file", arguments={"path": path}),)),
+        AssistantMessage(content="ok"),
+    ]
+    run = Run.start("Read it", RunConfig(max_steps=2, hooks=["guardrail"]))
+    Agent(ScriptedProvider(replay=turns), toolbox.get_tools("read_file")).run(run)
+    result = run.messages[2]
+    assert (run.steps[0].tool_runs[0].source == "hook_refused") is refused
+    assert ("climbs out of the sandbox" in result.content) is refused

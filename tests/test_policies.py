@@ -564,6 +564,24 @@ def test_the_cost_page_charges_the_summariser_and_charts_cached_tokens(open_app)
     assert any(t.startswith("Share of the") for t in titles)  # claude-haiku-4-5's window is known
 
 
+def test_the_cost_pages_cache_write_bars_stand_beside_the_read_bars_each_from_its_own_count(open_app):
+    from ui.state import Session
+
+    run = cached_run()
+    run.steps[0].usage = run.steps[0].usage.model_copy(update={"cache_write_tokens": 1900})
+    session = Session()
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    chart = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if json.loads(c.proto.spec)["layout"]["title"]["text"] == "Cached tokens per step"
+    )
+    bars = {t["name"]: t["y"] for t in chart["data"] if t["type"] == "bar"}
+    assert bars == {"cache write (reported)": [1900, 0, 0], "cache read (reported)": [0, 0, 1900]}
+    assert chart["layout"]["barmode"] == "group"  # beside each other, not stacked
+
+
 def _panel_page(n_ctx: int, draft_edit: bool) -> None:
     import sys
 

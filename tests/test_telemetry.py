@@ -476,10 +476,12 @@ class _Receiver(BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver on 127.0.0.1: keeps each request's spans and headers; answers `status`."""
 
     requests: list[tuple[dict, list]] = []
+    bodies: list[bytes] = []
     status = 200
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).bodies.append(body)  # the bytes that left, as they arrived
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         spans = [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
@@ -497,6 +499,7 @@ class _Receiver(BaseHTTPRequestHandler):
 def receiver():
     class Handler(_Receiver):
         requests: list = []
+        bodies: list = []
         status = 200
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -659,3 +662,47 @@ def test_the_otlp_json_export_is_what_the_runs_page_offers():
     run = weather_run()
     assert export_run(run, "otlp-json").startswith("{")
     assert Path(export_filename(run, "otlp-json")).suffixes == [".otlp", ".json"]
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_secret_in_an_annotations_note_never_leaves_in_the_bytes_sent_over_otlp_http(receiver, content):
+    from agentcore.annotations import make_annotation
+    from agentcore.telemetry.otlp import send_run
+
+    url, handler = receiver
+    registered = "sk-annotation-registered-0123456789"
+    shaped = "sk-proj-unregisteredbutshaped0123456789"  # a key's shape, never registered
+    register_secret(registered)
+    try:
+        run = weather_run()
+        note = f"the model printed {registered} and {shaped}; Authorization: Bearer abcdefghijklmnop0123"
+        run.annotations = [make_annotation(step=1, labels=["good"], note=note, tags=["keys"])]
+        send_run(run, url, content=content)
+        sent = b"".join(handler.bodies)
+        assert sent and b"agentcore.annotation" in sent  # the annotation left, as an event
+        for secret in (registered, shaped, "abcdefghijklmnop0123"):
+            assert secret.encode() not in sent
+        assert (b"the model printed [redacted]" in sent) is content  # the note itself only with content
+    finally:
+        forget_secrets()
+
+
+def test_cache_tokens_in_an_openinference_trace_come_back_on_the_step():
+    flat = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "claude-haiku-4-5",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Weather in Oslo?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Snow.",
+        "llm.token_count.prompt": 3000,
+        "llm.token_count.completion": 2,
+        "llm.token_count.prompt_details.cache_read": 2048,
+        "llm.token_count.prompt_details.cache_write": 512,
+    }
+    attributes = [
+        {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}} for k, v in flat.items()
+    ]
+    run = parse_import(json.dumps(_body(attributes, name="ChatCompletion")), "phoenix.json")
+    usage = run.steps[0].usage
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (3000, 2048, 512)
