@@ -18,7 +18,7 @@ from agentcore.messages import AssistantMessage, UserMessage
 from agentcore.providers.reference import ReferenceProvider
 from agentcore.testing import benchmarks, pinned
 from agentcore.testing.pinned import BenchmarkRef, Expectations, PinnedTest
-from agentcore.testing.runner import parse_config, play, prepare, reference_departure, run_matrix
+from agentcore.testing.runner import parse_config, play, prepare, reference_departure, run_matrix, said_call
 from agentcore.testing.scoreboard import scoreboard, table
 
 pytest.importorskip("bfcl_eval", reason="the bench-tasks tests need bfcl-eval: pip install --no-deps bfcl-eval")
@@ -56,8 +56,16 @@ def test_the_ground_truth_passes_every_task_of_the_ci_slice_and_the_scripted_mod
     graders = {row[1].failures[-1].expectation for row in matrix.cells if not row[1].passed}
     assert graders == {"benchmark (bfcl)", "benchmark (agentdojo)"}  # failed by the benchmarks' own graders
     assert all(row[1].departed_at == 1 for row in matrix.cells)  # its first step already left the reference
+    # the floor: each task's own grader on an untouched environment, read here from AgentDojo directly
+    assert matrix.floor == [False] * 20 + [t.name in untouched for t in banking]
+    assert matrix.floor_count == (len(untouched), 36)
     gt, scripted = scoreboard(matrix)
     assert (gt.config, gt.passed, gt.tests, scripted.passed) == ("ground-truth", 36, 36, len(untouched))
+    assert (gt.passed_doing_nothing, scripted.passed_doing_nothing) == (len(untouched), len(untouched))
+    reference = {row[1].test: row[1].reference_move for row in matrix.cells}
+    first_calls = [calls[0] for calls in benchmarks.episode(banking[3].benchmark).reference() if calls]
+    assert reference[banking[3].name] == said_call(first_calls[0])  # what the reference called at step 1
+    assert all(r is None for r in (row[0].reference_move for row in matrix.cells))  # ground truth kept to it
     assert gt.steps == sum(len(row[0].run.steps) for row in matrix.cells)
     assert gt.cost_usd == 0.0 and gt.input_tokens > 0
 
@@ -192,6 +200,27 @@ def test_agentcore_test_prints_the_scoreboard(tmp_path, capsys):
     assert "departed from the reference calls at step 1" in out
 
 
+def test_agentcore_test_on_banking_with_a_model_that_does_nothing_prints_the_floor_beside_the_passes(
+    tmp_path, capsys, banking
+):
+    untouched = sum(_passes_untouched(t) for t in banking)
+    assert 0 < untouched < len(banking)
+    assert main(["bench", "import", "agentdojo", "--suite", "banking", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["test", str(tmp_path), "--config", "scripted", "--no-db"]) == 1
+    out = capsys.readouterr().out
+    board = out.split("scoreboard\n", 1)[1].splitlines()
+    rows = {line.split()[2]: line.split()[3:] for line in out.splitlines() if line.startswith("agentdojo banking")}
+    assert next(line for line in out.splitlines() if line.startswith("test ")).split()[1:] == ["scripted", "no", "call"]
+    assert sum(row == ["pass", "pass"] for row in rows.values()) == untouched  # passed, and passes doing nothing
+    assert sum(row == ["FAIL", "fail"] for row in rows.values()) == 16 - untouched
+    assert board[0].split()[:4] == ["configuration", "passed", "above", "floor"]
+    rate = f"({untouched / len(banking):.0%})"
+    assert board[1].split()[:4] == ["scripted", f"{untouched}/16", rate, f"0/{16 - untouched}"]
+    assert f"floor: {untouched} of 16 benchmark tasks pass when the model makes no call" in out
+    assert "the reference there: " in out
+
+
 def test_the_scoreboard_table_has_a_row_per_configuration(bfcl_slice):
     matrix = run_matrix(bfcl_slice[:2], [GROUND_TRUTH])
     assert table(scoreboard(matrix)).splitlines()[1].split()[:3] == ["ground-truth", "2/2", "(100%)"]
@@ -211,10 +240,16 @@ def test_the_tests_page_shows_the_scoreboard_with_a_chart(tmp_path, monkeypatch,
     assert chart["layout"]["title"]["text"] == "Tasks passed per configuration"
     board = at.dataframe[1].value  # after the test files' table
     assert list(board["configuration"]) == ["ground-truth", "scripted"] and list(board["passed"]) == ["2/2", "0/2"]
+    assert list(board["above floor"]) == ["2/2", "0/2"]  # neither task passes with no call
+    assert [shape["y0"] for shape in chart["layout"]["shapes"]] == [0]  # the floor's line
+    assert any(c.value.startswith("Floor: 0 of 2 benchmark tasks pass") for c in at.caption)
     at.button(key="tests_open_0_1").click().run()  # the scripted model's failing run, at the step it departed
     assert not at.exception
     session = at.session_state["session"]
     assert session.run.title.startswith("test bfcl multi_turn_base_0") and session.inspect_step == 1
+    shown = [i.value for i in at.info if i.value.startswith("Test bfcl multi_turn_base_0 on scripted failed")]
+    assert shown and "left the path at step 1, where the reference did " in shown[0]
+    assert "Steps tab below is open on that step" in shown[0]
 
 
 @pytest.mark.slow

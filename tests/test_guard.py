@@ -123,3 +123,60 @@ def test_the_guarded_call_over_http_carries_tool_choice_none(katan, fmt):
     expected = "none" if fmt == "openai" else {"type": "none"}
     assert bodies[3]["tool_choice"] == expected and bodies[3]["tools"]  # the tools stay: only the choice changes
     assert run.steps[3].tools_withheld
+
+
+# -- both halves of each of the guard's rules ------------------------------------------------------------------
+
+
+def _calls(*pairs: tuple[str, str]):
+    from agentcore.messages import AssistantMessage, ToolCall
+
+    return AssistantMessage(
+        tool_calls=tuple(ToolCall(id=i, name="get_weather", arguments={"city": city}) for i, city in pairs)
+    )
+
+
+def test_a_call_refused_for_the_turns_limit_was_never_answered_so_its_repeat_runs():
+    from agentcore.messages import AssistantMessage
+
+    turns = [_calls(("a", "Paris"), ("b", "Rome")), _calls(("c", "Rome")), AssistantMessage(content="ok")]
+    run = Run.start("Weather?", RunConfig(max_steps=3, loop_guard="guard"))
+    Agent(ScriptedProvider(replay=turns), get_tools(["get_weather"]), max_tool_calls=1).run(run)
+    assert [[t.source for t in s.tool_runs] for s in run.steps] == [["ran", "refused"], ["ran"], []]
+    rome = [m for m in run.messages if isinstance(m, ToolMessage) and m.tool_call_id == "c"]
+    assert "Loop guard" not in rome[0].content and not rome[0].is_error
+
+
+@pytest.mark.parametrize(
+    ("turns", "line"),
+    [
+        ([], None),  # no call at all
+        ([("a", "Paris")], None),  # made once
+        ([("a", "Paris"), ("b", "Rome")], None),  # two calls, each once
+        ([("a", "Paris"), ("b", "Paris")], 'get_weather({"city": "Paris"}) was made 2 times'),
+        ([("a", "Paris"), ("b", "Paris"), ("c", "Paris")], "was made 3 times"),
+    ],
+)
+def test_under_warn_the_line_names_a_call_made_twice_or_more_and_nothing_else(turns, line):
+    from agentcore.hooks.guard import guard_line
+    from agentcore.messages import AssistantMessage
+
+    replies = [_calls(pair) for pair in turns] + [AssistantMessage(content="ok")]
+    run = Run.start("Weather?", RunConfig(max_steps=len(replies), loop_guard="warn"))
+    Agent(ScriptedProvider(replay=replies), get_tools(["get_weather"])).run(run)
+    said = guard_line(run)
+    assert (said is None) is (line is None)
+    if line:
+        assert said.startswith("loop guard (warn): ") and line in said
+
+
+@pytest.mark.parametrize(("repeats", "words"), [(1, "1 repeated call answered"), (2, "2 repeated calls answered")])
+def test_under_guard_the_line_counts_the_repeats_in_words(repeats, words):
+    from agentcore.hooks.guard import guard_line
+    from agentcore.messages import AssistantMessage
+
+    replies = [_calls((f"c{k}", "Paris")) for k in range(repeats + 1)] + [AssistantMessage(content="ok")]
+    run = Run.start("Weather?", RunConfig(max_steps=len(replies), loop_guard="guard"))
+    Agent(ScriptedProvider(replay=replies), get_tools(["get_weather"])).run(run)
+    assert guard_line(run).startswith(f"loop guard: {words} from the run, not run again")
+    assert guard_line(Run.start("Weather?", RunConfig(loop_guard="guard"))) is None  # nothing repeated: no line

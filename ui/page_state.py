@@ -158,3 +158,4 @@ class TestsState(PageState):
     open_cell: tuple[int, int] | None = None  # (test row, configuration column) to open in the playground
     open_compare: bool = False  # a test was set up on the compare page (CompareState.prefill_test): go there
     notice: Notice | None = None
+    job: Any = None  # the test run in progress (views.tests.TestJob), drawn cell by cell until it ends

@@ -145,6 +145,8 @@ class Session:
     store_error: str | None = None
     inspect_step: int | None = None
     open_view: str | None = None  # the playground tab another page asked for, opened on the playground's next draw
+    # the page a run was opened from, in one line, shown above it while it is the current run: (run id, line)
+    opened_from: tuple[str, str] | None = None
     message_page: int | None = None  # pages back from the newest; None: the newest
     sync_sidebar: bool = False  # the sidebar shows the current run's provider and limits on its next draw
     last_run: RunSummary | None = None  # the run the last session looked at, offered to reopen

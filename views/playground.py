@@ -439,7 +439,11 @@ def _page(session: Session) -> None:
         _pending(session, run)
     else:
         render_latest(session)  # what the last phase added, in view with the controls: the page stays where it is
-    _where(run)
+    opened = session.opened_from if session.opened_from and session.opened_from[0] == run.id else None
+    if opened:  # opened from a failing test: what failed first, and its step, not under the loop's source
+        st.info(safe.block(opened[1]), icon=":material/science:")
+    else:
+        _where(run)
     # Only the open tab is drawn: the Steps tab's wire bodies were a third of the page, redrawn on every Step.
     # The labels stay fixed, since the open tab is remembered by its label.
     if session.open_view in VIEWS:  # another page asked for a tab: a failing test's cell opens on its step
@@ -451,6 +455,8 @@ def _page(session: Session) -> None:
     if steps.open:
         with steps:
             render_steps(session)
+    if opened:
+        _where(run)
 
 
 def main() -> None:

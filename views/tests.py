@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -17,8 +20,8 @@ from agentcore.exports import export_test
 from agentcore.run import Run
 from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
-from agentcore.testing.runner import REPLAY, Matrix, parse_config, run_matrix
-from agentcore.testing.scoreboard import Score, scoreboard
+from agentcore.testing.runner import REPLAY, Cell, Matrix, parse_config, run_matrix
+from agentcore.testing.scoreboard import Score, floor_line, scoreboard
 from agentcore.transcript import write_atomic
 from ui import safe, words
 from ui.page_state import CompareState, TestsState
@@ -100,22 +103,103 @@ def _open(row: int, column: int) -> None:
 # -- the work the page does on a draw ------------------------------------------------------
 
 
-def _run_tests(state: TestsState, files: list[Path]) -> None:
+@dataclass
+class TestJob:
+    """A test run on its own thread: the cells as they end, the time it started, and its Stop."""
+
+    tests: list[str]
+    configs: list[str]
+    files: list[str]
+    started: float = field(default_factory=time.monotonic)
+    cells: dict[tuple[int, int], Cell] = field(default_factory=dict)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    matrix: Matrix | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def start(self, tests: list, specs: list) -> None:
+        def work() -> None:
+            try:
+                self.matrix = run_matrix(tests, specs, on_cell=self._ended, cancel=self.cancel)
+            except AgentcoreError as exc:
+                self.error = str(exc)
+            except Exception as exc:  # noqa: BLE001 - the page says what went wrong in one line; nothing is lost
+                self.error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self.done.set()
+
+        threading.Thread(target=work, name="agentcore-tests-page", daemon=True).start()
+
+    def _ended(self, row: int, column: int, cell: Cell) -> None:
+        self.cells[(row, column)] = cell
+
+
+def _stop_tests() -> None:
+    job = TestsState.get().job
+    if job is not None:
+        job.cancel.set()
+
+
+def _start_tests(state: TestsState, files: list[Path]) -> None:
     state.run_requested = False
     lines = [line.strip() for line in st.session_state["tests_configs"].splitlines() if line.strip()]
     try:
         specs = [parse_config(line) for line in lines or [REPLAY]]
         tests = [pinned.load(f) for f in files]
-        with st.spinner(f"Running {words.plural(len(tests), 'test')} on {words.plural(len(specs), 'configuration')}…"):
-            matrix = run_matrix(tests, specs)
     except AgentcoreError as exc:
         state.notice = ("error", f"Not run: {exc}")
         return
+    state.notice = None
+    job = TestJob([t.name for t in tests], [s.name for s in specs], [str(f) for f in files])
+    job.start(tests, specs)
+    state.job = job
+
+
+def _mark(cell: Cell | None) -> str:
+    if cell is None:
+        return "…"
+    return "pass" if cell.passed else "stopped" if cell.failures[0].expectation == "stopped" else "FAIL"
+
+
+def _follow(state: TestsState) -> None:
+    """Draw the running matrix cell by cell, with the time it has taken and a Stop, until it ends."""
+    job: TestJob = state.job
+    with st.container(border=True, key="tests_live"):
+        head, stop = st.columns([5, 1], vertical_alignment="center")
+        line = head.empty()
+        stop.button(
+            "Stop", key="tests_stop", icon=":material/stop_circle:", on_click=_stop_tests, disabled=job.cancel.is_set()
+        )
+        table = st.empty()
+        while True:
+            finished = job.done.wait(0.25)
+            total = len(job.tests) * len(job.configs)
+            stopping = " · stopping: the cells running end after their phase" if job.cancel.is_set() else ""
+            line.markdown(
+                f"**Running {words.plural(len(job.tests), 'test')} on "
+                f"{words.plural(len(job.configs), 'configuration')}:** {len(job.cells)} of {total} cells done "
+                f"· {time.monotonic() - job.started:.1f} s{stopping}"
+            )
+            rows = [
+                {"test": name, **{c: _mark(job.cells.get((i, j))) for j, c in enumerate(job.configs)}}
+                for i, name in enumerate(job.tests)
+            ]
+            table.dataframe(rows, hide_index=True, width="stretch")
+            if finished:
+                break
+    state.job = None
+    if job.error is not None:
+        state.notice = ("error", f"Not run: {job.error}")
+        return
+    assert job.matrix is not None
     store = get_store()
-    for cell in matrix.failed:  # each failure is kept in the runs library, as `agentcore test` keeps it
+    for cell in job.matrix.failed:  # each failure is kept in the runs library, as `agentcore test` keeps it
         if cell.run is not None:
             store.save_run(cell.run)
-    state.matrix, state.files = matrix, [str(f) for f in files]
+    state.matrix, state.files = job.matrix, job.files
+    if job.cancel.is_set():
+        state.notice = ("error", f"Stopped after {len(job.cells)} cells: the cells not run say so.")
+    st.rerun()
 
 
 def _open_cell(state: TestsState) -> None:
@@ -126,8 +210,13 @@ def _open_cell(state: TestsState) -> None:
         return
     session = get_session()
     session.add_run(cell.run)
+    line = f"Test {cell.test} on {cell.config} failed: {cell.first_failure}."
     if cell.departed_at:
         session.show_step(cell.departed_at)
+        line += f" It left the path at step {cell.departed_at}"
+        line += f", where the reference did {cell.reference_move}." if cell.reference_move else "."
+        line += " The Steps tab below is open on that step."
+    session.opened_from = (cell.run.id, line)
     st.switch_page(PLAYGROUND)
 
 
@@ -214,26 +303,32 @@ def _matrix_section(matrix: Matrix) -> None:
     head[0].markdown("**test**")
     for col, config in zip(head[1:], matrix.configs, strict=True):
         col.markdown(f"**{safe.inline(config)}**")
+    floor = matrix.floor or [None] * len(matrix.tests)
     for i, (name, row) in enumerate(zip(matrix.tests, matrix.cells, strict=True)):
         cols = st.columns([2] + [3] * len(row))
         cols[0].markdown(safe.inline(name))
+        if floor[i]:
+            cols[0].caption("Passes with no call too: its grader passes an untouched environment.")
         for j, (col, cell) in enumerate(zip(cols[1:], row, strict=True)):
             if cell.passed:
                 col.success("pass", icon=":material/check:")
                 continue
-            where = f" at step {cell.departed_at}" if cell.departed_at else ""
             col.error(f"FAIL: {safe.inline(cell.first_failure or '')}", icon=":material/close:")
+            if cell.reference_move is not None:
+                col.caption(f"At step {cell.departed_at} the reference did {safe.code(cell.reference_move)}.")
             col.button(
-                f"Open in the playground{where}",
+                f"Open at step {cell.departed_at}" if cell.departed_at else "Open the run",
                 key=f"tests_open_{i}_{j}",
+                help="Opens the run in the playground at the step where it left the pinned run or the reference",
                 on_click=_open,
                 args=(i, j),
                 disabled=cell.run is None,
+                width="stretch",
             )
 
 
-def _scoreboard_chart(scores: list[Score]) -> go.Figure:
-    """Tasks passed per configuration, with each one's steps, tokens and cost on hover."""
+def _scoreboard_chart(scores: list[Score], floor: tuple[int, int] | None) -> go.Figure:
+    """Tasks passed per configuration, with each one's steps, tokens and cost on hover, and the do-nothing floor."""
     bar = go.Bar(
         x=[s.config for s in scores],
         y=[s.passed for s in scores],
@@ -241,8 +336,13 @@ def _scoreboard_chart(scores: list[Score]) -> go.Figure:
         customdata=[[s.steps, s.input_tokens + s.output_tokens, s.cost_text, round(s.wall_s, 1)] for s in scores],
         hovertemplate="%{x}: %{text} passed<br>%{customdata[0]} steps, %{customdata[1]} tokens, "
         "%{customdata[2]}, %{customdata[3]} s<extra></extra>",
+        name="passed",
     )
     figure = go.Figure(bar)
+    if floor is not None:
+        figure.add_hline(
+            y=floor[0], line_dash="dash", annotation_text=f"floor: {floor[0]} pass with no call", name="floor"
+        )
     top = max((s.tests for s in scores), default=1)
     figure.update_layout(
         title="Tasks passed per configuration", yaxis={"title": "tests passed", "range": [0, top]}, height=320
@@ -252,12 +352,14 @@ def _scoreboard_chart(scores: list[Score]) -> go.Figure:
 
 def _scoreboard_section(matrix: Matrix) -> None:
     scores = scoreboard(matrix)
+    floor = matrix.floor_count
     st.header("Scoreboard")
     rows = [
         {
             "configuration": s.config,
             "passed": f"{s.passed}/{s.tests}",
             "pass rate": f"{s.pass_rate:.0%}",
+            **({"above floor": f"{s.passed - s.passed_doing_nothing}/{s.tests - floor[0]}"} if floor else {}),
             "steps": s.steps,
             "input tokens": s.input_tokens,
             "output tokens": s.output_tokens,
@@ -267,7 +369,10 @@ def _scoreboard_section(matrix: Matrix) -> None:
         for s in scores
     ]
     st.dataframe(rows, hide_index=True, width="stretch", key="tests_scoreboard_table")
-    st.plotly_chart(_scoreboard_chart(scores), key="tests_scoreboard")
+    line = floor_line(matrix)
+    if line:
+        st.caption(line[0].upper() + line[1:] + ".")
+    st.plotly_chart(_scoreboard_chart(scores, floor), key="tests_scoreboard")
 
 
 def main() -> None:
@@ -289,9 +394,13 @@ def main() -> None:
     _pin_section()
     files = _files_section(folder)
     st.text_area("Configurations, one a line", key="tests_configs", height=100)
-    st.button("Run tests", type="primary", on_click=_request_run, disabled=not files, key="tests_run")
-    if state.run_requested:
-        _run_tests(state, files)
+    st.button(
+        "Run tests", type="primary", on_click=_request_run, disabled=not files or state.job is not None, key="tests_run"
+    )
+    if state.run_requested and state.job is None:
+        _start_tests(state, files)
+    if state.job is not None:
+        _follow(state)
     if state.notice is not None:
         kind, text = state.notice
         (st.success if kind == "success" else st.error)(safe.block(text))

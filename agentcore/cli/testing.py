@@ -79,6 +79,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         if cell.departed_at is not None:
             path = "the reference calls" if cell.test in tasks else "the pinned run"
             print(f"  departed from {path} at step {cell.departed_at}")
+            if cell.reference_move is not None:
+                print(f"  the reference there: {cell.reference_move}")
         if store is not None and cell.run is not None:
             cell.run.title = f"{cell.run.title} (failed)"
             store.save_run(cell.run)
@@ -88,7 +90,10 @@ def cmd_test(args: argparse.Namespace) -> int:
                 print(f"  saved as run {cell.run.id}; diff: agentcore test {by_name[cell.test]} --diff {cell.run.id}")
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
-    print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix)))
+    print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix), matrix.floor_count))
+    floor = scoreboard.floor_line(matrix)
+    if floor:
+        print(floor)
     if args.junit:
         from ..transcript import write_atomic
 

@@ -10,7 +10,9 @@ matrix lasts as long as its slowest cell.
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
@@ -62,6 +64,8 @@ class Cell:
     failures: list[Failure] = field(default_factory=list)
     wall_s: float = 0.0
     departed_at: int | None = None  # the step where the run left the pinned run's path
+    # a benchmark task's cell that left the reference: what the reference did at that step, in words
+    reference_move: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -91,6 +95,13 @@ def departure_step(pinned: Run, run: Run) -> int | None:
 def reference_departure(reference: list[list[ToolCall]], run: Run) -> int | None:
     """The step whose calls first left the reference's (a call it did not make next, or an answer before
     the turn's last reference call); None when the run kept to it."""
+    found = reference_turn(reference, run)
+    return None if found is None else found[0]
+
+
+def reference_turn(reference: list[list[ToolCall]], run: Run) -> tuple[int, ToolCall | None] | None:
+    """Where the run left the reference: the step, and the call the reference made there (None where the
+    reference had no call left in that turn, so it answered); None when the run kept to it."""
     turn, done, step = -1, 0, 0
     for m in run.messages:
         if isinstance(m, UserMessage):
@@ -100,12 +111,20 @@ def reference_departure(reference: list[list[ToolCall]], run: Run) -> int | None
             want = reference[turn] if 0 <= turn < len(reference) else []
             calls = [c for c in m.tool_calls if c.name != FINAL_ANSWER_TOOL]
             if not calls and done < len(want):
-                return step
+                return step, want[done]
             for call in calls:
                 if done >= len(want) or call_key(call) != call_key(want[done]):
-                    return step
+                    return step, want[done] if done < len(want) else None
                 done += 1
     return None
+
+
+def said_call(call: ToolCall | None) -> str:
+    """A reference's move in words: `get_balance({})`, or that it answered."""
+    if call is None:
+        return "it answered, with no call left to make"
+    text = f"{call.name}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})"
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _tools(test: PinnedTest, tools: Sequence[Tool] | None) -> list[Tool]:
@@ -162,7 +181,13 @@ def prepare(
     return Agent(provider, chosen), run, episode
 
 
-def play(agent: Agent, run: Run, test: PinnedTest, episode: Episode | None = None) -> None:
+def play(
+    agent: Agent,
+    run: Run,
+    test: PinnedTest,
+    episode: Episode | None = None,
+    cancel: threading.Event | None = None,
+) -> None:
     """Run the test's prompt, then each scripted user turn once the model has answered the one before.
 
     Each turn has the test's step budget; a turn that uses it up is followed by the next, as BFCL does.
@@ -180,14 +205,25 @@ def play(agent: Agent, run: Run, test: PinnedTest, episode: Episode | None = Non
             run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
         if test.turns:
             run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
-        agent.run(run)
+        agent.run(run, cancel)
 
 
 def run_cell(
-    test: PinnedTest, spec: ColumnSpec, *, tools: Sequence[Tool] | None = None, factory: Factory | None = None
+    test: PinnedTest,
+    spec: ColumnSpec,
+    *,
+    tools: Sequence[Tool] | None = None,
+    factory: Factory | None = None,
+    cancel: threading.Event | None = None,
 ) -> Cell:
-    """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell."""
+    """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell.
+
+    `cancel` set before the cell starts leaves it not run; set during its run, the run stops after its phase.
+    """
     cell = Cell(test.name, spec.name)
+    if cancel is not None and cancel.is_set():
+        cell.failures = [Failure("stopped", "not run: the test run was stopped")]
+        return cell
     started = time.perf_counter()
     try:
         agent, run, episode = prepare(test, spec, tools=tools, factory=factory)
@@ -201,11 +237,14 @@ def run_cell(
         cell.failures = [Failure("setup", refused)]
         return cell
     try:
-        play(agent, run, test, episode)
+        play(agent, run, test, episode, cancel)
     except AgentcoreError as exc:  # a message list the provider refuses, before any call
         run.stop_reason, run.error = "error", str(exc)
     cell.run = run
     cell.wall_s = time.perf_counter() - started
+    if run.stop_reason == "cancelled":
+        cell.failures = [Failure("stopped", f"stopped after {len(run.steps)} steps: the test run was stopped")]
+        return cell
     cell.failures = check(test.expect, run, run_cost(run))
     if episode is not None:
         if test.expect.benchmark and run.stop_reason != "error":
@@ -213,9 +252,11 @@ def run_cell(
             if why is not None:
                 cell.failures.append(Failure(f"benchmark ({test.benchmark.name})", why))
         try:
-            cell.departed_at = reference_departure(episode.reference(), run)
+            found = reference_turn(episode.reference(), run)
         except (ValueError, SyntaxError):
-            cell.departed_at = None  # no reference to depart from
+            found = None  # no reference to depart from
+        if found is not None:
+            cell.departed_at, cell.reference_move = found[0], said_call(found[1])
     if test.pinned is not None:
         cell.departed_at = departure_step(test.pinned, run)
         if spec.provider == REPLAY:
@@ -250,6 +291,14 @@ class Matrix:
     configs: list[str]
     cells: list[list[Cell]]  # [test][config]
     wall_s: float = 0.0
+    # per test: whether its benchmark's grader passes it when the model does nothing (None: not a benchmark task)
+    floor: list[bool | None] = field(default_factory=list)
+
+    @property
+    def floor_count(self) -> tuple[int, int] | None:
+        """How many benchmark tasks pass doing nothing, of how many; None when no test is a benchmark task."""
+        known = [f for f in self.floor if f is not None]
+        return (sum(known), len(known)) if known else None
 
     @property
     def passed(self) -> bool:
@@ -266,18 +315,25 @@ class Matrix:
         return [c for c in self.failed if c.errored]
 
     def table(self) -> str:
-        """The matrix as text: one row per test, one column per configuration, `pass`, `FAIL` or `ERROR`."""
+        """The matrix as text: one row per test, one column per configuration, `pass`, `FAIL` or `ERROR`;
+        with benchmark tasks, a last column `no call`: the task's verdict when the model does nothing."""
+        floor = self.floor if self.floor_count is not None else []
+        configs = [*self.configs, *(["no call"] if floor else [])]
         first = max(len("test"), *(len(t) for t in self.tests))
-        widths = [max(len(c), 5) for c in self.configs]
-        lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(self.configs, widths, strict=True))])]
-        for name, row in zip(self.tests, self.cells, strict=True):
-            marks = (_mark(c) for c in row)
+        widths = [max(len(c), 5) for c in configs]
+        lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(configs, widths, strict=True))])]
+        for i, (name, row) in enumerate(zip(self.tests, self.cells, strict=True)):
+            marks = [_mark(c) for c in row]
+            if floor:
+                marks.append("" if floor[i] is None else "pass" if floor[i] else "fail")
             lines.append("  ".join([name.ljust(first), *(m.ljust(w) for m, w in zip(marks, widths, strict=True))]))
         return "\n".join(line.rstrip() for line in lines)
 
 
 def _mark(cell: Cell) -> str:
-    return "pass" if cell.passed else "ERROR" if cell.errored else "FAIL"
+    if cell.passed:
+        return "pass"
+    return "STOPPED" if cell.failures[0].expectation == "stopped" else "ERROR" if cell.errored else "FAIL"
 
 
 def run_matrix(
@@ -287,8 +343,15 @@ def run_matrix(
     tools: Sequence[Tool] | None = None,
     factory: Factory | None = None,
     max_workers: int = MAX_WORKERS,
+    on_cell: Callable[[int, int, Cell], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Matrix:
-    """Run every test on every configuration, each cell on its own thread; bad input raises before any run."""
+    """Run every test on every configuration, each cell on its own thread; bad input raises before any run.
+
+    `on_cell(test_row, config_column, cell)` is called as each cell ends, from the cell's thread. `cancel`,
+    once set, leaves the cells not yet started not run and stops those running after their phase; each is a
+    failed cell that says it was stopped, and every cell that ended is kept.
+    """
     if not tests or not specs:
         raise UsageError("a test run needs at least one test and one configuration")
     for test in tests:  # bad input is found before a model is paid for
@@ -301,19 +364,23 @@ def run_matrix(
             raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
     labels = column_labels(specs)
     started = time.perf_counter()
-    jobs = [(t, j) for t in tests for j in range(len(specs))]
+    jobs = [(i, j) for i in range(len(tests)) for j in range(len(specs))]
 
-    def one(job: tuple[PinnedTest, int]) -> Cell:
-        cell = run_cell(job[0], specs[job[1]], tools=tools, factory=factory)
-        cell.config = labels[job[1]]
+    def one(job: tuple[int, int]) -> Cell:
+        i, j = job
+        cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel)
+        cell.config = labels[j]
+        if on_cell is not None:
+            on_cell(i, j, cell)
         return cell
 
     workers = max(1, min(max_workers, len(jobs)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-test") as pool:
+        floor = pool.map(benchmarks.passes_doing_nothing, tests)
         done = list(pool.map(one, jobs))
     rows = [done[i * len(specs) : (i + 1) * len(specs)] for i in range(len(tests))]
     names = [t.name for t in tests]
-    return Matrix(names, labels, rows, time.perf_counter() - started)
+    return Matrix(names, labels, rows, time.perf_counter() - started, list(floor))
 
 
 # -- JUnit XML ------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ class Score:
     output_tokens: int
     cost_usd: float | None  # None when some run's price is unknown
     wall_s: float  # the cells' own times added up, as the JUnit suite reports them
+    # of the tests passed, those a benchmark's grader passes when the model does nothing
+    passed_doing_nothing: int = 0
 
     @property
     def pass_rate(self) -> float:
@@ -51,18 +53,35 @@ def scoreboard(matrix: Matrix) -> list[Score]:
                 output_tokens=sum(r.usage.output_tokens for r in runs),
                 cost_usd=None if None in costs else sum(c for c in costs if c is not None),
                 wall_s=sum(c.wall_s for c in column),
+                passed_doing_nothing=sum(
+                    c.passed for c, free in zip(column, matrix.floor or [None] * len(column), strict=True) if free
+                ),
             )
         )
     return scores
 
 
-def table(scores: list[Score]) -> str:
-    """The scoreboard as text, one row per configuration."""
-    head = ["configuration", "passed", "steps", "input tokens", "output tokens", "cost", "time"]
+def floor_line(matrix: Matrix) -> str | None:
+    """The do-nothing floor in one line; None when no test is a benchmark task."""
+    if matrix.floor_count is None:
+        return None
+    free, tasks = matrix.floor_count
+    return (
+        f"floor: {free} of {tasks} benchmark tasks pass when the model makes no call (the benchmark's own grader "
+        "on an untouched environment); only passes above it show skill"
+    )
+
+
+def table(scores: list[Score], floor: tuple[int, int] | None = None) -> str:
+    """The scoreboard as text, one row per configuration; with a floor (tasks passing doing nothing, of how
+    many), each configuration's passes above it beside its passes."""
+    head = ["configuration", "passed", *(["above floor"] if floor else []), "steps", "input tokens"]
+    head += ["output tokens", "cost", "time"]
     rows = [
         [
             s.config,
             f"{s.passed}/{s.tests} ({s.pass_rate:.0%})",
+            *([f"{s.passed - s.passed_doing_nothing}/{s.tests - floor[0]}"] if floor else []),
             str(s.steps),
             str(s.input_tokens),
             str(s.output_tokens),

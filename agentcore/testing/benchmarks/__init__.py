@@ -14,7 +14,7 @@ from ...providers.reference import GROUND_TRUTH
 from ..pinned import BenchmarkRef, PinnedTest
 from .episode import INSTALL, Episode, Skipped
 
-__all__ = ["GROUND_TRUTH", "INSTALL", "Episode", "Skipped", "check_available", "episode"]
+__all__ = ["GROUND_TRUTH", "INSTALL", "Episode", "Skipped", "check_available", "episode", "passes_doing_nothing"]
 
 
 def episode(ref: BenchmarkRef) -> Episode:
@@ -33,3 +33,24 @@ def check_available(test: PinnedTest) -> None:
     """Raise a UsageError, before any run, when a benchmark test's package or task is missing."""
     if test.benchmark is not None:
         episode(test.benchmark)
+
+
+def passes_doing_nothing(test: PinnedTest) -> bool | None:
+    """Whether the benchmark's own grader passes the task when the model makes no call: each user turn
+    answered with an empty reply, on an untouched environment. None for a test that names no benchmark.
+
+    A scoreboard's floor: a configuration that passes such a task has shown nothing by it.
+    """
+    if test.benchmark is None:
+        return None
+    from ...messages import AssistantMessage, UserMessage
+    from ...run import Run, RunConfig
+
+    untouched = episode(test.benchmark)
+    run = Run.start(test.prompt, RunConfig(system_prompt=test.system_prompt))
+    for i, text in enumerate([test.prompt, *test.turns]):
+        untouched.begin_turn(i)
+        if i:
+            run.append(UserMessage(content=text))
+        run.append(AssistantMessage(content=""))
+    return untouched.grade(run) is None

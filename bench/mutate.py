@@ -1,0 +1,131 @@
+"""Mutation testing, one module at a time, with pytest-gremlins: each module's code is changed in small ways
+(a comparison flipped, a boundary moved, a return value dropped, ...) and the module's own tests are run against
+each change; a change no test notices is a survivor, a behaviour no test holds.
+
+    python bench/mutate.py guard            # one target, by its name below
+    python bench/mutate.py                  # every target
+    python bench/mutate.py --list           # the targets, their modules and their tests
+
+pytest-gremlins was chosen over mutmut and cosmic-ray: it is a pytest plugin that instruments the code once and
+switches each mutation on by an environment variable (no copy of the tree, which mutmut 3 needs and which an
+editable install defeats), selects for each mutation only the tests whose coverage reaches it, and runs on two
+cores in minutes. Its results per target are written to coverage/gremlins/<target>.json; the survivors each
+target keeps on purpose, and why, are listed in docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "coverage" / "gremlins"
+
+# each target: the modules changed, and the tests that hold them (fast tests only: what the fast loop runs)
+TARGETS: dict[str, tuple[list[str], list[str]]] = {
+    "hooks": (
+        [
+            "agentcore/hooks/protocol.py",
+            "agentcore/hooks/chain.py",
+            "agentcore/hooks/context_policies.py",
+            "agentcore/hooks/examples.py",
+        ],
+        [
+            "test_hooks.py",
+            "test_hook_chain.py",
+            "test_meetings.py",
+            "test_hostile_round3.py",
+            "test_policies.py",
+            "test_pinned_hooks.py",
+            "test_app_hooks.py",
+        ],
+    ),
+    "guard": (["agentcore/hooks/guard.py"], ["test_guard.py", "test_meetings.py", "test_hook_chain.py", "test_cli.py"]),
+    "breakpoints": (
+        ["agentcore/hooks/breakpoints.py", "agentcore/hooks/specs.py"],
+        ["test_breakpoints.py", "test_meetings.py", "test_app_breakpoints.py", "test_hostile_round3.py"],
+    ),
+    "mocks": (
+        ["agentcore/hooks/mocks.py"],
+        ["test_breakpoints.py", "test_meetings.py", "test_pinned_hooks.py", "test_app_breakpoints.py"],
+    ),
+    "request": (
+        ["agentcore/request.py"],
+        [
+            "test_model_rules.py",
+            "test_sdk_bodies.py",
+            "test_loop.py",
+            "test_thinking_prefix.py",
+            "test_catalogue.py",
+            "test_reasoning.py",
+            "test_provider_limits.py",
+        ],
+    ),
+    "importer": (
+        ["agentcore/telemetry/importer.py"],
+        ["test_telemetry.py", "test_telemetry_values.py", "test_import.py", "test_hostile_round3.py"],
+    ),
+    "exports": (
+        ["agentcore/exports.py"],
+        ["test_exports.py", "test_hostile_round3.py", "test_annotations.py", "test_pinned.py", "test_hook_chain.py"],
+    ),
+}
+
+
+def run_target(name: str, workers: int) -> dict:
+    modules, tests = TARGETS[name]
+    report = OUT / f"{name}.json"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}  # each of the many pytest processes reads compiled code
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
+        "-m", "not slow and not browser and not bench",
+        "--gremlins", f"--gremlin-targets={','.join(modules)}", "--gremlin-report=json",
+        f"--gremlin-workers={workers}", f"--gremlins-html-dir={OUT}",
+        *(f"tests/{t}" for t in tests),
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    took = time.monotonic() - started
+    written = OUT / "gremlins.json"
+    if not written.exists():
+        sys.exit(f"mutate {name}: pytest-gremlins wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}")
+    written.replace(report)
+    data = json.loads(report.read_text())
+    data["seconds"] = round(took)
+    report.write_text(json.dumps(data, indent=1))
+    return data
+
+
+def show(name: str, data: dict) -> None:
+    s = data["summary"]
+    killed = s["zapped"] + s["timeout"]
+    rate = 100 * killed / s["total"] if s["total"] else 100.0
+    print(f"{name}: {killed}/{s['total']} killed ({rate:.1f}%), {s['survived']} survived, in {data['seconds']} s")
+    for r in sorted(data["results"], key=lambda r: (r["file_path"], r["line_number"])):
+        if r["status"] == "survived":
+            path = Path(r["file_path"]).relative_to(ROOT)
+            print(f"  survived {path}:{r['line_number']} {r['description']} ({r['operator']})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("targets", nargs="*", choices=[[], *TARGETS], metavar="TARGET", help=", ".join(TARGETS))
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--list", action="store_true", help="the targets, their modules and their tests")
+    args = parser.parse_args()
+    if args.list:
+        for name, (modules, tests) in TARGETS.items():
+            print(f"{name}: {' '.join(modules)}\n  tests: {' '.join(tests)}")
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in args.targets or TARGETS:
+        show(name, run_target(name, args.workers))
+
+
+if __name__ == "__main__":
+    main()
