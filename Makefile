@@ -15,7 +15,7 @@ endif
 # --no-cache-dir: a wheel cached from an earlier native build must not be reused
 LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7,<0.4'
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python -m pytest -m bench -p no:cacheprovider
+
+# Mutation testing: MODULE names one target of bench/mutate.py (guard, hooks, breakpoints, mocks, request,
+# importer, exports); without it, every target, one after another (about an hour on two cores)
+mutate: $(VENV)/.installed-test-$(LOCAL)
+	$(BIN)/python bench/mutate.py $(MODULE)
 
 clean:
 	rm -rf $(VENV) bench/.venv $(PHOENIX_VENV) .pytest_cache

@@ -82,7 +82,8 @@ def run_target(name: str, workers: int) -> dict:
     report = OUT / f"{name}.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}  # each of the many pytest processes reads compiled code
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
+        "-o", "addopts=",
         "-m", "not slow and not browser and not bench",
         "--gremlins", f"--gremlin-targets={','.join(modules)}", "--gremlin-report=json",
         f"--gremlin-workers={workers}", f"--gremlins-html-dir={OUT}",

@@ -143,3 +143,46 @@ def test_a_test_opens_in_compare_with_its_task_and_its_expected_answer(stored_ru
         ":orange-badge[:material/close: does not contain it] `Lima` missing",
         ":orange-badge[:material/close: does not contain it] `Paris`, `Lima` missing",
     ]
+
+
+def test_two_suites_in_subfolders_are_listed_by_their_paths_and_run_together(stored_run, open_app, tmp_path) -> None:
+    from agentcore.exports import export_test
+    from agentcore.testing import pinned
+
+    test = pinned.propose(stored_run)
+    for suite, name in (("a", "first"), ("b/deeper", "second")):
+        folder = tmp_path / "suite" / suite
+        folder.mkdir(parents=True)
+        (folder / f"{name}.json").write_text(export_test(test.model_copy(update={"name": name})))
+    (tmp_path / "suite" / ".hidden").mkdir()
+    (tmp_path / "suite" / ".hidden" / "skipped.json").write_text(export_test(test))
+    at = open_app(PAGE)
+    assert list(at.dataframe[0].value["file"]) == ["a/first.json", "b/deeper/second.json"]
+    at.button(key="tests_run").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["pass", "pass"]  # both suites' tests, one matrix
+    assert at.header[-1].value.startswith("Matrix: 2 of 2 passed")
+
+
+def test_a_stop_leaves_the_cells_not_started_not_run_and_keeps_those_that_ended(stored_run) -> None:
+    import threading
+
+    from agentcore.testing import pinned
+    from agentcore.testing.runner import parse_config, run_matrix
+
+    tests = [pinned.propose(stored_run).model_copy(update={"name": f"t{k}"}) for k in range(3)]
+    cancel, seen = threading.Event(), []
+
+    def ended(row, column, cell):
+        seen.append((row, column, cell.passed))
+        cancel.set()  # Stop pressed as the first cell ends
+
+    matrix = run_matrix(tests, [parse_config("replay")], on_cell=ended, cancel=cancel, max_workers=1)
+    assert seen[0] == (0, 0, True) and len(seen) == 3  # each cell is reported as it ends, the stopped ones too
+    assert matrix.cells[0][0].passed
+    assert [c.first_failure for c in (matrix.cells[1][0], matrix.cells[2][0])] == [
+        "stopped: not run: the test run was stopped"
+    ] * 2
+    assert "STOPPED" in matrix.table()
+    untouched = run_matrix(tests, [parse_config("replay")], cancel=threading.Event())
+    assert untouched.passed  # a Stop not pressed stops nothing

@@ -40,6 +40,14 @@ def _folder() -> Path:
     return Path(st.session_state["tests_folder"]).expanduser()
 
 
+def _shown(path: Path, folder: Path) -> str:
+    """A test file as the page lists it: its path inside the folder (a subfolder's suite shows its folder)."""
+    try:
+        return path.relative_to(folder).as_posix()
+    except ValueError:
+        return path.name
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "test"
 
@@ -47,7 +55,7 @@ def _slug(text: str) -> str:
 def _unique_name(name: str, folder: Path) -> str:
     """`name`, or `name (2)`, `name (3)`…: a name no test in `folder` has, so each row of the matrix is told apart."""
     taken = set()
-    for f in pinned.find_tests([folder]) if folder.is_dir() else []:
+    for f in pinned.find_tests([folder], subfolders=True) if folder.is_dir() else []:
         try:
             taken.add(pinned.load(f).name)
         except AgentcoreError:
@@ -260,8 +268,8 @@ def _pin_section() -> None:
 def _files_section(folder: Path) -> list[Path]:
     st.header("Test files")
     try:
-        files = pinned.find_tests([folder]) if folder.is_dir() else []
-    except AgentcoreError as exc:
+        files = pinned.find_tests([folder], subfolders=True) if folder.is_dir() else []
+    except (AgentcoreError, OSError) as exc:
         st.error(safe.block(str(exc)))
         return []
     if not files:
@@ -271,11 +279,11 @@ def _files_section(folder: Path) -> list[Path]:
     for f in files:
         try:
             test = pinned.load(f)
-            rows.append({"file": f.name, "test": test.name, "prompt": test.prompt, "problem": ""})
+            rows.append({"file": _shown(f, folder), "test": test.name, "prompt": test.prompt, "problem": ""})
         except AgentcoreError as exc:
-            rows.append({"file": f.name, "test": "", "prompt": "", "problem": str(exc)})
+            rows.append({"file": _shown(f, folder), "test": "", "prompt": "", "problem": str(exc)})
     st.dataframe(rows, hide_index=True, width="stretch")  # table cells are text, not Markdown
-    loaded = {f.name: str(f) for f, row in zip(files, rows, strict=True) if not row["problem"]}
+    loaded = {row["file"]: str(f) for f, row in zip(files, rows, strict=True) if not row["problem"]}
     pick, go_on = st.columns([3, 1], vertical_alignment="bottom")
     chosen = pick.selectbox(
         "Compare a test's task across providers, checked for its expected answer",

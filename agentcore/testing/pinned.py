@@ -566,19 +566,39 @@ def load(path: str | Path) -> PinnedTest:
     return test if test.name else test.model_copy(update={"name": path.stem})
 
 
-def find_tests(paths: list[str | Path]) -> list[Path]:
-    """The test files named, and those directly inside each folder named, sorted; a missing path is a UsageError."""
+MAX_TEST_FILES = 10_000  # files listed from the folders named, subfolders included
+MAX_FOLDER_DEPTH = 8  # subfolders below a folder named, when they are read
+
+
+def find_tests(paths: list[str | Path], *, subfolders: bool = False) -> list[Path]:
+    """The test files named, and those inside each folder named (and its subfolders, with `subfolders`, to
+    MAX_FOLDER_DEPTH levels; links to folders are not followed), sorted; a missing path is a UsageError."""
     found: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found += sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in TEST_SUFFIXES)
+            found += _folder_tests(p, MAX_FOLDER_DEPTH if subfolders else 0)
         elif p.is_file():
             found.append(p)
         elif p.exists():
             raise UsageError(f"{p}: not a regular file (a device, a pipe or a folder is not read)")
         else:
             raise UsageError(f"{p}: no such file or folder")
+        if len(found) > MAX_TEST_FILES:
+            raise UsageError(f"{p}: more than {MAX_TEST_FILES:,} test files; name a smaller folder")
     return list(dict.fromkeys(found))
+
+
+def _folder_tests(folder: Path, depth: int) -> list[Path]:
+    """The test files of `folder`, sorted, then those of each subfolder in name order, `depth` levels down."""
+    entries = sorted(folder.iterdir())
+    files = [f for f in entries if f.is_file() and f.suffix.lower() in TEST_SUFFIXES]
+    if depth > 0:
+        for sub in entries:
+            if sub.is_dir() and not sub.is_symlink() and not sub.name.startswith("."):
+                files += _folder_tests(sub, depth - 1)
+                if len(files) > MAX_TEST_FILES:
+                    break
+    return files
 
 
 def _yaml() -> Any:
