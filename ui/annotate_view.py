@@ -79,6 +79,11 @@ def _form_key(where: str, run_id: str, step: int) -> str:
     return f"annotate_{where}_{run_id}_{step}_"
 
 
+def _place(where: str, step: int) -> str:
+    """Where a notice is shown: the page and the step, so it is not shown under another step."""
+    return f"{where}#{step}"
+
+
 def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
     state = st.session_state
     key = _form_key(where, run_id, step)
@@ -88,10 +93,14 @@ def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
     try:  # read within every reader's limits: a paste nested thousands deep is refused, not a RecursionError
         arguments = read_json(state.get(key + "call_args") or "{}") if name else None
     except TranscriptError as exc:
-        _say(where, "error", f"Not saved: the correct call's arguments are {exc}")
+        _say(_place(where, step), "error", f"Not saved: the correct call's arguments are {exc}")
         return
     if name and not isinstance(arguments, dict):
-        _say(where, "error", 'Not saved: the correct call\'s arguments are a JSON object, like {"city": "Paris"}')
+        _say(
+            _place(where, step),
+            "error",
+            'Not saved: the correct call\'s arguments are a JSON object, like {"city": "Paris"}',
+        )
         return
     try:
         annotation = make_annotation(
@@ -105,12 +114,12 @@ def _annotate(store: Store, run_id: str, step: int, where: str) -> None:
         )
         store.annotate(run_id, annotation)
     except AgentcoreError as exc:
-        _say(where, "error", f"Not saved: {exc}")
+        _say(_place(where, step), "error", f"Not saved: {exc}")
         return
     _refresh(store, run_id)
     for field, empty in _EMPTY.items():  # set, not deleted: a form's widget keeps a deleted key's value
         state[key + field] = empty
-    _say(where, "success", f"Annotated {annotation.target}.")
+    _say(_place(where, step), "success", f"Annotated {annotation.target}.")
 
 
 def _remove(store: Store, run_id: str, annotation_id: str, where: str) -> None:
@@ -211,8 +220,9 @@ def render_annotations(store: Store, run: Run, step: StepRecord, where: str) -> 
     notice = AnnotateState.get().notice
     found = [a for a in store.annotations(run.id) if a.step == step.index] if store.exists(run.id) else None
     title = f"Annotations ({len(found)})" if found else f"Annotate step {step.index}"
-    with st.expander(title, expanded=bool(found) or (notice is not None and notice[0] == where)):
-        if notice is not None and notice[0] == where:
+    here = notice is not None and notice[0] in (where, _place(where, step.index))
+    with st.expander(title, expanded=bool(found) or here):
+        if here:
             AnnotateState.get().notice = None
             kind, text = notice[1]
             getattr(st, kind)(safe.block(text))

@@ -1,19 +1,25 @@
 """The app's style over Streamlit's theme: what .streamlit/config.toml cannot set, drawn once on every page.
 
-Two needs, both met for every page at once rather than page by page:
+Needs met for every page at once rather than page by page:
 - text that reads: every caption and its code at WCAG AA contrast (4.5:1), on white and on the sidebar's
   grey (Streamlit draws captions at 60% of the text colour: 4.1:1 on the sidebar);
 - code that can be read with the keyboard alone: a code block wraps its lines instead of hiding them past
   its right edge, and a block that still scrolls (one given a fixed height) takes the keyboard's focus,
-  so its arrow keys scroll it.
+  so its arrow keys scroll it;
+- a page a screen reader can follow: one polite live region (`#ac-live`) that reads what a page announces
+  (`announce`: after a Step, the new messages and the stop reason), icons hidden from assistive technology
+  (Streamlit writes a Material icon in Markdown as an image named "fiber_new icon"), a visible focus ring on links, and, after
+  moving to another page, the keyboard's focus on that page's heading rather than at the top of the sidebar.
 """
 
 from __future__ import annotations
 
+import html
 import json
 
 import streamlit as st
 
+FOCUS = "#3b5bdb"  # the focus ring: 6.3:1 on white
 MUTED = "#555c63"  # grey text: 6.6:1 on white, 6.1:1 on the sidebar's #f5f7fa
 CODE = "#0b5040"  # code in a caption: Streamlit's code green, darker
 # code highlighting (JSON above all) in colours of at least 5:1 on a code block's #fafbfd; Streamlit's own are
@@ -40,6 +46,12 @@ STYLE = f"""<style>
 .stApp .stCode pre, .stApp .stCode pre code {{ white-space: pre-wrap !important; overflow-wrap: anywhere; }}
 .st-key-agentcore_style {{ display: none; }}
 .stApp [data-ac-focus]:focus-visible {{ outline: 2px solid #3b5bdb; }}
+.stApp a:focus-visible, .stApp [data-testid="stSidebarNavLink"]:focus-visible {{
+  outline: 2px solid {FOCUS}; outline-offset: 2px; border-radius: 2px; }}
+.stApp [data-ac-heading]:focus {{ outline: none; }}
+.st-key-ac_announce {{ display: none; }}
+#ac-live {{ position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
+  clip: rect(0 0 0 0); white-space: nowrap; border: 0; }}
 .stApp .react-json-view .variable-value div[style*="rgb(235, 235, 235)"] {{ color: {NULL_BADGE} !important; }}
 {"".join(f".stApp .stCode .token{'.' + kind if kind else ''} {{ color: {colour}; }}" for kind, colour in TOKENS.items())}
 </style>"""
@@ -52,7 +64,31 @@ FOCUS_SCRIPT = """<script>
   if (window.agentcoreScrollFocus) return;
   window.agentcoreScrollFocus = true;
   const SCROLLERS = __SCROLLERS__;
+  // Streamlit hides its widgets' icons; an icon in Markdown (`:material/fiber_new:`) it writes as an image named
+  // "fiber_new icon", which a screen reader reads out. Hidden, unless it is all a button or link has for a name.
+  const ICONS = 'span[role="img"][aria-label$=" icon"]';
+  const alone = (icon) => {  // the icon is all the name its button or link has: its other text is icons too
+    const owner = icon.closest('button, a, [role="button"], [role="tab"]');
+    if (owner === null) return false;
+    let rest = owner.textContent;
+    for (const i of owner.querySelectorAll('span[role="img"], [data-testid="stIconMaterial"]')) {
+      rest = rest.replace(i.textContent, "");
+    }
+    return rest.trim() === "";
+  };
   const scrolls = (el) => el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1;
+  // one live region for the whole app, outside what Streamlit redraws: a screen reader hears each new text once
+  const live = document.createElement("div");
+  live.id = "ac-live";
+  live.setAttribute("role", "status");
+  live.setAttribute("aria-live", "polite");
+  document.body.appendChild(live);
+  const said = () => {
+    const el = document.querySelector(".st-key-ac_announce [data-ac-announce]");
+    return el ? el.textContent.trim() : "";
+  };
+  let announced = said();  // what the page says as it opens is not news
+  let path = location.pathname, newPage = false;
   const mark = () => {
     for (const el of document.querySelectorAll(SCROLLERS)) {
       const focusable = el.hasAttribute("tabindex") && el.getAttribute("tabindex") !== "-1";
@@ -64,6 +100,28 @@ FOCUS_SCRIPT = """<script>
         el.removeAttribute("data-ac-focus");
       }
     }
+    for (const icon of document.querySelectorAll(ICONS)) {
+      if (icon.getAttribute("aria-hidden") !== "true" && !alone(icon)) icon.setAttribute("aria-hidden", "true");
+    }
+    const text = said();
+    if (text && text !== announced) {
+      announced = text;
+      live.textContent = text;
+    }
+    if (location.pathname !== path) {
+      path = location.pathname;
+      newPage = true;
+    }
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (newPage && app && app.getAttribute("data-test-script-state") === "notRunning") {
+      const heading = document.querySelector('[data-testid="stMain"] h1, [data-testid="stMain"] h2');
+      if (heading) {
+        newPage = false;
+        heading.setAttribute("tabindex", "-1");
+        heading.setAttribute("data-ac-heading", "");
+        heading.focus();
+      }
+    }
   };
   let queued = false;
   const later = () => {
@@ -73,7 +131,8 @@ FOCUS_SCRIPT = """<script>
     }
   };
   // text filled in, a class or style changed, or a width changed can each make a block start or stop scrolling
-  const changes = { childList: true, subtree: true, characterData: true, attributeFilter: ["class", "style"] };
+  const changes = { childList: true, subtree: true, characterData: true,
+                    attributeFilter: ["class", "style", "data-test-script-state"] };
   new MutationObserver(later).observe(document.body, changes);
   window.addEventListener("resize", later);
   mark();
@@ -89,3 +148,12 @@ def apply_style() -> None:
     """
     with st.container(key="agentcore_style"):
         st.html(STYLE + FOCUS_SCRIPT, unsafe_allow_javascript=True)
+
+
+def announce(text: str) -> None:
+    """Have the live region read `text` once (a screen reader hears it politely, after what it is reading).
+
+    Drawn hidden; the app's script copies it into its one live region when it differs from the last text.
+    """
+    with st.container(key="ac_announce"):
+        st.html(f"<div data-ac-announce>{html.escape(text)}</div>")

@@ -16,6 +16,7 @@ from ui.graph import key_lines_html, loop_html, step_views
 from ui.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 from ui.page_state import LessonState
 from ui.state import Session, get_session, in_app_words, on_run_changed
+from ui.style import announce
 
 LESSON_KEY = "lesson_id"  # the lesson picker
 FORK_TEXT_KEY = "lesson_fork_result"
@@ -144,7 +145,9 @@ def _header(lesson: Lesson, run: Run | None) -> None:
 
 def _narration(session: Session, lesson: Lesson, run: Run | None) -> None:
     with st.container(key="lesson_narration"):
-        st.markdown(lesson.narration(run))  # the project's own words; only numbers come from the run
+        said = lesson.narration(run)
+        st.markdown(said)  # the project's own words; only numbers come from the run
+    announce(said.replace("**", "").replace("`", ""))  # read aloud after each Step, as it changes
     notice = LessonState.get().notice or session.notice
     if notice:
         st.error(safe.block(in_app_words(notice)), icon=":material/error:")

@@ -29,6 +29,7 @@ from ui.messages_view import (
 from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
+from ui.style import announce
 
 # the reason as the page says it: an answer is not a right answer, and a reply cut off is not an answer
 STOP_LABELS = {"answer": "answered", "output limit": "stopped at the output limit"}
@@ -162,6 +163,41 @@ def _status(session: Session, run: Run) -> None:
             f"{safe.inline(run.halt.words[0].upper() + run.halt.words[1:])}. {then}", icon=":material/front_hand:"
         )
     _loop_guard(run)
+
+
+def announcement(run: Run) -> str:
+    """What the last phase did, for the live region: the step, the messages it added, then where the run is
+    (the stop reason, a pause, or the next phase), which is never cut off."""
+    if not run.steps:
+        return f"Run started: {len(run.messages)} messages, no step yet."
+    step = run.steps[-1]
+    if run.stop_reason == "error":
+        end = "The model call failed."
+    elif run.stop_reason:
+        end = f"Stop reason: {STOP_LABELS.get(run.ending or '', run.ending)}."
+    elif run.paused:
+        end = "Paused."
+    else:
+        end = f"Next: the {run.next_phase} phase."
+    said = " ".join(_said(m) for m in run.messages[step.message_count :])
+    if len(said) > 400:
+        said = said[:399] + "…"
+    return f"Step {step.index} of {run.config.max_steps}. {said} {end}".replace("  ", " ")
+
+
+def _said(m) -> str:
+    """One message in a sentence a screen reader can read: who said it and what, cut short."""
+    said = m.content if m.role == "assistant" else m.text
+    text = " ".join((said if isinstance(said, str) else "").split())
+    cut = text if len(text) <= 100 else text[:99] + "…"
+    if m.role == "assistant" and getattr(m, "tool_calls", ()):
+        names = ", ".join(c.name for c in m.tool_calls)
+        return f"The model asked for {names}." + (f" It said: {cut}" if m.content else "")
+    if m.role == "assistant":
+        return f"The model answered: {cut}"
+    if m.role == "tool":
+        return f"Tool {m.name} {'failed' if m.is_error else 'returned'}: {cut}"
+    return f"{m.role.capitalize()} message: {cut}"
 
 
 def _loop_guard(run: Run) -> None:
@@ -431,6 +467,7 @@ def _page(session: Session) -> None:
         _live(session, slot)
         _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
     _notice(session, notice)
+    announce(announcement(run))
     _controls(session, run)
     _status(session, run)
     if run.stop_reason == "error":

@@ -246,6 +246,9 @@ def _compare(path: str) -> None:
 def _pin_section() -> None:
     st.header("Pin a run as a test")
     runs = get_store().list_runs(limit=200)
+    if not runs:  # no run to pick: a word, not a disabled picker whose grey label few can read
+        st.info("No runs in the library yet: make one in the playground, then pin it here as a test.")
+        return
     labels = {
         r.id: f"{r.title or '(untitled)'} · {r.models_label} · {words.plural(r.steps, 'step')} · {r.id}" for r in runs
     }

@@ -1,0 +1,177 @@
+"""What a keyboard and screen-reader user meets, in a real headless Chromium: the live region after each Step,
+icons kept from assistive technology, the focus on a page's heading after moving to it, a visible focus ring on
+links; axe-core on every page of a fresh install (no run, no test); and the Annotate form, which starts empty on
+each step and after each Save."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_accessibility import VIEWPORT, _check, _idle, axe_source  # noqa: F401 - the fixture, shared
+from test_browser import app_over_runs, expect
+
+from agentcore.store.runs import Store
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGES = ("", "lesson", "runs", "cost", "compare", "tests", "errors")  # "": the playground
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """The app as a new user first opens it: an empty runs database and no test files."""
+    workdir = tmp_path_factory.mktemp("fresh-app")
+    server = app_over_runs(workdir, AGENTCORE_TESTS=str(workdir / "tests"))
+    yield server.url, workdir
+    server.stop()
+
+
+def _stepped(browser, url: str, steps: int = 1):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(url)
+    start = page.locator(".st-key-start button")
+    expect(start).to_be_visible(timeout=30_000)
+    _idle(page)
+    start.click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    for n in range(1, steps + 1):
+        expect(step).to_be_enabled(timeout=20_000)
+        _idle(page)
+        step.click()
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
+    _idle(page)
+    return page, step
+
+
+def test_every_page_of_a_fresh_install_passes_axe(fresh, browser, axe_source):  # noqa: F811
+    url, _ = fresh
+    page = browser.new_page(viewport=VIEWPORT)
+    for path in PAGES:
+        page.goto(f"{url}/{path}")
+        expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+        _idle(page)
+        _check(page, axe_source, f"the {path or 'playground'} page of a fresh install")
+    page.close()
+
+
+def test_after_each_step_the_live_region_reads_the_new_messages_and_then_the_stop_reason(fresh, browser):
+    url, _ = fresh
+    page, step = _stepped(browser, url)
+    live = page.locator("#ac-live")
+    assert page.evaluate("() => document.querySelectorAll('#ac-live').length") == 1
+    expect(live).to_have_attribute("aria-live", "polite")
+    expect(live).to_have_attribute("role", "status")
+    expect(live).to_contain_text(re.compile(r"^Step 1 of \d+\. The model asked for get_weather"), timeout=10_000)
+    expect(live).to_contain_text("Tool get_weather returned: ")
+    expect(live).to_contain_text(re.compile(r"Next: the model phase\.$"))  # where the run is, never cut off
+    first = live.inner_text()
+    n = 1
+    while step.is_enabled() and n < 10:
+        n += 1
+        step.click()
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
+        _idle(page)
+    expect(live).to_contain_text(f"Step {n} of", timeout=10_000)
+    expect(live).to_contain_text("The model answered:")
+    expect(live).to_contain_text("Stop reason: answered.")
+    assert live.inner_text() != first
+    page.close()
+
+
+def test_icons_are_hidden_from_assistive_technology(fresh, browser):
+    url, _ = fresh
+    page, _ = _stepped(browser, url)
+    # an icon in Markdown (the new messages' badge, a tool call's) is written as an image named "<name> icon"
+    icons = 'span[role="img"][aria-label$=" icon"]'
+    expect(page.locator(f'.st-key-latest {icons}[aria-label="fiber_new icon"]').first).to_be_attached()
+    spoken = page.evaluate(
+        f"""() => [...document.querySelectorAll('{icons}:not([aria-hidden="true"])')]
+            .filter(i => {{ const o = i.closest('button, a, [role="button"], [role="tab"]');
+                           if (!o) return true;
+                           let rest = o.textContent;
+                           for (const j of o.querySelectorAll('span[role="img"], [data-testid="stIconMaterial"]'))
+                               rest = rest.replace(j.textContent, '');
+                           return rest.trim() !== ''; }})
+            .map(i => i.getAttribute('aria-label'))"""
+    )
+    assert spoken == []  # none is read out, but one that is all a button's name
+    page.close()
+
+
+def test_moving_to_another_page_puts_the_focus_on_its_heading_and_links_show_a_focus_ring(fresh, browser):
+    url, _ = fresh
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(url)
+    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+    _idle(page)
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Runs").click()
+    expect(page.get_by_role("heading", name="Runs", level=1)).to_be_visible(timeout=20_000)
+    _idle(page)
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.tagName === 'H1'"
+        " && document.activeElement.textContent.trim() === 'Runs'",
+        timeout=10_000,
+    )
+    # back from the heading, the keyboard reaches the navigation's links: a link's ring is drawn, 2 px and solid
+    ring = None
+    for _ in range(15):
+        page.keyboard.press("Shift+Tab")
+        ring = page.evaluate(
+            "() => { const e = document.activeElement; if (!e || e.tagName !== 'A') return null;"
+            " const s = getComputedStyle(e); return [s.outlineStyle, s.outlineWidth]; }"
+        )
+        if ring:
+            break
+    assert ring == ["solid", "2px"]
+    page.close()
+
+
+def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fresh, browser):
+    url, workdir = fresh
+    page, step = _stepped(browser, url, steps=2)
+    page.get_by_role("tab", name="Steps").click()
+    _idle(page)
+
+    def form(n: int, field: str):
+        return page.locator(f'[class*="st-key-annotate_playground_"][class*="_{n}_{field}"]')
+
+    def pick_step(n: int) -> None:
+        picker = page.locator(".st-key-inspect_step").get_by_role("combobox")
+        picker.click()
+        picker.press("Control+a")
+        picker.type(str(n))
+        picker.press("Enter")
+        expect(page.get_by_text(f"Annotate step {n}", exact=True)).to_be_visible(timeout=20_000)
+        _idle(page)
+        page.get_by_text(f"Annotate step {n}", exact=True).click()
+        expect(form(n, "note").locator("textarea")).to_be_visible(timeout=10_000)
+
+    def label(n: int, name: str, note: str = "") -> None:
+        box = form(n, "labels").get_by_role("combobox")
+        box.click()
+        box.type(name)  # the list narrows to the label typed
+        expect(page.get_by_role("option", name=name, exact=True)).to_be_visible(timeout=10_000)
+        box.press("Enter")
+        box.press("Escape")
+        expect(form(n, "labels")).to_contain_text(name)
+        if note:
+            form(n, "note").locator("textarea").fill(note)
+        form(n, "save").get_by_role("button").click()
+        expect(page.get_by_text(f"Annotated step {n}.")).to_be_visible(timeout=20_000)
+        _idle(page)
+
+    pick_step(1)
+    label(1, "wrong arguments", note="asked for the wrong city")
+    expect(form(1, "note").locator("textarea")).to_have_value("")  # Save empties the form
+    pick_step(2)
+    expect(form(2, "note").locator("textarea")).to_have_value("")  # another step: nothing carried over
+    expect(form(2, "labels")).not_to_contain_text("wrong arguments")
+    label(2, "good")
+    store = Store(workdir / "runs.db")
+    found = sorted((a for r in store.list_runs() for a in store.annotations(r.id)), key=lambda a: a.step)
+    assert [(a.step, a.labels, a.note) for a in found] == [
+        (1, ["wrong arguments"], "asked for the wrong city"),
+        (2, ["good"], ""),
+    ]
+    page.close()
