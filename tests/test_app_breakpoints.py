@@ -143,3 +143,25 @@ def test_a_cost_breakpoint_stops_the_next_model_call_once_the_run_has_cost_more(
     assert any("Paused at breakpoint cost:0.001 before model" in w.value for w in at.warning)
     click(at, "run_to_end")
     assert run.stop_reason == "answer" and len(run.halts) == 1
+
+
+@pytest.mark.parametrize(
+    ("result", "line"),
+    [
+        ('{"city": "Rome", "condition": "heavy snow"}', "- Rome: heavy snow"),  # the lesson's own mock
+        ('{"city": "Rome", "temperature": 4, "unit": "celsius"}', "- Rome: 4° celsius"),
+        ("Rome: hail", "- get_weather: Rome: hail"),  # words, not JSON: quoted, not called a failure
+    ],
+)
+def test_the_scripted_weather_answer_says_what_a_mocked_result_gave_and_nothing_it_lacks(result, line):
+    from agentcore import toolbox
+    from agentcore.hooks.specs import MockRule
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.run import Run, RunConfig
+
+    mock = MockRule(tool="get_weather", when=["$.city=Rome"], result=result)
+    run = Run.start("What is the weather in Paris and Rome?", RunConfig(mocks=[mock], scenario="weather"))
+    Agent(ScriptedProvider(scenario="weather"), toolbox.get_tools("get_weather")).run(run)
+    answer = run.messages[-1].content
+    assert line in answer.splitlines() and "None" not in answer and "failed" not in answer

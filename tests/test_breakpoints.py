@@ -51,6 +51,11 @@ def test_each_breakpoint_pauses_where_it_says_and_names_itself(scenario, spec, s
     assert saved.halts[0].breakpoint == spec  # the hit stays in the transcript after the run went on
 
 
+@pytest.mark.parametrize("spec", ["args:$.note=tool:get_weather", "args:$.mode=repeated", "args:$.q~step: 2"])
+def test_a_condition_whose_value_reads_like_a_kind_is_one_breakpoint(spec):
+    assert parse_breakpoint(spec).kind == "args"
+
+
 def test_a_run_with_no_matching_breakpoint_runs_to_its_answer():
     agent, run = scenario_run("weather", breakpoints=["tool:calculator", "args:$.city=Oslo", "step:9", "tool-error"])
     agent.run(run)
@@ -105,6 +110,9 @@ def test_a_call_a_person_already_decided_is_not_stopped_at_again():
         ("args:$.city~(a{1000}){1000}", "too large"),
         ("bogus:1", "the kinds are"),
         ("repeat:2", "takes no value"),
+        ("tool:get_weather args:$.city=Rome", r"one breakpoint per line \('tool:get_weather' and 'args:\$.city=Rome'"),
+        ("tool:get_weather, step:2", "one breakpoint per line"),
+        ("step:2 repeat", "one breakpoint per line"),
     ],
 )
 def test_a_bad_spec_is_refused_in_one_line(spec, words):

@@ -289,6 +289,7 @@ def test_a_trace_exported_without_content_is_refused_in_one_line():
         parse_import(otlp_json(weather_run()), "bare.otlp.json")
     text = str(err.value)
     assert "\n" not in text and "without message content" in text and text.startswith("bare.otlp.json: ")
+    assert "export it again with its content (agentcore export RUN --format otlp --content" in text
 
 
 def test_runs_import_and_export_on_the_command_line(tmp_path, capsys):

@@ -125,6 +125,10 @@ def parse_condition(text: str) -> ArgCondition:
     return ArgCondition(text, tuple(path), op, raw)  # type: ignore[arg-type]
 
 
+# a second spec after a space, comma or semicolon: a kind and its colon, or a kind that takes no value
+_SECOND_SPEC = re.compile(r"[\s,;]+(?:(?:step|tool|args|tokens|cost):|(?:repeat|tool-error)(?![\w-]))")
+
+
 @dataclass(frozen=True)
 class Breakpoint:
     """A parsed breakpoint spec: its kind and what it holds (a step, a tool's name, a condition, a limit)."""
@@ -142,6 +146,12 @@ def parse_breakpoint(spec: str) -> Breakpoint:
     spec = spec.strip()
     if not spec or len(spec) > MAX_SPEC_CHARS or "\n" in spec:
         raise UsageError(f"breakpoint {spec[:80]!r}: a spec is one line of at most {MAX_SPEC_CHARS} characters")
+    second = _SECOND_SPEC.search(spec)
+    if second is not None:  # `tool:get_weather step:2`: two breakpoints written as one
+        first, rest = spec[: second.start()].strip(" ,;"), spec[second.start() :].strip(" ,;")
+        raise UsageError(
+            f"breakpoint {spec[:80]!r}: one breakpoint per line ({first[:40]!r} and {rest[:40]!r} are two)"
+        )
     kind, _, value = spec.partition(":")
     kind = kind.strip()
     value = value.strip()

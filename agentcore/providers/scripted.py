@@ -129,6 +129,16 @@ def _cities(prompt: str) -> list[str]:
     return found or ["Paris", "Rome"]
 
 
+def _weather_line(data: dict) -> str:
+    """One city's weather as the result gave it: a field the result lacks (a mocked one may) is left out."""
+    said = []
+    if data.get("temperature") is not None:
+        said.append(f"{data['temperature']}° {data.get('unit') or ''}".rstrip())
+    if data.get("condition"):
+        said.append(str(data["condition"]))
+    return f"{data.get('city') or 'a city'}: {', '.join(said) or 'no weather given'}"
+
+
 def _play_weather(turn: Turn) -> AssistantMessage:
     if turn.number == 0:
         cities = _cities(turn.prompt)
@@ -139,12 +149,12 @@ def _play_weather(turn: Turn) -> AssistantMessage:
     lines = []
     for r in turn.results:
         data = _json(r.content)
-        if r.is_error or not isinstance(data, dict):
+        if r.is_error:
             lines.append(f"- {r.name} failed: {r.content}")
+        elif not isinstance(data, dict):  # a result in words (a mock's, say) is quoted as it came
+            lines.append(f"- {r.name}: {r.content}")
         else:
-            lines.append(
-                f"- {data.get('city')}: {data.get('temperature')}° {data.get('unit', '')}, {data.get('condition')}"
-            )
+            lines.append(f"- {_weather_line(data)}")
     return _say("Here is the weather (simulated data):\n" + "\n".join(lines))
 
 

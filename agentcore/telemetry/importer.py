@@ -262,6 +262,13 @@ def from_otlp(raw: bytes | str) -> Run:
     return run_from_spans(spans_of_data(bodies[0]) if len(bodies) == 1 else _spans(bodies))
 
 
+# how to record a trace that can be imported: the content is what a run is rebuilt from
+WITH_CONTENT = (
+    "export it again with its content (agentcore export RUN --format otlp --content; the app's OpenTelemetry "
+    "download has it), or record it with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+)
+
+
 def run_from_spans(spans: list[Span]) -> Run:
     """The run recorded by the first trace of `spans` that holds a model call."""
     trace = next((s.trace for s in spans if s.is_model), None)
@@ -376,7 +383,8 @@ class _Reader:
             return _openinference_messages(last, provider)
         if history is None:
             raise TranscriptError(
-                f"{last.label()}: holds no {g.INPUT_MESSAGES}: the trace was recorded without message content"
+                f"{last.label()}: holds no {g.INPUT_MESSAGES}: the trace was recorded without message content; "
+                + WITH_CONTENT
             )
         messages = g.parts_messages(history, g.INPUT_MESSAGES, provider, names)
         messages += g.parts_messages(output or [], g.OUTPUT_MESSAGES, provider, names)
@@ -572,7 +580,7 @@ def _openinference_messages(span: Span, provider: str) -> list[Message]:
     if not found:
         raise TranscriptError(
             f"{span.label()}: holds neither {g.INPUT_MESSAGES} nor llm.input_messages: the trace was recorded "
-            "without message content"
+            "without message content; " + WITH_CONTENT
         )
     data = []
     for m in found:
