@@ -115,6 +115,7 @@ def test_deleting_someone_elses_run_is_refused_on_the_runs_page(open_app, monkey
     at.button(key="runs_delete").click().run()
     at.button(key="runs_delete_yes").click().run()
     assert any("only its owner may delete it" in e.value for e in at.error)
+    assert not any("AGENTCORE_" in e.value for e in at.error)  # no server setting shown to the page's user
     assert Store(os.environ["AGENTCORE_DB"]).exists(theirs.id)
 
 
@@ -128,8 +129,10 @@ def test_renaming_someone_elses_run_is_refused_on_the_runs_page(open_app, monkey
     at.selectbox(key="runs_selected").set_value(theirs.id).run()
     at.text_input(key=f"runs_title_{theirs.id}").set_value("Ada's now")
     at.button(key=f"runs_rename_{theirs.id}").click().run()
-    assert any("only its owner may rename it" in e.value for e in at.error)
+    assert any("Title not saved: " in e.value and "only its owner may rename it" in e.value for e in at.error)
+    assert not any("AGENTCORE_" in e.value for e in at.error)  # no server setting shown to the page's user
     assert Store(os.environ["AGENTCORE_DB"]).summary(theirs.id).title == theirs.title
+    assert at.text_input(key=f"runs_title_{theirs.id}").value == theirs.title  # the box shows the title kept
 
 
 def test_the_header_name_wins_when_configured_and_without_a_valid_one_no_name_is_taken(monkeypatch) -> None:

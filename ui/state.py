@@ -452,11 +452,16 @@ _APP_WORDS = (
 )
 
 
+# advice meant for whoever runs the server, which a person using the page can do nothing with
+_SERVER_ADVICE = re.compile(r" \(a deployment that wants otherwise sets [A-Z_]+=1\)")
+
+
 def in_app_words(text: str) -> str:
-    """An error from the library with its advice in the app's terms: the sidebar's fields, not option names."""
+    """An error from the library with its advice in the app's terms: the sidebar's fields, not option names,
+    and no server setting a person using the page cannot reach."""
     for library, app in _APP_WORDS:
         text = text.replace(library, app)
-    return text
+    return _SERVER_ADVICE.sub("", text)
 
 
 def provider_problem(name: str) -> str | None:

@@ -16,7 +16,7 @@ from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
 from ui.annotate_view import render_annotations
 from ui.page_state import RunsState
-from ui.state import get_session, get_store, remember_last_run
+from ui.state import get_session, get_store, in_app_words, remember_last_run
 
 ALL = "All providers"
 PLAYGROUND = "views/playground.py"
@@ -84,11 +84,14 @@ def _owner_filter(store: Store) -> tuple[str | None, bool]:
 
 def _rename(store: Store, run_id: str) -> None:
     state = RunsState.get()
+    key = f"runs_title_{run_id}"
     try:
-        store.set_title(run_id, st.session_state.get(f"runs_title_{run_id}", ""))
+        store.set_title(run_id, st.session_state.get(key, ""))
         state.run_notice = ("success", "Title saved.")
     except AgentcoreError as exc:
-        state.run_notice = ("error", str(exc))
+        state.run_notice = ("error", f"Title not saved: {in_app_words(str(exc))}")
+        kept = store.summary(run_id)
+        st.session_state[key] = (kept.title or "") if kept is not None else ""  # the box shows the title kept
 
 
 def _delete(store: Store, run_id: str) -> None:
@@ -97,7 +100,7 @@ def _delete(store: Store, run_id: str) -> None:
         store.delete_run(run_id)
         state.run_notice = ("success", f"Deleted run {run_id}.")
     except AgentcoreError as exc:
-        state.run_notice = ("error", str(exc))
+        state.run_notice = ("error", in_app_words(str(exc)))
     state.confirm_delete = None
     st.session_state.pop("runs_selected", None)
     state.widgets.pop("runs_selected", None)
