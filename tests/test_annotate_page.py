@@ -222,3 +222,24 @@ def test_the_form_is_empty_after_save_and_on_each_other_step_so_no_label_is_copi
     kept = {a.step: a for a in Store().annotations(run.id)}
     assert kept[1].labels == ["wrong arguments"] and kept[1].note == "step one's note"
     assert (kept[2].labels, kept[2].note, kept[2].correct_call) == (["good"], "", None)
+
+
+def test_the_error_analysis_draws_readable_bars_and_opens_a_labelled_step_in_the_playground(library, open_app):
+    store, research, weather = library
+    at = open_app("views/errors.py")
+    figure = chart(at)
+    bars_drawn = len(figure["data"][0]["y"])
+    plot = figure["layout"]["height"] - figure["layout"]["margin"]["t"] - figure["layout"]["margin"]["b"]
+    assert plot / bars_drawn >= 30  # each bar and its gap at least 30 px: a bar one can read
+    steps = at.dataframe[1].value
+    assert list(steps.columns[:2]) == ["run", "id"]  # the run's id beside its title
+    key = f"{research.id}:9"
+    assert (
+        f"{research.title} · step 9 · looped, wrong arguments, <b>x</b>" in at.selectbox(key="errors_open_pick").options
+    )
+    at.selectbox(key="errors_open_pick").set_value(key).run()
+    at.button(key="errors_open").click().run()
+    assert not at.exception
+    session = at.session_state["session"]
+    assert session.run.id == research.id and session.inspect_step == 9  # the playground, on its Steps tab there
+    assert session.opened_from[1].startswith("Labelled step 9: looped, wrong arguments")

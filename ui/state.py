@@ -333,6 +333,28 @@ def remember_last_run(store: Store, run_id: str) -> None:
     store.set_meta(_last_run_key(store.owner), run_id)
 
 
+def open_stored_run(store: Store, run_id: str) -> Run:
+    """Make a stored run current in this session's playground, remembered as the last run looked at.
+
+    Someone else's run opens as a copy of one's own (forked from theirs at its end): stepping it must not change
+    their work, and the copy is what its owner may delete; the session's notice says so. Raises AgentcoreError.
+    """
+    summary = store.summary(run_id)
+    owner = summary.owner if summary else None
+    if owner in (None, store.owner):
+        run = store.load_run(run_id)
+    else:
+        theirs = store.read_run(run_id)
+        run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
+        store.save_run(run)
+    remember_last_run(store, run.id)
+    session = get_session()
+    session.add_run(run)
+    if run.id != run_id:
+        session.notice = f"Run {run_id} is {owner}'s: this is your own copy of it, {run.id}, forked from its end."
+    return run
+
+
 def reopen_last_run(session: Session) -> None:
     """Make the offered last run current, loaded from the store."""
     offered, session.last_run = session.last_run, None

@@ -19,7 +19,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.store.runs import RunSummary
 from ui import safe, words
 from ui.page_state import PageState
-from ui.state import get_store
+from ui.state import get_session, get_store, open_stored_run
 
 ALL = "All"
 FILTERS = ("provider", "model", "owner", "tag")
@@ -33,16 +33,30 @@ class ErrorsState(PageState):
     KEY: ClassVar[str] = "errors_state"
 
 
+BAR_PX = 36  # each label's bar and its gap: a bar a person can read and point at
+
+
 def _chart(counts: list[tuple[str, int]], runs: int) -> go.Figure:
     fig = go.Figure()
     names = [safe.plotly(safe.plain(label)) for label, _ in counts]
     kinds = ["failure" if k in LABELS and k != "good" else "good" if k == "good" else "free label" for k, _ in counts]
-    fig.add_bar(x=[n for _, n in counts], y=names, orientation="h", name="annotations", customdata=kinds)
+    fig.add_bar(
+        x=[n for _, n in counts],
+        y=names,
+        orientation="h",
+        name="annotations",
+        customdata=kinds,
+        text=[n for _, n in counts],
+        textposition="auto",
+    )
+    top, bottom = 50, 45
     fig.update_layout(
         title=f"Labels across {words.plural(runs, 'run')}",
-        xaxis_title="annotations",
+        xaxis={"title": "annotations", "dtick": 1 if max((n for _, n in counts), default=1) <= 10 else None},
         yaxis={"autorange": "reversed"},
-        height=120 + 28 * len(counts),
+        height=top + bottom + BAR_PX * max(3, len(counts)),
+        margin={"t": top, "b": bottom},
+        bargap=0.25,
     )
     return fig
 
@@ -52,6 +66,7 @@ def _rows(labelled: list[tuple[RunSummary, list[Annotation]]]) -> pd.DataFrame:
         [
             {
                 "run": safe.plain(r.title or r.id),
+                "id": r.id,
                 "model": safe.plain(r.models_label),
                 "step": a.step,
                 "call": safe.plain(a.tool_call_id or ""),
@@ -60,7 +75,6 @@ def _rows(labelled: list[tuple[RunSummary, list[Annotation]]]) -> pd.DataFrame:
                 "correct call": safe.plain(a.correct_call.text if a.correct_call else ""),
                 "note": safe.plain(a.note),
                 "by": safe.plain(a.author or ""),
-                "id": r.id,
             }
             for r, annotations in labelled
             for a in annotations
@@ -115,6 +129,53 @@ def main() -> None:
     st.dataframe(pd.DataFrame(counts, columns=["label", "annotations"]), hide_index=True, key="errors_counts")
     st.header("Labelled steps")
     st.dataframe(_rows(labelled), hide_index=True, width="stretch", key="errors_steps")
+    _open_section(store, labelled)
+
+
+def _open_section(store, labelled: list[tuple[RunSummary, list[Annotation]]]) -> None:
+    """Pick a labelled step and open its run in the playground on that step."""
+    steps = {f"{r.id}:{a.step}": (r, a) for r, found in labelled for a in found}
+    pick, go_on = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = pick.selectbox(
+        "Open a labelled step",
+        list(steps),
+        index=None,
+        key="errors_open_pick",
+        placeholder="Choose a run and step",
+        format_func=lambda k: safe.plain(
+            f"{steps[k][0].title or steps[k][0].id} · step {steps[k][1].step} · {', '.join(steps[k][1].all_labels)}"
+        ),
+    )
+    go_on.button(
+        "Open in the playground",
+        key="errors_open",
+        icon=":material/open_in_new:",
+        disabled=chosen is None,
+        on_click=_open_step,
+        args=(store, *(steps[chosen] if chosen else (None, None))),
+    )
+    problem = st.session_state.pop("errors_open_problem", None)
+    if problem:
+        st.error(f"Cannot open that run: {safe.block(problem)}")
+    if st.session_state.pop("errors_open_go", False):
+        st.switch_page("views/playground.py")
+
+
+def _open_step(store, summary: RunSummary | None, annotation: Annotation | None) -> None:
+    if summary is None or annotation is None:
+        return
+    try:
+        run = open_stored_run(store, summary.id)
+    except AgentcoreError as exc:
+        st.session_state["errors_open_problem"] = str(exc)
+        return
+    session = get_session()
+    session.show_step(annotation.step)
+    line = f"Labelled step {annotation.step}: {', '.join(annotation.all_labels) or 'no label'}"
+    if annotation.note:
+        line += f" ({annotation.note[:200]})"
+    session.opened_from = (run.id, line + ". The Steps tab below is open on that step.")
+    st.session_state["errors_open_go"] = True
 
 
 main()

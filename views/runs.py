@@ -16,7 +16,7 @@ from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
 from ui.annotate_view import render_annotations
 from ui.page_state import RunsState
-from ui.state import get_session, get_store, in_app_words, remember_last_run
+from ui.state import get_store, in_app_words, open_stored_run
 
 ALL = "All providers"
 PLAYGROUND = "views/playground.py"
@@ -121,28 +121,12 @@ def _select(run_id: str) -> None:
 
 
 def _open_in_playground(store: Store, run_id: str) -> None:
-    """Make the run current in the playground's session and go there; continuing it saves as it goes.
-
-    Someone else's run opens as a copy of one's own (forked from theirs at its end): stepping it must not
-    change their work, and the copy is what its owner may delete.
-    """
+    """Make the run current in the playground's session and go there (someone else's as one's own copy)."""
     try:
-        summary = store.summary(run_id)
-        owner = summary.owner if summary else None
-        if owner in (None, store.owner):
-            run = store.load_run(run_id)
-        else:
-            theirs = store.read_run(run_id)
-            run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
-            store.save_run(run)
+        open_stored_run(store, run_id)
     except AgentcoreError as exc:
         st.error(f"Cannot open run {safe.inline(run_id)}: {safe.block(str(exc))}")
         return
-    remember_last_run(store, run.id)
-    session = get_session()
-    session.add_run(run)
-    if run.id != run_id:
-        session.notice = f"Run {run_id} is {owner}'s: this is your own copy of it, {run.id}, forked from its end."
     st.switch_page(PLAYGROUND)
 
 
