@@ -150,8 +150,12 @@ class Agent:
 
     # -- the model phase -------------------------------------------------------------
 
-    def model_phase(self, run: Run) -> Phase:
-        """Call the model with the whole message list (as the before-model hooks leave it) and append its reply."""
+    def model_phase(self, run: Run, cancel: threading.Event | None = None) -> Phase:
+        """Call the model with the whole message list (as the before-model hooks leave it) and append its reply.
+
+        `cancel`, set while the reply streams (an Agent with observers streams it), stops the call at its next
+        piece of text: the run stops "cancelled" with nothing appended, every phase before it kept.
+        """
         self._check_model_phase(run)
         index = len(run.steps) + 1
         settings = request_settings(run.config, self.settings)  # a resumed run keeps its settings
@@ -170,8 +174,11 @@ class Agent:
         self._emit("phase_started", run.id, index, "model")
         started = time.perf_counter()
         try:
-            response = self._complete(run, index, before.value)
+            response = self._complete(run, index, before.value, cancel)
             after = run_hooks("after_model", chain.after, run, response.message, time_limit=self.hook_time_limit)
+        except _CallStopped:
+            run.stop_reason = "cancelled"  # the observers hear of it as the run ends (run_finished)
+            return run.next_phase
         except (_CallFailed, HookFailed) as exc:
             return self._fail(run, index, str(exc))
         self._record_step(run, index, response, (time.perf_counter() - started) * 1000, chain, before, after)
@@ -210,19 +217,30 @@ class Agent:
         if violations:
             raise MessageListError(violations)
 
-    def _complete(self, run: Run, index: int, request: ModelRequest) -> ModelResponse:
-        """The provider's answer to the request, its stream passed to observers; _CallFailed in one line."""
+    def _complete(
+        self, run: Run, index: int, request: ModelRequest, cancel: threading.Event | None = None
+    ) -> ModelResponse:
+        """The provider's answer to the request, its stream passed to observers; _CallFailed in one line,
+        _CallStopped when `cancel` was set while it streamed."""
 
         def on_text(delta: str) -> None:
+            if cancel is not None and cancel.is_set():
+                raise _CallStopped  # out through the provider's stream: the call ends here
             self._emit("text_delta", run.id, index, "model", text=delta)
 
         # every provider's stream passes one scrubber here, so no known secret reaches an observer, whatever its source
         streamed = StreamScrubber(on_text) if self.observers else None
         try:
             response = self.provider.complete(request, streamed)
+        except _CallStopped:
+            raise
         except ProviderError as exc:
+            if cancel is not None and cancel.is_set():
+                raise _CallStopped from None  # a provider that wraps what its stream raised
             raise _CallFailed(exc.one_line()) from None
         except Exception as exc:  # noqa: BLE001 - a broken provider must not lose the run
+            if cancel is not None and cancel.is_set():
+                raise _CallStopped from None
             raise _CallFailed(f"{self.provider.name}: {type(exc).__name__}: {exc}") from None
         if streamed is not None:
             streamed.close()
@@ -553,11 +571,11 @@ class Agent:
         """One iteration: the model phase, then the tools phase if the model asked for tools.
 
         A run that pauses before tools stops after the model phase; its next step runs the tools.
-        `cancel`, when set between the phases, stops the step before its tools.
+        `cancel`, when set while the reply streams or between the phases, stops the step before its tools.
         """
         if run.next_phase == "model":
-            self.model_phase(run)
-            if run.stop_reason in ("error", "stopped") or run.paused:
+            self.model_phase(run, cancel)
+            if run.stop_reason in ("error", "stopped", "cancelled") or run.paused:
                 return run.next_phase
             if cancel is not None and cancel.is_set() and run.next_phase == "tools":
                 run.stop_reason = "cancelled"
@@ -584,6 +602,10 @@ class Agent:
 
 class _CallFailed(Exception):
     """The model call failed: the step fails with this one-line message."""
+
+
+class _CallStopped(Exception):
+    """The model call was stopped while its reply streamed (a Stop pressed): the run stops, nothing appended."""
 
 
 @dataclass

@@ -337,6 +337,16 @@ def test_a_reply_cut_at_the_output_limit_never_reads_answered(capsys, open_app):
     app = open_app(session=session)
     shown = [i.value for i in app.info if "Stop reason" in i.value]
     assert shown and "stopped at the output limit" in shown[0] and "answered" not in shown[0]
+    from ui.lessons import LESSONS
+
+    lesson = LESSONS["loop"]
+    cut = lesson.start()
+    cut.messages, cut.steps, cut.stop_reason = run.messages, run.steps, run.stop_reason
+    told = lesson.narration(cut)  # the lesson's own words would say the model answered
+    assert "stopped at the output limit" in told and "answered" not in told
+    run.steps[-1].finish_reason = "stop"
+    cut.steps = run.steps
+    assert "stopped at the output limit" not in lesson.narration(cut)
 
 
 def test_an_imported_label_is_the_importers_and_says_whose_name_it_came_with(tmp_path):

@@ -223,3 +223,63 @@ def test_the_box_shows_the_phase_its_time_and_the_end_of_what_streamed():
     ]
     tools = _box("", phase="tools", tools=("get_weather", "calculator"))
     assert [str(c.value) for c in tools.caption] == ["Running `get_weather`, `calculator`"]
+
+
+class _Streaming(BaseProvider):
+    """Streams a long reply a word at a time; `wrap` turns what its stream raised into its own ProviderError."""
+
+    name = "streaming"
+
+    def __init__(self, wrap: bool = False) -> None:
+        self.wrap, self.sent = wrap, 0
+
+    def complete(self, request: ModelRequest, on_text=None) -> ModelResponse:
+        from agentcore.errors import ProviderError
+
+        words = [f"word{k} " for k in range(200)]
+        for w in words:
+            if on_text is not None:
+                try:
+                    on_text(w)
+                except Exception as exc:
+                    if self.wrap:
+                        raise ProviderError(f"streaming: the stream broke: {exc!r}") from exc
+                    raise
+            self.sent += 1
+        return ModelResponse(message=AssistantMessage(content="".join(words)), usage=Usage(), finish_reason="stop")
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_a_stop_during_the_model_call_ends_it_at_its_next_piece_and_keeps_nothing_of_it(wrap):
+    cancel = threading.Event()
+    seen: list[str] = []
+
+    def observe(event: Event) -> None:
+        if event.kind == "text_delta":
+            seen.append(event.text)
+            if len(seen) == 3:
+                cancel.set()  # Stop pressed while the reply streams
+
+    provider = _Streaming(wrap)
+    run = Run.start("Say a lot", RunConfig(max_steps=3))
+    Agent(provider, observers=[observe]).step(run, cancel=cancel)
+    assert run.stop_reason == "cancelled" and run.error is None
+    assert [m.role for m in run.messages] == ["user"] and run.steps == []  # the cut reply is not kept
+    assert provider.sent == 3 and len(seen) == 3  # the call ended at the next piece, not at its end
+    again = Run.start("Say a lot", RunConfig(max_steps=3))
+    Agent(_Streaming(wrap), observers=[observe]).step(again, cancel=threading.Event())
+    assert again.stop_reason == "answer" and len(again.messages[1].content.split()) == 200  # no Stop: all of it
+
+
+def test_the_playgrounds_stop_reaches_the_running_phase(monkeypatch):
+    from ui import actions
+    from ui.state import Session
+
+    session = Session()
+    monkeypatch.setattr(actions, "get_session", lambda: session)
+    actions.stop_phase()  # nothing running: nothing to stop
+    job = PhaseJob(Run.start("hi"), lambda: None, PhaseProgress("model"))
+    session.phase_job = job
+    assert not job.cancel.is_set()
+    actions.stop_phase()
+    assert job.cancel.is_set()

@@ -330,3 +330,22 @@ def test_message_text_reaches_the_model_unescaped(monkeypatch):
     for prompt in (prompts[0], ours):
         assert 'Say "hi" & <bye> in Paris' in prompt
         assert "&#34;" not in prompt and "&amp;" not in prompt
+
+
+def test_a_stop_while_the_embedded_model_writes_ends_its_call_within_a_few_tokens(provider):
+    import threading
+
+    from agentcore.loop import Agent
+    from agentcore.run import Run, RunConfig
+
+    cancel, pieces = threading.Event(), []
+
+    def observe(event) -> None:
+        if event.kind == "text_delta":
+            pieces.append(event.text)
+            cancel.set()  # Stop as soon as the first piece shows
+
+    run = Run.start("Write a long story about the sea.", RunConfig(provider="local", max_steps=2))
+    Agent(provider, observers=[observe]).model_phase(run, cancel)
+    assert run.stop_reason == "cancelled" and len(run.messages) == 1 and not run.steps
+    assert 1 <= len(pieces) <= 3  # llama.cpp stopped at the next token, not at the output limit

@@ -145,6 +145,13 @@ def _busy(session: Session) -> bool:
     return job is not None and not job.wait(0)
 
 
+def stop_phase() -> None:
+    """Stop the phase running on its thread: a model call ends at its next streamed piece, its tools do not run."""
+    job = get_session().phase_job
+    if job is not None:
+        job.cancel.set()
+
+
 def stop() -> None:
     """Stop "Run to end" before its next phase: the click interrupted the run between two phases."""
     session = get_session()
@@ -338,11 +345,11 @@ def start_phase(session: Session, action: Action) -> PhaseJob | None:
     def drive() -> None:
         with report_waits(progress.on_wait):  # the wait for the embedded model is shown with the phase
             if action in ("model", "retry"):
-                agent.model_phase(run)
+                agent.model_phase(run, job.cancel)
             elif action == "tools":
                 agent.tools_phase(run, decisions)
             else:
-                agent.step(run, decisions)
+                agent.step(run, decisions, cancel=job.cancel)
 
     session.phase_job = job = PhaseJob(run, drive, progress)
     job.start()

@@ -120,6 +120,12 @@ class Lesson:
             return self.intro.format(budget=self.max_steps)
         if self.paused and self.at_breakpoint(run):
             return self.mocked if run.config.mocks and self.mocked else self.paused
+        if run.ending == "output limit":  # the lesson's words say the model answered: this reply was cut short
+            return (
+                f"Step {len(run.steps)}: the model's reply was **stopped at the output limit** "
+                f"(finish reason `{run.steps[-1].finish_reason}`): it did not finish, so this is no answer. "
+                "Raise the output limit, or ask for a shorter reply, and run it again."
+            )
         texts = self.fork_steps if self.forked(run) else self.steps
         tokens = step_tokens(run)
         return texts[min(len(run.steps), len(texts)) - 1].format(

@@ -87,6 +87,7 @@ class PhaseJob:
         self.before = len(run.messages)  # what the phase appends is new from here on
         self.progress = progress
         self.failure: Exception | None = None  # what the phase raised, for the page to show once
+        self.cancel = threading.Event()  # Stop: the model call ends at its next streamed piece, the tools do not run
         self._drive = drive
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._work, name="agentcore-phase", daemon=True)

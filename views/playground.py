@@ -80,6 +80,13 @@ def _prompt_row(session: Session) -> None:
 def _live(session: Session, slot) -> None:
     """Run the requested phase in its slot, showing the time so far and the streamed text, then clear it."""
     with slot.container(border=True, key="live"):
+        st.button(
+            "Stop",
+            key="stop_phase",
+            icon=":material/stop_circle:",
+            on_click=actions.stop_phase,
+            help="Ends the model call at its next streamed piece (its reply is not kept), or the step before its tools",
+        )
         for job in actions.run_requested(session, st.empty()):
             if job.run is session.run and len(job.run.messages) > job.before:
                 mark_new(job.run, job.before)
