@@ -33,8 +33,12 @@ OWN_MODEL = "(the run's own model)"
 WIDGETS = {"cost_price_as": OWN_MODEL, "cost_keep_results": 3, "cost_truncate": 50, "cost_keep_turns": 3}
 
 
+PAGE_STYLE = "<style>.stMainBlockContainer{padding-top:2rem}</style>"  # the first chart on the first screen
+
+
 def _uploaded_run() -> Run | None:
-    upload = st.file_uploader("Open a transcript JSON", type=["json"], key="cost_upload")
+    with st.expander("Open a transcript JSON", expanded=st.session_state.get("cost_upload") is not None):
+        upload = st.file_uploader("Open a transcript JSON", type=["json"], key="cost_upload")
     if upload is None:
         return None
     try:
@@ -70,7 +74,14 @@ def _tokens_chart(report: CostReport) -> go.Figure:
     for part in PARTS:
         fig.add_bar(x=steps, y=[s.composition[part] for s in report.steps], name=PART_LABELS[part])
     fig.add_scatter(x=steps, y=[s.output_tokens for s in report.steps], name="output", mode="lines+markers")
-    fig.update_layout(barmode="stack", xaxis_title="step", yaxis_title="tokens", title="Tokens per step")
+    fig.update_layout(
+        barmode="stack",
+        xaxis_title="step",
+        yaxis_title="tokens",
+        title="Tokens per step",
+        height=340,
+        margin={"t": 40, "b": 40},
+    )
     return fig
 
 
@@ -145,16 +156,12 @@ def _savings_table(whatifs: list[WhatIf]) -> pd.DataFrame:
     )
 
 
-def _totals(report: CostReport) -> None:
-    cols = st.columns(4)
+def _totals(report: CostReport, cols: list) -> None:
     cols[0].metric("steps", len(report.steps))
     cols[1].metric("input tokens", f"{report.total_input_tokens:,}")
     cols[2].metric("output tokens", f"{report.total_output_tokens:,}")
     total = report.total_cost_usd
     cols[3].metric("cost (USD)", words.usd(total))
-    estimated = [s.index for s in report.steps if s.estimated]
-    if estimated:
-        st.caption(f"Estimated usage (about four characters a token) on {words.numbered('step', estimated)}.")
 
 
 def _growth(report: CostReport) -> None:
@@ -345,11 +352,17 @@ def _report(run: Run) -> None:
     if not run.steps:
         st.info("This run has no steps yet: there is nothing to count.")
         return
-    report = account(run, _price_ref(run))
-    if report.price_note:  # one line under the box it asks for, not a banner that pushes the charts down
-        st.caption(f"{safe.inline(report.price_note)} (under Price as); costs are shown only for a priced model.")
-    _totals(report)
+    # the price, the totals and the first chart on the first screen (1280×720): a row for the price and totals
+    price, *totals = st.columns([2, 1, 1, 1, 1], vertical_alignment="bottom")
+    with price:
+        report = account(run, _price_ref(run))
+    _totals(report, totals)
     st.plotly_chart(_tokens_chart(report), key="cost_tokens")
+    estimated = [s.index for s in report.steps if s.estimated]
+    if estimated:  # the notes under the chart they qualify: the chart stays on the first screen
+        st.caption(f"Estimated usage (about four characters a token) on {words.numbered('step', estimated)}.")
+    if report.price_note:
+        st.caption(f"{safe.inline(report.price_note)} (under Price as); costs are shown only for a priced model.")
     _growth(report)
     _cost(report)
     whatifs = _what_if(run, report)
@@ -366,6 +379,7 @@ def render() -> None:
     if state.open_compare:
         state.open_compare = False
         st.switch_page("views/compare.py")
+    st.html(PAGE_STYLE)
     st.title("Cost")
     st.caption(
         "Every step resends the whole conversation, so the input grows with each step and its sum quadratically."

@@ -236,3 +236,21 @@ def test_a_focused_step_leaves_the_next_step_line_uncovered(app, browser):
     covering = [t.inner_text() for t in tips.all() if t.is_visible() and _overlap(t.bounding_box(), shown)]
     assert covering == [], f"a tooltip covers the next-step line: {covering}"
     page.close()
+
+
+def test_the_cost_pages_first_chart_is_on_the_first_screen(app, browser):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/runs")
+    opener = page.get_by_role("button", name="Open in playground")
+    expect(opener).to_be_visible(timeout=30_000)
+    _idle(page)
+    opener.click()
+    expect(page.get_by_role("button", name="Step", exact=True)).to_be_visible(timeout=20_000)
+    _idle(page)
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Cost").click()
+    chart = page.locator(".stPlotlyChart").first
+    expect(chart).to_be_visible(timeout=20_000)
+    _idle(page)
+    assert "Tokens per step" in chart.inner_text()
+    _in_view(chart, "the tokens-per-step chart")
+    page.close()
