@@ -81,6 +81,31 @@ def test_replay_from_here_forks_at_the_call_and_goes_on_with_the_mock(open_app):
     assert run.steps[0].tool_runs[1].source == "ran"  # the original run is kept as it was
 
 
+def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_news_with_one_step_number(open_app):
+    at = open_app(timeout=30)
+    run = start(at, "weather", "tool:get_weather")
+    click(at, "run_to_end")
+    assert run.paused
+    click(at, "run_to_end")
+    assert run.stop_reason == "answer"
+    at.text_area(key="mock_text_3").set_value("Rome: snow").run()
+    click(at, "mock_replay_3")
+    fork = at.session_state["session"].run
+    assert fork is not run and fork.stop_reason == "answer" and fork.halts == []  # not paused there again
+    assert [t.source for t in fork.steps[0].tool_runs][1] == "mocked"
+    (said,) = [i.value for i in at.info if "Replaying" in i.value]
+    assert said.startswith("Replaying step 1's tools with get_weather when ") and "Rome: snow" in said
+    assert said.endswith(", past the breakpoint tool:get_weather, then on to the end.")
+    assert not [e for e in at.error if "Replaying" in e.value]  # news, not an error
+    fresh = open_app(timeout=30)  # without a breakpoint: nothing to go past, and nothing said of one
+    plain = start(fresh, "weather")
+    click(fresh, "run_to_end")
+    fresh.text_area(key="mock_text_3").set_value("Rome: snow").run()
+    click(fresh, "mock_replay_3")
+    assert any(i.value.startswith("Replaying step 1's tools with ") and "breakpoint" not in i.value for i in fresh.info)
+    assert plain.stop_reason == "answer"
+
+
 def test_run_to_end_goes_on_past_the_breakpoint_it_stopped_at(open_app):
     at = open_app(timeout=30)
     run = start(at, "weather", "tool:get_weather")

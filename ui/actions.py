@@ -44,7 +44,7 @@ def start_run() -> None:
         return
     run = Run.start(prompt, session.config.run_config())
     session.add_run(run)
-    session.notice = None
+    session.notice = session.info = None
     on_run_changed(run)
 
 
@@ -56,7 +56,7 @@ def start_scenario_run() -> None:
         return
     run = Run.start(scenario.prompt, session.config.run_config())
     session.add_run(run)
-    session.notice = None
+    session.notice = session.info = None
     on_run_changed(run)
 
 
@@ -127,7 +127,7 @@ def start_run_to_end() -> None:
     session = get_session()
     if _busy(session):
         return
-    session.notice = None
+    session.notice = session.info = None
     apply_settings(session)
     run = session.run
     if run is not None and run.halt is not None and run.paused and run.next_phase == "tools":
@@ -527,5 +527,5 @@ def apply_draft() -> None:
             run.stop_reason = None
         target = run
         session.draft, session.editing = None, None
-    session.notice = None
+    session.notice = session.info = None
     on_run_changed(target)

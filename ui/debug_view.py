@@ -115,7 +115,7 @@ def mock_from_here(i: int) -> None:
         return
     run, rule = session.run, asked[1]
     apply_settings(session, mocks=_with_rule(run.config.mocks, rule))
-    session.notice = f"Mock rule added: {rule.words}. Later calls it matches are not run."
+    session.info = f"Mock rule added: {rule.words}. Later calls it matches are not run."
     on_run_changed(run)
 
 
@@ -131,8 +131,16 @@ def replay_with_mock(i: int) -> None:
         return
     fork = run.fork_with_messages(run.messages[: turn + 1])  # up to the model's turn with the call
     fork.config = fork.config.model_copy(update={"mocks": _with_rule(run.config.mocks, rule)})
+    step = fork.steps[-1].index if fork.steps else 1  # the step whose calls these are: its tools run again
+    # a breakpoint that paused the run before these tools is where this replay came from: it goes on past it
+    came_from = next(
+        (h for h in reversed(run.halts) if h.kind == "pause" and h.point == "before_tools" and h.step == step), None
+    )
+    if came_from is not None:
+        fork.halt = came_from.model_copy()
     session.add_run(fork)
-    session.notice = f"Replaying from step {fork.parent.step if fork.parent else '?'} with {rule.words}."
+    past = f", past the breakpoint {came_from.breakpoint or came_from.hook}" if came_from is not None else ""
+    session.info = f"Replaying step {step}'s tools with {rule.words}{past}, then on to the end."
     on_run_changed(fork)
     session.running, session.stop_requested = True, False
 

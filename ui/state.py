@@ -141,6 +141,7 @@ class Session:
     running: bool = False  # "Run to end" in progress
     stop_requested: bool = False
     notice: str | None = None  # one line about the last thing that failed
+    info: str | None = None  # one line about the last thing done that is worth saying, not a failure
     refused: tuple[str, str] | None = None  # a field's value that could not be used: its widget key, and why
     store_error: str | None = None
     inspect_step: int | None = None
@@ -395,7 +396,7 @@ def keep_as_new_run() -> None:
         return
     fork = run.fork_with_messages(list(run.messages), keep_later=True)
     session.add_run(fork)
-    session.notice = None
+    session.notice = session.info = None
     on_run_changed(fork)
 
 

@@ -440,6 +440,8 @@ def _where(run: Run | None) -> None:
 def _notice(session: Session, slot) -> None:
     if session.notice:
         slot.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
+    elif session.info:
+        slot.info(safe.block(session.info), icon=":material/info:")
 
 
 def _sidebar_key(session: Session) -> tuple:
