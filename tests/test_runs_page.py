@@ -282,3 +282,23 @@ def test_a_run_answered_by_two_models_names_each_with_its_provider(tmp_path, mon
     label = at.selectbox(key="runs_selected").format_func(run.id)
     assert "scripted/weather → local/smollm2-135m" in label
     assert any("scripted/weather → local/smollm2-135m" in c.value for c in at.caption)
+
+
+def test_an_imported_lesson_run_is_listed_and_chosen_whatever_the_filters_hid(library, page) -> None:
+    store, root, fork, other = library
+    from ui.lessons import LESSONS
+
+    lesson = LESSONS["loop"]
+    run = lesson.start()
+    Agent(create_provider("scripted", lesson.scenario, scenario=lesson.scenario), toolbox.get_tools("get_weather")).run(
+        run
+    )
+    at = page()
+    at.selectbox(key="runs_selected").set_value(other.id).run()
+    at.text_input(key="runs_search").set_value("research").run()  # a filter the import does not match
+    at.file_uploader[0].set_value(("lesson.json", transcript.dumps(run).encode(), "application/json")).run()
+    assert any("Imported lesson.json" in s.value for s in at.success)
+    imported = next(r for r in store.list_runs() if r.title == run.title)
+    assert at.toggle(key="runs_made").value is True and at.text_input(key="runs_search").value == ""
+    assert at.selectbox(key="runs_selected").value == imported.id  # the imported run, not the one chosen before
+    assert at.header[0].value.endswith(run.title)

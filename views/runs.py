@@ -73,8 +73,8 @@ def _owner_filter(store: Store) -> tuple[str | None, bool]:
         f"Only my runs ({safe.inline(store.owner)})",
         value=True,
         key="runs_mine",
-        help=f"{words.plural(len(others), 'other person', 'other people')} saved runs here. Deleting their runs "
-        "is refused unless the deployment sets AGENTCORE_ALLOW_DELETE_OTHERS=1.",
+        help=f"{words.plural(len(others), 'other person', 'other people')} saved runs here. Only a run's owner "
+        "may rename or delete it; opening someone else's run makes your own copy.",
     )
     return (store.owner if mine else None), True
 
@@ -144,7 +144,10 @@ def _import(store: Store, state: RunsState) -> None:
     except AgentcoreError as exc:
         state.notice = ("error", f"Refused: {exc}")
         return
-    st.session_state["runs_selected"] = run.id
+    _select(run.id)  # shown and chosen, whatever the filters hid: the search, the provider, a lesson's run
+    summary = store.summary(run.id)
+    if summary is not None and _made_by_app(summary):
+        st.session_state["runs_made"] = True
     state.notice = ("success", f"Imported {upload.name} as run {run.id}.")
 
 
