@@ -325,6 +325,8 @@ def test_rewinding_to_an_earlier_step_forks_and_shows_the_lineage(app, steps_tab
     assert app.selectbox(key="current_run").value == fork.id
     click(app, "step")
     assert fork.stop_reason == "answer" and len(fork.steps) == 2
+    labels = [o for o in app.selectbox(key="current_run").options if "fork @ step 2" in o]
+    assert labels and "· 2 steps · answer" in labels[0]  # the step just made, not the count before it
     app.selectbox(key="current_run").set_value(run.id).run()
     assert session(app).run is run
 

@@ -339,3 +339,15 @@ def test_a_lessons_answer_is_shown_whole_line_by_line(open_app):
     assert len(lines) == 4 and shown.count("  \n") == 3  # a line of its own for each city
     for line in lines[1:]:  # "- Rome: -1.2° celsius, showers", its list marker shown as written
         assert "\\" + line in shown
+
+
+def test_the_playground_says_when_its_run_and_settings_are_a_lessons(open_app):
+    at = open_app("views/lesson.py")
+    at.selectbox(key="lesson_id").set_value("budget").run()
+    at.button(key="lesson_step").click().run()
+    at.switch_page("views/playground.py").run()
+    assert not at.exception
+    (said,) = [i.value for i in at.info if "run of the lesson" in i.value]
+    assert "The step budget" in said and "4 steps at most" in said and "**New run** starts with them" in said
+    at.button(key="start").click().run()  # a run of one's own: nothing said of a lesson
+    assert not [i for i in at.info if "run of the lesson" in i.value]

@@ -366,6 +366,12 @@ LESSONS: dict[str, Lesson] = {
 FIRST_LESSON = "loop"
 
 
+def lesson_of(run: Run) -> Lesson | None:
+    """The lesson whose run (or a fork of it) `run` is, known by the title a lesson gives its run."""
+    title = run.title or ""
+    return next((lesson for lesson in LESSONS.values() if title.startswith(f"Lesson: {lesson.title}")), None)
+
+
 def get_lesson(lesson_id: str | None) -> Lesson:
     """A built-in lesson by id (the first one for None); an unknown id is a UsageError that lists the others."""
     lesson_id = lesson_id or FIRST_LESSON

@@ -14,9 +14,10 @@ from agentcore.request import settings_note, thinking_note
 from agentcore.run import Run, models_label
 from agentcore.telemetry import OTLP_JSON, otel_missing
 from agentcore.testing.pinned import last_turn_repeats
-from ui import actions, otel, safe
+from ui import actions, otel, safe, words
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
+from ui.lessons import lesson_of
 from ui.messages_view import (
     mark_new,
     message_line,
@@ -57,16 +58,22 @@ HOW_IT_WORKS = (
 )
 
 
-def _prompt_row(session: Session) -> None:
+def _prompt_row(session: Session):
+    """The prompt and New run; returns the place of the run picker, drawn once the phase asked for has run
+    (drawn before it, it would name each run by its step count of the draw before)."""
     left, right = st.columns([6, 1], vertical_alignment="bottom")
     left.text_input("Prompt", key="prompt", placeholder="Ask something that needs a tool…")
     right.button(
         "New run", key="start", type="primary", icon=":material/add:", on_click=actions.start_run, width="stretch"
     )
+    return st.empty()
+
+
+def _run_picker(session: Session, slot) -> None:
     if len(session.runs) > 1:
         ids = list(session.runs)
         st.session_state["current_run"] = session.current_id
-        st.selectbox(
+        slot.selectbox(
             "Run",
             ids,
             key="current_run",
@@ -437,6 +444,21 @@ def _where(run: Run | None) -> None:
                 st.html(source_html(view, whole=True))
 
 
+def _lesson_settings(run: Run) -> None:
+    """A lesson's run brings the lesson's settings to the sidebar: say so where the playground shows it."""
+    lesson = lesson_of(run)
+    if lesson is None:
+        return
+    c = run.config
+    st.info(
+        f"This is the run of the lesson *{safe.inline(lesson.title)}*, with its settings: the scripted model "
+        f"{safe.code(c.model or c.scenario or '')}, {words.plural(c.max_steps, 'step')} at most"
+        + (f", breakpoints {safe.code(', '.join(c.breakpoints))}" if c.breakpoints else "")
+        + ". The sidebar shows them, and **New run** starts with them: change them there for a run of your own.",
+        icon=":material/school:",
+    )
+
+
 def _notice(session: Session, slot) -> None:
     if session.notice:
         slot.error(safe.block(in_app_words(session.notice)), icon=":material/error:")
@@ -459,10 +481,11 @@ def _refresh_sidebar_if_changed(session: Session) -> None:
 def _page(session: Session) -> None:
     """Everything below the title: a click here redraws only this part, not the sidebar and the navigation."""
     _refresh_sidebar_if_changed(session)  # a callback may have opened, forked or dropped a run
-    _prompt_row(session)
+    picker = _prompt_row(session)
     notice = st.empty()  # filled after a phase runs, so the notice it leaves shows in the same draw
     run = session.run
     if run is None:
+        _run_picker(session, picker)
         _notice(session, notice)
         _offer_last_run(session)
         offer_first_lesson(session)
@@ -475,6 +498,8 @@ def _page(session: Session) -> None:
     if session.action or session.phase_job is not None:
         _live(session, slot)
         _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
+    _run_picker(session, picker)
+    _lesson_settings(run)
     _notice(session, notice)
     announce(announcement(run))
     _controls(session, run)
