@@ -216,3 +216,117 @@ def test_with_redact_and_a_summarising_policy_no_request_the_model_receives_hold
         assert ADDRESS not in sent
     assert any("[email]" in json.dumps([m.model_dump(mode="json") for m in r.messages]) for r in summaries)
     assert ADDRESS in json.dumps([m.model_dump(mode="json") for m in run.messages])  # the run keeps it
+
+
+# -- both halves of the redactor's and the chain's rules ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("number", "masked"),
+    [
+        ("4111 1111 1111 1111", True),  # test cards of each scheme: every digit from 0 to 9 doubled somewhere
+        ("5555 5555 5555 4444", True),
+        ("3782 822463 10005", True),
+        ("6011 1111 1111 1117", True),
+        ("4012 8888 8888 1881", True),
+        ("4111 1111 1111 1112", False),  # one digit off: no card
+        ("5555 5555 5555 4445", False),
+        ("3782 822463 10006", False),
+        ("6011 1111 1111 1118", False),
+    ],
+)
+def test_the_redactor_masks_a_number_that_passes_the_luhn_check_and_no_other(number, masked):
+    from agentcore.hooks.examples import CARD_MASK, mask
+
+    said = mask(f"pay with {number} today")
+    assert (CARD_MASK in said) is masked and (number in said) is not masked
+
+
+def test_the_redactor_masks_an_address_in_a_reply_and_in_a_calls_arguments_and_keeps_numbers_as_they_are():
+    from agentcore.hooks.examples import EMAIL_MASK, redact
+    from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+
+    call = ToolCall(id="c1", name="send", arguments={"to": ADDRESS, "copies": 2, "rate": 0.5, "urgent": True})
+    messages = (
+        UserMessage(content="mail it"),
+        AssistantMessage(content=f"Sending to {ADDRESS}.", tool_calls=(call,)),
+        ToolMessage(tool_call_id="c1", name="send", content="sent"),
+        AssistantMessage(content="Done, nothing personal here."),
+    )
+    sent = redact(Run.start("mail it"), ModelRequest(messages=messages)).messages
+    assert sent[1].content == f"Sending to {EMAIL_MASK}."
+    assert sent[1].tool_calls[0].arguments == {"to": EMAIL_MASK, "copies": 2, "rate": 0.5, "urgent": True}
+    assert ADDRESS not in json.dumps([m.model_dump() for m in sent])
+    assert sent[3] is messages[3] and sent[0] is messages[0]  # a message with nothing to mask goes as it was
+    only_call = AssistantMessage(tool_calls=(call,))  # the address only in the arguments
+    (masked,) = redact(Run.start("x"), ModelRequest(messages=(only_call,))).messages
+    assert masked.tool_calls[0].arguments["to"] == EMAIL_MASK
+
+
+@pytest.mark.parametrize(
+    ("record", "kind"),
+    [
+        ({"point": "before_model", "change": "request: message 0 changed"}, "messages"),
+        ({"point": "before_model", "change": "request: messages 0, 2 changed"}, "messages"),
+        ({"point": "before_model", "change": "request: 3 messages became 2"}, "message_list"),
+        ({"point": "before_model", "change": "request: tool_choice changed"}, "tool_choice"),
+        ({"point": "before_model", "change": "request: something else changed"}, None),
+        ({"point": "before_model", "change": "the tools changed"}, None),  # no "request: ": not a request's words
+        ({"point": "before_tools", "change": "request: message 0 changed"}, None),  # a request only before the model
+        ({"point": "after_model", "change": "reply changed"}, "reply"),
+        ({"point": "before_tools", "change": "get_weather(c1) refused: no"}, "refused"),
+        ({"point": "before_model", "change": "request: message 0 changed", "kind": "tool_choice"}, "tool_choice"),
+    ],
+)
+def test_an_older_record_gets_its_kind_from_its_words_only_where_it_has_none(record, kind):
+    effect = HookEffect.model_validate({"hook": "h", **record})
+    assert effect.kind == kind
+
+
+def test_a_hooks_effects_name_one_message_or_several():
+    from agentcore.messages import UserMessage
+
+    def shout(run, request):
+        changed = list(request.messages)
+        for i in range(len(changed)):
+            changed[i] = changed[i].model_copy(update={"content": changed[i].content.upper()})
+        return request.model_copy(update={"messages": tuple(changed)})
+
+    run = Run.start("hello", RunConfig(system_prompt="be brief", max_steps=1))
+    Agent(ScriptedProvider("weather"), [], before_model=[shout]).model_phase(run)
+    assert [e.change for e in run.steps[0].hook_effects] == ["request: messages 0, 1 changed"]
+    run = Run.start("hello", RunConfig(max_steps=1))
+    run.messages = [UserMessage(content="HELLO")]  # already upper: only a second message would change
+    Agent(ScriptedProvider("weather"), [], before_model=[shout]).model_phase(run)
+    assert run.steps[0].hook_effects == []
+    run = Run.start("hello", RunConfig(system_prompt="BE BRIEF", max_steps=1))
+    Agent(ScriptedProvider("weather"), [], before_model=[shout]).model_phase(run)
+    assert [e.change for e in run.steps[0].hook_effects] == ["request: message 1 changed"]
+
+
+def test_a_failure_line_at_the_limit_is_kept_whole_and_one_past_it_is_cut():
+    from agentcore.hooks.protocol import MAX_FAILURE_CHARS, _bounded
+
+    exact = "x" * MAX_FAILURE_CHARS
+    assert _bounded(exact) == exact
+    longer = _bounded("y" * (MAX_FAILURE_CHARS + 1))
+    assert len(longer) == MAX_FAILURE_CHARS and longer.endswith("…")
+
+
+def test_a_hook_past_its_time_limit_is_left_behind_not_waited_for():
+    import threading
+
+    release, finished = threading.Event(), threading.Event()
+
+    def stuck(run, request):
+        release.wait(10)
+        finished.set()
+        return request
+
+    run = Run.start("hello", RunConfig(max_steps=1))
+    Agent(ScriptedProvider("weather"), [], before_model=[stuck], hook_time_limit=0.2).model_phase(run)
+    try:
+        assert run.stop_reason == "error" and "gave no answer within 0.2 s" in run.error
+        assert not finished.is_set()  # the step returned while the hook still ran: it was not waited for
+    finally:
+        release.set()
