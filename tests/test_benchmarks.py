@@ -294,3 +294,14 @@ def test_a_benchmark_expectation_without_a_benchmark_task_is_refused_in_one_line
     with pytest.raises(Exception, match="names no benchmark task") as caught:
         pinned.load(path)
     assert "\n" not in str(caught.value)
+
+
+def test_each_trial_of_a_benchmark_task_starts_from_a_fresh_environment(bfcl_slice, banking):
+    # tasks whose reference calls change their environment (files made and moved; money sent): played again on an
+    # environment a trial before had changed, the reference's own calls fail or its end state is graded wrong
+    chosen = [bfcl_slice[0], next(t for t in banking if t.benchmark.task_id == "user_task_3")]
+    matrix = run_matrix(chosen, [GROUND_TRUTH], trials=3)
+    for row in matrix.cells:
+        (cell,) = row
+        assert [t.passed for t in cell.trials] == [True, True, True], [t.failures for t in cell.trials]
+        assert len({t.run.id for t in cell.trials}) == 3

@@ -566,7 +566,16 @@ def _add_testing(sub: Any) -> None:
         help="a configuration, repeatable (default: replay, the pinned run's turns with the tools run for real; "
         "ground-truth plays a benchmark task's reference calls)",
     )
+    p.add_argument("--trials", type=int, default=1, metavar="N", help="run every cell N times (default 1)")
+    p.add_argument(
+        "--pass-threshold",
+        type=float,
+        default=1.0,
+        metavar="P",
+        help="the share of its trials a cell must pass (default 1.0: every trial)",
+    )
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML here")
+    p.add_argument("--json", metavar="FILE", help="write one record per cell (trial counts, outcomes, run ids) here")
     p.add_argument("--db", help=db_help + "; each failing run is saved there")
     p.add_argument("--no-db", action="store_true", help="do not save failing runs")
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")

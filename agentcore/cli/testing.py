@@ -56,7 +56,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     """Run every test file on every configuration; print the matrix; exit 0 all pass, 1 any fails."""
     from ..testing import pinned, scoreboard
-    from ..testing.runner import REPLAY, junit_xml, parse_config, run_matrix
+    from ..testing.runner import REPLAY, junit_xml, parse_config, results_json, run_matrix
 
     files = pinned.find_tests(args.paths)
     if not files:
@@ -68,37 +68,59 @@ def cmd_test(args: argparse.Namespace) -> int:
         return _print_diff(tests[0], args.diff, getattr(args, "db", None))
     specs = [parse_config(text) for text in args.config or [REPLAY]]
     tools = _tools(args, tests)
-    print(f"running {len(tests)} tests × {len(specs)} configurations concurrently")
-    matrix = run_matrix(tests, specs, tools=tools)
+    trials = getattr(args, "trials", 1)
+    times = f", {trials} trials each" if trials > 1 else ""
+    print(f"running {len(tests)} tests × {len(specs)} configurations concurrently{times}")
+    matrix = run_matrix(tests, specs, tools=tools, trials=trials, pass_threshold=getattr(args, "pass_threshold", 1.0))
     print(matrix.table())
-    store = None if args.no_db or matrix.passed else _store(getattr(args, "db", None))
+    if trials > 1:
+        print(f"\ntrials (a cell passes when at least {matrix.pass_threshold:g} of its {trials} trials pass)")
+        for row in matrix.cells:
+            for cell in row:
+                print(f"{cell.test} × {cell.config}: {cell.stats.words()}")
+    anything_failed = any(not t.passed for row in matrix.cells for c in row for t in (c.trials or [c]))
+    store = None if args.no_db or not anything_failed else _store(getattr(args, "db", None))
     by_name = dict(zip([t.name for t in tests], files, strict=True))
     tasks = {t.name for t in tests if t.benchmark is not None}  # no pinned run: the reference calls are the path
-    for cell in matrix.failed:
-        print(f"\n{'ERROR' if cell.errored else 'FAIL'} {cell.test} × {cell.config}: {cell.first_failure}")
+    shown = [c for c in (c for row in matrix.cells for c in row) if not c.passed or c.flaky]
+    for cell in shown:
+        verdict = "FLAKY" if cell.passed else "ERROR" if cell.errored else "FAIL"
+        first = cell.first_failure or next(t.first_failure for t in cell.trials if not t.passed)
+        print(f"\n{verdict} {cell.test} × {cell.config}: {first}")
         if cell.departed_at is not None:
             path = "the reference calls" if cell.test in tasks else "the pinned run"
             print(f"  departed from {path} at step {cell.departed_at}")
             if cell.reference_move is not None:
                 print(f"  the reference there: {cell.reference_move}")
-        if store is not None and cell.run is not None:
-            cell.run.title = f"{cell.run.title} (failed)"
-            store.save_run(cell.run)
+        if store is None:
+            continue
+        for k, trial in enumerate(cell.trials or [cell]):  # each failing trial's run, to open where it departed
+            if trial.passed or trial.run is None:
+                continue
+            trial.run.title = f"{trial.run.title} (failed)"
+            store.save_run(trial.run)
+            which = f"trial {k + 1} " if cell.trials else ""
             if cell.test in tasks:
-                print(f"  saved as run {cell.run.id}; show it: agentcore runs show {cell.run.id}")
+                print(f"  {which}saved as run {trial.run.id}; show it: agentcore runs show {trial.run.id}")
             else:
-                print(f"  saved as run {cell.run.id}; diff: agentcore test {by_name[cell.test]} --diff {cell.run.id}")
+                print(
+                    f"  {which}saved as run {trial.run.id}; "
+                    f"diff: agentcore test {by_name[cell.test]} --diff {trial.run.id}"
+                )
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
     print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix), matrix.floor_count))
     floor = scoreboard.floor_line(matrix)
     if floor:
         print(floor)
-    if args.junit:
-        from ..transcript import write_atomic
+    from ..transcript import write_atomic
 
+    if args.junit:
         write_atomic(args.junit, junit_xml(matrix))
         print(f"junit: {args.junit}")
+    if getattr(args, "json", None):
+        write_atomic(args.json, results_json(matrix))
+        print(f"json: {args.json}")
     return EXIT_PASS if matrix.passed else EXIT_FAIL
 
 

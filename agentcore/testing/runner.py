@@ -38,6 +38,8 @@ from ..tools import Tool
 from . import benchmarks
 from .benchmarks import Episode
 from .pinned import Failure, PinnedTest, check
+from .trials import TrialStats, threshold_failure
+from .trials import stats as trial_stats
 
 REPLAY = "replay"
 MAX_WORKERS = 16
@@ -66,6 +68,9 @@ class Cell:
     departed_at: int | None = None  # the step where the run left the pinned run's path
     # a benchmark task's cell that left the reference: what the reference did at that step, in words
     reference_move: str | None = None
+    # with trials: each trial's own cell, in the order they were started; this cell stands for them all (its run,
+    # failures and departure are the first failing trial's, else the first trial's)
+    trials: list[Cell] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -73,12 +78,46 @@ class Cell:
 
     @property
     def errored(self) -> bool:
-        """Whether the cell failed for want of a verdict: its provider could not start, or failed during the run."""
+        """Whether the cell failed for want of a verdict: its provider could not start, or failed during the run
+        (with trials: every trial did)."""
+        if self.trials:
+            return bool(self.failures) and all(t.errored for t in self.trials)
         return bool(self.failures) and (self.run is None or self.run.stop_reason == "error")
+
+    @property
+    def stats(self) -> TrialStats:
+        """What the cell's trials say together (one trial: itself)."""
+        return trial_stats(self.trials or [self])
+
+    @property
+    def flaky(self) -> bool:
+        return self.stats.flaky
 
     @property
     def first_failure(self) -> str | None:
         return str(self.failures[0]) if self.failures else None
+
+
+MAX_TRIALS = 1000  # trials of one cell at most
+
+
+def combine_trials(trials: list[Cell], threshold: float) -> Cell:
+    """One cell standing for its trials: it passes when their pass rate is at least `threshold`."""
+    first = trials[0]
+    shown = next((t for t in trials if not t.passed), first)
+    cell = Cell(
+        first.test,
+        first.config,
+        run=shown.run,
+        wall_s=sum(t.wall_s for t in trials),
+        departed_at=shown.departed_at,
+        reference_move=shown.reference_move,
+        trials=list(trials),
+    )
+    passed = sum(t.passed for t in trials)
+    below = threshold_failure(passed, len(trials), threshold)
+    cell.failures = [] if below is None else [below, *shown.failures]
+    return cell
 
 
 def departure_step(pinned: Run, run: Run) -> int | None:
@@ -293,6 +332,8 @@ class Matrix:
     wall_s: float = 0.0
     # per test: whether its benchmark's grader passes it when the model does nothing (None: not a benchmark task)
     floor: list[bool | None] = field(default_factory=list)
+    trials: int = 1  # how many times each cell ran
+    pass_threshold: float = 1.0  # the share of its trials a cell must pass
 
     @property
     def floor_count(self) -> tuple[int, int] | None:
@@ -319,18 +360,25 @@ class Matrix:
         with benchmark tasks, a last column `no call`: the task's verdict when the model does nothing."""
         floor = self.floor if self.floor_count is not None else []
         configs = [*self.configs, *(["no call"] if floor else [])]
-        first = max(len("test"), *(len(t) for t in self.tests))
-        widths = [max(len(c), 5) for c in configs]
-        lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(configs, widths, strict=True))])]
-        for i, (name, row) in enumerate(zip(self.tests, self.cells, strict=True)):
+        rows = []
+        for i, row in enumerate(self.cells):
             marks = [_mark(c) for c in row]
             if floor:
                 marks.append("" if floor[i] is None else "pass" if floor[i] else "fail")
+            rows.append(marks)
+        first = max(len("test"), *(len(t) for t in self.tests))
+        widths = [max(len(c), 5, *(len(r[k]) for r in rows)) for k, c in enumerate(configs)]
+        lines = ["  ".join(["test".ljust(first), *(c.ljust(w) for c, w in zip(configs, widths, strict=True))])]
+        for name, marks in zip(self.tests, rows, strict=True):
             lines.append("  ".join([name.ljust(first), *(m.ljust(w) for m, w in zip(marks, widths, strict=True))]))
         return "\n".join(line.rstrip() for line in lines)
 
 
 def _mark(cell: Cell) -> str:
+    if cell.trials:  # `4/6 pass`, `4/6 FAIL flaky`: the counts, and whether the trials disagree
+        s = cell.stats
+        verdict = "pass" if cell.passed else "ERROR" if cell.errored else "FAIL"
+        return f"{s.passed}/{s.trials} {verdict}" + (" flaky" if s.flaky else "")
     if cell.passed:
         return "pass"
     return "STOPPED" if cell.failures[0].expectation == "stopped" else "ERROR" if cell.errored else "FAIL"
@@ -345,15 +393,23 @@ def run_matrix(
     max_workers: int = MAX_WORKERS,
     on_cell: Callable[[int, int, Cell], None] | None = None,
     cancel: threading.Event | None = None,
+    trials: int = 1,
+    pass_threshold: float = 1.0,
 ) -> Matrix:
     """Run every test on every configuration, each cell on its own thread; bad input raises before any run.
 
-    `on_cell(test_row, config_column, cell)` is called as each cell ends, from the cell's thread. `cancel`,
-    once set, leaves the cells not yet started not run and stops those running after their phase; each is a
-    failed cell that says it was stopped, and every cell that ended is kept.
+    With `trials` N > 1 each cell runs N times (a benchmark task on a fresh environment each time) and stands
+    for its trials (Cell.trials): it passes when at least `pass_threshold` of them passed.
+    `on_cell(test_row, config_column, cell)` is called as each cell ends (with trials, as its last trial
+    ends), from the cell's thread. `cancel`, once set, leaves the trials not yet started not run and stops those
+    running after their phase; each is a failed trial that says it was stopped, and every trial that ended is kept.
     """
     if not tests or not specs:
         raise UsageError("a test run needs at least one test and one configuration")
+    if not 1 <= trials <= MAX_TRIALS:
+        raise UsageError(f"--trials is a whole number from 1 to {MAX_TRIALS}, not {trials}")
+    if not 0 < pass_threshold <= 1:
+        raise UsageError(f"--pass-threshold is a share of the trials, above 0 and at most 1, not {pass_threshold:g}")
     for test in tests:  # bad input is found before a model is paid for
         _tools(test, tools)
         benchmarks.check_available(test)
@@ -364,23 +420,37 @@ def run_matrix(
             raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
     labels = column_labels(specs)
     started = time.perf_counter()
-    jobs = [(i, j) for i in range(len(tests)) for j in range(len(specs))]
+    # trial-major: every cell's first trial before any cell's second, so a Stop leaves whole rounds of the matrix
+    jobs = [(i, j, t) for t in range(trials) for i in range(len(tests)) for j in range(len(specs))]
+    ended: dict[tuple[int, int], list[Cell | None]] = {(i, j): [None] * trials for i, j, _ in jobs}
+    lock = threading.Lock()
 
-    def one(job: tuple[int, int]) -> Cell:
-        i, j = job
+    def one(job: tuple[int, int, int]) -> Cell:
+        i, j, t = job
         cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel)
         cell.config = labels[j]
-        if on_cell is not None:
-            on_cell(i, j, cell)
+        with lock:
+            ended[(i, j)][t] = cell
+            whole = all(c is not None for c in ended[(i, j)])
+        if on_cell is not None and whole:
+            trial_cells = [c for c in ended[(i, j)] if c is not None]
+            on_cell(i, j, trial_cells[0] if trials == 1 else combine_trials(trial_cells, pass_threshold))
         return cell
 
     workers = max(1, min(max_workers, len(jobs)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-test") as pool:
         floor = pool.map(benchmarks.passes_doing_nothing, tests)
-        done = list(pool.map(one, jobs))
-    rows = [done[i * len(specs) : (i + 1) * len(specs)] for i in range(len(tests))]
+        list(pool.map(one, jobs))
+
+    def cell(i: int, j: int) -> Cell:
+        trial_cells = [c for c in ended[(i, j)] if c is not None]
+        return trial_cells[0] if trials == 1 else combine_trials(trial_cells, pass_threshold)
+
+    rows = [[cell(i, j) for j in range(len(specs))] for i in range(len(tests))]
     names = [t.name for t in tests]
-    return Matrix(names, labels, rows, time.perf_counter() - started, list(floor))
+    matrix = Matrix(names, labels, rows, time.perf_counter() - started, list(floor))
+    matrix.trials, matrix.pass_threshold = trials, pass_threshold
+    return matrix
 
 
 # -- JUnit XML ------------------------------------------------------------------------------
@@ -413,6 +483,13 @@ def junit_xml(matrix: Matrix) -> str:
         suite.set("skipped", "0")
         suite.set("time", f"{sum(c.wall_s for c in column):.3f}")
         suite.set("timestamp", stamp)
+        if matrix.trials > 1:  # the trial counts, as a suite's properties (junit-10.xsd gives a testcase none)
+            props = ET.SubElement(suite, "properties")
+            ET.SubElement(props, "property", name="trials", value=str(matrix.trials))
+            ET.SubElement(props, "property", name="pass_threshold", value=f"{matrix.pass_threshold:g}")
+            for cell in column:
+                s = cell.stats
+                ET.SubElement(props, "property", name=_xml_text(f"passed: {cell.test}"), value=f"{s.passed}/{s.trials}")
         for cell in column:
             case = ET.SubElement(
                 suite, "testcase", name=_xml_text(cell.test), classname=_xml_text(f"agentcore.{config}")
@@ -422,8 +499,59 @@ def junit_xml(matrix: Matrix) -> str:
                 kind, why = ("error", "provider") if cell.errored else ("failure", "expectation")
                 verdict = ET.SubElement(case, kind, message=_xml_text(cell.first_failure or ""), type=why)
                 verdict.text = _xml_text("\n".join(map(str, cell.failures)))
-            if cell.run is not None:
-                out = ET.SubElement(case, "system-out")
-                out.text = _xml_text(f"run {cell.run.id} · {len(cell.run.steps)} steps · stop: {cell.run.stop_reason}")
+            elif cell.trials:  # passed at its threshold: each failing trial is a flaky failure, as surefire writes it
+                for trial in (t for t in cell.trials if not t.passed):
+                    flaky = ET.SubElement(
+                        case, "flakyFailure", message=_xml_text(trial.first_failure or ""), type="expectation"
+                    )
+                    flaky.text = _xml_text("\n".join(map(str, trial.failures)))
+            out = [
+                f"trial {k + 1}: {'pass' if t.passed else 'FAIL'} · run {t.run.id if t.run else '-'}"
+                for k, t in enumerate(cell.trials)
+            ]
+            if cell.run is not None and not cell.trials:
+                out.append(f"run {cell.run.id} · {len(cell.run.steps)} steps · stop: {cell.run.stop_reason}")
+            if out:
+                ET.SubElement(case, "system-out").text = _xml_text("\n".join(out))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def results_json(matrix: Matrix) -> str:
+    """The matrix as JSON: one record per cell with its trials' counts, each trial's outcome and run id."""
+    records = []
+    for row in matrix.cells:
+        for cell in row:
+            s = cell.stats
+            low, high = s.interval
+            trials = cell.trials or [cell]
+            records.append(
+                {
+                    "test": cell.test,
+                    "config": cell.config,
+                    "trials": s.trials,
+                    "passed": s.passed,
+                    "pass_threshold": matrix.pass_threshold,
+                    "cell_passed": cell.passed,
+                    "flaky": s.flaky,
+                    "pass_at_1": s.pass_at_1,
+                    "pass_hat_n": s.all_passed,
+                    "pass_at_n": s.any_passed,
+                    "wilson_95": [low, high],
+                    "steps": {"median": s.steps.median, "min": s.steps.low, "max": s.steps.high},
+                    "tokens": {"median": s.tokens.median, "min": s.tokens.low, "max": s.tokens.high},
+                    "cost_usd": {"median": s.cost_usd.median, "min": s.cost_usd.low, "max": s.cost_usd.high},
+                    "wall_s": {"median": s.wall_s.median, "min": s.wall_s.low, "max": s.wall_s.high},
+                    "outcomes": [
+                        {
+                            "passed": t.passed,
+                            "run_id": t.run.id if t.run is not None else None,
+                            "failure": scrub_text(t.first_failure) if t.first_failure else None,
+                            "departed_at": t.departed_at,
+                        }
+                        for t in trials
+                    ],
+                }
+            )
+    body = {"trials": matrix.trials, "pass_threshold": matrix.pass_threshold, "cells": records}
+    return json.dumps(body, indent=1, ensure_ascii=False) + "\n"

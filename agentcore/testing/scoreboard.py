@@ -26,6 +26,15 @@ class Score:
     wall_s: float  # the cells' own times added up, as the JUnit suite reports them
     # of the tests passed, those a benchmark's grader passes when the model does nothing
     passed_doing_nothing: int = 0
+    trials: int = 1  # each cell's trials
+    trials_passed: int = 0  # over every cell of the configuration
+    all_trials_passed: int = 0  # the cells whose every trial passed: pass^N over the tasks
+    flaky: int = 0  # the cells whose trials disagree
+
+    @property
+    def pass_at_1(self) -> float:
+        """The mean pass rate over every trial of every cell."""
+        return self.trials_passed / (self.tests * self.trials) if self.tests else 0.0
 
     @property
     def pass_rate(self) -> float:
@@ -41,7 +50,7 @@ def scoreboard(matrix: Matrix) -> list[Score]:
     scores = []
     for j, config in enumerate(matrix.configs):
         column = [row[j] for row in matrix.cells]
-        runs = [c.run for c in column if c.run is not None]
+        runs = [t.run for c in column for t in (c.trials or [c]) if t.run is not None]  # every trial's
         costs = [run_cost(r) for r in runs]
         scores.append(
             Score(
@@ -56,6 +65,10 @@ def scoreboard(matrix: Matrix) -> list[Score]:
                 passed_doing_nothing=sum(
                     c.passed for c, free in zip(column, matrix.floor or [None] * len(column), strict=True) if free
                 ),
+                trials=matrix.trials,
+                trials_passed=sum(c.stats.passed for c in column),
+                all_trials_passed=sum(c.stats.all_passed for c in column),
+                flaky=sum(c.stats.flaky for c in column),
             )
         )
     return scores
@@ -75,13 +88,25 @@ def floor_line(matrix: Matrix) -> str | None:
 def table(scores: list[Score], floor: tuple[int, int] | None = None) -> str:
     """The scoreboard as text, one row per configuration; with a floor (tasks passing doing nothing, of how
     many), each configuration's passes above it beside its passes."""
-    head = ["configuration", "passed", *(["above floor"] if floor else []), "steps", "input tokens"]
-    head += ["output tokens", "cost", "time"]
+    trials = max((s.trials for s in scores), default=1)
+    head = ["configuration", "passed", *(["above floor"] if floor else [])]
+    head += ["trials passed", "pass@1", f"pass^{trials}", "flaky"] if trials > 1 else []
+    head += ["steps", "input tokens", "output tokens", "cost", "time"]
     rows = [
         [
             s.config,
             f"{s.passed}/{s.tests} ({s.pass_rate:.0%})",
             *([f"{s.passed - s.passed_doing_nothing}/{s.tests - floor[0]}"] if floor else []),
+            *(
+                [
+                    f"{s.trials_passed}/{s.tests * s.trials}",
+                    f"{s.pass_at_1:.2f}",
+                    f"{s.all_trials_passed}/{s.tests}",
+                    str(s.flaky),
+                ]
+                if trials > 1
+                else []
+            ),
             str(s.steps),
             str(s.input_tokens),
             str(s.output_tokens),

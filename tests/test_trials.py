@@ -1,0 +1,155 @@
+"""Repeated trials: each cell run N times, read as counts (k/N), pass@1, pass^N, pass@N, flaky, a Wilson interval,
+the spread of steps, tokens, cost and time; a threshold for the exit code; JSON and JUnit records of it all.
+Against an OpenAI-compatible stand-in on 127.0.0.1 that is right two times in three."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from stand_in import Reply, StandIn
+
+from agentcore.cli.main import main
+from agentcore.exports import export_test
+from agentcore.testing.pinned import AnswerExpect, Expectations, PinnedTest
+from agentcore.testing.trials import Spread, pass_hat_k, wilson
+
+JUNIT_XSD = Path(__file__).parent / "fixtures" / "junit-10.xsd"
+
+
+# -- the statistics, against tables no one here wrote ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("passed", "n", "low", "high"),
+    [  # Newcombe (1998), Statistics in Medicine 17:857-872, Table I, method 3 (Wilson score, no correction)
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0000, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
+def test_the_wilson_interval_matches_newcombes_table(passed, n, low, high):
+    got = wilson(passed, n)
+    assert (round(got[0], 4), round(got[1], 4)) == (low, high)
+
+
+def test_the_interval_stays_in_zero_to_one_and_pass_hat_k_is_tau_benchs():
+    assert wilson(3, 3)[1] == 1.0 and wilson(0, 3)[0] == 0.0 and wilson(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson(4, 3)
+    assert pass_hat_k(4, 6, 1) == pytest.approx(4 / 6)  # pass^1 is the mean
+    assert pass_hat_k(4, 6, 2) == pytest.approx(6 / 15)  # C(4,2)/C(6,2)
+    assert pass_hat_k(4, 6, 6) == 0 and pass_hat_k(6, 6, 6) == 1
+    assert Spread.of([3, 1, 2]).words() == "2 (1–3)" and Spread.of([2, 2]).words() == "2"
+    assert Spread.of([1.0, None]).words() == "unknown"  # one trial's cost unknown: the spread is
+
+
+# -- a model that is right two times in three ------------------------------------------------------------------
+
+
+def _reply(text: str) -> Reply:
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "stand-in",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+    return Reply(json.dumps(body).encode())
+
+
+def two_in_three(trials: int) -> StandIn:
+    """Right, right, wrong, ...: of 6 requests, in whatever order the trials make them, 4 get the right answer."""
+    cycle = [_reply("17 × 23 = 391."), _reply("17 × 23 = 391."), _reply("17 × 23 = 381.")]
+    return StandIn(*(cycle * (trials // 3)))
+
+
+@pytest.fixture
+def test_file(tmp_path: Path) -> Path:
+    test = PinnedTest(
+        name="times", prompt="What is 17 × 23?", expect=Expectations(answer=AnswerExpect(contains=["391"]))
+    )
+    path = tmp_path / "times.json"
+    path.write_text(export_test(test))
+    return path
+
+
+def _test(path: Path, url: str, *more: str) -> list[str]:
+    return ["test", str(path), "--config", f"openai:stand-in@{url}/v1", "--no-db", *more]
+
+
+def test_six_trials_of_a_model_right_two_times_in_three_read_4_of_6_flaky_and_fail(
+    test_file, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    out, junit = tmp_path / "results.json", tmp_path / "junit.xml"
+    with two_in_three(6) as server:
+        code = main(_test(test_file, server.url, "--trials", "6", "--json", str(out), "--junit", str(junit)))
+    printed = capsys.readouterr().out
+    assert code == 1 and len(server.seen) == 6
+    row = next(line for line in printed.splitlines() if line.startswith("times "))
+    assert row.split()[1:] == ["4/6", "FAIL", "flaky"]
+    assert f"times × openai:stand-in@{server.url}/v1: 4/6 passed, flaky · pass@1 0.67, pass^6 no, pass@6 yes" in printed
+    assert "95% Wilson interval 0.30–0.90" in printed
+    assert f"FAIL times × openai:stand-in@{server.url}/v1: trials: 4/6 passed, under the pass threshold of 1" in printed
+    (record,) = json.loads(out.read_text())["cells"]
+    assert (record["test"], record["config"], record["trials"], record["passed"]) == (
+        "times",
+        f"openai:stand-in@{server.url}/v1",
+        6,
+        4,
+    )
+    assert record["flaky"] and not record["cell_passed"] and record["pass_hat_n"] is False
+    assert sorted(o["passed"] for o in record["outcomes"]) == [False, False, True, True, True, True]
+    assert all(o["run_id"] for o in record["outcomes"])
+    assert "stand-in-key-0123456789" not in out.read_text() + junit.read_text() + printed
+    xmlschema = pytest.importorskip("xmlschema", reason="the JUnit schema check needs xmlschema (the test extra)")
+    xmlschema.validate(str(junit), xmlschema.XMLSchema(str(JUNIT_XSD)))
+    root = ET.parse(junit).getroot()
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props == {"trials": "6", "pass_threshold": "1", "passed: times": "4/6"}
+    (failure,) = root.iter("failure")
+    assert failure.get("message").startswith("trials: 4/6 passed")
+
+
+def test_with_a_threshold_of_0_6_the_same_trials_pass_and_the_failed_two_are_flaky_failures(
+    test_file, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    junit = tmp_path / "junit.xml"
+    with two_in_three(6) as server:
+        code = main(_test(test_file, server.url, "--trials", "6", "--pass-threshold", "0.6", "--junit", str(junit)))
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert next(line for line in printed.splitlines() if line.startswith("times ")).split()[1:] == [
+        "4/6",
+        "pass",
+        "flaky",
+    ]
+    assert f"FLAKY times × openai:stand-in@{server.url}/v1" in printed
+    xmlschema = pytest.importorskip("xmlschema", reason="the JUnit schema check needs xmlschema (the test extra)")
+    xmlschema.validate(str(junit), xmlschema.XMLSchema(str(JUNIT_XSD)))
+    root = ET.parse(junit).getroot()
+    assert len(list(root.iter("flakyFailure"))) == 2 and not list(root.iter("failure"))
+    with two_in_three(6) as server:  # one threshold short of 4/6: it fails again
+        assert main(_test(test_file, server.url, "--trials", "6", "--pass-threshold", "0.7")) == 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--trials", "0", "--trials is a whole number"),
+        ("--pass-threshold", "1.5", "--pass-threshold is a share"),
+        ("--pass-threshold", "0", "--pass-threshold is a share"),
+    ],
+)
+def test_a_bad_trial_count_or_threshold_is_one_line_before_any_call(test_file, capsys, option, value, words):
+    with two_in_three(3) as server:
+        assert main(_test(test_file, server.url, option, value)) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and not server.seen
