@@ -153,3 +153,24 @@ def test_a_bad_trial_count_or_threshold_is_one_line_before_any_call(test_file, c
         assert main(_test(test_file, server.url, option, value)) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and not server.seen
+
+
+def test_the_tests_page_runs_trials_and_shows_the_counts_a_bar_and_a_flaky_badge(
+    test_file, tmp_path, monkeypatch, open_app
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    monkeypatch.setenv("AGENTCORE_TESTS", str(test_file.parent))
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    with two_in_three(6) as server:
+        at = open_app("views/tests.py")
+        at.text_area(key="tests_configs").set_value(f"openai:stand-in@{server.url}/v1").run()
+        at.number_input(key="tests_trials").set_value(6).run()
+        at.number_input(key="tests_threshold").set_value(0.6).run()
+        at.button(key="tests_run").click().run()
+    assert not at.exception and len(server.seen) == 6
+    (bar,) = [p for p in at.get("progress") if "trials passed" in p.proto.text]
+    assert bar.proto.text == "4/6 trials passed" and bar.proto.value == 66  # Streamlit keeps a bar as a percentage
+    assert any("flaky" in m.value for m in at.markdown)
+    assert [s.value for s in at.success] == ["pass"]  # 4/6 clears a threshold of 0.6
+    board = next(d.value for d in at.dataframe if "trials passed" in d.value.columns)  # the scoreboard
+    assert list(board["trials passed"]) == ["4/6"] and list(board["flaky"]) == [1]

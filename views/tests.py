@@ -32,7 +32,13 @@ COMPARE = "views/compare.py"
 TESTS_ENV = "AGENTCORE_TESTS"
 # beside the runs database in the user's agentcore folder, not in whatever folder the server was started from
 DEFAULT_FOLDER = str((DEFAULT_PATH.parent / "tests").expanduser())
-WIDGETS = {"tests_folder": os.environ.get(TESTS_ENV, DEFAULT_FOLDER), "tests_configs": REPLAY, "tests_pin": None}
+WIDGETS = {
+    "tests_folder": os.environ.get(TESTS_ENV, DEFAULT_FOLDER),
+    "tests_configs": REPLAY,
+    "tests_pin": None,
+    "tests_trials": 1,
+    "tests_threshold": 1.0,
+}
 ENDED = ("answer", "structured")  # a run that ended on its own answer; any other run is pinned mid-way
 
 
@@ -125,10 +131,17 @@ class TestJob:
     error: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
-    def start(self, tests: list, specs: list) -> None:
+    def start(self, tests: list, specs: list, trials: int = 1, threshold: float = 1.0) -> None:
         def work() -> None:
             try:
-                self.matrix = run_matrix(tests, specs, on_cell=self._ended, cancel=self.cancel)
+                self.matrix = run_matrix(
+                    tests,
+                    specs,
+                    on_cell=self._ended,
+                    cancel=self.cancel,
+                    trials=trials,
+                    pass_threshold=threshold,
+                )
             except AgentcoreError as exc:
                 self.error = str(exc)
             except Exception as exc:  # noqa: BLE001 - the page says what went wrong in one line; nothing is lost
@@ -159,13 +172,16 @@ def _start_tests(state: TestsState, files: list[Path]) -> None:
         return
     state.notice = None
     job = TestJob([t.name for t in tests], [s.name for s in specs], [str(f) for f in files])
-    job.start(tests, specs)
+    job.start(tests, specs, int(st.session_state["tests_trials"]), float(st.session_state["tests_threshold"]))
     state.job = job
 
 
 def _mark(cell: Cell | None) -> str:
     if cell is None:
         return "…"
+    if cell.trials:
+        s = cell.stats
+        return f"{s.passed}/{s.trials} {'pass' if cell.passed else 'FAIL'}" + (" · flaky" if s.flaky else "")
     return "pass" if cell.passed else "stopped" if cell.failures[0].expectation == "stopped" else "FAIL"
 
 
@@ -321,6 +337,11 @@ def _matrix_section(matrix: Matrix) -> None:
         if floor[i]:
             cols[0].caption("Passes with no call too: its grader passes an untouched environment.")
         for j, (col, cell) in enumerate(zip(cols[1:], row, strict=True)):
+            if cell.trials:  # the counts, a bar of them, and a badge when the trials disagree
+                s = cell.stats
+                col.progress(s.pass_at_1, text=f"{s.passed}/{s.trials} trials passed")
+                if s.flaky:
+                    col.markdown(":orange-badge[flaky]")
             if cell.passed:
                 col.success("pass", icon=":material/check:")
                 continue
@@ -371,6 +392,16 @@ def _scoreboard_section(matrix: Matrix) -> None:
             "passed": f"{s.passed}/{s.tests}",
             "pass rate": f"{s.pass_rate:.0%}",
             **({"above floor": f"{s.passed - s.passed_doing_nothing}/{s.tests - floor[0]}"} if floor else {}),
+            **(
+                {
+                    "trials passed": f"{s.trials_passed}/{s.tests * s.trials}",
+                    "pass@1": round(s.pass_at_1, 2),
+                    f"pass^{s.trials}": f"{s.all_trials_passed}/{s.tests}",
+                    "flaky": s.flaky,
+                }
+                if s.trials > 1
+                else {}
+            ),
             "steps": s.steps,
             "input tokens": s.input_tokens,
             "output tokens": s.output_tokens,
@@ -405,6 +436,23 @@ def main() -> None:
     _pin_section()
     files = _files_section(folder)
     st.text_area("Configurations, one a line", key="tests_configs", height=100)
+    trials, threshold = st.columns(2)
+    trials.number_input(
+        "Trials per cell",
+        min_value=1,
+        max_value=50,
+        step=1,
+        key="tests_trials",
+        help="Run every cell this many times: one run of a model is one sample",
+    )
+    threshold.number_input(
+        "Pass threshold",
+        min_value=0.05,
+        max_value=1.0,
+        step=0.05,
+        key="tests_threshold",
+        help="The share of its trials a cell must pass (1.0: every trial)",
+    )
     st.button(
         "Run tests", type="primary", on_click=_request_run, disabled=not files or state.job is not None, key="tests_run"
     )
