@@ -174,3 +174,57 @@ def test_the_tests_page_runs_trials_and_shows_the_counts_a_bar_and_a_flaky_badge
     assert [s.value for s in at.success] == ["pass"]  # 4/6 clears a threshold of 0.6
     board = next(d.value for d in at.dataframe if "trials passed" in d.value.columns)  # the scoreboard
     assert list(board["trials passed"]) == ["4/6"] and list(board["flaky"]) == [1]
+
+
+# -- experiments kept over time ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server
+def db(request, tmp_path: Path) -> str:
+    return str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
+def test_each_test_matrix_written_to_a_database_is_an_experiment_listed_shown_and_diffed(
+    test_file, db, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+
+    def with_db(url: str, trials: str) -> list[str]:
+        return ["test", str(test_file), "--config", f"openai:stand-in@{url}/v1", "--trials", trials, "--db", db]
+
+    with two_in_three(6) as server:
+        assert main(with_db(server.url, "6")) == 1
+    with StandIn(_reply("It is 391.")) as always:  # a fixed model: right every time
+        assert main(with_db(always.url, "3")) == 0
+    printed = capsys.readouterr().out
+    first, second = [line.split()[1] for line in printed.splitlines() if line.startswith("experiment ")]
+    assert main(["experiments", "--db", db]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == [second, first]  # newest first
+    assert "0/1 cells passed · 6 trials each (threshold 1) · 1 flaky" in listed[1]
+    assert main(["experiments", "show", first[:6], "--db", db]) == 0
+    shown = capsys.readouterr().out
+    assert "FAIL times × " in shown and ": 4/6 flaky · runs " in shown and "agentcore " in shown
+    assert main(["experiments", "diff", first, second, "--db", db]) == 0
+    changed = capsys.readouterr().out
+    # the configurations differ (two servers): each cell is new in the second and gone from the first
+    assert "2 cells changed" in changed and "new cell" in changed and "gone" in changed
+    assert main(["experiments", "show", "beef", "--db", db]) == 2
+    assert "no experiment 'beef'" in capsys.readouterr().err
+
+
+def test_a_diff_names_a_cell_newly_passing_newly_failing_and_a_rate_that_moved():
+    from agentcore.testing.experiments import CellResult, Experiment, diff
+
+    def exp(*cells):
+        return Experiment(
+            cells=[CellResult(test=t, config="c", trials=6, passed=p, cell_passed=p >= 4) for t, p in cells]
+        )
+
+    before, after = exp(("a", 6), ("b", 2), ("c", 5), ("d", 6)), exp(("a", 3), ("b", 6), ("c", 4), ("d", 6))
+    assert diff(before, after) == [
+        "newly failing a × c: 6/6 → 3/6",
+        "newly passing b × c: 2/6 → 6/6",
+        "rate moved    c × c: 5/6 → 4/6",
+    ]
+    assert diff(after, after) == []

@@ -546,7 +546,7 @@ def cmd_export_noted(args: argparse.Namespace) -> int:
 
 
 def _add_testing(sub: Any) -> None:
-    from .testing import cmd_bench_import, cmd_pin, cmd_test
+    from .testing import cmd_bench_import, cmd_experiments, cmd_pin, cmd_test
 
     db_help = "the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
     p = sub.add_parser("pin", help="write a test file from a run, proposing the expectations it meets")
@@ -581,6 +581,19 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
     add_mcp_arguments(p)
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("experiments", help="the test matrices kept in the runs database: list, show one, diff two")
+    p.add_argument("--db", help=db_help)
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="list the newest N (default 50)")
+    exp = p.add_subparsers(dest="experiments_command")
+    q = exp.add_parser("show", help="one experiment, cell by cell")
+    q.add_argument("id", help="its id, or a unique start of it")
+    q.add_argument("--db", help=db_help)
+    q = exp.add_parser("diff", help="what changed between two experiments, cell by cell")
+    q.add_argument("a", help="the earlier experiment's id")
+    q.add_argument("b", help="the later experiment's id")
+    q.add_argument("--db", help=db_help)
+    p.set_defaults(func=cmd_experiments)
 
     p = sub.add_parser("bench", help="public benchmark tasks (BFCL multi-turn, AgentDojo) as pinned test files")
     bench = p.add_subparsers(dest="bench_command", required=True)

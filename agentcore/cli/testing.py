@@ -78,8 +78,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         for row in matrix.cells:
             for cell in row:
                 print(f"{cell.test} × {cell.config}: {cell.stats.words()}")
-    anything_failed = any(not t.passed for row in matrix.cells for c in row for t in (c.trials or [c]))
-    store = None if args.no_db or not anything_failed else _store(getattr(args, "db", None))
+    store = None if args.no_db else _store(getattr(args, "db", None))  # the experiment is kept, pass or fail
     by_name = dict(zip([t.name for t in tests], files, strict=True))
     tasks = {t.name for t in tests if t.benchmark is not None}  # no pinned run: the reference calls are the path
     shown = [c for c in (c for row in matrix.cells for c in row) if not c.passed or c.flaky]
@@ -113,6 +112,11 @@ def cmd_test(args: argparse.Namespace) -> int:
     floor = scoreboard.floor_line(matrix)
     if floor:
         print(floor)
+    if store is not None:
+        from ..testing.experiments import from_matrix
+
+        kept = store.save_experiment(from_matrix(matrix, [Path(p) for p in args.paths]))
+        print(f"experiment {kept.id} kept; list them: agentcore experiments")
     from ..transcript import write_atomic
 
     if args.junit:
@@ -122,6 +126,46 @@ def cmd_test(args: argparse.Namespace) -> int:
         write_atomic(args.json, results_json(matrix))
         print(f"json: {args.json}")
     return EXIT_PASS if matrix.passed else EXIT_FAIL
+
+
+def cmd_experiments(args: argparse.Namespace) -> int:
+    """List the experiments kept, newest first; show one; or diff two cell by cell."""
+    from ..testing.experiments import diff
+
+    store = _store_or_fail(getattr(args, "db", None))
+    what = getattr(args, "experiments_command", None)
+    if what == "show":
+        e = store.experiment(args.id)
+        print(e.summary())
+        print(f"files: {', '.join(e.files)}")
+        print(f"agentcore {e.version or 'unknown'}" + (f" · commit {e.commit}" if e.commit else ""))
+        for c in e.cells:
+            flaky = " flaky" if c.flaky else ""
+            runs = ", ".join(r for r in c.run_ids if r)
+            print(f"  {'pass' if c.cell_passed else 'FAIL'} {c.test} × {c.config}: {c.counts}{flaky} · runs {runs}")
+        return EXIT_PASS
+    if what == "diff":
+        a, b = store.experiment(args.a), store.experiment(args.b)
+        changes = diff(a, b)
+        print(f"{a.id} → {b.id}: " + (f"{len(changes)} cells changed" if changes else "no cell changed"))
+        for line in changes:
+            print(f"  {line}")
+        return EXIT_PASS
+    found = store.experiments(limit=args.limit)
+    if not found:
+        print("no experiments yet: each `agentcore test` that writes to this database keeps one")
+    for e in found:
+        print(e.summary())
+    return EXIT_PASS
+
+
+def _store_or_fail(db: str | None):
+    from ..store.runs import Store
+
+    try:
+        return Store(db)
+    except (AgentcoreError, OSError) as exc:
+        raise UsageError(f"the runs database: {exc}") from None
 
 
 def cmd_bench_import(args: argparse.Namespace) -> int:

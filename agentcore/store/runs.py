@@ -34,6 +34,7 @@ from ..errors import AgentcoreError
 from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
 from ..secrets import redact_fields, scrub_text
+from ..testing.experiments import Experiment
 from ..transcript import FORMAT, VERSION, from_dict, json_text
 from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
 from .sqlite import SqliteBackend
@@ -95,6 +96,16 @@ MIGRATIONS: list[tuple[str, ...]] = [
             body TEXT NOT NULL,
             PRIMARY KEY (run_id, id)
         ) WITHOUT ROWID""",
+    ),
+    # each `agentcore test` that writes to the database: when, which files and configurations, each cell's trials
+    (
+        """CREATE TABLE experiments (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            owner TEXT,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX experiments_by_time ON experiments(created_at DESC)",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -659,6 +670,35 @@ class Store:
                     node.children.append(ForkNode(child))
                     todo.append(node.children[-1])
         return root
+
+    # -- experiments ---------------------------------------------------------------------
+
+    def save_experiment(self, experiment: Experiment) -> Experiment:
+        """Keep one test matrix's results (agentcore.testing.experiments); returns it with its owner."""
+        experiment = experiment.model_copy(update={"owner": experiment.owner or self.owner})
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO experiments (id, created_at, owner, body) VALUES (?, ?, ?, ?)",
+                (experiment.id, experiment.created_at, experiment.owner, experiment.model_dump_json()),
+            )
+        return experiment
+
+    def experiments(self, limit: int = 100) -> list[Experiment]:
+        """The experiments kept, newest first."""
+        rows = self._all("SELECT body FROM experiments ORDER BY created_at DESC, id DESC LIMIT ?", (int(limit),))
+        return [Experiment.model_validate_json(r[0]) for r in rows]
+
+    def experiment(self, experiment_id: str) -> Experiment:
+        """One experiment by its id, or a unique start of it; a StoreError when there is none."""
+        if not re.fullmatch(r"[0-9a-f]{1,64}", experiment_id):
+            raise StoreError(f"no experiment {experiment_id[:64]!r}: an experiment's id is hex digits")
+        rows = self._all("SELECT id, body FROM experiments WHERE id LIKE ?", (experiment_id + "%",))
+        exact = [r for r in rows if r[0] == experiment_id]
+        if exact or len(rows) == 1:
+            return Experiment.model_validate_json((exact or rows)[0][1])
+        if not rows:
+            raise StoreError(f"no experiment {experiment_id!r} in this database")
+        raise StoreError(f"{experiment_id!r} starts {len(rows)} experiments' ids: give more of it")
 
     # -- meta ----------------------------------------------------------------------------
 
