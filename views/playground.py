@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from functools import partial
 
@@ -196,7 +197,11 @@ def announcement(run: Run) -> str:
     said = " ".join(_said(m) for m in run.messages[step.message_count :])
     if len(said) > 400:
         said = said[:399] + "…"
-    return f"Step {step.index} of {run.config.max_steps}. {said} {end}".replace("  ", " ")
+    text = f"Step {step.index} of {run.config.max_steps}. {said} {end}".replace("  ", " ")
+    return _LINK.sub("(a link)", text)  # read aloud, an address is noise; and no page element carries one
+
+
+_LINK = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]{1,20}://|www\.)\S+")
 
 
 def _said(m) -> str:

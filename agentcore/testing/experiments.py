@@ -43,7 +43,7 @@ class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
-    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="microseconds"))
     owner: str | None = None
     files: list[str] = []
     configs: list[str] = []
@@ -58,9 +58,9 @@ class Experiment(BaseModel):
         return sum(c.cell_passed for c in self.cells)
 
     def summary(self) -> str:
-        """In one line: `a1b2c3d4e5f6 2026-12-01T10:00:00+00:00 · 3/4 cells passed · 6 trials · 2 configs`."""
+        """In one line: `a1b2c3d4e5f6 2026-12-01 10:00:00 · 3/4 cells passed · 6 trials each (threshold 1) · CONFIGS`."""
         flaky = sum(c.flaky for c in self.cells)
-        line = f"{self.id} {self.created_at} · {self.passed}/{len(self.cells)} cells passed"
+        line = f"{self.id} {self.created_at[:19].replace('T', ' ')} · {self.passed}/{len(self.cells)} cells passed"
         if self.trials > 1:
             line += f" · {self.trials} trials each (threshold {self.pass_threshold:g})"
         if flaky:
