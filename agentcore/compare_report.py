@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .accounting import step_costs
+from .accounting import run_cost, step_costs
 from .errors import TranscriptError
 from .messages import numbered
 from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
@@ -216,3 +216,46 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
     return "\n".join(lines)
+
+
+def repeated_summary(
+    label: str, runs: Sequence[Run], wall_s: Sequence[float], expected: ExpectedAnswer | None
+) -> dict[str, Any]:
+    """One configuration's N runs of the same prompt, read together: how many answered, how many hold the
+    expected text (None without one), and the median and range of steps, tokens, cost and time."""
+    from .testing.trials import Spread
+
+    costs = [run_cost(r) for r in runs]
+    held = [expected.missing(final_result(r)) == [] for r in runs] if expected is not None else None
+    return {
+        "config": label,
+        "runs": len(runs),
+        "answered": sum(r.stop_reason in ("answer", "structured") for r in runs),
+        "contains_expected": None if held is None else sum(held),
+        "steps": Spread.of([len(r.steps) for r in runs]),
+        "tokens": Spread.of([r.usage.total_tokens for r in runs]),
+        "cost_usd": Spread.of(costs),
+        "wall_s": Spread.of(list(wall_s)),
+        "run_ids": [r.id for r in runs],
+    }
+
+
+def format_repeats(rows: Sequence[dict[str, Any]]) -> str:
+    """The repeated summaries as a plain-text table: counts of runs, then medians and ranges."""
+    heads = ["config", "answered", "contains expected", "steps", "tokens", "cost $", "time"]
+    lines = [heads]
+    for r in rows:
+        held = "-" if r["contains_expected"] is None else f"{r['contains_expected']}/{r['runs']}"
+        lines.append(
+            [
+                r["config"],
+                f"{r['answered']}/{r['runs']}",
+                held,
+                r["steps"].words(),
+                r["tokens"].words(),
+                r["cost_usd"].words(digits=6),
+                r["wall_s"].words(" s", 2),
+            ]
+        )
+    widths = [max(len(str(line[k])) for line in lines) for k in range(len(heads))]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines)

@@ -228,3 +228,24 @@ def test_a_diff_names_a_cell_newly_passing_newly_failing_and_a_rate_that_moved()
         "rate moved    c × c: 5/6 → 4/6",
     ]
     assert diff(after, after) == []
+
+
+def test_compare_runs_each_configuration_n_times_and_counts_the_answers_that_hold_the_expected_text(
+    capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    with two_in_three(3) as server:
+        args = ["compare", "What is 17 × 23?", "--config", f"openai:stand-in@{server.url}/v1"]
+        args += ["--config", "scripted:weather", "--tools", "none", "--runs", "3", "--expect", "391"]
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert len(server.seen) == 3
+    table = out.split("over 3 runs of each configuration\n", 1)[1].splitlines()
+    assert table[0].split()[:4] == ["config", "answered", "contains", "expected"]
+    stand_in = next(line for line in table if line.startswith("openai:stand-in"))
+    assert stand_in.split()[1:3] == ["3/3", "2/3"]  # every run answered; two of three hold 391
+    scripted = next(line for line in table if line.startswith("scripted:weather"))
+    assert scripted.split()[2] == "0/3"
+    assert len(next(line for line in table if "stand-in" in line and ": runs " in line).split(", ")) == 3
+    assert main(["compare", "hi", "--config", "scripted", "--config", "scripted", "--runs", "0"]) == 2
+    assert "--runs is a whole number" in capsys.readouterr().err

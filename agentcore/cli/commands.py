@@ -184,11 +184,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_COMPARE_RUNS = 100
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run 2 to 4 configurations on one prompt concurrently; print the summary table, write the bundle."""
     from dataclasses import replace
 
     from ..compare import Comparison, format_table, parse_spec
+    from ..compare_report import ExpectedAnswer, format_repeats, repeated_summary
     from ..providers import get_info
     from ..providers.scripted import SCENARIOS
 
@@ -199,14 +203,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
     names = list(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
     tools = select_tools(args, args.tools, names)
-    comparison = Comparison(args.prompt, specs, system_prompt=args.system, tools=tools, max_steps=args.max_steps)
-    print(f"comparing {len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}")
-    comparison.start("run")
-    try:
-        comparison.wait()
-    except KeyboardInterrupt:
-        comparison.cancel()
-        comparison.wait()
+    runs = getattr(args, "runs", 1)
+    if not 1 <= runs <= MAX_COMPARE_RUNS:
+        raise UsageError(f"--runs is a whole number from 1 to {MAX_COMPARE_RUNS}, not {runs}")
+    texts = [t for t in (getattr(args, "expect", None) or []) if t.strip()]
+    expected = ExpectedAnswer(tuple(texts), "--expect", args.prompt) if texts else None
+
+    def made() -> Comparison:
+        return Comparison(
+            args.prompt, specs, system_prompt=args.system, tools=tools, max_steps=args.max_steps, expected=expected
+        )
+
+    comparison = made()
+    times = f", {runs} runs each" if runs > 1 else ""
+    print(
+        f"comparing {len(specs)} configurations concurrently{times}: {', '.join(c.label for c in comparison.columns)}"
+    )
+    done: list[Comparison] = []
+    for k in range(runs):
+        comparison = comparison if k == 0 else made()
+        comparison.start("run")
+        try:
+            comparison.wait()
+        except KeyboardInterrupt:
+            comparison.cancel()
+            comparison.wait()
+            done.append(comparison)
+            break
+        done.append(comparison)
     if args.out:
         from ..exports import export_bundle
         from ..transcript import write_atomic
@@ -216,6 +240,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     slowest = max(c.wall_s for c in comparison.columns)
     total = sum(c.wall_s for c in comparison.columns)
     print(f"\nwall time {comparison.wall_s:.2f} s · slowest configuration {slowest:.2f} s · sum {total:.2f} s")
+    if len(done) > 1 or expected is not None:
+        rows = [
+            repeated_summary(
+                column.label,
+                [c.columns[j].run for c in done],
+                [c.columns[j].wall_s for c in done],
+                comparison.expected,
+            )
+            for j, column in enumerate(comparison.columns)
+        ]
+        print(f"\nover {len(done)} run{'s' if len(done) != 1 else ''} of each configuration")
+        print(format_repeats(rows))
+        for row in rows:
+            print(f"  {row['config']}: runs {', '.join(row['run_ids'])}")
     failed = [c for c in comparison.columns if c.state == "error"]
     for column in failed:
         print(f"error: {column.label}: {column.error}", file=sys.stderr)

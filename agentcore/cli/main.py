@@ -483,7 +483,14 @@ def _add_compare(sub: Any) -> None:
     p.add_argument("--system", help="the system prompt, the same for every configuration")
     p.add_argument("--max-steps", type=int, default=10, help="the step budget of each configuration (default 10)")
     p.add_argument("--temperature", type=float, help="sampling temperature for every configuration")
-    p.add_argument("--out", help="write the comparison bundle JSON here")
+    p.add_argument("--out", help="write the comparison bundle JSON here (of the last run, with --runs)")
+    p.add_argument("--runs", type=int, default=1, metavar="N", help="run each configuration N times (default 1)")
+    p.add_argument(
+        "--expect",
+        action="append",
+        metavar="TEXT",
+        help="a text the answer should hold, repeatable: each run is counted by whether its answer holds them all",
+    )
     add_mcp_arguments(p)
     p.set_defaults(func=cmd_compare)
 
