@@ -249,3 +249,28 @@ def test_compare_runs_each_configuration_n_times_and_counts_the_answers_that_hol
     assert len(next(line for line in table if "stand-in" in line and ": runs " in line).split(", ")) == 3
     assert main(["compare", "hi", "--config", "scripted", "--config", "scripted", "--runs", "0"]) == 2
     assert "--runs is a whole number" in capsys.readouterr().err
+
+
+def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate_over_time(
+    test_file, tmp_path, monkeypatch, open_app
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    monkeypatch.setenv("AGENTCORE_TESTS", str(test_file.parent))
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    with two_in_three(6) as server:
+        at = open_app("views/tests.py")
+        at.text_area(key="tests_configs").set_value(f"openai:stand-in@{server.url}/v1").run()
+        at.number_input(key="tests_trials").set_value(3).run()
+        at.button(key="tests_run").click().run()  # right, right, wrong: 2/3
+        at.button(key="tests_run").click().run()  # right, right, wrong again: 2/3
+    assert not at.exception
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Pass rate" in c.proto.spec]
+    (line,) = chart["data"]
+    assert line["y"] == [2 / 3, 2 / 3] and line["text"] == ["2/3", "2/3"] and len(set(line["customdata"])) == 2
+    newest = at.selectbox(key="tests_experiment").options[0]
+    assert "0/1 cells passed · 3 trials each (threshold 1) · 1 flaky" in newest
+    at.selectbox(key="tests_experiment").set_value(line["customdata"][-1]).run()
+    cells = at.dataframe[-1].value  # the experiment opened
+    assert (
+        list(cells["passed"]) == ["2/3"] and list(cells["cell"]) == ["FAIL"] and len(cells["runs"][0].split(", ")) == 3
+    )

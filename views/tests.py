@@ -20,6 +20,7 @@ from agentcore.exports import export_test
 from agentcore.run import Run
 from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
+from agentcore.testing.experiments import Experiment, from_matrix
 from agentcore.testing.runner import REPLAY, Cell, Matrix, parse_config, run_matrix
 from agentcore.testing.scoreboard import Score, floor_line, scoreboard
 from agentcore.transcript import write_atomic
@@ -217,9 +218,11 @@ def _follow(state: TestsState) -> None:
         return
     assert job.matrix is not None
     store = get_store()
-    for cell in job.matrix.failed:  # each failure is kept in the runs library, as `agentcore test` keeps it
-        if cell.run is not None:
-            store.save_run(cell.run)
+    for cell in (c for row in job.matrix.cells for c in row):  # each failing trial is kept, as the CLI keeps it
+        for trial in cell.trials or [cell]:
+            if not trial.passed and trial.run is not None:
+                store.save_run(trial.run)
+    store.save_experiment(from_matrix(job.matrix, [Path(f) for f in job.files]))
     state.matrix, state.files = job.matrix, job.files
     if job.cancel.is_set():
         state.notice = ("error", f"Stopped after {len(job.cells)} cells: the cells not run say so.")
@@ -417,6 +420,70 @@ def _scoreboard_section(matrix: Matrix) -> None:
     st.plotly_chart(_scoreboard_chart(scores, floor), key="tests_scoreboard")
 
 
+def _history_chart(experiments: list[Experiment]) -> go.Figure:
+    """Each configuration's pass rate (trials passed, of how many) in each experiment, over time."""
+    figure = go.Figure()
+    configs = list(dict.fromkeys(c for e in reversed(experiments) for c in e.configs))
+    for config in configs:
+        points = [(e, e.rate_by_config()[config]) for e in reversed(experiments) if config in e.rate_by_config()]
+        figure.add_scatter(
+            x=[e.created_at[:19].replace("T", " ") for e, _ in points],
+            y=[passed / total for _, (passed, total) in points],
+            text=[f"{passed}/{total}" for _, (passed, total) in points],
+            customdata=[e.id for e, _ in points],
+            mode="lines+markers",
+            name=safe.plotly(config),
+            hovertemplate="%{x}: %{text} trials passed · experiment %{customdata}<extra></extra>",
+        )
+    figure.update_layout(
+        title="Pass rate per configuration, experiment by experiment",
+        yaxis={"title": "trials passed (share)", "range": [0, 1.05]},
+        height=320,
+    )
+    return figure
+
+
+def _history_section() -> None:
+    try:
+        experiments = get_store().experiments(limit=100)
+    except AgentcoreError as exc:
+        st.caption(f"The experiments kept cannot be read: {safe.inline(str(exc))}")
+        return
+    if not experiments:
+        return
+    st.header("Experiments")
+    st.caption("Each test run here or with `agentcore test` (writing to this database) is kept: newest first.")
+    st.plotly_chart(_history_chart(experiments), key="tests_history")
+    by_id = {e.id: e for e in experiments}
+    chosen = st.selectbox(
+        "Open an experiment",
+        list(by_id),
+        index=None,
+        key="tests_experiment",
+        format_func=lambda i: safe.plain(by_id[i].summary()),
+        placeholder="Choose an experiment",
+    )
+    if chosen:
+        e = by_id[chosen]
+        st.dataframe(
+            [
+                {
+                    "test": c.test,
+                    "configuration": c.config,
+                    "passed": c.counts,
+                    "cell": "pass" if c.cell_passed else "FAIL",
+                    "flaky": c.flaky,
+                    "runs": ", ".join(r for r in c.run_ids if r),
+                }
+                for c in e.cells
+            ],
+            hide_index=True,
+            width="stretch",
+            key="tests_experiment_cells",
+        )
+        st.caption(f"agentcore {safe.inline(e.version or 'unknown')}" + (f" · commit {e.commit}" if e.commit else ""))
+
+
 def main() -> None:
     state = TestsState.get()
     state.restore(WIDGETS)
@@ -466,6 +533,7 @@ def main() -> None:
     if state.matrix is not None:
         _scoreboard_section(state.matrix)
         _matrix_section(state.matrix)
+    _history_section()
     state.keep(WIDGETS)
 
 
