@@ -321,3 +321,26 @@ def test_a_prompt_with_no_expected_answer_marks_no_column(page):
     assert not [m.value for m in at.markdown if "Expected answer" in m.value]
     assert _verdicts(at) == []
     assert "expected answer" not in at.dataframe[0].value.columns
+
+
+def test_runs_per_configuration_runs_each_again_and_opens_any_run_in_the_playground(page):
+    at = page(("scripted", "weather"), ("scripted", "runaway"), max_steps=3)
+    button(at, "Run all").click()
+    settle(at)
+    assert any("run each configuration again" in c.value for c in at.main.caption)
+    at.number_input(key="cmp_repeat_n").set_value(2)
+    at.button(key="cmp_repeat").click()
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "answered" in d.value.columns)
+    assert list(table["configuration"]) == ["scripted:weather", "scripted:runaway"]
+    assert list(table["answered"]) == ["3/3", "0/3"]  # the runaway runs out of steps every time
+    assert list(table["steps"]) == ["2", "3"]
+    picks = at.selectbox(key="cmp_repeat_pick").options
+    assert len(picks) == 6 and all(" · run " in p for p in picks)
+    assert any(o.startswith("scripted:runaway · run 3 · max_steps · ") for o in picks)
+    at.selectbox(key="cmp_repeat_pick").set_value("1:2").run()  # the runaway's third run
+    at.button(key="cmp_repeat_open").click().run()
+    assert not at.exception
+    opened = at.session_state["session"].run
+    assert opened.stop_reason == "max_steps" and len(opened.steps) == 3

@@ -96,6 +96,7 @@ class CompareState(PageState):
     setup: CompareSetup | None = None  # asked for by another page (prefill), not yet in the widgets
     policies: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # context policies by column
     expected: ExpectedAnswer | None = None  # a pinned test's answer, for the comparisons of its prompt
+    repeats: list[Any] = field(default_factory=list)  # the comparisons run again ("runs per configuration")
 
     @classmethod
     def prefill(cls, run: Run) -> None:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
-from agentcore.compare_report import ExpectedAnswer, final_result, scenario_expectation
+from agentcore.compare_report import ExpectedAnswer, final_result, repeated_summary, scenario_expectation
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
@@ -461,6 +461,84 @@ def _export(comparison: Comparison) -> None:
         )
 
 
+MAX_REPEATS = 20
+
+
+def _run_repeats(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> None:
+    """Run the comparison's configurations again, each its own fresh run, the asked number of times."""
+    first = state.comparison
+    n = int(st.session_state.get("cmp_repeat_n") or 1)
+    made = []
+    with st.spinner(f"Running each configuration {n} more times…"):
+        for _ in range(n):
+            again = Comparison(
+                first.prompt,
+                specs,
+                system_prompt=first.system_prompt,
+                tools=first.tools,
+                max_steps=first.max_steps,
+                api_keys=keys,
+                expected=first.expected,
+            )
+            with_policies(again, state.policies)
+            again.start("run", keys)
+            again.wait()
+            made.append(again)
+    state.repeats = [first, *made]
+
+
+def _repeats(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> None:
+    """Runs per configuration: the same comparison run again, read as counts and spreads, each run openable."""
+    st.header("Runs per configuration")
+    ask, go_on = st.columns([1, 2], vertical_alignment="bottom")
+    ask.number_input("More runs of each", min_value=1, max_value=MAX_REPEATS, value=2, key="cmp_repeat_n")
+    if go_on.button("Run each again", key="cmp_repeat", icon=":material/repeat:"):
+        _run_repeats(state, specs, keys)
+    done = [c for c in state.repeats if len(c.columns) == len(specs)]
+    if len(done) < 2:
+        st.caption("One run of a model is one sample: run each configuration again to see how often it answers alike.")
+        return
+    expected = done[0].expected
+    rows = [
+        repeated_summary(col.label, [c.columns[j].run for c in done], [c.columns[j].wall_s for c in done], expected)
+        for j, col in enumerate(done[0].columns)
+    ]
+    st.dataframe(
+        [
+            {
+                "configuration": r["config"],
+                "answered": f"{r['answered']}/{r['runs']}",
+                "contains the expected answer": (
+                    "-" if r["contains_expected"] is None else f"{r['contains_expected']}/{r['runs']}"
+                ),
+                "steps": r["steps"].words(),
+                "tokens": r["tokens"].words(),
+                "cost ($)": r["cost_usd"].words(digits=6),
+                "time": r["wall_s"].words(" s", 2),
+            }
+            for r in rows
+        ],
+        hide_index=True,
+        width="stretch",
+        key="cmp_repeats_table",
+    )
+    runs = {f"{j}:{k}": c.columns[j].run for k, c in enumerate(done) for j in range(len(c.columns))}
+    pick, open_it = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = pick.selectbox(
+        "Open one of these runs",
+        list(runs),
+        index=None,
+        key="cmp_repeat_pick",
+        format_func=lambda key: safe.plain(
+            f"{done[0].columns[int(key.split(':')[0])].label} · run {int(key.split(':')[1]) + 1} · "
+            f"{runs[key].stop_reason or 'open'} · {runs[key].id}"
+        ),
+        placeholder="Choose a configuration's run",
+    )
+    if open_it.button("Open in the playground", key="cmp_repeat_open", disabled=chosen is None) and chosen:
+        _open_in_playground(runs[chosen])
+
+
 def _open_in_playground(run: Run) -> None:
     """Give the playground a copy of the column's run as its current run, and go there."""
     copy = from_dict(to_dict(run), check_messages=False)  # an independent run; the column keeps its own
@@ -511,6 +589,8 @@ def main() -> None:
         return
     _columns_view(comparison)
     _summary(comparison)
+    if comparison.finished:
+        _repeats(state, specs, keys)
     _wire(comparison)
     _export(comparison)
 
