@@ -274,3 +274,16 @@ def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate
     assert (
         list(cells["passed"]) == ["2/3"] and list(cells["cell"]) == ["FAIL"] and len(cells["runs"][0].split(", ")) == 3
     )
+
+
+def test_trials_that_all_made_the_same_run_are_said_to_be_one_sample(tmp_path, capsys, test_file, monkeypatch):
+    test = PinnedTest(name="weather", prompt="What is the weather in Paris?", tools=["get_weather"])
+    path = tmp_path / "weather.json"
+    path.write_text(export_test(test))
+    assert main(["test", str(path), "--config", "scripted:weather", "--trials", "3", "--no-db"]) == 0
+    out = capsys.readouterr().out
+    assert "note: in 1 of 1 cells every trial made the same run" in out and "(a cell passes when at least 100%" in out
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    with two_in_three(3) as server:  # right, right, wrong: not alike
+        main(_test(test_file, server.url, "--trials", "3"))
+    assert "every trial made the same run" not in capsys.readouterr().out

@@ -74,10 +74,21 @@ def cmd_test(args: argparse.Namespace) -> int:
     matrix = run_matrix(tests, specs, tools=tools, trials=trials, pass_threshold=getattr(args, "pass_threshold", 1.0))
     print(matrix.table())
     if trials > 1:
-        print(f"\ntrials (a cell passes when at least {matrix.pass_threshold:g} of its {trials} trials pass)")
+        share = f"{matrix.pass_threshold:.0%}"
+        print(f"\ntrials (a cell passes when at least {share} of its {trials} trials pass)")
+        alike = []
         for row in matrix.cells:
             for cell in row:
                 print(f"{cell.test} × {cell.config}: {cell.stats.words()}")
+                runs = [t.run for t in cell.trials if t.run is not None]
+                if len(runs) == trials and all(r.messages == runs[0].messages for r in runs[1:]):
+                    alike.append(cell)
+        if alike:
+            print(
+                f"note: in {len(alike)} of {len(tests) * len(specs)} cells every trial made the same run: a model that "
+                "decodes greedily (temperature 0, the embedded model's default) answers alike each time, so its "
+                "trials are one sample; set `temperature` in the test file to sample"
+            )
     store = None if args.no_db else _store(getattr(args, "db", None))  # the experiment is kept, pass or fail
     by_name = dict(zip([t.name for t in tests], files, strict=True))
     tasks = {t.name for t in tests if t.benchmark is not None}  # no pinned run: the reference calls are the path
