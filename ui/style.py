@@ -49,9 +49,10 @@ STYLE = f"""<style>
 .stApp a:focus-visible, .stApp [data-testid="stSidebarNavLink"]:focus-visible {{
   outline: 2px solid {FOCUS}; outline-offset: 2px; border-radius: 2px; }}
 .stApp [data-ac-heading]:focus {{ outline: none; }}
-.st-key-ac_announce {{ display: none; }}
-#ac-live {{ position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
-  clip: rect(0 0 0 0); white-space: nowrap; border: 0; }}
+.st-key-ac_announce,
+[data-testid="stLayoutWrapper"]:has(> .st-key-ac_announce),
+[data-testid="stElementContainer"]:has(> .st-key-ac_announce) {{ display: none; }}
+#ac-live-host {{ position: absolute; width: 1px; height: 1px; overflow: hidden; }}
 .stApp .react-json-view .variable-value div[style*="rgb(235, 235, 235)"] {{ color: {NULL_BADGE} !important; }}
 {"".join(f".stApp .stCode .token{'.' + kind if kind else ''} {{ color: {colour}; }}" for kind, colour in TOKENS.items())}
 </style>"""
@@ -77,15 +78,24 @@ FOCUS_SCRIPT = """<script>
     return rest.trim() === "";
   };
   const scrolls = (el) => el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1;
-  // one live region for the whole app, outside what Streamlit redraws: a screen reader hears each new text once
+  // one live region for the whole app, outside what Streamlit redraws: a screen reader hears each new text once.
+  // It sits in a closed shadow root, which the accessibility tree reads and a page's text search does not: the
+  // words it repeats are not found twice on the page. window.agentcoreLive reaches it.
+  const host = document.createElement("div");
+  host.id = "ac-live-host";
+  document.body.appendChild(host);
+  const root = host.attachShadow({ mode: "closed" });
   const live = document.createElement("div");
   live.id = "ac-live";
   live.setAttribute("role", "status");
   live.setAttribute("aria-live", "polite");
-  document.body.appendChild(live);
-  const said = () => {
+  live.style.cssText = "position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;"
+    + "clip:rect(0 0 0 0);white-space:nowrap;border:0";
+  root.appendChild(live);
+  window.agentcoreLive = live;
+  const said = () => {  // the text to announce is an attribute: it is no text of the page
     const el = document.querySelector(".st-key-ac_announce [data-ac-announce]");
-    return el ? el.textContent.trim() : "";
+    return el ? (el.getAttribute("data-ac-announce") || "").trim() : "";
   };
   let announced = said();  // what the page says as it opens is not news
   let path = location.pathname, newPage = false;
@@ -156,4 +166,4 @@ def announce(text: str) -> None:
     Drawn hidden; the app's script copies it into its one live region when it differs from the last text.
     """
     with st.container(key="ac_announce"):
-        st.html(f"<div data-ac-announce>{html.escape(text)}</div>")
+        st.html(f'<div data-ac-announce="{html.escape(text, quote=True)}"></div>')

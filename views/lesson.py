@@ -28,7 +28,7 @@ SHOWN_CHARS = 90  # a tool result is cut to about one line (what the model said 
 # the lesson screen packs tighter than the other pages: less padding above the first row and between blocks
 PAGE_STYLE = (
     "<style>"
-    ".stMainBlockContainer{padding:2.6rem 2rem 0.5rem 2rem}"
+    ".stMainBlockContainer{padding:2.1rem 2rem 0.5rem 2rem}"
     ".st-key-lesson_page,.st-key-lesson_page [data-testid='stColumn']>[data-testid='stVerticalBlock']{gap:0.5rem}"
     ".st-key-lesson_narration p{font-size:1.05rem;line-height:1.4;margin-bottom:0.3rem}"
     ".st-key-lesson_new{background:#fff9db;border-radius:8px}"

@@ -88,6 +88,7 @@ def _run_picker(session: Session, slot) -> None:
 def _live(session: Session, slot) -> None:
     """Run the requested phase in its slot, showing the time so far and the streamed text, then clear it."""
     with slot.container(border=True, key="live"):
+        shown = st.empty()  # the phase's time and streamed text first; its Stop under them
         st.button(
             "Stop",
             key="stop_phase",
@@ -95,7 +96,7 @@ def _live(session: Session, slot) -> None:
             on_click=actions.stop_phase,
             help="Ends the model call at its next streamed piece (its reply is not kept), or the step before its tools",
         )
-        for job in actions.run_requested(session, st.empty()):
+        for job in actions.run_requested(session, shown):
             if job.run is session.run and len(job.run.messages) > job.before:
                 mark_new(job.run, job.before)
     slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run

@@ -248,8 +248,10 @@ def test_the_cost_pages_first_chart_is_on_the_first_screen(app, browser):
     expect(page.get_by_role("button", name="Step", exact=True)).to_be_visible(timeout=20_000)
     _idle(page)
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Cost").click()
+    expect(page.get_by_role("heading", name="Cost", level=1)).to_be_visible(timeout=30_000)
+    _idle(page)
     chart = page.locator(".stPlotlyChart").first
-    expect(chart).to_be_visible(timeout=20_000)
+    expect(chart).to_be_visible(timeout=30_000)
     _idle(page)
     assert "Tokens per step" in chart.inner_text()
     _in_view(chart, "the tokens-per-step chart")

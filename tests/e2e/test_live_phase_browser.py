@@ -65,6 +65,7 @@ def _streamed_before_the_end(seen: list[str], reply: str) -> None:
     assert times == sorted(times) and times[-1] > times[0], f"the time did not grow: {times}"
     partial = []
     for _, text in drawn:
+        text = text.rsplit("stop_circle", 1)[0]  # the box's Stop button, under the streamed text
         body = _words(text.split("\n", 1)[1]) if "\n" in text else ""
         if body and not body.startswith("Nothing streamed yet"):
             assert _words(reply).startswith(body), f"{body!r} is not the start of the reply {reply!r}"
