@@ -155,12 +155,15 @@ def test_a_bad_trial_count_or_threshold_is_one_line_before_any_call(test_file, c
     assert words in err and err.count("\n") == 1 and not server.seen
 
 
-def test_the_tests_page_runs_trials_and_shows_the_counts_a_bar_and_a_flaky_badge(
-    test_file, tmp_path, monkeypatch, open_app
-):
+@pytest.fixture
+def page_env(test_file, tmp_path, monkeypatch) -> None:
+    """The Tests page over `test_file`'s folder and a database of its own, with the stand-in's key set."""
     monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
     monkeypatch.setenv("AGENTCORE_TESTS", str(test_file.parent))
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+
+
+def test_the_tests_page_runs_trials_and_shows_the_counts_a_bar_and_a_flaky_badge(page_env, open_app):
     with two_in_three(6) as server:
         at = open_app("views/tests.py")
         at.text_area(key="tests_configs").set_value(f"openai:stand-in@{server.url}/v1").run()
@@ -251,12 +254,7 @@ def test_compare_runs_each_configuration_n_times_and_counts_the_answers_that_hol
     assert "--runs is a whole number" in capsys.readouterr().err
 
 
-def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate_over_time(
-    test_file, tmp_path, monkeypatch, open_app
-):
-    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
-    monkeypatch.setenv("AGENTCORE_TESTS", str(test_file.parent))
-    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate_over_time(page_env, open_app):
     with two_in_three(6) as server:
         at = open_app("views/tests.py")
         at.text_area(key="tests_configs").set_value(f"openai:stand-in@{server.url}/v1").run()
