@@ -10,6 +10,7 @@ matrix lasts as long as its slowest cell.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -84,9 +85,10 @@ class Cell:
             return bool(self.failures) and all(t.errored for t in self.trials)
         return bool(self.failures) and (self.run is None or self.run.stop_reason == "error")
 
-    @property
+    @functools.cached_property
     def stats(self) -> TrialStats:
-        """What the cell's trials say together (one trial: itself)."""
+        """What the cell's trials say together (one trial: itself); read once the cell has ended, and kept:
+        the scoreboard, the matrix, JUnit and JSON each read it."""
         return trial_stats(self.trials or [self])
 
     @property
