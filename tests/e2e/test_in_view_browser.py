@@ -238,9 +238,17 @@ def test_a_focused_step_leaves_the_next_step_line_uncovered(app, browser):
     page.close()
 
 
-def test_the_cost_pages_first_chart_is_on_the_first_screen(app, browser):
+@pytest.fixture(scope="module")
+def one_run_app(tmp_path_factory):
+    """The app over one saved run with steps, which no other test adds to: Runs opens that run."""
+    server = app_over_runs(tmp_path_factory.mktemp("cost-app"), [runaway_run(5, 10)])
+    yield server.url
+    server.stop()
+
+
+def test_the_cost_pages_first_chart_is_on_the_first_screen(one_run_app, browser):
     page = browser.new_page(viewport=VIEWPORT)
-    page.goto(f"{app}/runs")
+    page.goto(f"{one_run_app}/runs")
     opener = page.get_by_role("button", name="Open in playground")
     expect(opener).to_be_visible(timeout=30_000)
     _idle(page)
