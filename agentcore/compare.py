@@ -22,6 +22,7 @@ from .compare_report import (
     load_bundle,
     make_bundle,
     scenario_expectation,
+    step_row,
     step_series,
     summarize,
     unique_labels,
@@ -29,6 +30,7 @@ from .compare_report import (
 )
 from .errors import AgentcoreError, UsageError
 from .loop import Agent, Event
+from .messages import MAX_COUNT, UserMessage
 from .providers import REGISTRY, create_provider
 from .request import settings_refusal
 from .run import Run, RunConfig
@@ -44,6 +46,7 @@ __all__ = [
     "ColumnSpec",
     "Comparison",
     "ExpectedAnswer",
+    "Origin",
     "column_labels",
     "format_table",
     "load_bundle",
@@ -79,6 +82,65 @@ class ColumnSpec:
         """`provider:model@base_url`, as the command line writes it."""
         text = self.provider + (f":{self.model}" if self.model else "")
         return text + (f"@{self.base_url}" if self.base_url else "")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a comparison of a stored run starts: the run, and the step whose model call every column makes again.
+
+    Each column is a fork of the run just before that call (`Run.fork`): the history up to it, the run's tools,
+    system prompt, settings, policies, hooks, breakpoints and mocks, on the column's provider and model. It makes
+    `steps` model calls from there (None: to the end of the run's step budget; 1: step k asked again).
+    """
+
+    run: Run
+    step: int
+    steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.step <= len(self.run.steps):
+            have = len(self.run.steps)
+            raise UsageError(
+                f"run {self.run.id} has {have} step{'s' if have != 1 else ''}: there is no step {self.step}"
+            )
+        if self.steps is not None and not 1 <= self.steps <= MAX_COUNT:
+            raise UsageError(f"the steps to make from step {self.step} are a whole number from 1, not {self.steps}")
+
+    @property
+    def budget(self) -> int:
+        """Each fork's step budget: the steps it keeps, and those it makes."""
+        if self.steps is None:
+            return max(self.run.config.max_steps, self.step)
+        return self.step - 1 + self.steps
+
+    @property
+    def prompt(self) -> str:
+        """The run's first user message: what the comparison is about."""
+        first = next((m for m in self.run.messages if isinstance(m, UserMessage) and m.content.strip()), None)
+        return first.content if first is not None else f"run {self.run.id}"
+
+    def fork(self, spec: ColumnSpec, model: str, label: str) -> Run:
+        """The run forked before step k's call, on `spec`'s provider and model; every other setting the run's own."""
+        fork = self.run.fork(self.step)
+        update: dict[str, Any] = {
+            "provider": spec.provider,
+            "model": model,
+            "base_url": spec.base_url,
+            "scenario": model if spec.provider == "scripted" else None,
+            "max_steps": self.budget,
+        }
+        update |= {
+            name: getattr(spec, name)
+            for name in ("temperature", "max_tokens", "seed")
+            if getattr(spec, name) is not None
+        }
+        fork.config = fork.config.model_copy(update=update)
+        fork.title = f"{self.run.title or self.run.id} · from step {self.step} · {label}"
+        return fork
+
+    def row(self, label: str) -> dict[str, Any]:
+        """The original's own step k, as step_row gives it."""
+        return step_row(self.run, self.step, label)
 
 
 def column_labels(specs: Sequence[ColumnSpec]) -> list[str]:
@@ -213,7 +275,9 @@ class Comparison:
         provider_options: dict[str, Any] | None = None,
         factory: Factory | None = None,
         expected: ExpectedAnswer | None = None,
+        origin: Origin | None = None,
     ) -> None:
+        self.origin = origin
         if not prompt or not prompt.strip():
             raise UsageError("a comparison needs a prompt")
         if not MIN_COLUMNS <= len(specs) <= MAX_COLUMNS:
@@ -257,9 +321,49 @@ class Comparison:
 
         return build
 
+    @classmethod
+    def from_step(
+        cls,
+        origin: Origin,
+        specs: Sequence[ColumnSpec],
+        *,
+        tools: Iterable[Tool] | None = None,
+        api_keys: dict[int, str] | None = None,
+        provider_options: dict[str, Any] | None = None,
+        factory: Factory | None = None,
+    ) -> Comparison:
+        """Each configuration forked from step k of a stored run (see Origin), driven in lockstep like any comparison.
+
+        `tools` are the run's tools as this process has them (default: those of the built-in toolbox); a call to
+        one it lacks comes back as an error.
+        """
+        run = origin.run
+        if tools is None:
+            from .toolbox import TOOLBOX
+
+            tools = [TOOLBOX[t.name] for t in run.config.tools if t.name in TOOLBOX]
+        return cls(
+            origin.prompt,
+            specs,
+            system_prompt=run.config.system_prompt,
+            tools=tools,
+            max_steps=origin.budget,
+            api_keys=api_keys,
+            provider_options=provider_options,
+            factory=factory,
+            origin=origin,
+        )
+
+    @property
+    def first_step(self) -> int:
+        """The first step the columns make: k from a stored run, else 1."""
+        return self.origin.step if self.origin is not None else 1
+
     def _column(self, spec: ColumnSpec, label: str, key: str | None) -> Column:
         provider, error = self._provider(spec, key)
         model = getattr(provider, "model", None) or spec.model or ""
+        if self.origin is not None:
+            return self._forked_column(spec, label, provider, model, error)
         config = RunConfig.made_for(
             spec.provider,
             model,
@@ -283,6 +387,19 @@ class Comparison:
             column.agent = self._agent(column, provider)
         return column
 
+    def _forked_column(self, spec: ColumnSpec, label: str, provider: Any, model: str, error: str | None) -> Column:
+        assert self.origin is not None
+        run = self.origin.fork(spec, model, label)
+        if error is None:  # settings or tools the model refuses stop the column before any call, in one line
+            error = settings_refusal(run, spec.provider, model)
+        if error is not None:
+            run.stop_reason, run.error = "error", error
+            return Column(spec, label, run, error)
+        column = Column(spec, label, run)
+        if not column.holds_key:
+            column.agent = self._agent(column, provider)
+        return column
+
     # -- driving the columns ---------------------------------------------------------
 
     @property
@@ -295,10 +412,13 @@ class Comparison:
         """Whether every column has ended (done or failed to start)."""
         return all(c.finished or c.setup_error for c in self.columns)
 
-    def start(self, mode: Literal["step", "run"], api_keys: dict[int, str] | None = None) -> bool:
+    def start(
+        self, mode: Literal["step", "run"], api_keys: dict[int, str] | None = None, *, retry: bool = True
+    ) -> bool:
         """Start one step (`step`) or the whole run (`run`) on every column, each on its own thread.
 
-        Returns at once; False when columns are still busy with the previous action.
+        A column whose last action failed tries again, unless `retry` is False. Returns at once; False when
+        columns are still busy with the previous action.
         """
         if self.running:
             return False
@@ -308,7 +428,7 @@ class Comparison:
         self._threads = []
         keys = api_keys or {}
         for i, column in enumerate(self.columns):
-            if column.setup_error or column.finished:
+            if column.setup_error or column.finished or (not retry and column.state == "error"):
                 continue
             build = self._builder(column, keys.get(i)) if column.holds_key else None
             column.busy = True
@@ -338,6 +458,16 @@ class Comparison:
         self.start("step", api_keys)
         self.wait()
 
+    def step_to_end(self, api_keys: dict[int, str] | None = None) -> None:
+        """Step all in lockstep until every column has ended or failed, or a step all moves none of them (a pause
+        only a person ends); a failed column is not tried again."""
+        while any(c.state == "ready" for c in self.columns) and not self._cancel.is_set():
+            before = [(len(c.run.messages), c.run.stop_reason) for c in self.columns]
+            self.start("step", api_keys, retry=False)
+            self.wait()
+            if before == [(len(c.run.messages), c.run.stop_reason) for c in self.columns]:
+                return
+
     def run_all(self, api_keys: dict[int, str] | None = None) -> None:
         """Run every column to its end, concurrently, and wait for all of them."""
         self.start("run", api_keys)
@@ -353,15 +483,43 @@ class Comparison:
     def runs(self) -> list[Run]:
         return [c.run for c in self.columns]
 
+    @property
+    def original_label(self) -> str:
+        """The original run's title in a comparison from its step k: `original (provider:model)`."""
+        if self.origin is None:
+            return ""
+        run = self.origin.run
+        model = run.answered_by(run.steps[self.origin.step - 1])
+        return f"original ({model.provider}:{model.model})"
+
     def summary(self) -> list[dict[str, Any]]:
-        """One row per column: the summary table."""
-        return [summarize(c.run, c.label, c.state, c.error, self.expected) for c in self.columns]
+        """One row per column: the summary table; from a stored run's step k, the original's own first."""
+        first = self.first_step
+        rows = [summarize(c.run, c.label, c.state, c.error, self.expected, first) for c in self.columns]
+        if self.origin is not None:
+            rows.insert(0, summarize(self.origin.run, self.original_label, expected=self.expected, first_step=first))
+        return rows
 
     def series(self) -> list[dict[str, Any]]:
-        """Per-step rows of every column, for the cumulative tokens and cost charts."""
-        return [row for c in self.columns for row in step_series(c.run, c.label)]
+        """Per-step rows of every column (and the original's, from its step k), for the cumulative charts."""
+        first = self.first_step
+        rows = [row for c in self.columns for row in step_series(c.run, c.label, first)]
+        if self.origin is not None:
+            rows = step_series(self.origin.run, self.original_label, first) + rows
+        return rows
+
+    def step_rows(self) -> list[dict[str, Any]]:
+        """Step k as the original made it, then as each column made it again (step_row)."""
+        if self.origin is None:
+            return []
+        k = self.origin.step
+        return [self.origin.row(self.original_label), *(step_row(c.run, k, c.label) for c in self.columns)]
 
     def bundle(self) -> dict[str, Any]:
         """The whole comparison as one JSON bundle of transcripts (no key anywhere in it)."""
-        labels = [c.label for c in self.columns]
-        return make_bundle(self.prompt, self.runs, labels, self.system_prompt, self.expected)
+        labels, runs = [c.label for c in self.columns], self.runs
+        if self.origin is None:
+            return make_bundle(self.prompt, runs, labels, self.system_prompt, self.expected)
+        origin = (self.origin.run.id, self.origin.step)
+        labels, runs = [self.original_label, *labels], [self.origin.run, *runs]
+        return make_bundle(self.prompt, runs, unique_labels(labels), self.system_prompt, self.expected, origin)

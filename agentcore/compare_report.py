@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .accounting import run_cost, step_costs
 from .errors import TranscriptError
-from .messages import numbered
+from .messages import AssistantMessage, Usage, numbered
 from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
 from .providers.scripted import SCENARIOS
 from .run import Run
@@ -82,15 +82,18 @@ def summarize(
     state: str | None = None,
     error: str | None = None,
     expected: ExpectedAnswer | None = None,
+    first_step: int = 1,
 ) -> dict[str, Any]:
     """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer.
 
     With an expected answer, `contains_expected` says whether the final answer holds it (None: no answer).
+    From `first_step` on only: a fork compared from step k counts the steps it made, not those it kept.
     """
-    costs = _step_costs(run)
-    usage = run.usage
-    total_ms = run.duration_ms
-    n = len(run.steps)
+    steps = run.steps[first_step - 1 :]
+    costs = _step_costs(run)[first_step - 1 :]
+    usage = sum((s.usage for s in steps), Usage())
+    total_ms = sum(s.duration_ms for s in steps)
+    n = len(steps)
     missing = expected.missing(final_result(run)) if expected is not None else None
     return {
         "config": label,
@@ -99,23 +102,25 @@ def summarize(
         "stop_reason": run.stop_reason,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
-        "estimated": any(s.estimated for s in run.steps),
+        "estimated": any(s.estimated for s in steps),
         "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
         "total_ms": round(total_ms, 1),
         "ms_per_step": round(total_ms / n, 1) if n else None,
-        "model_ms_per_step": round(sum(s.latency_ms for s in run.steps) / n, 1) if n else None,
-        "tool_errors": sum(t.is_error for s in run.steps for t in s.tool_runs),
+        "model_ms_per_step": round(sum(s.latency_ms for s in steps) / n, 1) if n else None,
+        "tool_errors": sum(t.is_error for s in steps for t in s.tool_runs),
         "final_answer": final_result(run),
         "contains_expected": None if missing is None else not missing,
         "error": error if error is not None else run.error,
     }
 
 
-def step_series(run: Run, label: str) -> list[dict[str, Any]]:
-    """Per-step tokens and cost of one run, with running totals."""
+def step_series(run: Run, label: str, first_step: int = 1) -> list[dict[str, Any]]:
+    """Per-step tokens and cost of one run, with running totals, from `first_step` on (each keeps its number)."""
     rows, cum_tokens, cum_cost = [], 0, 0.0
     costs = _step_costs(run)
     for i, step in enumerate(run.steps):
+        if step.index < first_step:
+            continue
         cum_tokens += step.usage.total_tokens
         cost = costs[i] if i < len(costs) else None
         cum_cost = None if cost is None or cum_cost is None else cum_cost + cost
@@ -149,20 +154,31 @@ def make_bundle(
     labels: Sequence[str],
     system_prompt: str | None = None,
     expected: ExpectedAnswer | None = None,
+    from_step: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The comparison bundle: format, version, prompt, labels, the expected answer, summary, one transcript per run."""
+    """The comparison bundle: format, version, prompt, labels, the expected answer, summary, one transcript per run.
+
+    A comparison from step k of a stored run says so (`from`: its id and k; the original is the first run) and
+    sums each run from step k on.
+    """
     from .transcript import to_dict
 
-    return {
+    first = from_step[1] if from_step is not None else 1
+    bundle = {
         "format": FORMAT,
         "version": VERSION,
         "prompt": prompt,
         "system_prompt": system_prompt,
         "labels": list(labels),
         "expected_answer": expected.to_dict() if expected is not None else None,
-        "summary": [summarize(r, lbl, expected=expected) for r, lbl in zip(runs, labels, strict=True)],
+        "summary": [
+            summarize(r, lbl, expected=expected, first_step=first) for r, lbl in zip(runs, labels, strict=True)
+        ],
         "runs": [to_dict(r) for r in runs],
     }
+    if from_step is not None:
+        bundle["from"] = {"run_id": from_step[0], "step": from_step[1]}
+    return bundle
 
 
 def load_bundle(data: Any) -> tuple[str, list[str], list[Run]]:
@@ -216,6 +232,56 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
     return "\n".join(lines)
+
+
+def step_row(run: Run, step: int, label: str) -> dict[str, Any]:
+    """What one run did at `step`: its reply, the tools it called, tokens, cost and latency (`made` False when it
+    made no such step: it ended, or failed, before)."""
+    record = run.steps[step - 1] if 1 <= step <= len(run.steps) else None
+    row: dict[str, Any] = {"config": label, "step": step, "made": record is not None, "error": run.error}
+    if record is None:
+        return row | {"reply": None, "tool_calls": [], "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
+    reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
+    reply = reply if isinstance(reply, AssistantMessage) else None
+    costs = _step_costs(run)
+    return row | {
+        "reply": reply.content if reply is not None else None,
+        "tool_calls": [f"{c.name}({c.arguments_text})" for c in reply.tool_calls] if reply is not None else [],
+        "input_tokens": record.usage.input_tokens,
+        "output_tokens": record.usage.output_tokens,
+        "estimated": record.estimated,
+        "cost_usd": costs[step - 1] if step - 1 < len(costs) else None,
+        "latency_ms": round(record.latency_ms, 1),
+        "model": f"{run.answered_by(record).provider}:{run.answered_by(record).model}",
+    }
+
+
+def format_step_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """Each run's own step, one block per run, for the terminal: the reply and calls whole enough to be read."""
+    lines = []
+    for r in rows:
+        if not r["made"]:
+            why = f"error: {r['error']}" if r["error"] else "no such step: the run ended before it"
+            lines.append(f"{r['config']}\n  {_one_line(why, 300)}")
+            continue
+        cost = "?" if r["cost_usd"] is None else f"${r['cost_usd']:.6f}"
+        mark = "~" if r["estimated"] else ""
+        head = (
+            f"{r['config']} · {r['model']} · {r['input_tokens']}{mark} in / {r['output_tokens']}{mark} out · {cost} · "
+            f"{r['latency_ms']:.0f} ms"
+        )
+        lines.append(head)
+        if r["reply"]:
+            lines.append(f"  reply: {_one_line(r['reply'], 300)}")
+        lines += [f"  → {_one_line(call, 300)}" for call in r["tool_calls"]]
+        if not r["reply"] and not r["tool_calls"]:
+            lines.append("  (an empty reply)")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, most: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def repeated_summary(

@@ -326,6 +326,11 @@ class StepRecord(BaseModel):
     # their own records above (sent, policy_calls, tools_withheld) and a tool run's source "repeat"
     hook_effects: list[HookEffect] = Field(default_factory=list, exclude_if=lambda v: not v)
 
+    @property
+    def duration_ms(self) -> float:
+        """Time the step spent working: its model call plus its tools phase, to the last tool run's end."""
+        return self.latency_ms + max((t.started_ms + t.duration_ms for t in self.tool_runs), default=0.0)
+
     @field_validator("wire")
     @classmethod
     def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
@@ -502,10 +507,7 @@ class Run(BaseModel):
     @property
     def duration_ms(self) -> float:
         """Time the run spent working: each step's model call plus its tools phase, to the last tool run's end."""
-        total = 0.0
-        for s in self.steps:
-            total += s.latency_ms + max((t.started_ms + t.duration_ms for t in s.tool_runs), default=0.0)
-        return total
+        return sum((s.duration_ms for s in self.steps), 0.0)
 
     @property
     def tool_specs(self) -> list[ToolSpec]:

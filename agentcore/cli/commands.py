@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
@@ -131,6 +131,18 @@ def _print_run(run) -> None:
         print(f"\n{run.halt.words}")
 
 
+def _print_forks(store: Any, run_id: str) -> None:
+    """The runs forked from this one, each with the step it was forked at and the models that answered it."""
+    children = store.children(run_id)
+    if children:
+        print(f"\nforks ({len(children)}):")
+    for child in children:
+        print(
+            f"  {child.id} at step {child.parent_step} · {child.models_label} · {child.steps} steps · "
+            f"{child.stop_reason or 'open'} · {shorten(child.title, 80)}"
+        )
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
     from ..errors import TranscriptError
@@ -155,7 +167,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 f"{r.total_tokens} tokens  {cost}  {shorten(r.title, 60)}"
             )
     elif action == "show":
-        _print_run(store.load_run(args.id))
+        _print_run(store.read_run(args.id))
+        _print_forks(store, args.id)
     elif action == "export":
         runs = [store.load_run(i) for i in args.ids]
         if args.otlp:
@@ -199,6 +212,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
     for spec in specs:
         get_info(spec.provider)  # an unknown provider is bad usage (exit 2), not one column's provider error
+    if args.from_step is not None:
+        return _compare_from(args, specs)
+    if args.from_steps is not None or args.db is not None:
+        raise UsageError("--steps and --db go with --from RUN_ID:K")
+    if not args.prompt:
+        raise UsageError("compare needs a prompt, or --from RUN_ID:K")
     # without --tools, a scripted scenario needs its own tools to play; other providers get none unless asked
     scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
     names = list(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
@@ -257,6 +276,69 @@ def cmd_compare(args: argparse.Namespace) -> int:
     failed = [c for c in comparison.columns if c.state == "error"]
     for column in failed:
         print(f"error: {column.label}: {column.error}", file=sys.stderr)
+    if args.out:
+        print(f"bundle: {args.out}")
+    return EXIT_PROVIDER if failed else 0
+
+
+def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
+    """`compare --from RUN_ID:K`: fork the stored run before step K on each configuration, step them in lockstep,
+    save every fork, and print step K as the original made it beside each configuration's, then the summary."""
+    from ..compare import Comparison, Origin, format_table
+    from ..compare_report import format_step_rows
+    from ..store.runs import Store
+    from ..toolbox import TOOLBOX
+    from ..transcript import one_line
+
+    if args.prompt:
+        raise UsageError("--from compares a stored run from its step K: give no prompt")
+    run_id, colon, step = args.from_step.rpartition(":")
+    if not colon or not run_id or not step.strip().isdigit():
+        raise UsageError(f"--from {args.from_step!r}: expected RUN_ID:K, e.g. 3f2a9c1b7d4e:4")
+    store = Store(args.db)
+    if not store.exists(run_id):
+        raise UsageError(f"no run {run_id!r} in {store.location}")
+    source = store.read_run(run_id)
+    origin = Origin(source, int(step), args.from_steps)
+    names = [t.name for t in source.config.tools if t.name in TOOLBOX]
+    tools = select_tools(args, args.tools, names)
+    lacking = [t.name for t in source.config.tools if t.name not in {x.name for x in tools}]
+    if lacking:
+        print(
+            f"agentcore: note: run {run_id}'s tools {', '.join(lacking)} are not here: a call to them comes back "
+            "as an error",
+            file=sys.stderr,
+        )
+    comparison = Comparison.from_step(origin, specs, tools=tools)
+    made = (
+        "to the end of its budget" if origin.steps is None else f"{origin.steps} step{'s' if origin.steps != 1 else ''}"
+    )
+    print(
+        f"from step {origin.step} of run {run_id} ({shorten(source.title or '', 60)}), {made} on each of "
+        f"{len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}"
+    )
+    try:
+        comparison.step_to_end()
+    except KeyboardInterrupt:
+        comparison.cancel()
+        comparison.wait()
+    for column in comparison.columns:
+        store.save_run(column.run)
+    if args.out:
+        from ..exports import export_bundle
+        from ..transcript import write_atomic
+
+        write_atomic(args.out, export_bundle(comparison.bundle()))
+    print(f"\nstep {origin.step}, as the original made it and as each configuration made it again:\n")
+    print(format_step_rows(comparison.step_rows()))
+    print(f"\nfrom step {origin.step} on:\n")
+    print(format_table(comparison.summary()))
+    print("\nforks saved in " + store.location + ":")
+    for column in comparison.columns:
+        print(f"  {column.label}: run {column.run.id} (parent {run_id} @ step {origin.step})")
+    failed = [c for c in comparison.columns if c.state == "error"]
+    for column in failed:
+        print(f"error: {column.label}: {one_line(column.error or '')}", file=sys.stderr)
     if args.out:
         print(f"bundle: {args.out}")
     return EXIT_PROVIDER if failed else 0

@@ -468,8 +468,30 @@ def _add_runs(sub: Any) -> None:
 
 
 def _add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="run one prompt on 2 to 4 configurations side by side, concurrently")
-    p.add_argument("prompt", help="the user prompt, the same for every configuration")
+    p = sub.add_parser(
+        "compare",
+        help="run one prompt on 2 to 4 configurations side by side, concurrently; or a stored run from step K (--from)",
+    )
+    p.add_argument("prompt", nargs="?", help="the user prompt, the same for every configuration (not with --from)")
+    p.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="RUN_ID:K",
+        help="fork the stored run just before step K's model call on each configuration, and go on from there",
+    )
+    p.add_argument(
+        "--steps",
+        dest="from_steps",
+        type=int,
+        metavar="N",
+        help="with --from: the model calls each fork makes (default: to the end of the run's step budget; "
+        "1 asks step K again)",
+    )
+    p.add_argument(
+        "--db",
+        help="with --from: the runs database the run is read from and every fork saved in "
+        "(default: $AGENTCORE_DB or ~/.agentcore/runs.db)",
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -637,6 +659,7 @@ _COUNTS = {
     "--max-tokens": ("max_tokens", 1, MAX_COUNT),
     "--thinking-budget": ("thinking_budget", 1, MAX_COUNT),
     "--limit": ("limit", 1, 1_000_000),
+    "--steps": ("from_steps", 1, MAX_COUNT),
 }
 
 
