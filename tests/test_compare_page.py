@@ -9,8 +9,11 @@ from servers import free_port
 from streamlit.testing.v1 import AppTest
 from test_compare import holds_text
 
+from agentcore import Agent, Run, RunConfig, ScriptedProvider, toolbox
 from agentcore.providers import REGISTRY
+from agentcore.store.runs import Store
 from ui import safe
+from ui.state import Session
 
 PAGE = "views/compare.py"
 SECRET = "sk-page-secret-51d0e2"
@@ -344,3 +347,51 @@ def test_runs_per_configuration_runs_each_again_and_opens_any_run_in_the_playgro
     assert not at.exception
     opened = at.session_state["session"].run
     assert opened.stop_reason == "max_steps" and len(opened.steps) == 3
+
+
+def test_compare_from_the_runs_page_forks_the_chosen_step_and_keeps_each_fork_under_the_run(
+    open_app, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    tools = toolbox.get_tools("search_notes,read_note")
+    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
+    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    store = Store(tmp_path / "runs.db")
+    store.save_run(run)
+    at = open_app("views/runs.py")
+    at.selectbox(key="runs_selected").set_value(run.id).run()
+    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(4).run()
+    at.button(key="runs_compare_from").click().run()
+    assert not at.exception, at.exception
+    at.switch_page(PAGE)  # AppTest draws the page it was last sent to, as a browser does after the switch
+    at.run()
+    assert any("From step 4 of run" in m.value and run.id in m.value for m in at.main.markdown)
+    assert at.selectbox(key="cmp_provider_0").value == "scripted"
+    assert at.selectbox(key="cmp_scenario_0").value == "research"  # the model that answered step 4, asked again
+    at.selectbox(key="cmp_provider_1").set_value("scripted").run()
+    at.number_input(key="cmp_from_steps").set_value(1).run()
+    button(at, "Run all").click()
+    settle(at)
+    assert not at.exception, at.exception
+    columns = comparison(at).columns
+    assert [len(c.run.steps) for c in columns] == [4, 4]  # three kept, one made again
+    assert comparison(at).summary()[0]["config"] == "original (scripted:research)"
+    forks = store.children(run.id)
+    assert sorted(f.id for f in forks) == sorted(c.run.id for c in columns) and {f.parent_step for f in forks} == {4}
+
+
+def test_compare_from_a_model_turn_in_the_message_list(open_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    tools = toolbox.get_tools("search_notes,read_note")
+    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
+    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    session = Session()
+    session.add_run(run)
+    at = open_app(session=session, view="Messages")
+    reply = run.steps[-2].message_count  # the newest messages are on the list's first page
+    assert not any(b.key == f"cmp_from_{reply + 1}" for b in at.button)  # a tool result has no such button
+    at.button(key=f"cmp_from_{reply}").click().run()
+    assert not at.exception, at.exception
+    state = at.session_state["compare_state"]
+    assert (state.origin.run.id, state.origin.step) == (run.id, len(run.steps) - 1)
+    assert Store(tmp_path / "runs.db").exists(run.id)  # saved first: its forks are kept under it

@@ -529,3 +529,20 @@ def apply_draft() -> None:
         session.draft, session.editing = None, None
     session.notice = session.info = None
     on_run_changed(target)
+
+
+# -- comparing from a step --------------------------------------------------------------------
+
+COMPARE_PAGE = "views/compare.py"
+
+
+def compare_from(run: Run, step: int) -> None:
+    """Open Compare on `run` from step `step`: each configuration forks the run just before that step's model call.
+
+    The run is saved first, so each fork is kept under a parent the runs library holds.
+    """
+    from .page_state import CompareState
+
+    on_run_changed(run)
+    CompareState.prefill_from(run, step)
+    st.switch_page(COMPARE_PAGE)

@@ -135,6 +135,11 @@ class Record:
         head = f"step {step.index} · {safe.code(self._run.answered_by(step).label)}"
         return f"{head} &nbsp; {NO_TOOLS_BADGE}" if step.tools_withheld else head
 
+    def step_at(self, i: int) -> int | None:
+        """The number of the step whose reply is the message at `i`; None for any other message."""
+        step = self._steps.get(i)
+        return step.index if step is not None else None
+
     def tool_run(self, i: int) -> ToolRun | None:
         """The tool run recorded for the result at `i`."""
         return self._tool_runs.get(i)
@@ -376,6 +381,13 @@ def _message_row(
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
+        step = record.step_at(i) if session.draft is None else None
+        if step is not None and row.button(
+            ":material/compare_arrows:",
+            key=f"cmp_from_{i}",
+            help=f"Compare from here: ask step {step} again on other models, beside what this run did from there",
+        ):
+            actions.compare_from(session.run, step)
         if isinstance(m, ToolMessage) and session.draft is None and not editing:
             render_mock_form(row.popover(":material/science:", help="Mock this result"), i, m)
         if editing:

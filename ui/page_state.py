@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 import streamlit as st
 
-from agentcore.compare import ColumnSpec, Comparison, ExpectedAnswer
+from agentcore.compare import ColumnSpec, Comparison, ExpectedAnswer, Origin
 from agentcore.providers import REGISTRY
 from agentcore.run import Run
 
@@ -97,6 +97,24 @@ class CompareState(PageState):
     policies: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # context policies by column
     expected: ExpectedAnswer | None = None  # a pinned test's answer, for the comparisons of its prompt
     repeats: list[Any] = field(default_factory=list)  # the comparisons run again ("runs per configuration")
+    origin: Origin | None = None  # a stored run and its step k: each column forks the run there (prefill_from)
+    unsaved: bool = False  # the forks changed since they were last saved in the runs library
+
+    @classmethod
+    def prefill_from(cls, run: Run, step: int) -> None:
+        """A new comparison from step `step` of a stored `run`: the first column on the model that answered that step
+        (the same call asked again), the second on the page's default for a new column."""
+        answered = run.answered_by(run.steps[step - 1])
+        model = run.config.scenario if answered.provider == "scripted" and run.config.scenario else answered.model
+        first = ColumnSpec(provider=answered.provider, model=model or None, base_url=run.config.base_url)
+        setup = CompareSetup(
+            prompt=next((m.content or "" for m in run.messages if m.role == "user"), ""),
+            system_prompt=run.config.system_prompt or "",
+            tools=[t.name for t in run.config.tools],
+            max_steps=run.config.max_steps,
+            columns=[first],
+        )
+        st.session_state[cls.KEY] = cls(setup=setup, origin=Origin(run, step))
 
     @classmethod
     def prefill(cls, run: Run) -> None:

@@ -186,7 +186,7 @@ def _tool_runs(step: StepRecord) -> None:
     )
 
 
-def _step_details(step: StepRecord) -> None:
+def _step_details(run: Run, step: StepRecord) -> None:
     """One step: latency, usage, its tool runs, Fork, and the wire view."""
     with st.container(border=True):
         m1, m2, m3, m4 = st.columns(4)
@@ -200,7 +200,8 @@ def _step_details(step: StepRecord) -> None:
             )
         if step.tool_runs:
             _tool_runs(step)
-        st.button(
+        fork, compare = st.columns([1, 2])
+        fork.button(
             f"Fork from step {step.index}",
             key="fork_step",
             icon=":material/call_split:",
@@ -208,6 +209,13 @@ def _step_details(step: StepRecord) -> None:
             args=(step.index,),
             help="Start a new run from just before this step's model call; this run is kept",
         )
+        if compare.button(
+            "Compare from here",
+            key="compare_from_step",
+            icon=":material/compare_arrows:",
+            help=f"Ask step {step.index} again on 2 to 4 models side by side, beside what this run did from there",
+        ):
+            actions.compare_from(run, step.index)
         if step.hook_effects:
             st.markdown("**Hooks**: " + "; ".join(safe.inline(e.words) for e in step.hook_effects))
         with st.expander("Wire view: the exact request and response (credentials removed)"):
@@ -233,5 +241,5 @@ def render_steps(session: Session) -> None:
         return
     _steps_table(run)
     step = _pick(session, run)
-    _step_details(step)
+    _step_details(run, step)
     annotate_step(run, step, "playground")

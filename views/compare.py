@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison
+from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison, Origin
 from agentcore.compare_report import ExpectedAnswer, final_result, repeated_summary, scenario_expectation
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
@@ -30,7 +30,7 @@ from ui import safe, words
 from ui.messages_view import show_messages
 from ui.page_state import CompareState
 from ui.policy_view import with_policies
-from ui.state import get_session
+from ui.state import get_session, get_store, open_stored_run
 from ui.tool_registry import available_tools, resolve_tools
 
 PLAYGROUND = "views/playground.py"
@@ -64,6 +64,7 @@ SHARED = {
     "cmp_system": "",
     "cmp_tools": ["get_weather"],
     "cmp_max_steps": 4,
+    "cmp_from_steps": None,  # from a stored run's step k: the steps each fork makes (None: to the end)
 }
 
 
@@ -132,8 +133,17 @@ def _new_comparison() -> None:
     if state.comparison is not None and state.comparison.running:
         state.notice = "The columns are still working: press Stop and wait for them first."
         return
-    kept = {"widgets": state.widgets, "policies": state.policies, "expected": state.expected}
+    kept = {"widgets": state.widgets, "policies": state.policies, "expected": state.expected, "origin": state.origin}
     st.session_state[CompareState.KEY] = CompareState(**kept)
+
+
+def _leave_origin() -> None:
+    """Compare from a prompt again, not from a stored run's step."""
+    state = _state()
+    if state.comparison is not None and state.comparison.running:
+        state.notice = "The columns are still working: press Stop and wait for them first."
+        return
+    st.session_state[CompareState.KEY] = CompareState(widgets=state.widgets)
 
 
 def _request_open(i: int) -> None:
@@ -223,12 +233,15 @@ def _say_sharing(others: list[int]) -> None:
 
 
 def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[int, str]]:
-    st.text_area("Prompt (the same for every configuration)", key="cmp_prompt", height=80, disabled=locked)
-    left, mid, right = st.columns([3, 3, 1])
-    left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
-    mid.multiselect("Tools", list(available_tools()), key="cmp_tools", disabled=locked)
-    right.number_input("Max steps", 1, MAX_STEPS, key="cmp_max_steps", disabled=locked)
-    right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
+    if state.origin is not None:
+        _origin_setup(state.origin, locked)
+    else:
+        st.text_area("Prompt (the same for every configuration)", key="cmp_prompt", height=80, disabled=locked)
+        left, mid, right = st.columns([3, 3, 1])
+        left.text_area("System prompt", key="cmp_system", height=68, disabled=locked)
+        mid.multiselect("Tools", list(available_tools()), key="cmp_tools", disabled=locked)
+        right.number_input("Max steps", 1, MAX_STEPS, key="cmp_max_steps", disabled=locked)
+        right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
     specs, keys = [], {}
     slots = st.columns(int(st.session_state["cmp_n"]))
     for i, slot in enumerate(slots):
@@ -243,6 +256,35 @@ def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[in
             _say_sharing(_sharing(specs, i))
             _say_missing_tools(specs[i], st.session_state["cmp_tools"])
     return specs, keys
+
+
+def _origin_setup(origin: Origin, locked: bool) -> None:
+    """What a comparison from a stored run's step k starts from, the steps each fork makes, and how many forks."""
+    run, k = origin.run, origin.step
+    with st.container(border=True, key="cmp_origin"):
+        st.markdown(
+            f":material/call_split: **From step {k} of run {safe.code(run.id)}** · {safe.inline(run.title or '')}"
+        )
+        st.caption(
+            f"Each configuration forks the run just before step {k}'s model call: the {run.steps[k - 1].message_count} "
+            "messages before it, and the run's tools, system prompt, settings, policies, hooks and mocks. "
+            "The first column is the original, as it went on from there."
+        )
+        left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+        left.caption(f"Prompt: {safe.inline(origin.prompt[:200])}")
+        most = max(1, origin.run.config.max_steps - k + 1)
+        mid.number_input(
+            "Steps each fork makes",
+            1,
+            max(most, MAX_STEPS),
+            key="cmp_from_steps",
+            disabled=locked,
+            placeholder=f"to the end ({most})",
+            help=f"1 asks step {k} again: the quickest way to see whether a step's mistake is the model's or the "
+            "request's. Empty: to the end of the run's step budget.",
+        )
+        right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
+        st.button("Compare from a prompt instead", key="cmp_leave_origin", on_click=_leave_origin, disabled=locked)
 
 
 def _say_missing_tools(spec: ColumnSpec, offered: list[str]) -> None:
@@ -265,7 +307,16 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
     action, state.action = state.action, None
     if action is None:
         return
-    if state.comparison is None:
+    if state.comparison is None and state.origin is not None:
+        chosen = st.session_state.get("cmp_from_steps")
+        try:
+            origin = Origin(state.origin.run, state.origin.step, int(chosen) if chosen else None)
+            names = [t.name for t in origin.run.config.tools]
+            state.comparison = Comparison.from_step(origin, specs, tools=resolve_tools(names), api_keys=keys)
+        except AgentcoreError as exc:
+            state.notice = str(exc)
+            return
+    elif state.comparison is None:
         try:
             state.comparison = Comparison(
                 st.session_state["cmp_prompt"],
@@ -282,6 +333,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
         with_policies(state.comparison, state.policies)
     if state.comparison.start(action, keys):
         state.live = state.comparison.running
+        state.unsaved = state.comparison.origin is not None
     else:
         state.notice = "The columns are still working on the last action."
 
@@ -313,11 +365,34 @@ def _say_verdict(run: Run, expected: ExpectedAnswer | None) -> None:
         st.markdown(f":orange-badge[:material/close: does not contain it] {lacks} missing")
 
 
-def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | None = None) -> None:
+def _first_shown(comparison: Comparison) -> int:
+    """The first message a column shows: from step k's reply on, for a comparison of a stored run's step k."""
+    origin = comparison.origin
+    return origin.run.steps[origin.step - 1].message_count if origin is not None else 0
+
+
+def _original_view(comparison: Comparison) -> None:
+    """The original run as it went on from step k: the first column of a comparison from a stored run."""
+    origin = comparison.origin
+    assert origin is not None
+    run, first = origin.run, _first_shown(comparison)
+    st.markdown(f"**{safe.inline(comparison.original_label)}**  :gray-badge[recorded]")
+    st.caption(f"steps {origin.step}–{len(run.steps)} of run {safe.code(run.id)} · stop: {run.stop_reason or 'open'}")
+    with st.container(height=460, key="cmp_original"):
+        show_messages(list(run.messages[first:]), run)
+    final = final_result(run)
+    if final is not None:
+        text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
+        st.success(f"**Final answer**  \n{safe.block(text)}", icon=":material/flag:")
+
+
+def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | None = None, first: int = 0) -> None:
     run = column.run
     state = column.state
     st.markdown(f"**{safe.inline(column.label)}**  :{STATE_COLOURS[state]}-badge[{state}]")
     where = f"step {len(run.steps)} of {run.config.max_steps} · next phase: {run.next_phase}"
+    if first:
+        where = f"from step {run.parent.step if run.parent else '?'} · " + where
     if column.busy:
         where += f" · {column.activity}"
     elif run.stop_reason:
@@ -327,7 +402,7 @@ def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | 
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")
     with st.container(height=460, autoscroll=True):
-        show_messages(list(run.messages), run)  # the run gives each turn's reported reasoning tokens
+        show_messages(list(run.messages[first:]), run)  # the run gives each turn's reported reasoning tokens
         if column.live_text:
             with st.chat_message("assistant"):
                 st.markdown(safe.markdown(column.live_text + " ▌"))
@@ -341,9 +416,15 @@ def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | 
 def _columns_view(comparison: Comparison) -> None:
     specs = [c.spec for c in comparison.columns]
     _say_expected(comparison.expected)
-    for i, (slot, column) in enumerate(zip(st.columns(len(specs)), comparison.columns, strict=True)):
+    slots = st.columns(len(specs) + (comparison.origin is not None))
+    if comparison.origin is not None:
+        with slots[0]:
+            _original_view(comparison)
+        slots = slots[1:]
+    first = _first_shown(comparison)
+    for i, (slot, column) in enumerate(zip(slots, comparison.columns, strict=True)):
         with slot:
-            _column_view(column, _sharing(specs, i), comparison.expected)
+            _column_view(column, _sharing(specs, i), comparison.expected, first)
 
 
 @st.fragment(run_every=POLL_S)
@@ -413,7 +494,7 @@ def _wire(comparison: Comparison) -> None:
         st.caption("No step has run yet.")
         return
     st.caption("The request body each provider received at the chosen step, side by side (credentials removed).")
-    st.session_state["cmp_wire_step"] = min(st.session_state.get("cmp_wire_step", 1), longest)
+    st.session_state["cmp_wire_step"] = min(st.session_state.get("cmp_wire_step", comparison.first_step), longest)
     step = int(st.number_input("Step", 1, longest, key="cmp_wire_step"))
     for slot, column in zip(st.columns(len(comparison.columns)), comparison.columns, strict=True):
         with slot:
@@ -540,10 +621,29 @@ def _repeats(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str])
 
 
 def _open_in_playground(run: Run) -> None:
-    """Give the playground a copy of the column's run as its current run, and go there."""
-    copy = from_dict(to_dict(run), check_messages=False)  # an independent run; the column keeps its own
-    get_session().add_run(copy)
+    """Give the playground a copy of the column's run as its current run, and go there; a fork of a stored run
+    is opened from the runs library, where it is saved under its parent."""
+    if run.parent is not None and _state().origin is not None:
+        get_store().save_run(run)
+        open_stored_run(get_store(), run.id)
+    else:
+        copy = from_dict(to_dict(run), check_messages=False)  # an independent run; the column keeps its own
+        get_session().add_run(copy)
     st.switch_page(PLAYGROUND)
+
+
+def _save_forks(state: CompareState) -> None:
+    """Keep every fork of a comparison from a stored run in the runs library, under its parent, once it has moved."""
+    comparison = state.comparison
+    if not state.unsaved or comparison is None or comparison.running:
+        return
+    state.unsaved = False
+    store = get_store()
+    try:
+        for column in comparison.columns:
+            store.save_run(column.run)
+    except AgentcoreError as exc:
+        state.notice = f"The forks could not be saved: {exc}"
 
 
 def main() -> None:
@@ -587,9 +687,10 @@ def main() -> None:
     if state.live:
         _live_columns()
         return
+    _save_forks(state)
     _columns_view(comparison)
     _summary(comparison)
-    if comparison.finished:
+    if comparison.finished and comparison.origin is None:
         _repeats(state, specs, keys)
     _wire(comparison)
     _export(comparison)

@@ -15,11 +15,12 @@ from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
 from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
 from ui.annotate_view import render_annotations
-from ui.page_state import RunsState
+from ui.page_state import CompareState, RunsState
 from ui.state import get_store, in_app_words, open_stored_run
 
 ALL = "All providers"
 PLAYGROUND = "views/playground.py"
+COMPARE = "views/compare.py"
 WIDGETS = {"runs_search": "", "runs_provider": ALL, "runs_made": False}
 
 
@@ -219,6 +220,8 @@ def _details(store: Store, summary: RunSummary) -> None:
             name = export_filename(run, fmt)
             st.download_button(f"{fmt} request body", body, name, "application/json", key=f"runs_dl_{fmt}")
 
+    if run.steps:
+        _compare_from(run)
     _annotations(store, run)
     _fork_tree(store, run_id)
     _diff(store, run, summary)
@@ -244,6 +247,21 @@ def _annotations(store: Store, run: Run) -> None:
     render_annotations(store, run, run.steps[chosen - 1], "runs")
 
 
+def _compare_from(run: Run) -> None:
+    """Compare from a chosen step: each configuration forks the run just before that step's model call."""
+    pick, go = st.columns([1, 2], vertical_alignment="bottom")
+    numbers = [s.index for s in run.steps]
+    step = pick.selectbox("Compare from step", numbers, key=f"runs_compare_step_{run.id}")
+    if go.button(
+        "Compare from here",
+        key="runs_compare_from",
+        icon=":material/compare_arrows:",
+        help="Ask that step again on 2 to 4 models side by side, beside what this run did from there",
+    ):
+        CompareState.prefill_from(run, int(step))
+        st.switch_page(COMPARE)
+
+
 def _fork_tree(store: Store, run_id: str) -> None:
     tree = store.fork_tree(run_id)
     if tree is None or (not tree.children and tree.run.parent_id is None):
@@ -257,7 +275,7 @@ def _fork_tree(store: Store, run_id: str) -> None:
     for node, depth in tree.walk():
         r = node.run
         here = " ← this run" if r.id == run_id else ""
-        where = f" · forked at step {r.parent_step}" if r.parent_id else ""
+        where = f" · forked at step {r.parent_step} · {safe.inline(r.models_label)}" if r.parent_id else ""
         cols = st.columns([6, 1, 1])
         name = f"{safe.code(r.id)} {safe.inline(r.title or '')}"
         cols[0].markdown(f"{'&nbsp;' * 6 * depth}{'↳ ' if depth else ''}{name}{where}{here}")
