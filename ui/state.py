@@ -32,7 +32,16 @@ from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default
 from agentcore.providers.base import Provider
 from agentcore.run import LoopGuard, Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_owner, default_path, is_url
+from agentcore.store.runs import (
+    LAST_RUN_KEY,
+    RunChanged,
+    RunSummary,
+    Store,
+    default_owner,
+    default_path,
+    is_url,
+    valid_name,
+)
 
 from .tool_registry import resolve_tools
 
@@ -201,21 +210,6 @@ def get_session() -> Session:
 
 
 # -- who is using the app ---------------------------------------------------------------------
-
-_NAME = re.compile(r"\w[\w .@+-]{0,63}")
-
-
-def valid_name(text: str | None) -> str:
-    """A person's name as the runs store records it; ValueError (one line) for anything else.
-
-    1 to 64 letters, digits, spaces and `. _ @ + -`, starting with a letter or digit: a name typed in
-    the app or sent in a header is only ever a name, never markup or a path.
-    """
-    name = (text or "").strip()
-    if not _NAME.fullmatch(name):
-        raise ValueError("a name is 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit")
-    return name
-
 
 LOGIN_NAME = "the account the server runs as"  # where a name comes from when nobody chose one
 

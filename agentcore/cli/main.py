@@ -642,6 +642,34 @@ def _add_mcp(sub: Any) -> None:
     p.add_argument("--http", type=int, metavar="PORT", help="serve over streamable HTTP at http://HOST:PORT/mcp")
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on with --http (default 127.0.0.1)")
     p.set_defaults(func=cmd_mcp_demo)
+    p = sub.add_parser(
+        "mcp-server",
+        help="serve the runs library and the loop to MCP clients (Claude Code, Codex, ...): stdio, or --http",
+    )
+    p.add_argument("--db", help="the runs database (default: $AGENTCORE_DB or ~/.agentcore/runs.db)")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT listens on 127.0.0.1 only)",
+    )
+    p.add_argument(
+        "--user-header",
+        metavar="NAME",
+        help="with --http: each request's user is this header's value, as the app's AGENTCORE_USER_HEADER "
+        "(default: that variable); a request without it is refused",
+    )
+    p.set_defaults(func=cmd_mcp_server)
+
+
+def cmd_mcp_server(args: argparse.Namespace) -> int:
+    from ..mcp.client import require_sdk
+    from ..mcp.runs_server import serve
+    from ..store.runs import Store
+
+    require_sdk()
+    Store(args.db)  # a database that cannot be opened is one line now, not a failure on the first call
+    serve(args.db, args.http, user_header=args.user_header)
+    return 0
 
 
 def cmd_mcp_demo(args: argparse.Namespace) -> int:

@@ -160,6 +160,21 @@ def default_path() -> Path | str:
     return Path(env).expanduser() if env else DEFAULT_PATH.expanduser()
 
 
+_NAME = re.compile(r"\w[\w .@+-]{0,63}")
+
+
+def valid_name(text: str | None) -> str:
+    """A person's name as the runs store records it; ValueError (one line) for anything else.
+
+    1 to 64 letters, digits, spaces and `. _ @ + -`, starting with a letter or digit: a name typed in
+    the app or sent in a header is only ever a name, never markup or a path.
+    """
+    name = (text or "").strip()
+    if not _NAME.fullmatch(name):
+        raise ValueError("a name is 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit")
+    return name
+
+
 def default_owner() -> str:
     """Whose runs this process saves: AGENTCORE_USER, else the login name."""
     try:

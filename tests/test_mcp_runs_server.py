@@ -1,0 +1,295 @@
+"""`agentcore mcp-server`: the runs library and the loop over MCP, driven by the official SDK's client over stdio and
+Streamable HTTP and by the MCP Inspector's CLI from npm; hostile arguments are one-line tool errors, outputs are
+bounded, someone else's run is never changed, and over HTTP the user comes from the header the deployment names."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[mcp]'")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from servers import free_port
+
+from agentcore import toolbox
+from agentcore.loop import Agent
+from agentcore.messages import UserMessage
+from agentcore.providers import create_provider
+from agentcore.providers.scripted import SCENARIOS
+from agentcore.run import Run, RunConfig
+from agentcore.store.runs import Store
+
+INSPECTOR = Path(__file__).parent / "npm-mcp" / "node_modules" / ".bin" / "mcp-inspector"
+TOOLS = {
+    "list_runs",
+    "get_run",
+    "fork_run",
+    "step_run",
+    "run_to_end",
+    "compare_from",
+    "annotate_step",
+    "pin_test",
+    "run_tests",
+}
+
+
+def research_run(owner: str, db: Path, prompt: str | None = None) -> Run:
+    scenario = SCENARIOS["research"]
+    tools = toolbox.get_tools(list(scenario.tools))
+    run = Run.start(prompt or scenario.prompt, RunConfig.made_for("scripted", "research", tools))
+    Agent(create_provider("scripted", "research"), tools).run(run)
+    Store(db, owner=owner).save_run(run)
+    return run
+
+
+@pytest.fixture
+def library(tmp_path):
+    db = tmp_path / "runs.db"
+    return db, research_run("ada", db)
+
+
+def stdio_params(db: Path, cwd: Path, user: str = "ada") -> StdioServerParameters:
+    env = {**os.environ, "AGENTCORE_USER": user}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "agentcore", "mcp-server", "--db", str(db)], env=env, cwd=str(cwd)
+    )
+
+
+async def call(session: ClientSession, tool: str, **arguments):
+    """A tool's structured result, or its error text when the call failed (isError)."""
+    result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return "error: " + " ".join(part.text for part in result.content if getattr(part, "text", None))
+    return result.structured_content
+
+
+def on_stdio(db: Path, cwd: Path, script, user: str = "ada"):
+    async def main():
+        async with stdio_client(stdio_params(db, cwd, user)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await script(session)
+
+    return anyio.run(main)
+
+
+async def fork_step_and_read(session: ClientSession, run_id: str) -> tuple[dict, dict, dict]:
+    listed = await call(session, "list_runs", text="research")
+    assert run_id in [r["run_id"] for r in listed["runs"]]
+    fork = await call(session, "fork_run", run_id=run_id, step=2)
+    stepped = await call(session, "step_run", run_id=fork["run_id"])
+    read = await call(session, "get_run", run_id=fork["run_id"])
+    return fork, stepped, read
+
+
+def check_fork(db: Path, run: Run, fork: dict, stepped: dict, read: dict) -> None:
+    assert fork["parent"] == {"run_id": run.id, "step": 2}
+    assert stepped["new_messages"] >= 1 and len(stepped["steps"]) == 2  # the kept step and the new one
+    assert read["parent"] == {"run_id": run.id, "step": 2}
+    store = Store(db)
+    assert [c.id for c in store.children(run.id)] == [fork["run_id"]]
+    kept = store.read_run(fork["run_id"])
+    assert (
+        len(kept.steps) == 2
+        and kept.messages[: run.steps[1].message_count] == run.messages[: run.steps[1].message_count]
+    )
+
+
+def test_over_stdio_a_client_lists_forks_steps_and_reads_a_run_back_and_the_fork_is_stored(library, tmp_path):
+    db, run = library
+
+    async def script(session):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools >= TOOLS
+        return await fork_step_and_read(session, run.id)
+
+    fork, stepped, read = on_stdio(db, tmp_path, script)
+    check_fork(db, run, fork, stepped, read)
+    assert Store(db).summary(fork["run_id"]).owner == "ada"  # owned by the server's user
+
+
+def start_http(db: Path, cwd: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentcore", "mcp-server", "--db", str(db), "--http", f"127.0.0.1:{port}", *extra],
+        cwd=cwd,
+        env={**os.environ, "AGENTCORE_USER": "ada", **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    import socket
+
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return process, f"http://127.0.0.1:{port}/mcp"
+        if process.poll() is not None:
+            raise AssertionError(process.stderr.read().decode())
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("the server did not listen")
+
+
+def on_http(url: str, script, headers: dict | None = None):
+    import httpx2
+
+    async def main():
+        async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as client:
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await script(session)
+
+    return anyio.run(main)
+
+
+def test_over_streamable_http_the_same_session_works_and_the_server_listens_on_loopback(library, tmp_path):
+    db, run = library
+    process, url = start_http(db, tmp_path)
+    try:
+        fork, stepped, read = on_http(url, lambda s: fork_step_and_read(s, run.id))
+        check_fork(db, run, fork, stepped, read)
+        listening = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
+        port = url.split(":")[2].split("/")[0]
+        mine = [line for line in listening.splitlines() if f":{port} " in line]
+        assert all("127.0.0.1:" in line for line in mine)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_over_http_with_a_user_header_each_call_is_that_users_and_one_without_it_is_refused(library, tmp_path):
+    db, run = library
+    process, url = start_http(db, tmp_path, "--user-header", "X-Forwarded-User")
+    try:
+        refused = on_http(url, lambda s: call(s, "fork_run", run_id=run.id, step=2))
+        assert refused.startswith("error: ") and "not signed in" in refused and "X-Forwarded-User" in refused
+        fork = on_http(url, lambda s: call(s, "fork_run", run_id=run.id, step=2), {"X-Forwarded-User": "grace"})
+        assert Store(db).summary(fork["run_id"]).owner == "grace"
+        bad = on_http(url, lambda s: call(s, "list_runs"), {"X-Forwarded-User": "<script>"})
+        assert "not signed in" in bad
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_someone_elses_run_is_stepped_as_ones_own_fork_and_theirs_is_left_as_it_was(tmp_path):
+    db = tmp_path / "runs.db"
+    tools = toolbox.get_tools(["get_weather"])
+    theirs = Run.start("What is the weather in Paris?", RunConfig.made_for("scripted", "weather", tools))
+    Store(db, owner="ada").save_run(theirs)
+
+    async def script(session):
+        return await call(session, "step_run", run_id=theirs.id)
+
+    stepped = on_stdio(db, tmp_path, script, user="bob")
+    assert stepped["run_id"] != theirs.id and stepped["parent"]["run_id"] == theirs.id
+    store = Store(db)
+    assert store.read_run(theirs.id).steps == [] and store.summary(stepped["run_id"]).owner == "bob"
+
+
+def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(library, tmp_path):
+    db, run = library
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "name": "x", "content": "r"}]
+
+    async def script(session):
+        answers = [
+            await call(session, "get_run", run_id="no-such-run"),
+            await call(session, "get_run", run_id=run.id, step=0),
+            await call(session, "get_run", run_id=run.id, step=999),
+            await call(session, "fork_run", run_id=run.id, step=-3),
+            await call(
+                session, "fork_run", run_id=run.id, step=1, messages=[{"role": "user", "content": "x" * 2_100_000}]
+            ),
+            await call(session, "fork_run", run_id=run.id, step=1, messages=orphan),
+            await call(session, "fork_run", run_id=run.id, step=1, messages=[{"role": "wizard", "content": 1}]),
+            await call(session, "list_runs", limit=10**9),
+            await call(session, "compare_from", run_id=run.id, step=2, configurations=["nosuchprovider:x", "scripted"]),
+            await call(session, "pin_test", run_id=run.id, path="../../outside.json"),
+            await call(session, "annotate_step", run_id=run.id, step=1, labels=["good", "wrong tool"]),
+        ]
+        after = await call(session, "list_runs")
+        return answers, after
+
+    answers, after = on_stdio(db, tmp_path, script)
+    for answer in answers:
+        assert isinstance(answer, str) and answer.startswith("error: "), answer
+        assert "\n" not in answer and "Traceback" not in answer and len(answer) < 700
+    assert "no run 'no-such-run'" in answers[0] and "no step 999" in answers[2]
+    assert "outside the server's folder" in answers[9] and not (tmp_path.parent.parent / "outside.json").exists()
+    assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
+
+
+def test_long_texts_come_back_cut_with_a_note(tmp_path):
+    db = tmp_path / "runs.db"
+    run = research_run("ada", db, prompt="Research this: " + "long words " * 20_000)
+
+    async def script(session):
+        return await call(session, "get_run", run_id=run.id, step=1)
+
+    read = on_stdio(db, tmp_path, script)
+    first = next(m for m in read["messages"] if m["role"] == "user")
+    assert len(first["content"]) < 2_100 and "more characters not shown" in first["content"]
+    assert isinstance(run.messages[0], UserMessage) and len(run.messages[0].content) > 200_000
+
+
+def test_pin_a_run_as_a_test_and_run_it_through_the_server(library, tmp_path):
+    db, run = library
+
+    async def script(session):
+        pinned = await call(session, "pin_test", run_id=run.id, path="tests/research.json")
+        again = await call(session, "pin_test", run_id=run.id, path="tests/research.json")
+        ran = await call(session, "run_tests", path="tests", configurations=["scripted:research", "scripted:weather"])
+        labelled = await call(session, "annotate_step", run_id=run.id, step=2, labels=["wrong arguments"], note="n")
+        return pinned, again, ran, labelled
+
+    pinned, again, ran, labelled = on_stdio(db, tmp_path, script)
+    assert Path(pinned["path"]) == tmp_path / "tests" / "research.json" and pinned["tool_calls"] > 0
+    assert again.startswith("error: ") and "exists" in again
+    assert ran["cells"] == 2 and ran["passed"] == 1  # the research model passes its own pinned run, weather does not
+    assert {r["config"] for r in ran["results"]} == {"scripted:research", "scripted:weather"}
+    assert labelled["author"] == "ada" and [a.labels for a in Store(db).annotations(run.id)] == [["wrong arguments"]]
+
+
+def test_the_transcript_resource_is_the_runs_export(library, tmp_path):
+    db, run = library
+
+    async def script(session):
+        templates = await session.list_resource_templates()
+        found = await session.read_resource(f"agentcore://runs/{run.id}/transcript")
+        return [t.uri_template for t in templates.resource_templates], found.contents[0].text
+
+    templates, text = on_stdio(db, tmp_path, script)
+    assert "agentcore://runs/{run_id}/transcript" in templates and "agentcore://runs/{run_id}/replay" in templates
+    assert json.loads(text)["id"] == run.id
+
+
+@pytest.mark.skipif(not INSPECTOR.exists(), reason="the MCP Inspector is not installed: npm ci --prefix tests/npm-mcp")
+def test_the_mcp_inspector_cli_lists_and_calls_the_tools(library, tmp_path):
+    db, run = library
+    command = [str(INSPECTOR), "--cli", sys.executable, "-m", "agentcore", "mcp-server", "--db", str(db)]
+    env = {**os.environ, "AGENTCORE_USER": "ada", "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")}
+    listed = subprocess.run([*command, "--method", "tools/list"], capture_output=True, text=True, timeout=120, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert {t["name"] for t in json.loads(listed.stdout)["tools"]} >= TOOLS
+    called = subprocess.run(
+        [*command, "--method", "tools/call", "--tool-name", "get_run", "--tool-arg", f"run_id={run.id}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["structuredContent"]["run_id"] == run.id and not result.get("isError")
