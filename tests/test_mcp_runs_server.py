@@ -231,6 +231,27 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
     assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
 
 
+def test_a_fork_with_a_mock_rule_reads_the_mocked_result_when_stepped(tmp_path):
+    db = tmp_path / "runs.db"
+    tools = toolbox.get_tools(["get_weather"])
+    run = Run.start("What is the weather in Paris, Rome and Tokyo?", RunConfig.made_for("scripted", "weather", tools))
+    Agent(create_provider("scripted", "weather"), tools).run(run)
+    Store(db, owner="ada").save_run(run)
+    mock = {"tool": "get_weather", "when": ["$.city=Paris"], "result": "snow, -40 C"}
+
+    async def script(session):
+        fork = await call(session, "fork_run", run_id=run.id, step=1, mocks=[mock])
+        bad = await call(session, "fork_run", run_id=run.id, step=1, mocks=[{"tool": "no such tool!", "result": "x"}])
+        return fork, await call(session, "step_run", run_id=fork["run_id"]), bad
+
+    fork, stepped, bad = on_stdio(db, tmp_path, script)
+    results = {m["content"] for m in stepped["messages"] if m["role"] == "tool"}
+    assert "snow, -40 C" in results and len(results) == 3  # Paris mocked, Rome and Tokyo ran
+    kept = Store(db).read_run(fork["run_id"])
+    assert [t.source for t in kept.steps[0].tool_runs].count("mocked") == 1
+    assert bad.startswith("error: ") and "\n" not in bad
+
+
 def test_long_texts_come_back_cut_with_a_note(tmp_path):
     db = tmp_path / "runs.db"
     run = research_run("ada", db, prompt="Research this: " + "long words " * 20_000)

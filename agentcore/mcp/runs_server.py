@@ -263,11 +263,17 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
     @server.tool()
     @tool_errors
     def fork_run(
-        run_id: str, step: int, messages: list[dict[str, Any]] | None = None, ctx: Context | None = None
+        run_id: str,
+        step: int,
+        messages: list[dict[str, Any]] | None = None,
+        mocks: list[dict[str, Any]] | None = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """A new run from just before `step`'s model call (the run is kept); with `messages` (a whole edited
         message list, in agentcore's transcript form: role, content, tool_calls, tool_call_id), a fork over that
-        list, keeping the steps before the first change. The fork is saved; step it with step_run."""
+        list, keeping the steps before the first change. `mocks` fix tool results in the fork, each
+        {"tool": NAME, "when": ["$.city=Paris"], "result": TEXT} or with "error": TEXT, the first that matches a
+        call answering it. The fork is saved; step it with step_run."""
         from ..messages import MESSAGE_LIST, validate_messages
 
         store = store_for(ctx)
@@ -282,6 +288,12 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
             if violations:
                 raise UsageError(f"messages: {violations[0]}")
             fork = run.fork_with_messages(edited)
+        if mocks is not None:
+            from ..hooks.specs import MockRule
+
+            if len(mocks) > 1000:
+                raise UsageError("mocks: at most 1,000 rules")
+            fork.config = fork.config.model_copy(update={"mocks": [MockRule.model_validate(m) for m in mocks]})
         store.save_run(fork)
         return {
             "run_id": fork.id,
