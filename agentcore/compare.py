@@ -363,7 +363,7 @@ class Comparison:
         provider, error = self._provider(spec, key)
         model = getattr(provider, "model", None) or spec.model or ""
         if self.origin is not None:
-            return self._forked_column(spec, label, provider, model, error)
+            return self._column_of(self.origin.fork(spec, model, label), spec, label, provider, model, error)
         config = RunConfig.made_for(
             spec.provider,
             model,
@@ -377,19 +377,11 @@ class Comparison:
             seed=spec.seed,
         )
         run = Run.start(self.prompt, config, title=f"{self.prompt[:60]} · {label}")
-        if error is None:  # settings the model refuses stop the column before any call, in one line
-            error = settings_refusal(run, spec.provider, model)
-        if error is not None:
-            run.stop_reason, run.error = "error", error
-            return Column(spec, label, run, error)
-        column = Column(spec, label, run)
-        if not column.holds_key:
-            column.agent = self._agent(column, provider)
-        return column
+        return self._column_of(run, spec, label, provider, model, error)
 
-    def _forked_column(self, spec: ColumnSpec, label: str, provider: Any, model: str, error: str | None) -> Column:
-        assert self.origin is not None
-        run = self.origin.fork(spec, model, label)
+    def _column_of(
+        self, run: Run, spec: ColumnSpec, label: str, provider: Any, model: str, error: str | None
+    ) -> Column:
         if error is None:  # settings or tools the model refuses stop the column before any call, in one line
             error = settings_refusal(run, spec.provider, model)
         if error is not None:

@@ -273,11 +273,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(format_repeats(rows))
         for row in rows:
             print(f"  {row['config']}: runs {', '.join(row['run_ids'])}")
+    return _compare_ended(comparison, args.out)
+
+
+def _compare_ended(comparison: Any, out: str | None) -> int:
+    """Each failed configuration's error in one line, the bundle's path, and the exit status (4 when any failed)."""
+    from ..transcript import one_line
+
     failed = [c for c in comparison.columns if c.state == "error"]
     for column in failed:
-        print(f"error: {column.label}: {column.error}", file=sys.stderr)
-    if args.out:
-        print(f"bundle: {args.out}")
+        print(f"error: {column.label}: {one_line(column.error or '')}", file=sys.stderr)
+    if out:
+        print(f"bundle: {out}")
     return EXIT_PROVIDER if failed else 0
 
 
@@ -288,7 +295,6 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     from ..compare_report import format_step_rows
     from ..store.runs import Store
     from ..toolbox import TOOLBOX
-    from ..transcript import one_line
 
     if args.prompt:
         raise UsageError("--from compares a stored run from its step K: give no prompt")
@@ -336,12 +342,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     print("\nforks saved in " + store.location + ":")
     for column in comparison.columns:
         print(f"  {column.label}: run {column.run.id} (parent {run_id} @ step {origin.step})")
-    failed = [c for c in comparison.columns if c.state == "error"]
-    for column in failed:
-        print(f"error: {column.label}: {one_line(column.error or '')}", file=sys.stderr)
-    if args.out:
-        print(f"bundle: {args.out}")
-    return EXIT_PROVIDER if failed else 0
+    return _compare_ended(comparison, args.out)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
