@@ -368,6 +368,33 @@ class ForkOrigin(BaseModel):
     step: Count
 
 
+class SubagentLink(BaseModel):
+    """A subagent's run tied to the step of its parent run that started it: kept on both runs.
+
+    On the parent (`Run.subagents`) `run_id` is the subagent's run; on the subagent (`Run.spawned_by`) it is
+    the parent's. `tool_call_id` is the call that started it, where the file says which.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: Name
+    step: Count
+    tool_call_id: Name | None = None
+
+
+class ImportOrigin(BaseModel):
+    """Where an imported run came from: the file's format and name, the session, and what was kept aside."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Name  # "atif", "claude-code", "codex"
+    file: Name
+    session_id: Name | None = None
+    agent: Name | None = None  # the tool that wrote the file and its version, e.g. "claude-code 2.1.7"
+    # what the file held that is not part of the run, in words: "2 file-history-snapshot lines skipped"
+    notes: list[Name] = Field(default_factory=list, max_length=100)
+
+
 class Run(BaseModel):
     """A whole run as data: config, messages, step records, status and lineage."""
 
@@ -389,6 +416,11 @@ class Run(BaseModel):
     halts: list[Halt] = Field(default_factory=list, exclude_if=lambda v: not v)
     # people's labels on its steps (see agentcore.annotations); a fork starts with none
     annotations: list[Annotation] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # a session imported from another agent's files (agentcore.sessions): where it came from, the subagent runs
+    # its steps started, and for a subagent the parent run and step that started it
+    origin: ImportOrigin | None = Field(default=None, exclude_if=lambda v: v is None)
+    subagents: list[SubagentLink] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
+    spawned_by: SubagentLink | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 
     @field_validator("steps")
