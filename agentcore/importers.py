@@ -278,7 +278,8 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
             return from_messages(data)
         raise TranscriptError(
-            "(top level): expected an agentcore transcript, a list of messages, or a request body with messages"
+            "(top level): expected an agentcore transcript, a list of messages, a request body with messages, "
+            "an ATIF trajectory, a Claude Code session or a Codex rollout"
         )
     except TranscriptError as exc:
         raise TranscriptError(f"{name}: {exc}") from None

@@ -511,6 +511,21 @@ class Run(BaseModel):
         phase = self.next_phase
         return phase == "done" or (phase == "model" and not self.can_call_model)
 
+    @property
+    def link_lines(self) -> list[str]:
+        """Where an imported run came from and its subagent links, in words: what the app and `runs show` say."""
+        lines = []
+        if self.origin is not None:
+            agent = f", written by {self.origin.agent}" if self.origin.agent else ""
+            lines.append(f"imported from the {self.origin.format} file {self.origin.file}{agent}")
+        if self.spawned_by is not None:
+            call = f" by call {self.spawned_by.tool_call_id}" if self.spawned_by.tool_call_id else ""
+            lines.append(f"subagent of run {self.spawned_by.run_id}, started at its step {self.spawned_by.step}{call}")
+        for link in self.subagents:
+            call = f" (call {link.tool_call_id})" if link.tool_call_id else ""
+            lines.append(f"step {link.step} started subagent run {link.run_id}{call}")
+        return lines
+
     def answered_by(self, step: StepRecord) -> ModelRef:
         """The provider and model that answered a step; the run's config for a step that did not record it."""
         if step.provider is None:

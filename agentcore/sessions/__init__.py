@@ -65,7 +65,8 @@ def read_import(raw: bytes | str, name: str = "upload", folder: Path | None = No
             runs[0].origin.notes.extend(dict.fromkeys(beside.notes))
         return Imported([scrub(r) for r in runs], fmt)
     except TranscriptError as exc:
-        raise TranscriptError(one_line(f"{name}: {exc}")) from None
+        text = str(exc)  # parse_import names the file itself
+        raise TranscriptError(one_line(text if text.startswith(f"{name}: ") else f"{name}: {text}")) from None
     except ValidationError as exc:
         raise TranscriptError(one_line(f"{name}: {describe_validation(exc)}")) from None
 

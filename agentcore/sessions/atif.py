@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import TranscriptError
 from ..importers import tool_specs_from
 from ..messages import ReasoningPart, Usage, as_count, parse_arguments
+from ..providers import REGISTRY
 from ..run import Run
 from ..transcript import read_json
 from .builder import Result, SessionBuilder, Turn, first_words, provider_of, text_of
@@ -50,6 +51,9 @@ class _Reader:
         agent = data.get("agent") if isinstance(data.get("agent"), dict) else {}
         agent_model = agent.get("model_name") if isinstance(agent.get("model_name"), str) else ""
         provider, _ = provider_of(agent_model) if agent_model else ("openai", "")
+        extra = agent.get("extra") if isinstance(agent.get("extra"), dict) else {}
+        if extra.get("provider") in REGISTRY:  # agentcore's own export says which provider answered
+            provider = extra["provider"]
         b = SessionBuilder(FORMAT, self.name, provider, {})
         embedded = {
             t["trajectory_id"]: t
@@ -115,6 +119,7 @@ class _Reader:
             if isinstance(reasoning, str) and reasoning
             else [],
             usage=_usage(step.get("metrics")),
+            estimated=_estimated(step.get("metrics")),
             model=provider_of(model)[1] if model else None,
             started_at=stamp if isinstance(stamp, str) else None,
             record={k: v for k, v in step.items() if k != "observation"},
@@ -197,6 +202,11 @@ def _results(calls: list[Any], observation: Any) -> tuple[dict[str, Result], lis
         if call.id not in out and loose:
             out[call.id] = loose.pop(0)
     return out, [r.content for r in loose] + strays
+
+
+def _estimated(metrics: Any) -> bool:
+    extra = metrics.get("extra") if isinstance(metrics, dict) else None
+    return isinstance(extra, dict) and extra.get("estimated") is True
 
 
 def _usage(metrics: Any) -> Usage | None:

@@ -56,6 +56,7 @@ class Turn:
     calls: list[ToolCall] = field(default_factory=list)
     reasoning: list[ReasoningPart] = field(default_factory=list)
     usage: Usage | None = None  # None: the file has none, and the step is marked estimated
+    estimated: bool = False  # the file's own usage is an estimate (agentcore's ATIF export says so)
     model: str | None = None
     started_at: str | None = None
     record: Any = None  # what the file wrote for the turn, shown as the step's wire view
@@ -117,7 +118,7 @@ class SessionBuilder:
             provider=self.provider,
             model=turn.model or self.model or None,
             usage=turn.usage or Usage(),
-            estimated=turn.usage is None,
+            estimated=turn.usage is None or turn.estimated,
             message_count=len(self.messages),
             wire=WireExchange(url=f"{self.file} ({self.fmt}, {turn.where})", response=turn.record)
             if turn.record is not None

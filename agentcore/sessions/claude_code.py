@@ -200,8 +200,6 @@ def _subagent_files(
     b: SessionBuilder, main: list[tuple[int, dict]], name: str, beside: Beside, depth: int
 ) -> list[Run]:
     """The subagents' own files: `<session>/subagents/agent-*.jsonl` (2.1) and `agent-<id>.jsonl` beside (2.0)."""
-    if beside.folder is None:
-        return []
     by_agent: dict[str, str] = {}  # agentId -> the Task call whose result names it
     for _, r in main:
         result = r.get("toolUseResult")
@@ -211,6 +209,10 @@ def _subagent_files(
             for block in content:
                 if isinstance(block, dict) and isinstance(block.get("tool_use_id"), str):
                     by_agent[agent_id] = block["tool_use_id"]
+    if beside.folder is None:
+        if by_agent:
+            b.skipped["subagent files not read (an upload has no folder: import the file from disk)"] += len(by_agent)
+        return []
     stem = Path(name).name.removesuffix(".jsonl")
     found: list[tuple[str, Path]] = []
     folder = beside.folder / stem / "subagents"
