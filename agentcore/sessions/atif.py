@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import TranscriptError
 from ..importers import tool_specs_from
 from ..messages import ReasoningPart, Usage, as_count, parse_arguments
@@ -24,6 +26,7 @@ from .builder import Result, SessionBuilder, Turn, first_words, provider_of, tex
 from .files import Beside
 
 FORMAT = "atif"
+MAX_PARTS = 1000  # reasoning parts of one step read back from agentcore's own export
 
 
 def is_atif(data: Any) -> bool:
@@ -110,14 +113,15 @@ class _Reader:
             else:
                 calls.append(parse_arguments(call_id, fname, args if isinstance(args, str) else None))
         reasoning = step.get("reasoning_content")
+        parts = _reasoning_parts(step.get("extra"))
+        if parts is None:
+            parts = [ReasoningPart(provider=FORMAT, text=reasoning)] if isinstance(reasoning, str) and reasoning else []
         model = step.get("model_name") if isinstance(step.get("model_name"), str) else agent_model
         stamp = step.get("timestamp")
         turn = Turn(
             text=text_of(step.get("message")),
             calls=calls,
-            reasoning=[ReasoningPart(provider=FORMAT, text=reasoning)]
-            if isinstance(reasoning, str) and reasoning
-            else [],
+            reasoning=parts,
             usage=_usage(step.get("metrics")),
             estimated=_estimated(step.get("metrics")),
             model=provider_of(model)[1] if model else None,
@@ -202,6 +206,18 @@ def _results(calls: list[Any], observation: Any) -> tuple[dict[str, Result], lis
         if call.id not in out and loose:
             out[call.id] = loose.pop(0)
     return out, [r.content for r in loose] + strays
+
+
+def _reasoning_parts(extra: Any) -> list[ReasoningPart] | None:
+    """The reasoning parts agentcore's own export keeps in a step's extra, as the provider gave them; None when
+    the step has none (or they do not read as parts, when reasoning_content stands instead)."""
+    parts = extra.get("agentcore_reasoning") if isinstance(extra, dict) else None
+    if not isinstance(parts, list) or not parts:
+        return None
+    try:
+        return [ReasoningPart.model_validate(p) for p in parts[:MAX_PARTS]]
+    except ValidationError:
+        return None
 
 
 def _estimated(metrics: Any) -> bool:

@@ -83,6 +83,8 @@ def _agent_step(m: AssistantMessage, record: StepRecord | None, costs: dict[int,
     reasoning = "\n\n".join(p.display_text for p in m.reasoning if p.display_text)
     if reasoning:
         step["reasoning_content"] = reasoning
+    if m.reasoning:  # the parts as a provider gave them (a signature, encrypted content), for a reader that knows
+        step["extra"] = {"agentcore_reasoning": [p.model_dump(mode="json", exclude_defaults=True) for p in m.reasoning]}
     if m.tool_calls:
         step["tool_calls"] = [
             {
