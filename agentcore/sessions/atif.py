@@ -22,7 +22,7 @@ from ..messages import ReasoningPart, Usage, as_count, parse_arguments
 from ..providers import REGISTRY
 from ..run import Run
 from ..transcript import read_json
-from .builder import Result, SessionBuilder, Turn, first_words, provider_of, text_of
+from .builder import Result, SessionBuilder, Turn, first_words, provider_of, text_of, word
 from .files import Beside
 
 FORMAT = "atif"
@@ -55,7 +55,7 @@ class _Reader:
         agent_model = agent.get("model_name") if isinstance(agent.get("model_name"), str) else ""
         provider, _ = provider_of(agent_model) if agent_model else ("openai", "")
         extra = agent.get("extra") if isinstance(agent.get("extra"), dict) else {}
-        if extra.get("provider") in REGISTRY:  # agentcore's own export says which provider answered
+        if word(extra.get("provider")) in REGISTRY:  # agentcore's own export says which provider answered
             provider = extra["provider"]
         b = SessionBuilder(FORMAT, self.name, provider, {})
         embedded = {
@@ -196,8 +196,9 @@ def _results(calls: list[Any], observation: Any) -> tuple[dict[str, Result], lis
             continue
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
         result = Result(text_of(r.get("content")), is_error=extra.get("is_error") is True)
-        if r.get("source_call_id") in ids and r["source_call_id"] not in out:
-            out[r["source_call_id"]] = result
+        source_call_id = word(r.get("source_call_id"))
+        if source_call_id in ids and source_call_id not in out:
+            out[source_call_id] = result
         elif r.get("source_call_id") is None:
             loose.append(result)
         else:

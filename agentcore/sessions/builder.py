@@ -30,6 +30,7 @@ from ..run import ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRu
 from ..tools import ToolSpec
 
 NO_RESULT = "(the file has no result for this call)"
+EMPTY_TURN = "(the file has no text and no tool call for this turn)"
 MAX_TEXT = 4 * 2**20  # the most of one message's text an import keeps; the rest is cut with a note
 
 
@@ -126,9 +127,10 @@ class SessionBuilder:
             finish_reason=turn.finish_reason,
             **({"started_at": turn.started_at} if turn.started_at else {}),
         )
-        self.messages.append(
-            AssistantMessage(content=clip(turn.text) or None, tool_calls=tuple(calls), reasoning=tuple(turn.reasoning))
-        )
+        # a turn of reasoning alone (or of nothing the file kept) is still a model call with its usage: its reply
+        # says so, since a message list may not hold an assistant message without text or calls
+        text = clip(turn.text) or (None if calls else EMPTY_TURN)
+        self.messages.append(AssistantMessage(content=text, tool_calls=tuple(calls), reasoning=tuple(turn.reasoning)))
         self.steps.append(step)
         for call in calls:
             result = (self.results if results is None else results).get(call.id)
@@ -209,6 +211,11 @@ def first_words(messages: list[Message], default: str) -> str:
         if isinstance(m, UserMessage) and not m.content.startswith("("):
             return " ".join(m.content.split())[:70]
     return default
+
+
+def word(value: Any) -> str:
+    """A field that names a kind (`type`, `role`, an id) as text: "" when the file put anything else there."""
+    return value if isinstance(value, str) else ""
 
 
 def text_of(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from ..messages import AssistantMessage, ReasoningPart, ToolCall, parse_arguments
 from ..providers.anthropic import parse_usage
 from ..run import Run
-from .builder import Result, SessionBuilder, Turn, first_words, text_of
+from .builder import Result, SessionBuilder, Turn, first_words, text_of, word
 from .files import Beside, json_lines
 
 FORMAT = "claude-code"
@@ -33,7 +33,7 @@ ASIDE = frozenset({"summary", "file-history-snapshot", "system", "progress", "qu
 
 def is_claude_code(record: dict[str, Any]) -> bool:
     """Whether a JSON Lines record is a Claude Code session line."""
-    kind = record.get("type")
+    kind = word(record.get("type"))
     if kind in KINDS:
         return isinstance(record.get("message"), dict) and ("sessionId" in record or "uuid" in record)
     return kind in ASIDE and ("sessionId" in record or "leafUuid" in record or "messageId" in record)
@@ -87,7 +87,7 @@ class _Chain:
         said: list[tuple[int, Turn | str]] = []  # in the file's order: a turn at its first line, or a person's text
         turns: dict[str, Turn] = {}
         for number, r in records:
-            kind = r.get("type")
+            kind = word(r.get("type"))
             message = r.get("message") if isinstance(r.get("message"), dict) else None
             if kind in ASIDE:
                 self.b.skipped[f"{kind} lines"] += 1

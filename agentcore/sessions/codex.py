@@ -20,7 +20,7 @@ from typing import Any
 from ..messages import ReasoningPart, ToolCall, parse_arguments
 from ..providers.openai_responses import parse_usage
 from ..run import Run
-from .builder import Result, SessionBuilder, Turn, first_words, text_of
+from .builder import Result, SessionBuilder, Turn, first_words, text_of, word
 
 FORMAT = "codex"
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -52,7 +52,7 @@ EVENTS_ASIDE = frozenset(
 
 def is_codex(record: dict[str, Any]) -> bool:
     """Whether a JSON Lines record is a Codex rollout line."""
-    return record.get("type") in LINE_TYPES and isinstance(record.get("payload"), dict) and "timestamp" in record
+    return word(record.get("type")) in LINE_TYPES and isinstance(record.get("payload"), dict) and "timestamp" in record
 
 
 def read_codex(records: list[tuple[int, dict]], name: str) -> list[Run]:
@@ -67,7 +67,7 @@ class _Rollout:
         self.prompts_as_events = any(p.get("type") == "user_message" for p in payloads)
         results: dict[str, Result] = {}
         for p in payloads:
-            if p.get("type") in RESULTS and isinstance(p.get("call_id"), str):
+            if word(p.get("type")) in RESULTS and isinstance(p.get("call_id"), str):
                 results.setdefault(p["call_id"], _output(p.get("output")))
         self.searches = deque(
             p for p in payloads if p.get("type") == "web_search_end" and isinstance(p.get("call_id"), str)
@@ -108,9 +108,9 @@ class _Rollout:
         )
 
     def item(self, p: dict[str, Any], stamp: Any, number: int) -> None:
-        kind = p.get("type")
+        kind = word(p.get("type"))
         if kind == "message":
-            role = p.get("role")
+            role = word(p.get("role"))
             if role == "assistant":
                 turn = self.open_turn(stamp, number)
                 text = text_of(p.get("content"))
@@ -134,7 +134,7 @@ class _Rollout:
             self.b.skipped[f"response items of unknown type {str(kind)[:40]!r}"] += 1
 
     def event(self, p: dict[str, Any]) -> None:
-        kind = p.get("type")
+        kind = word(p.get("type"))
         if kind == "user_message":
             self.end_turn()
             self.b.user(text_of(p.get("message")))
@@ -174,7 +174,7 @@ class _Rollout:
             self.turn = None
 
     def call(self, p: dict[str, Any], number: int, k: int) -> ToolCall:
-        kind = p.get("type")
+        kind = word(p.get("type"))
         call_id = p.get("call_id")
         if kind == "web_search_call" and not isinstance(call_id, str):
             call_id = self.searches.popleft()["call_id"] if self.searches else None
