@@ -375,3 +375,16 @@ def test_the_cli_imports_a_session_shows_its_links_and_exports_it(tmp_path: Path
     assert main(["runs", "export", run_id, "--out", str(transcript), "--db", db]) == 0
     assert main(["export", str(transcript), "--format", "atif"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == "ATIF-v1.7"
+
+
+def test_fields_of_the_wrong_type_are_read_around_not_a_crash() -> None:
+    codex = [json.loads(x) for x in CODEX_FIXTURE.read_text().splitlines()]
+    codex[6]["payload"]["summary"] = 1.5  # the reasoning item's summary
+    codex[7]["type"] = {"type": "tool_use"}
+    run = read_import("\n".join(map(json.dumps, codex)).encode(), "c.jsonl").runs[0]
+    assert run.messages[run.steps[0].message_count].reasoning[0].summary == ()
+    atif = json.loads(ATIF_FIXTURE.read_text())
+    atif["steps"][2]["tool_calls"] = 1.5
+    atif["steps"][2]["observation"]["results"][0]["source_call_id"] = {"id": "c1"}
+    main = read_import(json.dumps(atif).encode(), "a.json").runs[0]
+    assert calls_of(main) == [] and "[observation] 21 C" in [m.content for m in main.messages]

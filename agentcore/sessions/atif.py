@@ -22,7 +22,7 @@ from ..messages import ReasoningPart, Usage, as_count, parse_arguments
 from ..providers import REGISTRY
 from ..run import Run
 from ..transcript import read_json
-from .builder import Result, SessionBuilder, Turn, first_words, provider_of, text_of, word
+from .builder import Result, SessionBuilder, Turn, first_words, items, provider_of, text_of, word
 from .files import Beside
 
 FORMAT = "atif"
@@ -60,7 +60,7 @@ class _Reader:
         b = SessionBuilder(FORMAT, self.name, provider, {})
         embedded = {
             t["trajectory_id"]: t
-            for t in data.get("subagent_trajectories") or []
+            for t in items(data.get("subagent_trajectories"))
             if isinstance(t, dict) and isinstance(t.get("trajectory_id"), str)
         }
         later: list[Run] = []
@@ -98,7 +98,7 @@ class _Reader:
 
     def agent_step(self, b: SessionBuilder, step: dict[str, Any], i: int, agent_model: str) -> None:
         calls = []
-        for k, c in enumerate(step.get("tool_calls") or []):
+        for k, c in enumerate(items(step.get("tool_calls"))):
             if not isinstance(c, dict):
                 continue
             call_id = c.get("tool_call_id") if isinstance(c.get("tool_call_id"), str) else f"call_{i + 1}_{k + 1}"
@@ -146,7 +146,7 @@ class _Reader:
         for r in results:
             if not isinstance(r, dict):
                 continue
-            for ref in r.get("subagent_trajectory_ref") or []:
+            for ref in items(r.get("subagent_trajectory_ref")):
                 if isinstance(ref, dict):
                     runs += self.subagent(b, ref, r.get("source_call_id"), embedded, depth)
             if source != "agent":

@@ -218,6 +218,11 @@ def word(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def items(value: Any) -> list[Any]:
+    """A field that should be a list, as a list: empty when the file put anything else there."""
+    return value if isinstance(value, list) else []
+
+
 def text_of(value: Any) -> str:
     """A content field as text: a string, or a list of parts whose text is kept and the rest named ("[image]")."""
     if isinstance(value, str):

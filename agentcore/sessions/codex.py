@@ -20,7 +20,7 @@ from typing import Any
 from ..messages import ReasoningPart, ToolCall, parse_arguments
 from ..providers.openai_responses import parse_usage
 from ..run import Run
-from .builder import Result, SessionBuilder, Turn, first_words, text_of, word
+from .builder import Result, SessionBuilder, Turn, first_words, items, text_of, word
 
 FORMAT = "codex"
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -207,7 +207,9 @@ def _query(p: dict[str, Any]) -> str:
 
 
 def _reasoning(p: dict[str, Any]) -> ReasoningPart:
-    summary = tuple(s["text"] for s in p.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str))
+    summary = tuple(
+        s["text"] for s in items(p.get("summary")) if isinstance(s, dict) and isinstance(s.get("text"), str)
+    )
     encrypted = p.get("encrypted_content")
     item_id = p.get("id")
     return ReasoningPart(
