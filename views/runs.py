@@ -8,7 +8,16 @@ import streamlit as st
 from agentcore.annotations import count_labels
 from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
-from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename, export_json, export_run, export_zip
+from agentcore.exports import (
+    ATIF,
+    REPLAY,
+    WIRE_FORMATS,
+    export_body,
+    export_filename,
+    export_json,
+    export_run,
+    export_zip,
+)
 from agentcore.run import Run
 from agentcore.sessions import read_import, store_imported
 from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
@@ -130,6 +139,11 @@ def _open_in_playground(store: Store, run_id: str) -> None:
     st.switch_page(PLAYGROUND)
 
 
+def _subagents(store: Store, run: Run) -> list[Run]:
+    """The stored runs an imported session's subagent links name (a deleted one is left out)."""
+    return [store.read_run(link.run_id) for link in run.subagents if store.exists(link.run_id)]
+
+
 def _import(store: Store, state: RunsState) -> None:
     upload = st.file_uploader(
         "Import a transcript (agentcore JSON, an OpenAI/Anthropic message list, an OpenTelemetry trace: OTLP-JSON "
@@ -214,6 +228,14 @@ def _details(store: Store, summary: RunSummary) -> None:
                 key="runs_dl_otlp",
                 on_click="ignore",
             )
+        st.download_button(
+            "ATIF trajectory (v1.7)",
+            lambda: export_run(run, ATIF, subagents=_subagents(store, run)),  # built on click, subagents embedded
+            export_filename(run, ATIF),
+            "application/json",
+            key="runs_dl_atif",
+            on_click="ignore",
+        )
         for fmt in WIRE_FORMATS:
             try:
                 body = export_body(run, fmt)

@@ -169,7 +169,7 @@ class SessionBuilder:
         unused = len(set(self.results) - self.used)
         if unused:
             self.skipped["tool results without a call"] += unused
-        if not self.messages:
+        if not any(isinstance(m, UserMessage) for m in self.messages):  # a list starts with a user's message
             self.messages.append(UserMessage(content="(the file holds no conversation)"))
         last = self.messages[-1]
         stop = "answer" if isinstance(last, AssistantMessage) and not last.tool_calls and self.steps else None
