@@ -224,6 +224,11 @@ def test_a_codex_rollout_keeps_arguments_as_written_and_each_calls_usage_once() 
     assert [m.content for m in run.messages if m.role == "user"] == ["Fix the greeting and check the docs."]
     assert run.config.model == "gpt-5.5" and run.config.provider == "openai-responses"
     assert run.messages[run.steps[0].message_count].reasoning[0].encrypted_content == "gAAAAenc"
+    # a count repeated while the next call is being written is the earlier call's: it neither ends nor prices it
+    lines = CODEX_FIXTURE.read_text().splitlines()
+    lines.insert(13, lines[11])  # the first call's count again, after the second call's first item
+    again = read_import("\n".join(lines).encode(), "c.jsonl").runs[0]
+    assert [s.usage for s in again.steps] == [s.usage for s in run.steps]
 
 
 def test_an_atif_embedded_subagent_and_results_without_a_call_id() -> None:
@@ -353,6 +358,7 @@ def test_an_exported_trajectory_embeds_its_subagents_and_reimports_them(tmp_path
     again = imported(out_file)
     original = imported(ATIF_FIXTURE)
     assert [r.messages for r in again.runs] == [r.messages for r in original.runs]
+    assert [[s.usage for s in r.steps] for r in again.runs] == [[s.usage for s in r.steps] for r in original.runs]
     assert again.runs[1].spawned_by.tool_call_id == "c2"
 
 
@@ -388,3 +394,16 @@ def test_fields_of_the_wrong_type_are_read_around_not_a_crash() -> None:
     atif["steps"][2]["observation"]["results"][0]["source_call_id"] = {"id": "c1"}
     main = read_import(json.dumps(atif).encode(), "a.json").runs[0]
     assert calls_of(main) == [] and "[observation] 21 C" in [m.content for m in main.messages]
+
+
+def test_the_cost_page_says_what_the_cache_saved_an_imported_claude_code_session(open_app) -> None:
+    from ui.state import Session
+
+    run = imported(CLAUDE_FIXTURE).runs[0]
+    session = Session()
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    assert not at.exception
+    saving = cache_saving(run)
+    text = "\n".join(m.value for m in at.main.markdown)
+    assert f"**What the cache saved:** ${saving.saved_usd:,.4f} of ${saving.uncached_usd:,.4f}" in text
