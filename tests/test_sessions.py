@@ -279,6 +279,11 @@ def test_a_file_of_none_of_the_formats_is_refused_in_one_line(raw: bytes) -> Non
     assert "\n" not in str(caught.value) and str(caught.value).startswith("x.jsonl: ")
 
 
+def test_json_lines_of_another_kind_are_refused_by_name() -> None:
+    with pytest.raises(TranscriptError, match="neither a Claude Code session nor a Codex rollout"):
+        read_import(b'{"type": "message", "text": "hi"}\n{"type": "other"}\n', "log.jsonl")
+
+
 def test_a_subagent_path_outside_the_folder_is_not_followed(tmp_path: Path) -> None:
     secret = tmp_path / "secret.json"
     secret.write_text(ATIF_FIXTURE.read_text())

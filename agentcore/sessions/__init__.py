@@ -84,6 +84,11 @@ def _sessions(raw: bytes, name: str, beside: Beside) -> tuple[list[Run] | None, 
                 return _noted(runs, bad, len(records) - sum(1 for _, r in records if is_codex(r))), "codex"
             if any(is_claude_code(r) for r in sniff):
                 return _noted(read_claude_code(records, name, beside), bad, 0), "claude-code"
+            if not any("resourceSpans" in r for r in sniff):  # OTLP bodies a line are the trace importer's
+                raise TranscriptError(
+                    f"JSON Lines, but neither a Claude Code session nor a Codex rollout: none of the first "
+                    f"{SNIFF_LINES} records has either's line types"
+                )
     try:
         data = read_json(raw)
     except TranscriptError:
