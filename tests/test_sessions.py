@@ -412,3 +412,15 @@ def test_the_cost_page_says_what_the_cache_saved_an_imported_claude_code_session
     saving = cache_saving(run)
     text = "\n".join(m.value for m in at.main.markdown)
     assert f"**What the cache saved:** ${saving.saved_usd:,.4f} of ${saving.uncached_usd:,.4f}" in text
+
+
+@needs_reference
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_every_real_sample_exports_as_atif_and_imports_back_with_the_same_messages(name: str) -> None:
+    atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
+    main, *subagents = imported(REFERENCE / name).runs
+    text = export_run(main, "atif", subagents=subagents)
+    assert len(atif.Trajectory.model_validate_json(text).subagent_trajectories or []) == len(subagents)
+    back = read_import(text, "t.atif.json").runs
+    assert [r.messages for r in back] == [main.messages, *(r.messages for r in subagents)]
+    assert [s.usage for s in back[0].steps] == [s.usage for s in main.steps]

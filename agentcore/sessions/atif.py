@@ -105,8 +105,9 @@ class _Reader:
             fname = c.get("function_name") if isinstance(c.get("function_name"), str) else "tool"
             extra = c.get("extra") if isinstance(c.get("extra"), dict) else {}
             args = c.get("arguments")
-            raw = extra.get("raw_arguments")
-            if isinstance(raw, str):  # agentcore's own export keeps arguments that were not JSON here
+            # agentcore's own export keeps arguments that were not JSON, or JSON written otherwise, as the model wrote
+            raw = extra.get("raw_arguments") if "raw_arguments" in extra else extra.get("written_arguments")
+            if isinstance(raw, str):
                 calls.append(parse_arguments(call_id, fname, raw))
             elif isinstance(args, dict):
                 calls.append(parse_arguments(call_id, fname, json.dumps(args)))

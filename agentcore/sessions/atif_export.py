@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import __version__
 from ..accounting import step_costs
-from ..messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from ..run import Run, StepRecord
 
 SCHEMA_VERSION = "ATIF-v1.7"
@@ -91,7 +91,7 @@ def _agent_step(m: AssistantMessage, record: StepRecord | None, costs: dict[int,
                 "tool_call_id": c.id,
                 "function_name": c.name,
                 "arguments": c.arguments if c.raw_arguments is None else {},
-                **({"extra": {"raw_arguments": c.raw_arguments}} if c.raw_arguments is not None else {}),
+                **_as_written(c),
             }
             for c in m.tool_calls
         ]
@@ -116,6 +116,15 @@ def _agent_step(m: AssistantMessage, record: StepRecord | None, costs: dict[int,
             metrics["cost_usd"] = cost
         step["metrics"] = metrics
     return step
+
+
+def _as_written(call: ToolCall) -> dict[str, Any]:
+    """The call's own text of its arguments, where it is not the JSON of `arguments`: not JSON, or written otherwise."""
+    if call.raw_arguments is not None:
+        return {"extra": {"raw_arguments": call.raw_arguments}}
+    if call.written_arguments is not None:
+        return {"extra": {"written_arguments": call.written_arguments}}
+    return {}
 
 
 def _observe(steps: list[dict[str, Any]], m: ToolMessage, links: dict[str | None, Any]) -> None:
