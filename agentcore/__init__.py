@@ -20,7 +20,7 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
-from .run import ForkOrigin, Halt, HookEffect, Run, RunConfig, StepRecord, ToolRun
+from .run import ForkOrigin, Halt, HookEffect, ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "ForkOrigin",
     "Halt",
     "HookEffect",
+    "ImportOrigin",
     "Message",
     "MessageListError",
     "MockRule",
@@ -51,6 +52,7 @@ __all__ = [
     "Settings",
     "StepRecord",
     "Stop",
+    "SubagentLink",
     "SystemMessage",
     "Tool",
     "ToolCall",

@@ -332,6 +332,40 @@ def step_costs(run: Run, price_as: PriceRef | None = None) -> list[float | None]
     return out
 
 
+@dataclass(frozen=True)
+class CacheSaving:
+    """What the prompt cache saved a run, as reported: its cost with and without the cached tokens' rates."""
+
+    cost_usd: float  # as the steps were billed, cache reads and writes at their own rates
+    uncached_usd: float  # the same tokens, every one of them billed as plain input
+
+    @property
+    def saved_usd(self) -> float:
+        return self.uncached_usd - self.cost_usd
+
+    @property
+    def saved_share(self) -> float:
+        return self.saved_usd / self.uncached_usd if self.uncached_usd else 0.0
+
+
+def cache_saving(run: Run) -> CacheSaving | None:
+    """What the cache reads and writes the steps reported saved, at each step's model's price; None when no step
+    reported any, or a step with them has no known price."""
+    cost = uncached = 0.0
+    cached = False
+    for n, step in enumerate(run.steps, start=1):
+        u = step_usage(run, n)[0]
+        if not (u.cache_read_tokens or u.cache_write_tokens):
+            continue
+        pricer = _step_pricer(run, step, None)
+        if not isinstance(pricer, Pricer):
+            return None
+        cached = True
+        cost += _price(pricer, u.input_tokens, u.output_tokens, *_cached(u))
+        uncached += _price(pricer, u.input_tokens, u.output_tokens, 0, 0)
+    return CacheSaving(cost, uncached) if cached else None
+
+
 def _step_pricer(run: Run, step: StepRecord, price_as: PriceRef | None) -> Pricer | str | None:
     """The step's pricer: `price_as`'s, "free" for a free provider's step, else its model's (None if unknown)."""
     if price_as is None and run.answered_by(step).provider in FREE_PROVIDERS:

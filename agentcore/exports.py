@@ -27,6 +27,7 @@ from .transcript import fitted_text, json_text, to_dict
 from .wireformat import FORMATS as WIRE_FORMATS
 from .wireformat import export_request
 
+ATIF = "atif"  # an ATIF v1.7 trajectory (agentcore.sessions.atif_export), with its subagents where they are given
 FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
 REPLAY = "html"  # the replay page: one self-contained HTML file that steps through the run offline
 # OTLP_JSON: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load (agentcore.telemetry)
@@ -47,6 +48,8 @@ def export_filename(run: Run, kind: str) -> str:
         suffix = ".html"
     elif kind == OTLP_JSON:
         suffix = ".otlp.json"
+    elif kind == ATIF:
+        suffix = ".atif.json"
     elif kind in _OTHER_KINDS:
         suffix = _OTHER_KINDS[kind]
     else:
@@ -77,11 +80,23 @@ def export_otlp(run: Run, *, content: bool = True) -> str:
     return otlp_json(run, content=content)
 
 
-def export_run(run: Run, fmt: str, *, model: str | None = None, content: bool = True) -> str:
+def export_atif(run: Run, subagents: list[Run] | None = None) -> str:
+    """The run as an ATIF v1.7 trajectory, the runs in `subagents` that it links to embedded in it."""
+    from .sessions.atif_export import to_atif
+
+    return export_text(to_atif(run, subagents))
+
+
+def export_run(
+    run: Run, fmt: str, *, model: str | None = None, content: bool = True, subagents: list[Run] | None = None
+) -> str:
     """The run as `fmt`: transcript JSON (`json`), the replay page (`html`), its OpenTelemetry trace (`otlp-json`,
-    with message content when `content` is set), or a wire format's request body."""
+    with message content when `content` is set), an ATIF trajectory (`atif`, embedding `subagents`), or a wire
+    format's request body."""
     if fmt == "json":
         return export_json(run)
+    if fmt == ATIF:
+        return export_atif(run, subagents)
     if fmt == REPLAY:
         return replay_html(run)
     if fmt == OTLP_JSON:
@@ -117,9 +132,10 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content
     A run whose settings a format's model refuses gets `<id>.<format>.txt`, the one line that says why, in place
     of its body.
     """
-    unknown = [f for f in formats if f not in FORMATS and f not in (REPLAY, OTLP_JSON)]
+    unknown = [f for f in formats if f not in FORMATS and f not in (REPLAY, OTLP_JSON, ATIF)]
     if unknown:
-        raise UsageError(f"no export of kind {unknown[0]!r}; choose one of {', '.join((*FORMATS, REPLAY, OTLP_JSON))}")
+        kinds = ", ".join((*FORMATS, REPLAY, OTLP_JSON, ATIF))
+        raise UsageError(f"no export of kind {unknown[0]!r}; choose one of {kinds}")
     buffer = io.BytesIO()
     taken: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -131,6 +147,8 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content
                     archive.writestr(f"{name}.html", replay_html(run))
                 elif fmt == OTLP_JSON:
                     archive.writestr(f"{name}.otlp.json", export_otlp(run, content=content))
+                elif fmt == ATIF:
+                    archive.writestr(f"{name}.atif.json", export_atif(run))
                 elif fmt != "json":
                     try:
                         archive.writestr(f"{name}.{fmt}.json", export_body(run, fmt))

@@ -210,7 +210,9 @@ def _anthropic_messages(items: list[Any], system: Any) -> tuple[list[Message], l
     return out, where_of
 
 
-def _tool_specs(tools: Any) -> list[ToolSpec]:
+def tool_specs_from(tools: Any) -> list[ToolSpec]:
+    """Tool specs from a list of OpenAI function tools or Anthropic tools (input_schema); a TranscriptError names
+    the tool and the field that is wrong."""
     if tools is None:
         return []
     if not isinstance(tools, list):
@@ -247,7 +249,7 @@ def from_messages(data: Any, title: str | None = None) -> Run:
         provider="anthropic" if anthropic else "openai",
         model=model if isinstance(model, str) else "",
         system_prompt=messages[0].content if isinstance(messages[0], SystemMessage) else None,
-        tools=_tool_specs(body.get("tools")),
+        tools=tool_specs_from(body.get("tools")),
     )
     first = next((m.content for m in messages if isinstance(m, UserMessage)), "imported run")
     return Run(config=config, messages=messages, title=title or f"imported: {first[:70]}")
@@ -276,7 +278,8 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
             return from_messages(data)
         raise TranscriptError(
-            "(top level): expected an agentcore transcript, a list of messages, or a request body with messages"
+            "(top level): expected an agentcore transcript, a list of messages, a request body with messages, "
+            "an ATIF trajectory, a Claude Code session or a Codex rollout"
         )
     except TranscriptError as exc:
         raise TranscriptError(f"{name}: {exc}") from None

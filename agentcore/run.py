@@ -373,6 +373,33 @@ class ForkOrigin(BaseModel):
     step: Count
 
 
+class SubagentLink(BaseModel):
+    """A subagent's run tied to the step of its parent run that started it: kept on both runs.
+
+    On the parent (`Run.subagents`) `run_id` is the subagent's run; on the subagent (`Run.spawned_by`) it is
+    the parent's. `tool_call_id` is the call that started it, where the file says which.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: Name
+    step: Count
+    tool_call_id: Name | None = None
+
+
+class ImportOrigin(BaseModel):
+    """Where an imported run came from: the file's format and name, the session, and what was kept aside."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Name  # "atif", "claude-code", "codex"
+    file: Name
+    session_id: Name | None = None
+    agent: Name | None = None  # the tool that wrote the file and its version, e.g. "claude-code 2.1.7"
+    # what the file held that is not part of the run, in words: "2 file-history-snapshot lines skipped"
+    notes: list[Name] = Field(default_factory=list, max_length=100)
+
+
 class Run(BaseModel):
     """A whole run as data: config, messages, step records, status and lineage."""
 
@@ -394,6 +421,11 @@ class Run(BaseModel):
     halts: list[Halt] = Field(default_factory=list, exclude_if=lambda v: not v)
     # people's labels on its steps (see agentcore.annotations); a fork starts with none
     annotations: list[Annotation] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # a session imported from another agent's files (agentcore.sessions): where it came from, the subagent runs
+    # its steps started, and for a subagent the parent run and step that started it
+    origin: ImportOrigin | None = Field(default=None, exclude_if=lambda v: v is None)
+    subagents: list[SubagentLink] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
+    spawned_by: SubagentLink | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 
     @field_validator("steps")
@@ -483,6 +515,21 @@ class Run(BaseModel):
         """Nothing can happen next: an answer, a filled schema, or the step budget used up."""
         phase = self.next_phase
         return phase == "done" or (phase == "model" and not self.can_call_model)
+
+    @property
+    def link_lines(self) -> list[str]:
+        """Where an imported run came from and its subagent links, in words: what the app and `runs show` say."""
+        lines = []
+        if self.origin is not None:
+            agent = f", written by {self.origin.agent}" if self.origin.agent else ""
+            lines.append(f"imported from the {self.origin.format} file {self.origin.file}{agent}")
+        if self.spawned_by is not None:
+            call = f" by call {self.spawned_by.tool_call_id}" if self.spawned_by.tool_call_id else ""
+            lines.append(f"subagent of run {self.spawned_by.run_id}, started at its step {self.spawned_by.step}{call}")
+        for link in self.subagents:
+            call = f" (call {link.tool_call_id})" if link.tool_call_id else ""
+            lines.append(f"step {link.step} started subagent run {link.run_id}{call}")
+        return lines
 
     def answered_by(self, step: StepRecord) -> ModelRef:
         """The provider and model that answered a step; the run's config for a step that did not record it."""

@@ -302,3 +302,18 @@ def test_an_imported_lesson_run_is_listed_and_chosen_whatever_the_filters_hid(li
     assert at.toggle(key="runs_made").value is True and at.text_input(key="runs_search").value == ""
     assert at.selectbox(key="runs_selected").value == imported.id  # the imported run, not the one chosen before
     assert at.header[0].value.endswith(run.title)
+
+
+def test_an_uploaded_session_is_imported_with_its_subagent_and_downloads_as_atif(library, page, downloads) -> None:
+    store = library[0]
+    at = page()
+    atif_file = Path(__file__).parent / "fixtures" / "sessions" / "atif_embedded.json"
+    at.file_uploader[0].set_value(("trajectory.json", atif_file.read_bytes(), "application/json")).run()
+    notice = next(s.value for s in at.success if "Imported trajectory.json" in s.value)
+    assert "with 1 subagent runs linked to it" in notice
+    run_id = notice.split("as run ")[1].split(",")[0]
+    at.selectbox(key="runs_selected").set_value(run_id).run()
+    exported = json.loads(downloads.data(at.download_button(key="runs_dl_atif")))
+    assert exported["schema_version"] == "ATIF-v1.7" and exported["trajectory_id"] == run_id
+    sub = store.load_run(exported["subagent_trajectories"][0]["trajectory_id"])
+    assert sub.spawned_by.run_id == run_id and sub.spawned_by.tool_call_id == "c2"

@@ -124,7 +124,14 @@ def _tool_wires(step: StepRecord) -> None:
             _body("Response", {}, wire.response, f"tool_wire_response_{i}")
 
 
+def _links(run: Run) -> None:
+    """An imported session's origin and its subagent runs, both ways, each by its id to open from Runs."""
+    for line in run.link_lines:
+        st.caption(f":material/account_tree: {safe.inline(line)}")
+
+
 def _lineage(session: Session, run: Run) -> None:
+    _links(run)
     chain = lineage(session, run)
     if len(chain) < 2:
         return

@@ -12,6 +12,7 @@ from agentcore.accounting import (
     CostReport,
     PriceRef,
     account,
+    cache_saving,
     model_price_ref,
     parse_price_as,
     price_choices,
@@ -271,6 +272,13 @@ def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
     fig.add_scatter(x=steps, y=caching.cache_write_tokens, name="what-if: write", line={"dash": "dot"})
     fig.update_layout(barmode="group", title="Cached tokens per step", xaxis_title="step", yaxis_title="tokens")
     st.plotly_chart(fig, key="cost_caching")
+    saving = cache_saving(run) if reported else None
+    if saving is not None:
+        st.markdown(
+            f"**What the cache saved:** ${saving.saved_usd:,.4f} of ${saving.uncached_usd:,.4f} "
+            f"({saving.saved_share:.0%}): the run cost ${saving.cost_usd:,.4f} with its cache reads and writes "
+            "as reported, against every prompt token billed as plain input."
+        )
     if reported and run.config.provider == "local":
         st.caption(
             "The embedded model keeps the prompt it evaluated in memory: a cache read is a prompt token "

@@ -8,9 +8,18 @@ import streamlit as st
 from agentcore.annotations import count_labels
 from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
-from agentcore.exports import REPLAY, WIRE_FORMATS, export_body, export_filename, export_json, export_run, export_zip
-from agentcore.importers import parse_import
+from agentcore.exports import (
+    ATIF,
+    REPLAY,
+    WIRE_FORMATS,
+    export_body,
+    export_filename,
+    export_json,
+    export_run,
+    export_zip,
+)
 from agentcore.run import Run
+from agentcore.sessions import read_import, store_imported
 from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
 from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
@@ -131,17 +140,24 @@ def _open_in_playground(store: Store, run_id: str) -> None:
     st.switch_page(PLAYGROUND)
 
 
+def _subagents(store: Store, run: Run) -> list[Run]:
+    """The stored runs an imported session's subagent links name (a deleted one is left out)."""
+    return [store.read_run(link.run_id) for link in run.subagents if store.exists(link.run_id)]
+
+
 def _import(store: Store, state: RunsState) -> None:
     upload = st.file_uploader(
-        "Import a transcript (agentcore JSON, an OpenAI/Anthropic message list, or an OpenTelemetry trace: OTLP-JSON "
-        "of the GenAI conventions or OpenInference)",
+        "Import a transcript (agentcore JSON, an OpenAI/Anthropic message list, an OpenTelemetry trace: OTLP-JSON "
+        "of the GenAI conventions or OpenInference) or another agent's session (an ATIF trajectory, a Claude Code "
+        "session, a Codex rollout)",
         type=["json", "jsonl"],
     )
     if upload is None or state.imported == upload.file_id:
         return
     state.imported = upload.file_id
     try:
-        run = store.import_run(parse_import(upload.getvalue(), upload.name))
+        imported = read_import(upload.getvalue(), upload.name)
+        run, *subagents = store_imported(store, imported)
     except AgentcoreError as exc:
         state.notice = ("error", f"Refused: {exc}")
         return
@@ -149,7 +165,9 @@ def _import(store: Store, state: RunsState) -> None:
     summary = store.summary(run.id)
     if summary is not None and _made_by_app(summary):
         st.session_state["runs_made"] = True
-    state.notice = ("success", f"Imported {upload.name} as run {run.id}.")
+    more = f", with {len(subagents)} subagent runs linked to it" if subagents else ""
+    kept = f" {imported.notes}." if imported.notes else ""
+    state.notice = ("success", f"Imported {upload.name} as run {run.id}{more}.{kept}")
 
 
 # -- sections -----------------------------------------------------------------------------
@@ -211,6 +229,14 @@ def _details(store: Store, summary: RunSummary) -> None:
                 key="runs_dl_otlp",
                 on_click="ignore",
             )
+        st.download_button(
+            "ATIF trajectory (v1.7)",
+            lambda: export_run(run, ATIF, subagents=_subagents(store, run)),  # built on click, subagents embedded
+            export_filename(run, ATIF),
+            "application/json",
+            key="runs_dl_atif",
+            on_click="ignore",
+        )
         for fmt in WIRE_FORMATS:
             try:
                 body = export_body(run, fmt)

@@ -95,6 +95,8 @@ def _print_run(run) -> None:
     print(f"run {run.id} · {c.provider}/{c.model} · {len(run.steps)} steps · stop: {run.ending}")
     if run.parent:
         print(f"forked from run {run.parent.run_id} at step {run.parent.step}")
+    for line in run.link_lines:  # an imported session's origin and subagents
+        print(line)
     step_at = {s.message_count: s for s in run.steps}
     tool_runs = {t.tool_call_id: t for s in run.steps for t in s.tool_runs}
     for i, m in enumerate(run.messages):
@@ -147,7 +149,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
     from ..errors import TranscriptError
     from ..exports import export_run, export_zip
-    from ..importers import parse_import
+    from ..sessions import read_import, store_imported
     from ..store.runs import Store
     from ..transcript import read_file, write_atomic
 
@@ -178,7 +180,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 raise UsageError("exporting several runs writes a zip: give --out FILE.zip")
             write_atomic(args.out, export_zip(runs, (args.format,), content=args.content))
         else:
-            text = export_run(runs[0], args.format, content=args.content)
+            linked = [store.load_run(link.run_id) for link in runs[0].subagents if store.exists(link.run_id)]
+            text = export_run(runs[0], args.format, content=args.content, subagents=linked)
             if args.out:
                 write_atomic(args.out, text + "\n")
             else:
@@ -189,8 +192,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
             raw = read_file(path)
         except TranscriptError as exc:
             raise UsageError(f"{path}: {exc}") from None
-        run = store.import_run(parse_import(raw, str(path)))
+        imported = read_import(raw, str(path), path.parent)
+        run, *subagents = store_imported(store, imported)
         print(f"imported {path} as run {run.id} ({len(run.messages)} messages, {len(run.steps)} steps)")
+        for sub in subagents:
+            link = sub.spawned_by
+            where = f" from run {link.run_id} step {link.step}" if link else ""
+            print(f"  subagent run {sub.id}{where} ({len(sub.messages)} messages, {len(sub.steps)} steps)")
+        if imported.notes:
+            print(f"  {imported.notes}")
     elif action == "delete":
         store.delete_run(args.id)
         print(f"deleted run {args.id}")

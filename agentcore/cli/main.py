@@ -452,12 +452,18 @@ def _add_runs(sub: Any) -> None:
     q.add_argument(
         "--format",
         default="json",
-        choices=["json", *WIRE_FORMATS, "html", "otlp-json"],
-        help="otlp-json: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load",
+        choices=["json", *WIRE_FORMATS, "html", "otlp-json", "atif"],
+        help="otlp-json: the run's OpenTelemetry GenAI trace, a file Jaeger UI, Tempo and Phoenix load; atif: an ATIF "
+        "v1.7 trajectory, its stored subagent runs embedded",
     )
     q.add_argument("--out", help="write here instead of stdout (several runs: a .zip)")
     _add_otlp_options(q)
-    q = runs.add_parser("import", parents=[db], help="store a transcript, or an OpenAI/Anthropic message list")
+    q = runs.add_parser(
+        "import",
+        parents=[db],
+        help="store a transcript, an OpenAI/Anthropic message list, an ATIF trajectory, a Claude Code session or a "
+        "Codex rollout (subagents as linked runs)",
+    )
     q.add_argument("file")
     q = runs.add_parser("delete", parents=[db], help="delete a stored run")
     q.add_argument("id")
@@ -535,9 +541,9 @@ def _add_transcript_tools(sub: Any) -> None:
     p.add_argument("file")
     p.add_argument(
         "--format",
-        choices=(*WIRE_FORMATS, "html", "otlp-json"),
+        choices=(*WIRE_FORMATS, "html", "otlp-json", "atif"),
         help="the wire format; html: one self-contained page that steps through the run; otlp-json: the run's "
-        "OpenTelemetry GenAI trace (required unless --otlp is given)",
+        "OpenTelemetry GenAI trace; atif: an ATIF v1.7 trajectory (required unless --otlp is given)",
     )
     p.add_argument("--model", help="the model named in the body (default: the run's, or the provider's default)")
     _add_otlp_options(p)
