@@ -126,8 +126,9 @@ def _live(store: Store, window: str, lesson_id: str | None) -> None:
     if not rows:
         st.info("No student has saved a run in this time yet: their rows appear here as they start.")
         return
+    st.header("Students")
     st.dataframe(_student_table(rows, lesson_id), hide_index=True, width="stretch", key="class_students")
-    st.subheader("Runs")
+    st.header("Runs")
     st.dataframe(_runs_table(runs, rows), hide_index=True, width="stretch", key="class_runs")
     labels = {r.id: f"{r.owner} · {r.title or '(untitled)'} · {words.plural(r.steps, 'step')} · {r.id}" for r in runs}
     pick, go = st.columns([4, 1], vertical_alignment="bottom")
