@@ -3,6 +3,7 @@
     .venv/bin/python bench/class_load.py --sessions 1,10,30 --model scripted --steps 5
     .venv/bin/python bench/class_load.py --sessions 1,10,30 --model local --steps 2
     .venv/bin/python bench/class_load.py --sessions 60 --replicas 2 --db postgresql://agentcore@db-host/agentcore
+    .venv/bin/python bench/class_load.py --sessions 10,30 --model shared --model-url http://127.0.0.1:8000/v1 --steps 1
 
 Each session speaks Streamlit's own websocket protocol, as a browser tab does: it opens
 `/_stcore/stream`, sends a BackMsg `rerun_script`, and reads ForwardMsgs until the script run has
@@ -31,6 +32,9 @@ is one file on one machine) and the sessions are dealt to them in turn, as a pro
 on one server would spread a class; each server gets its own warm-up, the memory and CPU figures are the
 servers' together, and every session's runs are checked in the one database. With `--db`, each level's
 session names carry a tag of their own, so the check counts only that level's runs.
+
+`--model shared` points the app at one model server (`make serve-model`: the embedded GGUF behind
+llama-cpp-python's OpenAI-compatible server) at `--model-url`, instead of the model in the app's process.
 """
 
 from __future__ import annotations
@@ -226,11 +230,18 @@ async def _click(tab: Tab, key: str | None, me: Learner) -> Draw:
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def start_app(db: Path | str, model: str, log: Path) -> tuple[subprocess.Popen, str]:
-    """The app over `db`, on the scripted `runaway` scenario or the embedded model, naming users by header."""
+SHARED_MODEL = "smollm2"  # the alias `make serve-model` gives the embedded GGUF
+
+
+def start_app(db: Path | str, model: str, log: Path, model_url: str | None = None) -> tuple[subprocess.Popen, str]:
+    """The app over `db`, on the scripted `runaway` scenario, the embedded model, or the shared model server at
+    `model_url`, naming users by header."""
     env = {"AGENTCORE_DB": str(db), "AGENTCORE_PROVIDER": model, "AGENTCORE_USER_HEADER": USER_HEADER}
     # the scripted `runaway` scenario never answers, so every session can take every step
     env["AGENTCORE_MODEL"] = "runaway" if model == "scripted" else None
+    if model == "shared":  # any key: llama-cpp-python's server checks none unless started with --api_key
+        env.update(AGENTCORE_PROVIDER="openai", AGENTCORE_MODEL=SHARED_MODEL, OPENAI_BASE_URL=model_url)
+        env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "unused"
     return common.start_app(env, log)
 
 
@@ -338,7 +349,15 @@ def _check_saved(db: Path | str, learners: list[Learner]) -> None:
 
 
 def measure_level(
-    n: int, model: str, steps: int, pace: float, seed: int, folder: Path, replicas: int = 1, db: str | None = None
+    n: int,
+    model: str,
+    steps: int,
+    pace: float,
+    seed: int,
+    folder: Path,
+    replicas: int = 1,
+    db: str | None = None,
+    model_url: str | None = None,
 ) -> Level:
     """Start `replicas` fresh app servers on one database, let `n` sessions step them, stop them; the figures."""
     where: Path | str = db or folder / f"runs-{model}-{n}.db"
@@ -346,7 +365,7 @@ def measure_level(
     servers: list[tuple[subprocess.Popen, str]] = []
     try:
         for r in range(replicas):
-            servers.append(start_app(where, model, folder / f"app-{model}-{n}-{r}.log"))
+            servers.append(start_app(where, model, folder / f"app-{model}-{n}-{r}.log", model_url))
         for r, (_, url) in enumerate(servers):
             urllib.request.urlopen(url, timeout=30).read()  # the page's own HTML, as a browser fetches first
             warm = asyncio.run(learner(url, f"warm-up-{r}{tag}", 1, 0.0, 0.0, random.Random(seed)))
@@ -439,6 +458,7 @@ def run_levels(
     seed: int = 7,
     replicas: int = 1,
     db: str | None = None,
+    model_url: str | None = None,
 ) -> list[Level]:
     """Every level in turn, each on fresh servers (and, without `db`, a fresh SQLite database)."""
     levels = []
@@ -446,7 +466,7 @@ def run_levels(
         for n in sessions:
             on = f" on {replicas} servers" if replicas > 1 else ""
             progress(f"class load: {model}, {n} sessions × {steps} steps{on}")
-            levels.append(measure_level(n, model, steps, pace, seed, Path(tmp), replicas, db))
+            levels.append(measure_level(n, model, steps, pace, seed, Path(tmp), replicas, db, model_url))
     return levels
 
 
@@ -462,7 +482,8 @@ def measure() -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", default="1,10,30", help="comma-separated session counts (default 1,10,30)")
-    parser.add_argument("--model", choices=("scripted", "local"), default="scripted")
+    parser.add_argument("--model", choices=("scripted", "local", "shared"), default="scripted")
+    parser.add_argument("--model-url", help="the shared model server's OpenAI-compatible URL, for --model shared")
     parser.add_argument("--steps", type=int, default=5, help="Steps each session takes (default 5)")
     parser.add_argument(
         "--pace", type=float, default=PACE, help=f"seconds a person pauses between clicks (default {PACE:g})"
@@ -471,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=1, help="app servers over one database (default 1)")
     parser.add_argument("--db", help="the runs database every server uses (a postgresql:// URL; needed for --replicas)")
     args = parser.parse_args(argv)
+    if args.model == "shared" and not args.model_url:
+        parser.error("--model shared needs --model-url http://HOST:8000/v1 (make serve-model)")
     if args.replicas < 1:
         parser.error("--replicas is at least 1")
     if args.replicas > 1 and not (args.db and args.db.startswith(("postgresql://", "postgres://"))):
@@ -481,7 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sessions takes numbers separated by commas, not {args.sessions!r}")
     if not sessions or min(sessions) < 1 or not 1 <= args.steps <= 9:
         parser.error("--sessions needs counts of at least 1, and --steps 1 to 9 (the step budget is 10)")
-    levels = run_levels(sessions, args.model, args.steps, args.pace, replicas=args.replicas, db=args.db)
+    levels = run_levels(
+        sessions, args.model, args.steps, args.pace, replicas=args.replicas, db=args.db, model_url=args.model_url
+    )
     print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|")
     for p50, p95 in zip(*[iter(rows(levels, args.model, args.steps))] * 2, strict=True):
         print(

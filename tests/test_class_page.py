@@ -165,3 +165,19 @@ def test_with_private_runs_a_student_sees_no_classmates_run_and_a_link_to_one_is
     assert any(f"No run {klass['first'].id} here that you may open." in e.value for e in at.error)
     assert at.selectbox(key="runs_selected").value == klass["circles"].id
     assert "Lesson: " not in " ".join(str(t.value) for t in at.text_input)
+
+
+def test_a_teacher_is_named_by_the_header_or_a_header_value_and_a_typed_name_never_teaches(monkeypatch):
+    from ui.state import USER_HEADER_ENV, resolve_user
+
+    monkeypatch.setenv("AGENTCORE_TEACHERS", "tina, X-Forwarded-Groups: teachers")
+    monkeypatch.delenv(USER_HEADER_ENV, raising=False)
+    monkeypatch.delenv("AGENTCORE_USER", raising=False)
+    assert not resolve_user({}, "tina").teacher  # anyone may type any name
+    monkeypatch.setenv("AGENTCORE_USER", "tina")
+    assert resolve_user({}, None).teacher  # the server's own user, set by whoever runs it
+    monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
+    assert resolve_user({"X-Forwarded-User": "tina"}, None).teacher
+    assert not resolve_user({"X-Forwarded-User": "ada"}, None).teacher
+    groups = {"X-Forwarded-User": "greta", "X-Forwarded-Groups": "staff,teachers"}
+    assert resolve_user(groups, None).teacher
