@@ -51,7 +51,8 @@ SMOLLM2_GGUF = $$($(BIN)/python -c 'import importlib.util, pathlib; print(next(p
 serve-model: $(VENV)/.installed-run-1
 	$(BIN)/pip install -q 'fastapi>=0.100' 'uvicorn>=0.22' 'sse-starlette>=1.6.1' 'starlette-context>=0.3.6,<0.4' 'pydantic-settings>=2'
 	$(BIN)/python -m llama_cpp.server --model "$(SMOLLM2_GGUF)" --model_alias smollm2 \
-		--chat_format chatml-function-calling --n_threads $(MODEL_THREADS) --host $(MODEL_HOST) --port $(MODEL_PORT)
+		--chat_format chatml-function-calling --interrupt_requests false --n_threads $(MODEL_THREADS) \
+		--host $(MODEL_HOST) --port $(MODEL_PORT)
 
 lint: $(VENV)/.installed-test-$(LOCAL)
 	$(BIN)/ruff check .

@@ -504,17 +504,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sessions takes numbers separated by commas, not {args.sessions!r}")
     if not sessions or min(sessions) < 1 or not 1 <= args.steps <= 9:
         parser.error("--sessions needs counts of at least 1, and --steps 1 to 9 (the step budget is 10)")
-    levels = run_levels(
-        sessions, args.model, args.steps, args.pace, replicas=args.replicas, db=args.db, model_url=args.model_url
-    )
-    print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|")
-    for p50, p95 in zip(*[iter(rows(levels, args.model, args.steps))] * 2, strict=True):
-        print(
-            f"| {p95.case.removesuffix(': Step p95')} | {p50.cells()[2]} | {p95.cells()[2]} | {p95.cells()[3]} | {p95.note} |"
+    print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|", flush=True)
+    levels: list[Level] = []
+    for n in sessions:  # each level's row as soon as it is measured: a long run keeps what it measured
+        levels += run_levels(
+            [n], args.model, args.steps, args.pace, replicas=args.replicas, db=args.db, model_url=args.model_url
         )
-    for lv in levels:
-        for error in lv.errors if args.errors else lv.errors[:5]:
-            print(f"{lv.sessions} sessions: {error}")
+        p50, p95 = rows(levels, args.model, args.steps)[-2:]
+        print(
+            f"| {p95.case.removesuffix(': Step p95')} | {p50.cells()[2]} | {p95.cells()[2]} | {p95.cells()[3]} | {p95.note} |",
+            flush=True,
+        )
+        for error in levels[-1].errors if args.errors else levels[-1].errors[:5]:
+            print(f"{n} sessions: {error}", flush=True)
     return 0
 
 
