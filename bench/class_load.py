@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/class_load.py --sessions 1,10,30 --model scripted --steps 5
     .venv/bin/python bench/class_load.py --sessions 1,10,30 --model local --steps 2
+    .venv/bin/python bench/class_load.py --sessions 60 --replicas 2 --db postgresql://agentcore@db-host/agentcore
+    .venv/bin/python bench/class_load.py --sessions 10,30 --model shared --model-url http://127.0.0.1:8000/v1 --steps 1
 
 Each session speaks Streamlit's own websocket protocol, as a browser tab does: it opens
 `/_stcore/stream`, sends a BackMsg `rerun_script`, and reads ForwardMsgs until the script run has
@@ -24,6 +26,15 @@ the database or short of steps), the steps on which the page said it was waiting
 the server's memory (RSS of the streamlit process and its children) warmed and idle, at its peak,
 and the growth per session, and the server's CPU time per click (the page loads and run starts
 counted as clicks), which moves much less than the latencies when the machine is busy.
+
+With `--replicas R` each level starts R app servers over one database (`--db`, a PostgreSQL URL: SQLite
+is one file on one machine) and the sessions are dealt to them in turn, as a proxy that keeps each browser
+on one server would spread a class; each server gets its own warm-up, the memory and CPU figures are the
+servers' together, and every session's runs are checked in the one database. With `--db`, each level's
+session names carry a tag of their own, so the check counts only that level's runs.
+
+`--model shared` points the app at one model server (`make serve-model`: the embedded GGUF behind
+llama-cpp-python's OpenAI-compatible server) at `--model-url`, instead of the model in the app's process.
 """
 
 from __future__ import annotations
@@ -146,6 +157,7 @@ class Learner:
     clicks: int = 0  # script runs asked for: the page load, New run and every Step
     opening: float | None = None  # seconds to load the page and start a run, the two clicks before the Steps
     problems: list[str] = field(default_factory=list)
+    server: str = ""  # the app server the session's websocket went to
 
 
 class Gate:
@@ -169,7 +181,7 @@ async def learner(
     """Open the app, start a run, and Step it `steps` times with a person's pause between clicks."""
     from websockets.asyncio.client import connect
 
-    me = Learner(name)
+    me = Learner(name, server=url)
     gate = gate or Gate(1)
     await asyncio.sleep(start_after)
     ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
@@ -218,11 +230,18 @@ async def _click(tab: Tab, key: str | None, me: Learner) -> Draw:
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def start_app(db: Path, model: str, log: Path) -> tuple[subprocess.Popen, str]:
-    """The app over `db`, on the scripted `runaway` scenario or the embedded model, naming users by header."""
+SHARED_MODEL = "smollm2"  # the alias `make serve-model` gives the embedded GGUF
+
+
+def start_app(db: Path | str, model: str, log: Path, model_url: str | None = None) -> tuple[subprocess.Popen, str]:
+    """The app over `db`, on the scripted `runaway` scenario, the embedded model, or the shared model server at
+    `model_url`, naming users by header."""
     env = {"AGENTCORE_DB": str(db), "AGENTCORE_PROVIDER": model, "AGENTCORE_USER_HEADER": USER_HEADER}
     # the scripted `runaway` scenario never answers, so every session can take every step
     env["AGENTCORE_MODEL"] = "runaway" if model == "scripted" else None
+    if model == "shared":  # any key: llama-cpp-python's server checks none unless started with --api_key
+        env.update(AGENTCORE_PROVIDER="openai", AGENTCORE_MODEL=SHARED_MODEL, OPENAI_BASE_URL=model_url)
+        env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "unused"
     return common.start_app(env, log)
 
 
@@ -251,9 +270,9 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _sample_peak(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+async def _sample_peak(pids: list[int], peak: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        peak[0] = max(peak[0], rss_mb(pid))
+        peak[0] = max(peak[0], sum(map(rss_mb, pids)))
         await asyncio.sleep(0.25)
 
 
@@ -266,6 +285,7 @@ class Level:
 
     sessions: int
     latencies: list[float]
+    replicas: int
     errors: list[str]
     waited: int
     new_runs: int  # runs started after one ended, across the sessions
@@ -274,6 +294,7 @@ class Level:
     rss_idle: float
     rss_peak: float
     cpu_per_step: float | None  # the server's CPU seconds per Step click, contention aside
+    per_server: dict[str, int] = field(default_factory=dict)  # sessions each server held
 
     def pct(self, q: float) -> float | None:
         if not self.latencies:
@@ -286,13 +307,23 @@ class Level:
         return (self.rss_peak - self.rss_idle) / self.sessions
 
 
-async def _drive(url: str, pid: int, n: int, steps: int, pace: float, seed: int) -> tuple[list[Learner], float]:
+async def _drive(
+    urls: list[str], pids: list[int], n: int, steps: int, pace: float, seed: int, tag: str = ""
+) -> tuple[list[Learner], float]:
     rng = random.Random(seed)
-    peak, stop = [rss_mb(pid)], asyncio.Event()
-    sampler = asyncio.create_task(_sample_peak(pid, peak, stop))
+    peak, stop = [sum(map(rss_mb, pids))], asyncio.Event()
+    sampler = asyncio.create_task(_sample_peak(pids, peak, stop))
     ramp, gate = pace, Gate(n)  # the sessions open the page spread over one pause
     tasks = [
-        learner(url, f"learner-{i + 1:02d}", steps, pace, ramp * i / max(1, n), random.Random(rng.random()), gate)
+        learner(
+            urls[i % len(urls)],  # dealt to the servers in turn, as a sticky proxy spreads a class
+            f"learner-{i + 1:02d}{tag}",
+            steps,
+            pace,
+            ramp * i / max(1, n),
+            random.Random(rng.random()),
+            gate,
+        )
         for i in range(n)
     ]
     learners = await asyncio.gather(*tasks)
@@ -301,11 +332,11 @@ async def _drive(url: str, pid: int, n: int, steps: int, pace: float, seed: int)
     return learners, peak[0]
 
 
-def _check_saved(db: Path, learners: list[Learner]) -> None:
+def _check_saved(db: Path | str, learners: list[Learner]) -> None:
     """Each session's runs are in the database under its user, with every step it took."""
     from agentcore.store.runs import Store
 
-    store = Store(db)
+    store = Store(db, teacher=True)  # every run, whatever AGENTCORE_PRIVATE_RUNS says here
     try:
         for me in learners:
             runs = store.list_runs(owner=me.name)
@@ -317,28 +348,46 @@ def _check_saved(db: Path, learners: list[Learner]) -> None:
         store.close()
 
 
-def measure_level(n: int, model: str, steps: int, pace: float, seed: int, folder: Path) -> Level:
-    """Start a fresh app, let `n` sessions step it, stop it; the figures."""
-    db = folder / f"runs-{model}-{n}.db"
-    proc, url = start_app(db, model, folder / f"app-{model}-{n}.log")
+def measure_level(
+    n: int,
+    model: str,
+    steps: int,
+    pace: float,
+    seed: int,
+    folder: Path,
+    replicas: int = 1,
+    db: str | None = None,
+    model_url: str | None = None,
+) -> Level:
+    """Start `replicas` fresh app servers on one database, let `n` sessions step them, stop them; the figures."""
+    where: Path | str = db or folder / f"runs-{model}-{n}.db"
+    tag = f".{n}s{replicas}r.{os.urandom(3).hex()}" if db else ""  # this level's names, in a shared database
+    servers: list[tuple[subprocess.Popen, str]] = []
     try:
-        urllib.request.urlopen(url, timeout=30).read()  # the page's own HTML, as a browser fetches first
-        warm = asyncio.run(learner(url, "warm-up", 1, 0.0, 0.0, random.Random(seed)))
-        if warm.problems:
-            raise RuntimeError(f"the warm-up session failed: {warm.problems[0]}")
-        idle, cpu_before = rss_mb(proc.pid), cpu_s(proc.pid)
-        learners, peak = asyncio.run(_drive(url, proc.pid, n, steps, pace, seed))
-        cpu = cpu_s(proc.pid) - cpu_before
+        for r in range(replicas):
+            servers.append(start_app(where, model, folder / f"app-{model}-{n}-{r}.log", model_url))
+        for r, (_, url) in enumerate(servers):
+            urllib.request.urlopen(url, timeout=30).read()  # the page's own HTML, as a browser fetches first
+            warm = asyncio.run(learner(url, f"warm-up-{r}{tag}", 1, 0.0, 0.0, random.Random(seed)))
+            if warm.problems:
+                raise RuntimeError(f"the warm-up session of server {r + 1} failed: {warm.problems[0]}")
+        pids, urls = [p.pid for p, _ in servers], [u for _, u in servers]
+        idle, cpu_before = sum(map(rss_mb, pids)), sum(map(cpu_s, pids))
+        learners, peak = asyncio.run(_drive(urls, pids, n, steps, pace, seed, tag))
+        cpu = sum(map(cpu_s, pids)) - cpu_before
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    _check_saved(db, learners)
+        for proc, _ in servers:
+            proc.terminate()
+        for proc, _ in servers:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    _check_saved(where, learners)
     means = [statistics.mean(me.latencies) for me in learners if me.latencies]
     return Level(
         sessions=n,
+        replicas=replicas,
         latencies=[t for me in learners for t in me.latencies],
         errors=[f"{me.name}: {p}" for me in learners for p in me.problems],
         waited=sum(me.waited for me in learners),
@@ -348,6 +397,7 @@ def measure_level(n: int, model: str, steps: int, pace: float, seed: int, folder
         rss_idle=idle,
         rss_peak=peak,
         cpu_per_step=cpu / max(1, sum(me.clicks for me in learners)),  # the page loads and New runs included
+        per_server={url: sum(me.server == url for me in learners) for url in urls},
     )
 
 
@@ -357,9 +407,11 @@ def measure_level(n: int, model: str, steps: int, pace: float, seed: int, folder
 def rows(levels: list[Level], model: str, steps: int) -> list[Row]:
     """The levels as table rows; each p95 also as a ratio to one session's."""
     out: list[Row] = []
-    single = next((lv.pct(0.95) for lv in levels if lv.sessions == 1), None)
+    single = next((lv.pct(0.95) for lv in levels if lv.sessions == 1 and lv.replicas == 1), None)
     for lv in levels:
         case = f"{model}, {lv.sessions} session{'s' if lv.sessions != 1 else ''}"
+        if lv.replicas > 1:
+            case += f" on {lv.replicas} servers"
         p50, p95 = lv.pct(0.5), lv.pct(0.95)
         note = (
             f"{len(lv.latencies)} steps ({steps} each); max {_s(lv.pct(1.0))}; spread {_x(lv.spread)}; "
@@ -368,6 +420,8 @@ def rows(levels: list[Level], model: str, steps: int) -> list[Row]:
             f"RSS {lv.rss_idle:.0f} → {lv.rss_peak:.0f} MiB ({lv.per_session_mb:.1f} MiB/session); "
             f"server CPU {lv.cpu_per_step * 1000:.0f} ms per click"
         )
+        if lv.replicas > 1:
+            note += f" (the servers together); sessions per server {'/'.join(map(str, lv.per_server.values()))}"
         out.append(Row(FIGURE, f"{case}: Step p50", None if p50 is None else p50 * 1000, "ms"))
         versus = "of 1 session" if lv.sessions != 1 else ""
         out.append(
@@ -396,13 +450,23 @@ def _x(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
 
-def run_levels(sessions: list[int], model: str, steps: int, pace: float, seed: int = 7) -> list[Level]:
-    """Every level in turn, each on a fresh server and database."""
+def run_levels(
+    sessions: list[int],
+    model: str,
+    steps: int,
+    pace: float,
+    seed: int = 7,
+    replicas: int = 1,
+    db: str | None = None,
+    model_url: str | None = None,
+) -> list[Level]:
+    """Every level in turn, each on fresh servers (and, without `db`, a fresh SQLite database)."""
     levels = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sessions:
-            progress(f"class load: {model}, {n} sessions × {steps} steps")
-            levels.append(measure_level(n, model, steps, pace, seed, Path(tmp)))
+            on = f" on {replicas} servers" if replicas > 1 else ""
+            progress(f"class load: {model}, {n} sessions × {steps} steps{on}")
+            levels.append(measure_level(n, model, steps, pace, seed, Path(tmp), replicas, db, model_url))
     return levels
 
 
@@ -418,28 +482,41 @@ def measure() -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", default="1,10,30", help="comma-separated session counts (default 1,10,30)")
-    parser.add_argument("--model", choices=("scripted", "local"), default="scripted")
+    parser.add_argument("--model", choices=("scripted", "local", "shared"), default="scripted")
+    parser.add_argument("--model-url", help="the shared model server's OpenAI-compatible URL, for --model shared")
     parser.add_argument("--steps", type=int, default=5, help="Steps each session takes (default 5)")
     parser.add_argument(
         "--pace", type=float, default=PACE, help=f"seconds a person pauses between clicks (default {PACE:g})"
     )
     parser.add_argument("--errors", action="store_true", help="print every error, not only the first few")
+    parser.add_argument("--replicas", type=int, default=1, help="app servers over one database (default 1)")
+    parser.add_argument("--db", help="the runs database every server uses (a postgresql:// URL; needed for --replicas)")
     args = parser.parse_args(argv)
+    if args.model == "shared" and not args.model_url:
+        parser.error("--model shared needs --model-url http://HOST:8000/v1 (make serve-model)")
+    if args.replicas < 1:
+        parser.error("--replicas is at least 1")
+    if args.replicas > 1 and not (args.db and args.db.startswith(("postgresql://", "postgres://"))):
+        parser.error("--replicas needs --db postgresql://…: servers side by side share a PostgreSQL database")
     try:
         sessions = [int(s) for s in args.sessions.split(",") if s.strip()]
     except ValueError:
         parser.error(f"--sessions takes numbers separated by commas, not {args.sessions!r}")
     if not sessions or min(sessions) < 1 or not 1 <= args.steps <= 9:
         parser.error("--sessions needs counts of at least 1, and --steps 1 to 9 (the step budget is 10)")
-    levels = run_levels(sessions, args.model, args.steps, args.pace)
-    print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|")
-    for p50, p95 in zip(*[iter(rows(levels, args.model, args.steps))] * 2, strict=True):
-        print(
-            f"| {p95.case.removesuffix(': Step p95')} | {p50.cells()[2]} | {p95.cells()[2]} | {p95.cells()[3]} | {p95.note} |"
+    print("| case | p50 | p95 | ratio | note |\n|---|---|---|---|---|", flush=True)
+    levels: list[Level] = []
+    for n in sessions:  # each level's row as soon as it is measured: a long run keeps what it measured
+        levels += run_levels(
+            [n], args.model, args.steps, args.pace, replicas=args.replicas, db=args.db, model_url=args.model_url
         )
-    for lv in levels:
-        for error in lv.errors if args.errors else lv.errors[:5]:
-            print(f"{lv.sessions} sessions: {error}")
+        p50, p95 = rows(levels, args.model, args.steps)[-2:]
+        print(
+            f"| {p95.case.removesuffix(': Step p95')} | {p50.cells()[2]} | {p95.cells()[2]} | {p95.cells()[3]} | {p95.note} |",
+            flush=True,
+        )
+        for error in levels[-1].errors if args.errors else levels[-1].errors[:5]:
+            print(f"{n} sessions: {error}", flush=True)
     return 0
 
 

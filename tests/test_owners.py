@@ -139,10 +139,15 @@ def test_the_header_name_wins_when_configured_and_without_a_valid_one_no_name_is
     monkeypatch.setenv("AGENTCORE_USER", "server")
     monkeypatch.delenv(USER_HEADER_ENV, raising=False)
     headers = {"X-Forwarded-User": "grace"}
-    assert resolve_user(headers, None) == ("server", "the server's default (AGENTCORE_USER)", False)  # not configured
-    assert resolve_user({}, "ada") == ("ada", "typed here, for this browser session", False)
+    assert resolve_user(headers, None) == (
+        "server",
+        "the server's default (AGENTCORE_USER)",
+        False,
+        False,
+    )  # not configured
+    assert resolve_user({}, "ada") == ("ada", "typed here, for this browser session", False, False)
     monkeypatch.setenv(USER_HEADER_ENV, "X-Forwarded-User")
-    assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header", True)
+    assert resolve_user(headers, "ada") == ("grace", "from the X-Forwarded-User header", True, False)
     for sent in ({}, {"X-Forwarded-User": ""}, {"X-Forwarded-User": "<b>grace</b>"}, {"X-Forwarded-User": "x" * 65}):
         for typed in ("ada", None):  # neither a typed name nor the server's default stands in for the header
             with pytest.raises(NotSignedIn, match="X-Forwarded-User header"):

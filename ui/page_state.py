@@ -62,6 +62,7 @@ class RunsState(PageState):
     confirm_delete: str | None = None  # the run whose Delete waits for Yes or Cancel
     open_id: str | None = None  # a run to open in the playground on the next draw
     imported: str | None = None  # the file id of the last upload imported, so a redraw never imports it twice
+    linked: str | None = None  # the run a link (?run=ID) named, chosen once so the page can move on from it
 
 
 @dataclass

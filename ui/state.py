@@ -32,6 +32,7 @@ from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default
 from agentcore.providers.base import Provider
 from agentcore.run import LoopGuard, Run, RunConfig
 from agentcore.secrets import register_secret
+from agentcore.store.access import is_teacher
 from agentcore.store.runs import (
     LAST_RUN_KEY,
     RunChanged,
@@ -215,11 +216,13 @@ LOGIN_NAME = "the account the server runs as"  # where a name comes from when no
 
 
 class User(NamedTuple):
-    """Whose runs a browser session saves, where that name came from, and whether the deployment vouched for it."""
+    """Whose runs a browser session saves, where that name came from, whether the deployment vouched for it, and
+    whether they teach (AGENTCORE_TEACHERS; a name typed in the sidebar never does)."""
 
     name: str
     source: str
     from_header: bool = False
+    teacher: bool = False
 
 
 class NotSignedIn(Exception):
@@ -243,14 +246,15 @@ def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
     header = os.environ.get(USER_HEADER_ENV, "").strip()
     if header:
         try:
-            return User(valid_name(headers.get(header)), f"from the {header} header", from_header=True)
+            name = valid_name(headers.get(header))
         except ValueError:
             raise NotSignedIn(header) from None
+        return User(name, f"from the {header} header", from_header=True, teacher=is_teacher(name, headers))
     if typed:
         return User(typed, "typed here, for this browser session")
     if os.environ.get("AGENTCORE_USER"):
-        return User(default_owner(), "the server's default (AGENTCORE_USER)")
-    return User(default_owner(), LOGIN_NAME)
+        return User(default_owner(), "the server's default (AGENTCORE_USER)", teacher=is_teacher(default_owner()))
+    return User(default_owner(), LOGIN_NAME, teacher=is_teacher(default_owner()))
 
 
 def request_headers() -> Mapping[str, str]:
@@ -294,7 +298,8 @@ def get_store() -> Store:
         store = Store(where)
         weakref.finalize(session, store.close)
         st.session_state[STORE_KEY] = store
-    store.owner = current_user(session).name
+    user = current_user(session)
+    store.owner, store.teacher = user.name, user.teacher  # whose runs it saves, and which it may read
     return store
 
 

@@ -28,9 +28,10 @@ def _on_name() -> None:
 
 def render_user(sb: DeltaGenerator, session: Session) -> None:
     """The name this session's runs are saved under: from the deployment's header, or typed here."""
-    name, source, from_header = current_user(session)
+    name, source, from_header, teacher = current_user(session)
     if from_header:
-        sb.caption(f"Signed in as **{safe.inline(name)}** ({safe.inline(source)})")
+        role = ", teacher" if teacher else ""
+        sb.caption(f"Signed in as **{safe.inline(name)}** ({safe.inline(source)}{role})")
     else:
         st.session_state.setdefault(NAME_KEY, session.user or "")
         # the operating system's account (root, in a container) is nobody's name: it is not offered as one

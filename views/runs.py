@@ -28,6 +28,7 @@ from ui.page_state import CompareState, RunsState
 from ui.state import get_store, in_app_words, open_stored_run
 
 ALL = "All providers"
+EVERYONE = "Everyone"
 PLAYGROUND = "views/playground.py"
 COMPARE = "views/compare.py"
 WIDGETS = {"runs_search": "", "runs_provider": ALL, "runs_made": False}
@@ -74,19 +75,41 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
 def _owner_filter(store: Store) -> tuple[str | None, bool]:
     """Whose runs to list (None: everyone's), and whether to show the owner column.
 
-    A database that holds nobody else's runs shows neither the toggle nor the column.
+    A database that holds nobody else's runs this user may see shows neither the filter nor the column. A
+    student starts on their own runs; a teacher on everyone's, with an owner to pick.
     """
-    others = [o for o in store.owners() if o != store.owner]
+    owners = store.owners()
+    others = [o for o in owners if o != store.owner]
     if not others:
         return None, False
     mine = st.toggle(
         f"Only my runs ({safe.inline(store.owner)})",
-        value=True,
         key="runs_mine",
         help=f"{words.plural(len(others), 'other person', 'other people')} saved runs here. Only a run's owner "
         "may rename or delete it; opening someone else's run makes your own copy.",
     )
-    return (store.owner if mine else None), True
+    if mine:
+        return store.owner, True
+    if st.session_state.get("runs_owner") not in (EVERYONE, *owners):
+        st.session_state["runs_owner"] = EVERYONE
+    owner = st.selectbox("Owner", [EVERYONE, *owners], key="runs_owner")
+    return (None if owner == EVERYONE else owner), True
+
+
+def _linked_run(store: Store) -> None:
+    """A link to one run (`?run=ID`) chooses it, filters cleared; a run this user may not see is refused in words
+    that say nothing of it, as for one that does not exist."""
+    linked = st.query_params.get("run")
+    if not linked or RunsState.get().linked == linked:
+        return
+    RunsState.get().linked = linked
+    if store.summary(linked) is None:
+        RunsState.get().notice = ("error", f"No run {linked} here that you may open.")
+        return
+    _select(linked)
+    st.session_state["runs_mine"] = False
+    st.session_state["runs_owner"] = EVERYONE
+    st.session_state["runs_made"] = True
 
 
 # -- actions (callbacks change state; the page redraws from it) ---------------------------
@@ -362,18 +385,21 @@ def main() -> None:
         st.error(safe.block(str(exc)))
         return
     state = RunsState.get()
-    state.restore({**WIDGETS, "runs_selected": None})
+    teacher = store.viewer.teacher  # a teacher starts on everyone's runs, the lessons' included
+    state.restore({**WIDGETS, "runs_made": teacher, "runs_mine": not teacher, "runs_owner": EVERYONE})
+    state.restore({"runs_selected": None})
     if state.open_id:
         run_id, state.open_id = state.open_id, None
         _open_in_playground(store, run_id)
+    _linked_run(store)
     _import(store, state)
     _show_notice(state, "notice")
 
     cols = st.columns([3, 1])
     search = cols[0].text_input("Search", key="runs_search", placeholder="title, prompt, model or id")
     provider = cols[1].selectbox("Provider", [ALL, *store.providers()], key="runs_provider")
-    state.keep(WIDGETS)
     owner, show_owner = _owner_filter(store)
+    state.keep([*WIDGETS, "runs_mine", "runs_owner"])
     runs = store.list_runs(search or None, None if provider == ALL else provider, owner=owner)
     made = [r for r in runs if _made_by_app(r)]
     show_made = st.toggle(

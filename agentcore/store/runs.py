@@ -36,6 +36,7 @@ from ..run import ModelRef, Run, StepRecord, describe_models, models_label
 from ..secrets import redact_fields, scrub_text
 from ..testing.experiments import Experiment
 from ..transcript import FORMAT, VERSION, from_dict, json_text
+from .access import Viewer, is_teacher
 from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
 from .sqlite import SqliteBackend
 
@@ -283,15 +284,19 @@ class Store:
 
     Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
     login name) is recorded on the runs this Store saves first, and is whose runs `delete_run` and `set_title`
-    may delete and rename.
+    may delete and rename. Every read sees only the runs `viewer` may (agentcore.store.access): with private
+    runs on, a student's own; `teacher` (default: whether AGENTCORE_TEACHERS names the owner) sees all.
     """
 
-    def __init__(self, path: str | Path | None = None, *, owner: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, owner: str | None = None, teacher: bool | None = None
+    ) -> None:
         where = path if path is not None else default_path()
         server = is_url(where)
         backend = PostgresBackend if server else SqliteBackend
         self.location = redact_dsn(where) if server else str(Path(where).expanduser())
         self.owner = owner or default_owner()
+        self.teacher = teacher  # None: as AGENTCORE_TEACHERS says of the owner
         try:
             self._backend = backend(where if server else Path(where).expanduser())
             self._backend.migrate(MIGRATIONS, self._newer)
@@ -307,6 +312,16 @@ class Store:
         self._lock = threading.RLock()
         self._written: OrderedDict[str, _Written] = OrderedDict()
         self._revisions: dict[str, int] = {}  # the revision this Store last read or wrote, per run
+
+    @property
+    def viewer(self) -> Viewer:
+        """Who reads through this Store, for the visibility rule."""
+        return Viewer(self.owner, is_teacher(self.owner) if self.teacher is None else self.teacher)
+
+    def _visible(self, column: str = "owner") -> tuple[str, tuple[str, ...]]:
+        # " AND <condition>" for a query that already has a WHERE, with its parameters; "" when all runs are visible
+        condition, params = self.viewer.clause(column)
+        return (f" AND {condition}", params) if condition else ("", ())
 
     def _newer(self, version: int) -> StoreError:
         return StoreError(f"{self.location}: schema version {version} is newer than this agentcore reads")
@@ -420,9 +435,10 @@ class Store:
         """The stored run as transcript JSON data (what an export writes)."""
         return self._load(run_id)[0]
 
-    def _load(self, run_id: str) -> tuple[dict[str, Any], int]:
+    def _load(self, run_id: str, *, everyone: bool = False) -> tuple[dict[str, Any], int]:
+        visible, params = ("", ()) if everyone else self._visible()
         with self._transaction() as db:  # the run row and its steps as of one moment
-            found = db.execute("SELECT body, revision FROM runs WHERE id = ?", (run_id,)).fetchone()
+            found = db.execute(f"SELECT body, revision FROM runs WHERE id = ?{visible}", (run_id, *params)).fetchone()
             if found is None:
                 raise self._no_run(run_id)
             steps = db.execute("SELECT body FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
@@ -450,19 +466,34 @@ class Store:
         return self._one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
     def summary(self, run_id: str) -> RunSummary | None:
-        """One run's library row, or None."""
-        row = self._one(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        """One run's library row, or None (also for a run this Store's viewer may not see)."""
+        visible, params = self._visible()
+        row = self._one(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?{visible}", (run_id, *params))
         return RunSummary.from_row(row) if row else None
 
     def list_runs(
-        self, search: str | None = None, provider: str | None = None, limit: int = 500, *, owner: str | None = None
+        self,
+        search: str | None = None,
+        provider: str | None = None,
+        limit: int = 500,
+        *,
+        owner: str | None = None,
+        since: str | None = None,
     ) -> list[RunSummary]:
         """Runs, most recently saved first; `search` matches id, title, models and the first prompt.
 
         `provider` keeps the runs it answered a step of (or, before a step, is configured for); `owner` keeps
-        that person's runs.
+        that person's runs; `since` (an ISO time in UTC) the runs saved at or after it. Only the runs this
+        Store's viewer may see are listed.
         """
         where, params = [], []
+        condition, visible = self.viewer.clause()
+        if condition:
+            where.append(condition)
+            params += visible
+        if since:
+            where.append("updated_at >= ?")
+            params.append(since)
         if search and search.strip():
             for word in search.split():
                 escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -488,8 +519,17 @@ class Store:
         return [r[0] for r in self._all(self._backend.providers_sql)]
 
     def owners(self) -> list[str]:
-        """Everyone who owns a stored run."""
-        return [r[0] for r in self._all("SELECT DISTINCT owner FROM runs WHERE owner IS NOT NULL ORDER BY 1")]
+        """Everyone who owns a stored run this Store's viewer may see."""
+        visible, params = self._visible()
+        sql = f"SELECT DISTINCT owner FROM runs WHERE owner IS NOT NULL{visible} ORDER BY 1"
+        return [r[0] for r in self._all(sql, params)]
+
+    def change_mark(self) -> tuple[int, str | None]:
+        """How many visible runs there are and when the newest was saved: it moves whenever any of them is saved,
+        from any server on the same database, so a live page polls it and reads more only when it moved."""
+        visible, params = self._visible()
+        found = self._one(f"SELECT count(*), max(updated_at) FROM runs WHERE 1 = 1{visible}", params)
+        return (int(found[0]), found[1]) if found else (0, None)
 
     def delete_run(self, run_id: str, *, user: str | None = None) -> None:
         """Delete a run and its steps; runs forked from it stay, pointing at a missing parent.
@@ -509,7 +549,7 @@ class Store:
     def _check_owner(self, db: Any, run_id: str, user: str, action: str) -> None:
         # inside the caller's transaction, with the row locked: the owner cannot change before the write
         found = db.execute(f"SELECT owner FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone()
-        if found is None:
+        if found is None or not self.viewer.may_see(found[0]):
             raise self._no_run(run_id)
         if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
             raise StoreError(
@@ -563,7 +603,7 @@ class Store:
             if self.exists(run_id):
                 skipped += 1
                 continue
-            run = from_dict(source.load_data(run_id), check_messages=False)
+            run = from_dict(source._load(run_id, everyone=True)[0], check_messages=False)
             self._save(run, owner, updated_at, run.annotations)
             copied += 1
         return copied, skipped
@@ -589,7 +629,9 @@ class Store:
         return annotation
 
     def annotations(self, run_id: str) -> list[Annotation]:
-        """The run's annotations, by step, oldest first."""
+        """The run's annotations, by step, oldest first (none for a run this Store's viewer may not see)."""
+        if self.summary(run_id) is None:
+            return []
         return [Annotation.model_validate_json(r[0]) for r in self._all(_ANNOTATIONS_OF, (run_id,))]
 
     def delete_annotation(self, run_id: str, annotation_id: str, *, user: str | None = None) -> None:
@@ -608,13 +650,14 @@ class Store:
 
     def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
         """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
-        sql = "SELECT run_id, body FROM annotations"
+        visible, params = self._visible()
+        sql = f"SELECT run_id, body FROM annotations WHERE run_id IN (SELECT id FROM runs WHERE 1 = 1{visible})"
         if run_ids is not None:
             if not run_ids:
                 return {}
-            sql += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+            sql += f" AND run_id IN ({', '.join('?' * len(run_ids))})"
         found: dict[str, list[Annotation]] = {}
-        for run_id, body in self._all(sql + " ORDER BY run_id, step, created_at, id", tuple(run_ids or ())):
+        for run_id, body in self._all(sql + " ORDER BY run_id, step, created_at, id", (*params, *(run_ids or ()))):
             found.setdefault(run_id, []).append(Annotation.model_validate_json(body))
         return found
 
@@ -632,10 +675,10 @@ class Store:
         with an annotation that carries that free label.
         """
         labelled = self.annotations_by_run()
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations)"
-        params: tuple[Any, ...] = ()
+        visible, params = self._visible()
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations){visible}"
         if owner:
-            sql, params = sql + " AND owner = ?", (owner,)
+            sql, params = sql + " AND owner = ?", (*params, owner)
         kept = []
         for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
             annotations = labelled.get(summary.id, [])
@@ -652,7 +695,9 @@ class Store:
 
     def children(self, run_id: str) -> list[RunSummary]:
         """The runs forked directly from this one, oldest first."""
-        rows = self._all(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ? ORDER BY created_at, id", (run_id,))
+        visible, params = self._visible()
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ?{visible} ORDER BY created_at, id"
+        rows = self._all(sql, (run_id, *params))
         return [RunSummary.from_row(r) for r in rows]
 
     def lineage(self, run_id: str) -> list[RunSummary]:

@@ -29,7 +29,8 @@ VIEWPORT = {"width": 1280, "height": 720}
 FAILING = ("serious", "critical")
 # rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
 ALSO_FAILING = ("heading-order", "empty-table-header")
-PAGES = ("lesson", "runs", "cost", "compare", "tests", "errors")  # the playground is the root; app.py lists them
+# the playground is the root; app.py lists them (class: a teacher's, and the app's user here is one)
+PAGES = ("lesson", "runs", "cost", "compare", "tests", "errors", "class")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,8 @@ def axe_source() -> str:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """The app on the scripted model over a database holding two runs, so the Runs page has a table and a diff,
-    and a labelled step, so Error analysis has a chart."""
+    and a labelled step, so Error analysis has a chart. Its user teaches, and the runs are another's: the class
+    page has a student's row to show."""
     from agentcore.annotations import make_annotation
     from agentcore.store.runs import Store
 
@@ -60,7 +62,7 @@ def app(tmp_path_factory):
     for run in runs:
         run.title = f"A runaway run of {len(run.messages)} messages"
     workdir = tmp_path_factory.mktemp("a11y-app")
-    server = app_over_runs(workdir, runs)
+    server = app_over_runs(workdir, runs, AGENTCORE_USER="tina", AGENTCORE_TEACHERS="tina")
     Store(workdir / "runs.db").annotate(runs[1].id, make_annotation(step=1, labels=["looped"], note="a repeat"))
     yield server.url
     server.stop()

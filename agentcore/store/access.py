@@ -1,0 +1,87 @@
+"""Who may see which runs: the one rule every reader of the runs database goes through.
+
+A class names its teachers in AGENTCORE_TEACHERS: user names, and `Header: value` entries for a proxy
+that says who teaches in a header of its own (`X-Forwarded-Groups: teachers`). With
+AGENTCORE_PRIVATE_RUNS=1 a student's runs are that student's and the teachers' only: a student sees
+their own runs and nobody else's, on every page, in the CLI and in exports, and a run they may not
+see reads as one that does not exist (its title included). Teachers see every run. Without private
+runs everyone sees everything, as before.
+
+The Store applies `Viewer.clause` to every query that reads runs, so any reader (the app's pages, the
+CLI, an MCP server) gets the same answer without a rule of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+TEACHERS_ENV = "AGENTCORE_TEACHERS"
+PRIVATE_RUNS_ENV = "AGENTCORE_PRIVATE_RUNS"
+
+
+@dataclass(frozen=True)
+class Teachers:
+    """AGENTCORE_TEACHERS read: the names that teach, and the (header, value) pairs that mark a teacher."""
+
+    names: frozenset[str]
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_env(cls, text: str | None = None) -> Teachers:
+        """`alice, bob, X-Forwarded-Groups: teachers`: names, and `Header: value` entries."""
+        text = os.environ.get(TEACHERS_ENV, "") if text is None else text
+        names, headers = set(), []
+        for entry in (e.strip() for e in text.split(",")):
+            if ":" in entry:
+                header, _, value = entry.partition(":")
+                if header.strip() and value.strip():
+                    headers.append((header.strip().lower(), value.strip()))
+            elif entry:
+                names.add(entry)
+        return cls(frozenset(names), tuple(headers))
+
+    def includes(self, name: str, headers: Mapping[str, str] | None = None) -> bool:
+        """Whether `name` teaches: listed by name, or a request header holds a listed value (one of a list's)."""
+        if name in self.names:
+            return True
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        for header, value in self.headers:
+            given = lowered.get(header)
+            if given is not None and value in (v.strip() for v in given.split(",")):
+                return True
+        return False
+
+
+def is_teacher(name: str, headers: Mapping[str, str] | None = None) -> bool:
+    """Whether this user teaches, by AGENTCORE_TEACHERS."""
+    return Teachers.from_env().includes(name, headers)
+
+
+def private_runs() -> bool:
+    """Whether the deployment keeps each student's runs to that student and the teachers (AGENTCORE_PRIVATE_RUNS=1)."""
+    return os.environ.get(PRIVATE_RUNS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Someone reading the runs database: their name, and whether they teach."""
+
+    name: str
+    teacher: bool = False
+
+    @property
+    def sees_everyone(self) -> bool:
+        """Whether every run is visible to this viewer: runs are not private, or they teach."""
+        return self.teacher or not private_runs()
+
+    def may_see(self, owner: str | None) -> bool:
+        """Whether a run saved by `owner` is visible to this viewer."""
+        return self.sees_everyone or owner == self.name
+
+    def clause(self, column: str = "owner") -> tuple[str, tuple[str, ...]]:
+        """The SQL condition (with its parameters) that keeps the rows of runs this viewer may see; "" for all."""
+        if self.sees_everyone:
+            return "", ()
+        return f"{column} = ?", (self.name,)

@@ -1,0 +1,131 @@
+"""A class on two app servers over one PostgreSQL behind nginx, in real headless Chromium: the teacher's class page
+on one server sees a student's Step on the other, and with private runs another student sees nothing of it.
+
+nginx is started with the block docs/deployment.md gives to copy (tests/proxy.py): it signs each browser in by
+password, sets the user header from that name, keeps each browser on one server by its cookie, and passes the
+websocket. Each browser's cookie is chosen so the student's session lives on one server and the teacher's on
+the other, and the access log shows that each websocket went where it should.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from proxy import start_nginx
+from servers import start_app
+from test_browser import expect
+
+from agentcore.store.runs import Store
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HEADER = "X-Forwarded-User"
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory, pg_cluster):
+    """Two app servers on one PostgreSQL database with private runs and a teacher, and nginx in front."""
+    workdir = tmp_path_factory.mktemp("class-replicas")
+    db = pg_cluster.new_database()
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": db,
+        "AGENTCORE_USER_HEADER": HEADER,
+        "AGENTCORE_TEACHERS": "tina",
+        "AGENTCORE_PRIVATE_RUNS": "1",
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    Store(db)  # migrated once, before two servers race to do it
+    servers = [start_app(workdir, env), start_app(workdir, env)]
+    upstreams = [s.url.removeprefix("http://") for s in servers]
+    proxy = start_nginx(upstreams, ["ada", "bob", "tina"])
+    yield proxy, upstreams, db
+    proxy.stop()
+    for server in servers:
+        server.stop()
+
+
+def _cookie_for(proxy, upstream: str) -> str:
+    """A sticky cookie value nginx sends to `upstream`."""
+    seen = set()
+    for n in range(200):
+        seen.add(proxy.upstream_of(f"browser{n}"))
+        if upstream in seen:
+            return f"browser{n}"
+    raise AssertionError(f"no cookie value of 200 is sent to {upstream}, only to {seen}")
+
+
+def _browser_on(browser, proxy, user: str, upstream: str):
+    """A browser signed in as `user` whose session nginx keeps on `upstream`."""
+    context = browser.new_context(viewport=VIEWPORT, http_credentials={"username": user, "password": user})
+    host = proxy.url.removeprefix("http://").split(":")[0]
+    context.add_cookies(
+        [{"name": "agentcore_replica", "value": _cookie_for(proxy, upstream), "domain": host, "path": "/"}]
+    )
+    return context
+
+
+def _idle(page) -> None:
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+
+
+def _websockets(proxy, user: str) -> set[str]:
+    """The servers that nginx passed `user`'s websocket upgrades to (status 101)."""
+    return {
+        line.rsplit("upstream=", 1)[1]
+        for line in proxy.log.read_text().splitlines()
+        if line.startswith(f"{user} ") and "/_stcore/stream" in line and " 101 " in line
+    }
+
+
+def test_a_step_on_one_server_reaches_the_teachers_class_page_on_the_other_and_no_classmate(two_servers, browser):
+    proxy, (server_a, server_b), db = two_servers
+    student_context, teacher_context = (
+        _browser_on(browser, proxy, "ada", server_a),
+        _browser_on(browser, proxy, "tina", server_b),
+    )
+    student, teacher = student_context.new_page(), teacher_context.new_page()
+
+    teacher.goto(f"{proxy.url}/class")
+    expect(teacher.get_by_role("heading", name="Class")).to_be_visible(timeout=60_000)
+    _idle(teacher)
+    student.goto(f"{proxy.url}/lesson")
+    step = student.locator(".st-key-lesson_step button")
+    expect(step).to_be_enabled(timeout=60_000)
+    _idle(student)
+
+    students = teacher.get_by_test_id("stDataFrame").first
+    for shown in ("step 1 of 2", "done"):
+        step.click()
+        clicked = time.monotonic()
+        expect(students).to_contain_text(shown, timeout=5_000)  # the class page redraws itself: no reload
+        print(f"teacher's page showed {shown!r} {time.monotonic() - clicked:.2f} s after the student's click")
+        _idle(student)
+    expect(students).to_contain_text("ada")
+
+    (run,) = Store(db, owner="tina").list_runs(owner="ada")
+    assert run.title == "Lesson: The loop itself" and run.steps == 2
+    classmate = _browser_on(browser, proxy, "bob", server_a).new_page()
+    for address in ("runs", "cost", "compare", "errors", "tests", ""):
+        classmate.goto(f"{proxy.url}/{address}")
+        expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=60_000)
+        _idle(classmate)
+        text = classmate.locator("body").inner_text()
+        assert run.id not in text and "The loop itself" not in text.replace("1. The loop itself", ""), address
+    classmate.goto(f"{proxy.url}/runs?run={run.id}")
+    expect(classmate.get_by_text(f"No run {run.id} here that you may open.")).to_be_visible(timeout=60_000)
+    classmate.goto(f"{proxy.url}/class")
+    expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=60_000)
+    _idle(classmate)
+    assert "step 1 of 2" not in classmate.locator("body").inner_text()
+    assert "Class" not in [n.strip() for n in classmate.get_by_test_id("stSidebarNavLink").all_inner_texts()]
+
+    # nginx logs a websocket when it closes: each browser's went to its own server, upgraded (101)
+    student_context.close()
+    teacher_context.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (_websockets(proxy, "ada") and _websockets(proxy, "tina")):
+        time.sleep(0.2)
+    assert _websockets(proxy, "ada") == {server_a} and _websockets(proxy, "tina") == {server_b}
