@@ -199,6 +199,29 @@ def test_someone_elses_run_is_stepped_as_ones_own_fork_and_theirs_is_left_as_it_
     assert store.read_run(theirs.id).steps == [] and store.summary(stepped["run_id"]).owner == "bob"
 
 
+def test_with_private_runs_a_student_cannot_see_anothers_run_and_a_teacher_can(tmp_path, monkeypatch):
+    db = tmp_path / "runs.db"
+    theirs = research_run("ada", db, prompt="Ada's private question about costs")
+    monkeypatch.setenv("AGENTCORE_PRIVATE_RUNS", "1")
+    monkeypatch.setenv("AGENTCORE_TEACHERS", "grace")
+
+    async def script(session):
+        return (
+            await call(session, "list_runs"),
+            await call(session, "get_run", run_id=theirs.id),
+            await call(session, "fork_run", run_id=theirs.id, step=2),
+            await call(session, "compare_from", run_id=theirs.id, step=2, configurations=["scripted", "scripted"]),
+        )
+
+    listed, read, fork, compared = on_stdio(db, tmp_path, script, user="bob")
+    assert listed["runs"] == []
+    for answer in (read, fork, compared):
+        assert answer.endswith(f": no run '{theirs.id}' in the runs database"), answer  # as for a run never made
+        assert "Ada" not in answer
+    listed, read, *_ = on_stdio(db, tmp_path, script, user="grace")
+    assert [r["run_id"] for r in listed["runs"]] == [theirs.id] and read["run_id"] == theirs.id
+
+
 def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(library, tmp_path):
     db, run = library
     orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "name": "x", "content": "r"}]

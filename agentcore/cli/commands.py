@@ -312,7 +312,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     if not colon or not run_id or not step.strip().isdigit():
         raise UsageError(f"--from {args.from_step!r}: expected RUN_ID:K, e.g. 3f2a9c1b7d4e:4")
     store = Store(args.db)
-    if not store.exists(run_id):
+    if store.summary(run_id) is None:  # a run this user may not see (private runs) reads as none
         raise UsageError(f"no run {run_id!r} in {store.location}")
     source = store.read_run(run_id)
     origin = Origin(source, int(step), args.from_steps)

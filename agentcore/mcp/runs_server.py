@@ -160,6 +160,7 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
     from mcp.server.mcpserver.exceptions import ToolError
     from pydantic import ValidationError
 
+    from ..store.access import is_teacher
     from ..store.runs import Store, valid_name
 
     server = MCPServer(
@@ -174,18 +175,21 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
     stores: dict[str, Store] = {}
 
     def store_for(ctx: Context | None) -> Store:
-        owner = user
+        """The runs database as this call's user sees it: with private runs on, their own runs (every run for a
+        teacher, AGENTCORE_TEACHERS), as the app's pages see it (agentcore.store.access)."""
+        owner, teacher = user, None
         if user_header:
-            headers = ctx.headers if ctx is not None else None
+            headers = (ctx.headers if ctx is not None else None) or {}
             try:
-                owner = valid_name((headers or {}).get(user_header.lower()) or (headers or {}).get(user_header))
+                owner = valid_name(headers.get(user_header.lower()) or headers.get(user_header))
             except ValueError:
                 raise UsageError(
                     f"not signed in: this server takes the user's name from the {user_header} header"
                 ) from None
-        key = owner or ""
+            teacher = is_teacher(owner, headers)
+        key = f"{owner or ''}\n{teacher}"
         if key not in stores:
-            stores[key] = Store(db, owner=owner)
+            stores[key] = Store(db, owner=owner, teacher=teacher)
         return stores[key]
 
     def tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
@@ -210,7 +214,8 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
         return wrapper
 
     def read(store: Store, run_id: str) -> Any:
-        if not isinstance(run_id, str) or not store.exists(run_id):
+        # a run this user may not see (private runs) reads as one that does not exist
+        if not isinstance(run_id, str) or store.summary(run_id) is None:
             raise UsageError(f"no run {str(run_id)[:80]!r} in the runs database")
         return store.read_run(run_id)
 
