@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting import run_cost
-from ..annotations import MAX_NOTE_CHARS, Annotation, check_target, step_calls
+from ..accounting import FIGURES_VERSION, run_cost, run_figures
+from ..annotations import MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
 from ..errors import AgentcoreError
 from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
@@ -107,6 +107,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX experiments_by_time ON experiments(created_at DESC)",
     ),
+    # each run's tokens, cost and step latencies per answering model (accounting.run_figures), for the library's
+    # statistics; NULL for a row written before they were kept, counted from its steps when first asked for
+    ("ALTER TABLE runs ADD COLUMN figures TEXT", "CREATE INDEX runs_by_creation ON runs(created_at)"),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -116,10 +119,10 @@ _SUMMARY_COLUMNS = (
 )
 _UPDATED = (
     "title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
-    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models"
+    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models, figures"
 )
 _INSERT = (
-    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 20)}) ON CONFLICT (id) DO NOTHING"
+    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 21)}) ON CONFLICT (id) DO NOTHING"
 )
 _UPDATE = f"UPDATE runs SET {', '.join(c + ' = ?' for c in _UPDATED.split(', '))}, revision = ? WHERE id = ?"
 _PUT_ANNOTATION = (
@@ -252,6 +255,18 @@ def _put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> Non
         db.execute(_PUT_ANNOTATION, values)
 
 
+SOURCES = ("people", "scanners")  # whose labels an error analysis counts; a scanner's name counts its own alone
+
+
+def _from(annotation: Annotation, source: str) -> bool:
+    scanner = by_scanner(annotation)
+    if source == "people":
+        return not scanner
+    if source == "scanners":
+        return scanner
+    return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
+
+
 @dataclass
 class _Written:
     revision: int
@@ -361,6 +376,7 @@ class Store:
             scrub_text(_plain(first_prompt[:2000])),
             _dump({"format": FORMAT, "version": VERSION, **body}),
             _dump([list(m) for m in run.models]),
+            json.dumps(run_figures(run), separators=(",", ":")),
         )
         with self._transaction() as db:
             found = db.execute(f"SELECT revision FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
@@ -447,7 +463,19 @@ class Store:
         `provider` keeps the runs it answered a step of (or, before a step, is configured for); `owner` keeps
         that person's runs.
         """
-        where, params = [], []
+        where, params = self._filters(search, provider, owner)
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        return [RunSummary.from_row(r) for r in self._all(sql, (*params, int(limit)))]
+
+    def _filters(
+        self, search: str | None, provider: str | None, owner: str | None, since: str | None = None
+    ) -> tuple[list[str], list[Any]]:
+        """The WHERE clauses and parameters of the library's filters, as the Runs page and the statistics read them."""
+        where: list[str] = []
+        params: list[Any] = []
         if search and search.strip():
             for word in search.split():
                 escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -462,11 +490,50 @@ class Store:
         if owner:
             where.append("owner = ?")
             params.append(owner)
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id LIMIT ?"
-        return [RunSummary.from_row(r) for r in self._all(sql, (*params, int(limit)))]
+        if since:
+            where.append("created_at >= ?")
+            params.append(since)
+        return where, params
+
+    def run_ids(
+        self,
+        search: str | None = None,
+        provider: str | None = None,
+        *,
+        owner: str | None = None,
+        since: str | None = None,
+    ) -> list[str]:
+        """The ids of every run the library's filters keep, oldest first (no limit: what a scan goes over)."""
+        where, params = self._filters(search, provider, owner, since)
+        sql = "SELECT id FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        return [r[0] for r in self._all(sql, tuple(params))]
+
+    def figures(
+        self,
+        search: str | None = None,
+        provider: str | None = None,
+        *,
+        owner: str | None = None,
+        since: str | None = None,
+    ) -> list[tuple[RunSummary, dict[str, Any]]]:
+        """Every run the filters keep, oldest first, with its figures (accounting.run_figures).
+
+        The figures are kept beside each run as it is saved; a row written before they were kept (or by an
+        agentcore that counted otherwise) is counted from its steps here, once, and the count kept.
+        """
+        where, params = self._filters(search, provider, owner, since)
+        sql = f"SELECT {_SUMMARY_COLUMNS}, figures FROM runs"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        out = []
+        for *row, text in self._all(sql, tuple(params)):
+            summary = RunSummary.from_row(tuple(row))
+            data = json.loads(text) if text else None
+            if not isinstance(data, dict) or data.get("version") != FIGURES_VERSION:
+                data = run_figures(self.read_run(summary.id))
+                with self._transaction() as db:
+                    db.execute("UPDATE runs SET figures = ? WHERE id = ?", (json.dumps(data), summary.id))
+            out.append((summary, data))
+        return out
 
     def providers(self) -> list[str]:
         """The providers that answered the stored runs' steps, for the library's filter."""
@@ -591,6 +658,25 @@ class Store:
                 )
             db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
 
+    def replace_findings(self, run_id: str, author: str, annotations: list[Annotation]) -> tuple[int, int]:
+        """Make `annotations` the whole of `author`'s labels on the run, in one transaction: (added, removed).
+
+        A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
+        that now finds otherwise has its earlier findings removed. The annotations are the scanner's own
+        (`agentcore.scanners`), each already checked against the run's steps.
+        """
+        wanted = {a.id: a.model_copy(update={"author": author}) for a in annotations}
+        with self._transaction() as db:
+            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+                raise self._no_run(run_id)
+            rows = db.execute("SELECT id FROM annotations WHERE run_id = ? AND author = ?", (run_id, author))
+            kept = {r[0] for r in rows.fetchall()}
+            gone = kept - wanted.keys()
+            for annotation_id in gone:
+                db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+            _put_annotations(db, run_id, [a for i, a in wanted.items() if i not in kept])
+        return len(wanted.keys() - kept), len(gone)
+
     def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
         """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
         sql = "SELECT run_id, body FROM annotations"
@@ -610,13 +696,17 @@ class Store:
         model: str | None = None,
         owner: str | None = None,
         tag: str | None = None,
+        source: str | None = None,
     ) -> list[tuple[RunSummary, list[Annotation]]]:
         """The labelled runs with their annotations, most recently saved first: what an error analysis counts.
 
         `provider` and `model` keep the runs they answered a step of; `owner` that person's runs; `tag` the runs
-        with an annotation that carries that free label.
+        with an annotation that carries that free label; `source` "people" keeps people's labels alone,
+        "scanners" the scanners' findings alone (authors `scanner:NAME`), and one scanner's name its own.
         """
         labelled = self.annotations_by_run()
+        if source:
+            labelled = {k: kept for k, v in labelled.items() if (kept := [a for a in v if _from(a, source)])}
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations)"
         params: tuple[Any, ...] = ()
         if owner:
@@ -624,6 +714,8 @@ class Store:
         kept = []
         for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
             annotations = labelled.get(summary.id, [])
+            if not annotations:
+                continue
             if provider and all(m.provider != provider for m in summary.models):
                 continue
             if model and all(m.model != model for m in summary.models):
