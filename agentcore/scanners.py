@@ -210,7 +210,7 @@ def regex_scanner(pattern: str) -> Scanner:
 
     def scan(run: Run) -> Iterable[Finding]:
         for n, reply in _replies(run):
-            text = reply.text
+            text = reply.content or ""  # what the model wrote, not its tool calls' arguments
             try:
                 hit = search(pattern, text)
             except SchemaError as exc:  # too long a text, or too slow: said, not guessed
