@@ -135,6 +135,22 @@ def _add(g: GroupStats, summary: RunSummary, tally: dict[str, Any]) -> None:
     g.latencies_ms.extend(tally["latency_ms"])
 
 
+def library_figures(
+    store: Store,
+    *,
+    since: str | None = None,
+    search: str | None = None,
+    provider: str | None = None,
+    owner: str | None = None,
+) -> list[tuple[RunSummary, dict[str, Any]]]:
+    """The stored runs the filters keep (as the Runs page's), with their figures; `provider` keeps that provider's
+    steps alone, so a mixed run counts only what that provider answered."""
+    rows = store.figures(search, provider, owner=owner, since=since)
+    if provider:
+        rows = [(s, {**f, "models": [t for t in f["models"] if t["provider"] == provider]}) for s, f in rows]
+    return rows
+
+
 def library_stats(
     store: Store,
     by: Sequence[str] = ("model",),
@@ -144,10 +160,8 @@ def library_stats(
     provider: str | None = None,
     owner: str | None = None,
 ) -> list[GroupStats]:
-    """The figures of the stored runs the filters keep (as the Runs page's), per group of `by`."""
-    rows = store.figures(search, provider, owner=owner, since=since)
-    if provider:  # a mixed run is kept for any provider it has: count only that provider's steps
-        rows = [(s, {**f, "models": [t for t in f["models"] if t["provider"] == provider]}) for s, f in rows]
+    """The figures of the stored runs the filters keep, per group of `by`."""
+    rows = library_figures(store, since=since, search=search, provider=provider, owner=owner)
     labels = store.annotations_by_run() if {"label", "tag"} & set(by) else None
     return add_up(rows, by, labels)
 
