@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
+import marshal
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .accounting import CLEARED, sent_at, step_usage
@@ -62,6 +65,20 @@ class Scanner:
     @property
     def author(self) -> str:
         return SCANNER_PREFIX + self.name
+
+    @cached_property
+    def version(self) -> str:
+        """What the scanner is, as a digest of its function's code and its module's source: a scan rereads a run
+        its scanner already read only when this changed (or the run did)."""
+        code = getattr(self.scan, "__code__", None)
+        module = inspect.getmodule(self.scan)
+        try:
+            source = inspect.getsource(module) if module is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        digest = hashlib.sha256(marshal.dumps(code) if code is not None else repr(self.scan).encode())
+        digest.update(source.encode())
+        return digest.hexdigest()[:16]
 
 
 def _short(call: Any) -> str:
@@ -297,12 +314,13 @@ def scan_run(run: Run, scanners: Sequence[Scanner]) -> dict[str, list[Annotation
 
 @dataclass
 class ScanReport:
-    """What a scan did: runs read, findings added and removed, and the findings kept per scanner."""
+    """What a scan did: runs read (and skipped, read already), findings added and removed, findings per scanner."""
 
     runs: int = 0
+    skipped: int = 0
     added: int = 0
     removed: int = 0
-    findings: dict[str, int] = field(default_factory=dict)
+    findings: dict[str, int] = field(default_factory=dict)  # found on the runs read this time
 
 
 def scan_library(
@@ -310,18 +328,30 @@ def scan_library(
     scanners: Sequence[Scanner],
     run_ids: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    *,
+    again: bool = False,
 ) -> ScanReport:
-    """Scan the stored runs named and keep each scanner's findings on each run (replacing its earlier ones)."""
+    """Scan the stored runs named and keep each scanner's findings on each run (replacing its earlier ones).
+
+    A run whose revision every scanner already read, in the scanner's present version, is skipped (its findings
+    stand); `again` reads every run all the same.
+    """
     report = ScanReport(findings={s.name: 0 for s in scanners})
-    for i, run_id in enumerate(run_ids, start=1):
-        run = store.read_run(run_id)
-        for scanner in scanners:
-            found = scan_run(run, [scanner])[scanner.author]
-            added, removed = store.replace_findings(run_id, scanner.author, found)
+    ids = list(run_ids)
+    state = store.scanned(ids)
+    for i, run_id in enumerate(ids, start=1):
+        revision, read = state.get(run_id, (None, {}))
+        if not again and revision is not None and all(read.get(s.author) == (revision, s.version) for s in scanners):
+            report.skipped += 1
+        else:
+            found = scan_run(store.read_run(run_id), scanners)
+            marks = {s.author: (revision, s.version) for s in scanners} if revision is not None else None
+            added, removed = store.replace_findings(run_id, found, marks)
             report.added += added
             report.removed += removed
-            report.findings[scanner.name] += len(found)
-        report.runs += 1
+            for scanner in scanners:
+                report.findings[scanner.name] += len(found[scanner.author])
+            report.runs += 1
         if progress is not None:
-            progress(i, len(run_ids))
+            progress(i, len(ids))
     return report

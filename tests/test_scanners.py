@@ -218,3 +218,27 @@ def test_a_users_function_scanner_and_a_regex_scanner(tmp_path, monkeypatch, cap
     bad = Scanner("bad", lambda r: [Finding(99, "x", "no such step")])
     with pytest.raises(UsageError, match="not a step 99"):
         scan_run(research, [bad])
+
+
+def test_a_scan_skips_the_runs_each_scanner_read_as_they_stand_and_rereads_a_changed_one(tmp_path):
+    store = Store(tmp_path / "runs.db", owner="ada")
+    runaway, weather = scripted_run("runaway"), scripted_run("weather")
+    store.save_run(runaway)
+    store.save_run(weather)
+    scanners = [BUILTINS["loop"], BUILTINS["step_budget"]]
+    first = scan_library(store, scanners, [runaway.id, weather.id])
+    assert (first.runs, first.skipped, first.added) == (2, 0, 2)
+    again = scan_library(store, scanners, [runaway.id, weather.id])
+    assert (again.runs, again.skipped, again.added, again.removed) == (0, 2, 0, 0)
+    runaway.config.max_steps = 20  # the run goes on past its old budget, and loops no more
+    runaway.stop_reason = None
+    runaway.messages.append(AssistantMessage(content="I stop here."))
+    runaway.steps.append(StepRecord(index=11, message_count=len(runaway.messages) - 1))
+    runaway.stop_reason = "answer"
+    store.save_run(runaway)
+    changed = scan_library(store, scanners, [runaway.id, weather.id])
+    assert (changed.runs, changed.skipped, changed.removed) == (1, 1, 1)  # the step budget's finding is gone
+    assert [a.author for a in store.annotations(runaway.id)] == ["scanner:loop"]
+    more = scan_library(store, [*scanners, BUILTINS["unknown_tool"]], [runaway.id, weather.id])
+    assert more.runs == 2  # a scanner that had not read them
+    assert scan_library(store, scanners, [weather.id], again=True).runs == 1

@@ -135,7 +135,12 @@ def _scan_section(store: Store, chosen: dict[str, str | None]) -> None:
             st.session_state["errors_scan_done"] = (
                 "success",
                 f"Scanned {words.plural(report.runs, 'run')}: {report.added:,} findings added, "
-                f"{report.removed:,} removed.",
+                f"{report.removed:,} removed."
+                + (
+                    f" {words.plural(report.skipped, 'run')} skipped: read already as they stand."
+                    if report.skipped
+                    else ""
+                ),
             )
         st.rerun()
     done = st.session_state.pop("errors_scan_done", None)

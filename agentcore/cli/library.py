@@ -63,6 +63,9 @@ def add_library(sub: Any) -> None:
     p.add_argument("--since", metavar="DATE", help="only runs created on or after this day, YYYY-MM-DD")
     p.add_argument("--provider", help="only runs this provider answered a step of")
     p.add_argument("--owner", help="only this person's runs")
+    p.add_argument(
+        "--again", action="store_true", help="read every run, even one each scanner already read as it stands"
+    )
     p.add_argument("--list", action="store_true", help="list the built-in scanners and stop")
     p.add_argument("--json", action="store_true", help="print what the scan did as JSON")
     p.add_argument("--db", help=DB_HELP)
@@ -147,12 +150,14 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if tty and (done == total or done % 100 == 0):
             print(f"\rscanned {done:,} of {total:,} runs", end="\n" if done == total else "", file=sys.stderr)
 
-    report = scan_library(store, scanners, ids, progress)
+    report = scan_library(store, scanners, ids, progress, again=args.again)
     if args.json:
         print(json.dumps(dataclasses.asdict(report), indent=2))
         return 0
-    print(f"scanned {report.runs:,} runs: {report.added:,} findings added, {report.removed:,} removed")
-    width = max(len(s.name) for s in scanners)
-    for scanner in scanners:
-        print(f"  {scanner.name:<{width}}  {report.findings[scanner.name]:>5} findings kept")
+    skipped = f" ({report.skipped:,} skipped: each scanner had read them as they stand)" if report.skipped else ""
+    print(f"scanned {report.runs:,} runs{skipped}: {report.added:,} findings added, {report.removed:,} removed")
+    if report.runs:
+        width = max(len(s.name) for s in scanners)
+        for scanner in scanners:
+            print(f"  {scanner.name:<{width}}  {report.findings[scanner.name]:>5} findings on the runs read")
     return 0

@@ -109,7 +109,18 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # each run's tokens, cost and step latencies per answering model (accounting.run_figures), for the library's
     # statistics; NULL for a row written before they were kept, counted from its steps when first asked for
-    ("ALTER TABLE runs ADD COLUMN figures TEXT", "CREATE INDEX runs_by_creation ON runs(created_at)"),
+    # and which scanners (agentcore.scanners) read which revision of each run, so a scan skips what it has read
+    (
+        "ALTER TABLE runs ADD COLUMN figures TEXT",
+        "CREATE INDEX runs_by_creation ON runs(created_at)",
+        """CREATE TABLE scans (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            scanner TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            version TEXT NOT NULL,
+            PRIMARY KEY (run_id, scanner)
+        ) WITHOUT ROWID""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -524,15 +535,18 @@ class Store:
         where, params = self._filters(search, provider, owner, since)
         sql = f"SELECT {_SUMMARY_COLUMNS}, figures FROM runs"
         sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
-        out = []
+        out, counted = [], []
         for *row, text in self._all(sql, tuple(params)):
             summary = RunSummary.from_row(tuple(row))
             data = json.loads(text) if text else None
             if not isinstance(data, dict) or data.get("version") != FIGURES_VERSION:
                 data = run_figures(self.read_run(summary.id))
-                with self._transaction() as db:
-                    db.execute("UPDATE runs SET figures = ? WHERE id = ?", (json.dumps(data), summary.id))
+                counted.append((json.dumps(data, separators=(",", ":")), summary.id))
             out.append((summary, data))
+        if counted:  # kept in one transaction: a library of old rows is counted once, not once per run
+            with self._transaction() as db:
+                for values in counted:
+                    db.execute("UPDATE runs SET figures = ? WHERE id = ?", values)
         return out
 
     def providers(self) -> list[str]:
@@ -553,6 +567,7 @@ class Store:
             self._check_owner(db, run_id, user or self.owner, "delete")
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM annotations WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM scans WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)
@@ -658,23 +673,52 @@ class Store:
                 )
             db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
 
-    def replace_findings(self, run_id: str, author: str, annotations: list[Annotation]) -> tuple[int, int]:
-        """Make `annotations` the whole of `author`'s labels on the run, in one transaction: (added, removed).
+    def scanned(self, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
+        """Each named run's revision, and per scanner author the revision and scanner version it last read."""
+        found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
+        for at in range(0, len(run_ids), 500):
+            part = run_ids[at : at + 500]
+            sql = (
+                "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
+                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))})"
+            )
+            for run_id, revision, scanner, read, version in self._all(sql, tuple(part)):
+                found.setdefault(run_id, (revision, {}))
+                if scanner is not None:
+                    found[run_id][1][scanner] = (read, version)
+        return found
+
+    def replace_findings(
+        self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None
+    ) -> tuple[int, int]:
+        """Make each author's annotations in `findings` the whole of that author's labels on the run: (added, removed).
 
         A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
-        that now finds otherwise has its earlier findings removed. The annotations are the scanner's own
-        (`agentcore.scanners`), each already checked against the run's steps.
+        that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
+        and the scanner's version that found them (see `scanned`). One transaction; the annotations are the
+        scanners' own (`agentcore.scanners`), each already checked against the run's steps.
         """
-        wanted = {a.id: a.model_copy(update={"author": author}) for a in annotations}
+        wanted = {
+            (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
+        }
+        authors = list(findings)
+        if not authors:
+            return 0, 0
+        sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
         with self._transaction() as db:
             if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
                 raise self._no_run(run_id)
-            rows = db.execute("SELECT id FROM annotations WHERE run_id = ? AND author = ?", (run_id, author))
-            kept = {r[0] for r in rows.fetchall()}
+            kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
             gone = kept - wanted.keys()
-            for annotation_id in gone:
+            for _, annotation_id in gone:
                 db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
-            _put_annotations(db, run_id, [a for i, a in wanted.items() if i not in kept])
+            _put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
+            for author, (revision, version) in (read or {}).items():
+                db.execute(
+                    "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
+                    "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
+                    (run_id, author, revision, version),
+                )
         return len(wanted.keys() - kept), len(gone)
 
     def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
