@@ -125,7 +125,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
     if any(g.estimated for g in groups):
-        print("~ partly estimated: some steps recorded no usage, and their tokens were estimated from what they sent")
+        print("~ partly estimated: some steps' usage is an estimate (recorded as one, or estimated from what was sent)")
     if not once:
         print(f"a run with several {args.by}s counts in each of them: the rows do not add up to the library")
     return 0
