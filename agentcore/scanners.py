@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 LOOP_REPEATS = 3  # the same call in this many steps running is a loop
 CONTEXT_SHARE = 0.8  # a request past this share of the model's window is a finding
+WRITE_BATCH = 200  # runs whose findings are written in one transaction
 FAILURE_WORDS = ("error", "fail", "cannot", "can't", "could not", "couldn't", "unable", "sorry", "problem")
 
 
@@ -339,19 +340,26 @@ def scan_library(
     report = ScanReport(findings={s.name: 0 for s in scanners})
     ids = list(run_ids)
     state = store.scanned(ids)
+    batch: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]] = []
+
+    def write() -> None:
+        added, removed = store.replace_findings_of(batch)
+        report.added += added
+        report.removed += removed
+        batch.clear()
+
     for i, run_id in enumerate(ids, start=1):
         revision, read = state.get(run_id, (None, {}))
         if not again and revision is not None and all(read.get(s.author) == (revision, s.version) for s in scanners):
             report.skipped += 1
         else:
             found = scan_run(store.read_run(run_id), scanners)
-            marks = {s.author: (revision, s.version) for s in scanners} if revision is not None else None
-            added, removed = store.replace_findings(run_id, found, marks)
-            report.added += added
-            report.removed += removed
+            batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
             for scanner in scanners:
                 report.findings[scanner.name] += len(found[scanner.author])
             report.runs += 1
+        if len(batch) >= WRITE_BATCH or (batch and i == len(ids)):
+            write()  # a batch of runs a transaction: a killed scan loses at most one batch, found again next time
         if progress is not None:
             progress(i, len(ids))
     return report

@@ -66,7 +66,7 @@ def _table(groups: list[GroupStats]) -> pd.DataFrame:
                 "output": g.output_tokens,
                 "cache read": g.cache_read_tokens,
                 "cache write": g.cache_write_tokens,
-                "hit rate": words.shown(g.cache_hit_rate and g.cache_hit_rate * 100, ".1f"),
+                "cache hit (%)": words.shown(g.cache_hit_rate and g.cache_hit_rate * 100, ".1f"),
                 "cost ($)": words.shown(g.cost_usd, ".6f"),
                 "$ / answered run": words.shown(g.cost_per_answered_run, ".6f"),
                 "p50 step (ms)": words.shown(g.latency_ms(0.5)),

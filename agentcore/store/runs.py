@@ -695,30 +695,45 @@ class Store:
 
         A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
         that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
-        and the scanner's version that found them (see `scanned`). One transaction; the annotations are the
-        scanners' own (`agentcore.scanners`), each already checked against the run's steps.
+        and the scanner's version that found them (see `scanned`). The annotations are the scanners' own
+        (`agentcore.scanners`), each already checked against the run's steps.
         """
+        return self.replace_findings_of([(run_id, findings, read)])
+
+    def replace_findings_of(
+        self, scanned: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]]
+    ) -> tuple[int, int]:
+        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time)."""
+        added = removed = 0
+        with self._transaction() as db:
+            for run_id, findings, read in scanned:
+                a, r = self._replace(db, run_id, findings, read)
+                added, removed = added + a, removed + r
+        return added, removed
+
+    def _replace(
+        self, db: Any, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None
+    ) -> tuple[int, int]:
         wanted = {
             (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
         }
         authors = list(findings)
-        if not authors:
-            return 0, 0
-        sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
-        with self._transaction() as db:
-            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
-                raise self._no_run(run_id)
+        if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+            raise self._no_run(run_id)
+        kept: set[tuple[str, str]] = set()
+        if authors:
+            sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
             kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
-            gone = kept - wanted.keys()
-            for _, annotation_id in gone:
-                db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
-            _put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
-            for author, (revision, version) in (read or {}).items():
-                db.execute(
-                    "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
-                    "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
-                    (run_id, author, revision, version),
-                )
+        gone = kept - wanted.keys()
+        for _, annotation_id in gone:
+            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+        _put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
+        for author, (revision, version) in (read or {}).items():
+            db.execute(
+                "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
+                "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
+                (run_id, author, revision, version),
+            )
         return len(wanted.keys() - kept), len(gone)
 
     def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
