@@ -34,6 +34,9 @@ def test_the_dashboard_shows_the_figures_by_model_and_filters_as_the_runs_page(l
     at.text_input(key="dash_search").set_value("weather").run()
     assert list(at.dataframe[0].value["model"]) == ["scripted/weather"]
     assert at.metric[0].value == "2"
+    store.save_run(scripted_run("weather"))  # a run saved since: the page reads the library again
+    at.run()
+    assert at.metric[0].value == "3"
 
 
 def test_the_most_expensive_run_opens_in_the_playground(library, open_app):

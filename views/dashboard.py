@@ -23,6 +23,13 @@ PLAYGROUND = "views/playground.py"
 TOP = 10  # the most expensive runs listed
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _figures(location: str, fingerprint: tuple, filters: tuple, _store: Store) -> list:
+    # read once per library state and filters: on a library of 20,000 runs the reading takes seconds, the
+    # charts a moment; the rows are only read, never changed, so every session may share them
+    return library_figures(_store, **dict(filters))
+
+
 def _filters(store: Store) -> dict[str, str | None]:
     search_col, provider_col, owner_col, since_col = st.columns([3, 2, 2, 2])
     search = search_col.text_input("Search", key="dash_search", placeholder="title, prompt, model or id")
@@ -146,7 +153,7 @@ def main() -> None:
         st.error(safe.block(str(exc)))
         return
     chosen = _filters(store)
-    rows = library_figures(store, **chosen)
+    rows = _figures(store.location, store.fingerprint(), tuple(sorted(chosen.items())), store)
     if not rows:
         st.info("No stored runs match these filters." if any(chosen.values()) else "No stored runs yet.")
         return

@@ -506,6 +506,10 @@ class Store:
             params.append(since)
         return where, params
 
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What changes whenever a run is saved, renamed or deleted: a page may keep what it read until it does."""
+        return tuple(self._one("SELECT count(*), max(updated_at), max(revision) FROM runs") or ())
+
     def run_ids(
         self,
         search: str | None = None,
