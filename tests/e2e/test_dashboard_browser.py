@@ -26,9 +26,13 @@ def dashboard_app(tmp_path_factory):
 
 def _figure(page, key: str) -> list[dict]:
     """The traces of the plotly chart drawn under the element keyed `key`: x, y and name, as the page holds them."""
-    chart = page.locator(f".st-key-{key} .js-plotly-plot")
-    expect(chart).to_be_visible(timeout=30_000)
-    return chart.evaluate("el => el.data.map(t => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))")
+    # the script run is over and plotly has drawn the figure: a chart read mid-run may be replaced under the reader
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=60_000)
+    selector = f".st-key-{key} .js-plotly-plot"
+    page.wait_for_function(f"() => {{ const el = document.querySelector('{selector}'); return el && el.data; }}")
+    return page.locator(selector).evaluate(
+        "el => el.data.map(t => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"
+    )
 
 
 def _stats(capsys, db: str, by: str) -> dict[str, dict]:
