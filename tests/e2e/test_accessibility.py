@@ -29,15 +29,8 @@ VIEWPORT = {"width": 1280, "height": 720}
 FAILING = ("serious", "critical")
 # rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
 ALSO_FAILING = ("heading-order", "empty-table-header")
-PAGES = (
-    "lesson",
-    "runs",
-    "cost",
-    "dashboard",
-    "compare",
-    "tests",
-    "errors",
-)  # the playground is the root; app.py lists them
+# the playground is the root; app.py lists them
+PAGES = ("lesson", "runs", "cost", "dashboard", "compare", "tests", "errors")
 
 
 @pytest.fixture(scope="module")
