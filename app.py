@@ -19,6 +19,7 @@ PAGES = (
     ("views/lesson.py", "Lesson", ":material/school:"),
     ("views/runs.py", "Runs", ":material/history:"),
     ("views/cost.py", "Cost", ":material/payments:"),
+    ("views/dashboard.py", "Dashboard", ":material/monitoring:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
     ("views/tests.py", "Tests", ":material/checklist:"),
     ("views/errors.py", "Error analysis", ":material/bug_report:"),

@@ -135,6 +135,14 @@ class Annotation(BaseModel):
         return " · ".join(parts)
 
 
+SCANNER_PREFIX = "scanner:"  # the author of a scanner's finding is `scanner:NAME` (agentcore.scanners)
+
+
+def by_scanner(annotation: Annotation) -> bool:
+    """Whether the annotation is a scanner's finding rather than a person's label."""
+    return (annotation.author or "").startswith(SCANNER_PREFIX)
+
+
 def make_annotation(**fields: Any) -> Annotation:
     """An annotation from a person's input; what is wrong with it is a one-line UsageError.
 

@@ -234,6 +234,25 @@ def _scrub_text(text: str, pattern: re.Pattern[str] | None) -> str:
     return text
 
 
+def key_shapes(text: str) -> list[str]:
+    """What `scrub_text` would remove from `text`, by kind: "registered secret", "sk-", "Bearer" or "Basic".
+
+    A Bearer or Basic token made of letters alone is left out: it is a word ("Basic arithmetic"), not a key.
+    """
+    found = []
+    pattern = _registry.current()
+    if pattern is not None and pattern.search(text):
+        found.append("registered secret")
+    for marker, shape in _SECRET_SHAPES:
+        if marker in text:
+            for match in shape.finditer(text):
+                token = match.group().split()[-1]
+                if marker == "sk-" or any(c.isdigit() for c in token):
+                    found.append(marker)
+                    break
+    return found
+
+
 def scrub(value: Any) -> Any:
     """`scrub_text` over every string in a value: text, JSON-like data, or a pydantic model.
 

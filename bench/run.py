@@ -57,6 +57,7 @@ def figures() -> dict[str, Callable[[], list[Row]]]:
         "9": lambda: importlib.import_module("class_load").measure(),
         # the default and the format before it; `bench/answer_rate.py` alone prints every style tried
         "10": lambda: importlib.import_module("answer_rate").measure(styles=_ANSWER_STYLES),
+        "11": lambda: importlib.import_module("library_stats").measure(),
     }
 
 

@@ -301,7 +301,8 @@ def test_the_cli_annotates_a_call_makes_its_test_and_counts_the_labels(tmp_path:
     capsys.readouterr()
     assert cli.main(["errors", "--db", db, "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)
-    assert counts == {"runs": 1, "annotations": 2, "labels": {"wrong arguments": 1, "looped": 1, "notes": 1}}
+    labels = {"wrong arguments": 1, "looped": 1, "notes": 1}
+    assert counts == {"runs": 1, "annotations": 2, "labels": labels, "sources": {"people": 2, "scanners": 0}}
     assert cli.main(["errors", "--db", db, "--tag", "nothing"]) == 0
     assert capsys.readouterr().out.strip() == "no labelled steps match these filters"
 

@@ -2,7 +2,9 @@
 
 Read the runs, label each failure by its kind, count the kinds: the most frequent kind is the one to fix
 first. Filters keep the runs a provider or a model answered, one person's runs, or the runs with a tag
-(a free label on any of their steps).
+(a free label on any of their steps), and the labels' source: people, the scanners, or one scanner.
+The Scan button runs the scanners (agentcore.scanners) over the runs the filters keep; each finding lands
+as a label on its step, beside people's.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.annotations import LABELS, Annotation, ordered_counts
+from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, ordered_counts
 from agentcore.errors import AgentcoreError
-from agentcore.store.runs import RunSummary
+from agentcore.scanners import BUILTINS, scan_library
+from agentcore.store.runs import RunSummary, Store
 from ui import safe, words
 from ui.page_state import PageState
 from ui.state import get_session, get_store, open_stored_run
 
 ALL = "All"
-FILTERS = ("provider", "model", "owner", "tag")
+FILTERS = ("provider", "model", "owner", "tag", "source")
+PEOPLE, SCANNERS = "people", "scanners"
 WIDGETS = {f"errors_{name}": ALL for name in FILTERS}
 
 
@@ -75,11 +79,73 @@ def _rows(labelled: list[tuple[RunSummary, list[Annotation]]]) -> pd.DataFrame:
                 "correct call": safe.plain(a.correct_call.text if a.correct_call else ""),
                 "note": safe.plain(a.note),
                 "by": safe.plain(a.author or ""),
+                "source": "scanner" if by_scanner(a) else "person",
             }
             for r, annotations in labelled
             for a in annotations
         ]
     )
+
+
+def _scan_targets(store: Store, chosen: dict[str, str | None]) -> list[str]:
+    """The ids of the runs the filters keep (a label's source aside): what a scan goes over."""
+    runs = store.list_runs(provider=chosen["provider"], owner=chosen["owner"], limit=10**9)
+    if chosen["model"]:
+        runs = [r for r in runs if any(m.model == chosen["model"] for m in r.models)]
+    if chosen["tag"]:
+        tagged = {r.id for r, _ in store.annotated_runs(tag=chosen["tag"])}
+        runs = [r for r in runs if r.id in tagged]
+    return [r.id for r in reversed(runs)]
+
+
+def _ask_scan() -> None:
+    st.session_state["errors_scan_go"] = True
+
+
+def _scan_section(store: Store, chosen: dict[str, str | None]) -> None:
+    """The scanners to run, the Scan button, and the scan itself with its progress, when asked for."""
+    pick, go_on = st.columns([3, 1], vertical_alignment="bottom")
+    names = pick.multiselect(
+        "Scanners",
+        list(BUILTINS),
+        default=list(BUILTINS),
+        key="errors_scanners",
+        help="; ".join(f"{n}: {s.description}" for n, s in BUILTINS.items()),
+    )
+    go_on.button(
+        "Scan",
+        key="errors_scan",
+        icon=":material/search:",
+        disabled=not names,
+        on_click=_ask_scan,
+        help="Run the scanners over the runs these filters keep; each finding becomes a label on its step",
+    )
+    if st.session_state.pop("errors_scan_go", False) and names:
+        ids = _scan_targets(store, chosen)
+        bar = st.progress(0.0, text=f"Scanning {words.plural(len(ids), 'run')}…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Scanned {done:,} of {total:,} runs")
+
+        try:
+            report = scan_library(store, [BUILTINS[n] for n in names], ids, progress)
+        except AgentcoreError as exc:
+            st.session_state["errors_scan_done"] = ("error", f"The scan stopped: {exc}")
+        else:
+            st.session_state["errors_scan_done"] = (
+                "success",
+                f"Scanned {words.plural(report.runs, 'run')}: {report.added:,} findings added, "
+                f"{report.removed:,} removed."
+                + (
+                    f" {words.plural(report.skipped, 'run')} skipped: read already as they stand."
+                    if report.skipped
+                    else ""
+                ),
+            )
+        st.rerun()
+    done = st.session_state.pop("errors_scan_done", None)
+    if done is not None:
+        (st.success if done[0] == "success" else st.error)(safe.block(done[1]))
 
 
 def main() -> None:
@@ -91,19 +157,15 @@ def main() -> None:
         st.error(safe.block(str(exc)))
         return
     everything = store.annotated_runs()
-    if not everything:
-        st.info(
-            "No labelled steps yet: annotate a step in the playground's Steps view or on the Runs page "
-            "(a label such as wrong tool or looped), then count the labels here."
-        )
-        return
     state = ErrorsState.get()
     state.restore(WIDGETS)
+    scanners = sorted({a.author for _, found in everything for a in found if by_scanner(a)})
     options = {
         "provider": sorted({m.provider for r, _ in everything for m in r.models}),
         "model": sorted({m.model for r, _ in everything for m in r.models if m.model}),
         "owner": sorted({r.owner for r, _ in everything if r.owner}),
         "tag": sorted({t for _, annotations in everything for a in annotations for t in a.tags}),
+        "source": [PEOPLE, SCANNERS, *(a.removeprefix(SCANNER_PREFIX) for a in scanners)],
     }
     chosen = {}
     for col, name in zip(st.columns(len(FILTERS)), FILTERS, strict=True):
@@ -113,6 +175,13 @@ def main() -> None:
         value = col.selectbox(name.capitalize(), [ALL, *options[name]], key=key, format_func=safe.plain)
         chosen[name] = None if value == ALL else value
     state.keep(WIDGETS)
+    _scan_section(store, chosen)
+    if not everything:
+        st.info(
+            "No labelled steps yet: annotate a step in the playground's Steps view or on the Runs page "
+            "(a label such as wrong tool or looped), or press Scan, then count the labels here."
+        )
+        return
 
     labelled = store.annotated_runs(**chosen)
     annotations = [a for _, found in labelled for a in found]
@@ -121,9 +190,11 @@ def main() -> None:
         return
     counts = ordered_counts(annotations)
     failures = sum(1 for a in annotations if any(label != "good" for label in a.labels))
+    found = sum(map(by_scanner, annotations))
     st.caption(
         f"{words.plural(len(annotations), 'annotation')} on {words.plural(len(labelled), 'run')}; "
-        f"{failures:,} of them label a failure. The most frequent failure is the one to fix first."
+        f"{failures:,} of them label a failure. The most frequent failure is the one to fix first. "
+        f"By people: {len(annotations) - found:,}; by scanners: {found:,}."
     )
     st.plotly_chart(_chart(counts, len(labelled)), key="errors_chart")
     st.dataframe(pd.DataFrame(counts, columns=["label", "annotations"]), hide_index=True, key="errors_counts")
@@ -171,7 +242,8 @@ def _open_step(store, summary: RunSummary | None, annotation: Annotation | None)
         return
     session = get_session()
     session.show_step(annotation.step)
-    line = f"Labelled step {annotation.step}: {', '.join(annotation.all_labels) or 'no label'}"
+    who = "A scanner found at" if by_scanner(annotation) else "Labelled"
+    line = f"{who} step {annotation.step}: {', '.join(annotation.all_labels) or 'no label'}"
     if annotation.note:
         line += f" ({annotation.note[:200]})"
     session.opened_from = (run.id, line + ". The Steps tab below is open on that step.")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..annotations import LABELS, make_annotation, ordered_counts
+from ..annotations import LABELS, by_scanner, make_annotation, ordered_counts
 from ..errors import TranscriptError, UsageError
 from ..transcript import read_json
 
@@ -43,6 +43,11 @@ def add_annotate(sub: Any) -> None:
     p.add_argument("--model", help="only runs this model answered a step of")
     p.add_argument("--owner", help="only this person's runs")
     p.add_argument("--tag", help="only runs with a step labelled with this free label")
+    p.add_argument(
+        "--source",
+        metavar="SOURCE",
+        help="whose labels: people, scanners (every scanner's findings), or one scanner's name; default: all",
+    )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.add_argument("--db", help=DB_HELP)
     p.set_defaults(func=cmd_errors)
@@ -103,17 +108,24 @@ def cmd_errors(args: argparse.Namespace) -> int:
     """Print each label and how many annotations carry it, over the runs the filters keep."""
     from ..store.runs import Store
 
-    labelled = Store(args.db).annotated_runs(provider=args.provider, model=args.model, owner=args.owner, tag=args.tag)
+    labelled = Store(args.db).annotated_runs(
+        provider=args.provider, model=args.model, owner=args.owner, tag=args.tag, source=args.source
+    )
     annotations = [a for _, found in labelled for a in found]
     ordered = ordered_counts(annotations)
+    found = sum(map(by_scanner, annotations))
     if args.json:
-        print(json.dumps({"runs": len(labelled), "annotations": len(annotations), "labels": dict(ordered)}, indent=2))
+        counts = {"runs": len(labelled), "annotations": len(annotations), "labels": dict(ordered)}
+        sources = {"people": len(annotations) - found, "scanners": found}
+        print(json.dumps({**counts, "sources": sources}, indent=2))
         return 0
     if not annotations:
-        filtered = any(getattr(args, k) for k in ("provider", "model", "owner", "tag"))
+        filtered = any(getattr(args, k) for k in ("provider", "model", "owner", "tag", "source"))
         print("no labelled steps match these filters" if filtered else "no labelled steps")
         return 0
-    print(f"{len(annotations)} annotations on {len(labelled)} runs")
+    print(
+        f"{len(annotations)} annotations on {len(labelled)} runs ({len(annotations) - found} by people, {found} by scanners)"
+    )
     width = max(len(k) for k, _ in ordered)
     for label, n in ordered:
         kind = "" if label in LABELS else "  (free label)"

@@ -37,6 +37,7 @@ from .commands import (
     select_tools,
     shorten,
 )
+from .library import add_library
 from .terminal import guarded, shown_stream
 
 EXIT_ANSWER, EXIT_USAGE, EXIT_MAX_STEPS, EXIT_PROVIDER, EXIT_BREAKPOINT = 0, 2, 3, 4, 5
@@ -327,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_transcript_tools(sub)
     _add_testing(sub)
     add_annotate(sub)
+    add_library(sub)
     _add_mcp(sub)
     return parser
 

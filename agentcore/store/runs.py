@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting import run_cost
-from ..annotations import MAX_NOTE_CHARS, Annotation, check_target, step_calls
+from ..accounting import FIGURES_VERSION, run_cost, run_figures
+from ..annotations import MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
 from ..errors import AgentcoreError
 from ..messages import UserMessage
 from ..run import ModelRef, Run, StepRecord, describe_models, models_label
@@ -108,6 +108,20 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX experiments_by_time ON experiments(created_at DESC)",
     ),
+    # each run's tokens, cost and step latencies per answering model (accounting.run_figures), for the library's
+    # statistics; NULL for a row written before they were kept, counted from its steps when first asked for
+    # and which scanners (agentcore.scanners) read which revision of each run, so a scan skips what it has read
+    (
+        "ALTER TABLE runs ADD COLUMN figures TEXT",
+        "CREATE INDEX runs_by_creation ON runs(created_at)",
+        """CREATE TABLE scans (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            scanner TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            version TEXT NOT NULL,
+            PRIMARY KEY (run_id, scanner)
+        ) WITHOUT ROWID""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -117,10 +131,10 @@ _SUMMARY_COLUMNS = (
 )
 _UPDATED = (
     "title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
-    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models"
+    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models, figures"
 )
 _INSERT = (
-    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 20)}) ON CONFLICT (id) DO NOTHING"
+    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 21)}) ON CONFLICT (id) DO NOTHING"
 )
 _UPDATE = f"UPDATE runs SET {', '.join(c + ' = ?' for c in _UPDATED.split(', '))}, revision = ? WHERE id = ?"
 _PUT_ANNOTATION = (
@@ -268,6 +282,18 @@ def _put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> Non
         db.execute(_PUT_ANNOTATION, values)
 
 
+SOURCES = ("people", "scanners")  # whose labels an error analysis counts; a scanner's name counts its own alone
+
+
+def _from(annotation: Annotation, source: str) -> bool:
+    scanner = by_scanner(annotation)
+    if source == "people":
+        return not scanner
+    if source == "scanners":
+        return scanner
+    return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
+
+
 @dataclass
 class _Written:
     revision: int
@@ -391,6 +417,7 @@ class Store:
             scrub_text(_plain(first_prompt[:2000])),
             _dump({"format": FORMAT, "version": VERSION, **body}),
             _dump([list(m) for m in run.models]),
+            json.dumps(run_figures(run), separators=(",", ":")),
         )
         with self._transaction() as db:
             found = db.execute(f"SELECT revision FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
@@ -486,14 +513,27 @@ class Store:
         that person's runs; `since` (an ISO time in UTC) the runs saved at or after it. Only the runs this
         Store's viewer may see are listed.
         """
-        where, params = [], []
+        where, params = self._filters(search, provider, owner)
+        if since:
+            where.append("updated_at >= ?")
+            params.append(since)
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        return [RunSummary.from_row(r) for r in self._all(sql, (*params, int(limit)))]
+
+    def _filters(
+        self, search: str | None, provider: str | None, owner: str | None, since: str | None = None
+    ) -> tuple[list[str], list[Any]]:
+        """The WHERE clauses and parameters of the library's filters, as the Runs page and the statistics read them:
+        only the runs this Store's viewer may see, then the filters (`since`: created at or after it)."""
+        where: list[str] = []
+        params: list[Any] = []
         condition, visible = self.viewer.clause()
         if condition:
             where.append(condition)
             params += visible
-        if since:
-            where.append("updated_at >= ?")
-            params.append(since)
         if search and search.strip():
             for word in search.split():
                 escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -508,11 +548,57 @@ class Store:
         if owner:
             where.append("owner = ?")
             params.append(owner)
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id LIMIT ?"
-        return [RunSummary.from_row(r) for r in self._all(sql, (*params, int(limit)))]
+        if since:
+            where.append("created_at >= ?")
+            params.append(since)
+        return where, params
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What changes whenever a run is saved, renamed or deleted: a page may keep what it read until it does."""
+        return tuple(self._one("SELECT count(*), max(updated_at), max(revision) FROM runs") or ())
+
+    def run_ids(
+        self,
+        search: str | None = None,
+        provider: str | None = None,
+        *,
+        owner: str | None = None,
+        since: str | None = None,
+    ) -> list[str]:
+        """The ids of every run the library's filters keep, oldest first (no limit: what a scan goes over)."""
+        where, params = self._filters(search, provider, owner, since)
+        sql = "SELECT id FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        return [r[0] for r in self._all(sql, tuple(params))]
+
+    def figures(
+        self,
+        search: str | None = None,
+        provider: str | None = None,
+        *,
+        owner: str | None = None,
+        since: str | None = None,
+    ) -> list[tuple[RunSummary, dict[str, Any]]]:
+        """Every run the filters keep, oldest first, with its figures (accounting.run_figures).
+
+        The figures are kept beside each run as it is saved; a row written before they were kept (or by an
+        agentcore that counted otherwise) is counted from its steps here, once, and the count kept.
+        """
+        where, params = self._filters(search, provider, owner, since)
+        sql = f"SELECT {_SUMMARY_COLUMNS}, figures FROM runs"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        out, counted = [], []
+        for *row, text in self._all(sql, tuple(params)):
+            summary = RunSummary.from_row(tuple(row))
+            data = json.loads(text) if text else None
+            if not isinstance(data, dict) or data.get("version") != FIGURES_VERSION:
+                data = run_figures(self.read_run(summary.id))
+                counted.append((json.dumps(data, separators=(",", ":")), summary.id))
+            out.append((summary, data))
+        if counted:  # kept in one transaction: a library of old rows is counted once, not once per run
+            with self._transaction() as db:
+                for values in counted:
+                    db.execute("UPDATE runs SET figures = ? WHERE id = ?", values)
+        return out
 
     def providers(self) -> list[str]:
         """The providers that answered the stored runs' steps, for the library's filter."""
@@ -541,6 +627,7 @@ class Store:
             self._check_owner(db, run_id, user or self.owner, "delete")
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM annotations WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM scans WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)
@@ -648,6 +735,69 @@ class Store:
                 )
             db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
 
+    def scanned(self, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
+        """Each named run's revision, and per scanner author the revision and scanner version it last read."""
+        found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
+        for at in range(0, len(run_ids), 500):
+            part = run_ids[at : at + 500]
+            sql = (
+                "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
+                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))})"
+            )
+            for run_id, revision, scanner, read, version in self._all(sql, tuple(part)):
+                found.setdefault(run_id, (revision, {}))
+                if scanner is not None:
+                    found[run_id][1][scanner] = (read, version)
+        return found
+
+    def replace_findings(
+        self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None
+    ) -> tuple[int, int]:
+        """Make each author's annotations in `findings` the whole of that author's labels on the run: (added, removed).
+
+        A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
+        that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
+        and the scanner's version that found them (see `scanned`). The annotations are the scanners' own
+        (`agentcore.scanners`), each already checked against the run's steps.
+        """
+        return self.replace_findings_of([(run_id, findings, read)])
+
+    def replace_findings_of(
+        self, scanned: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]]
+    ) -> tuple[int, int]:
+        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time)."""
+        added = removed = 0
+        with self._transaction() as db:
+            for run_id, findings, read in scanned:
+                a, r = self._replace(db, run_id, findings, read)
+                added, removed = added + a, removed + r
+        return added, removed
+
+    def _replace(
+        self, db: Any, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None
+    ) -> tuple[int, int]:
+        wanted = {
+            (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
+        }
+        authors = list(findings)
+        if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+            raise self._no_run(run_id)
+        kept: set[tuple[str, str]] = set()
+        if authors:
+            sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
+            kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
+        gone = kept - wanted.keys()
+        for _, annotation_id in gone:
+            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+        _put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
+        for author, (revision, version) in (read or {}).items():
+            db.execute(
+                "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
+                "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
+                (run_id, author, revision, version),
+            )
+        return len(wanted.keys() - kept), len(gone)
+
     def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
         """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
         visible, params = self._visible()
@@ -668,13 +818,17 @@ class Store:
         model: str | None = None,
         owner: str | None = None,
         tag: str | None = None,
+        source: str | None = None,
     ) -> list[tuple[RunSummary, list[Annotation]]]:
         """The labelled runs with their annotations, most recently saved first: what an error analysis counts.
 
         `provider` and `model` keep the runs they answered a step of; `owner` that person's runs; `tag` the runs
-        with an annotation that carries that free label.
+        with an annotation that carries that free label; `source` "people" keeps people's labels alone,
+        "scanners" the scanners' findings alone (authors `scanner:NAME`), and one scanner's name its own.
         """
         labelled = self.annotations_by_run()
+        if source:
+            labelled = {k: kept for k, v in labelled.items() if (kept := [a for a in v if _from(a, source)])}
         visible, params = self._visible()
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations){visible}"
         if owner:
@@ -682,6 +836,8 @@ class Store:
         kept = []
         for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
             annotations = labelled.get(summary.id, [])
+            if not annotations:
+                continue
             if provider and all(m.provider != provider for m in summary.models):
                 continue
             if model and all(m.model != model for m in summary.models):

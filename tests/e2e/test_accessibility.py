@@ -30,7 +30,7 @@ FAILING = ("serious", "critical")
 # rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
 ALSO_FAILING = ("heading-order", "empty-table-header")
 # the playground is the root; app.py lists them (class: a teacher's, and the app's user here is one)
-PAGES = ("lesson", "runs", "cost", "compare", "tests", "errors", "class")
+PAGES = ("lesson", "runs", "cost", "dashboard", "compare", "tests", "errors", "class")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,163 @@
+"""`agentcore stats` adds up the stored runs' figures per group; `agentcore scan` runs scanners over stored runs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from datetime import date
+from typing import Any
+
+from ..errors import UsageError
+from ..stats import GROUP_BY
+from .annotate import DB_HELP
+
+# the columns `stats` prints, in order: (heading, GroupStats attribute or callable)
+COLUMNS = (
+    "runs",
+    "steps",
+    "answered",
+    "input",
+    "output",
+    "cache read",
+    "cache write",
+    "hit rate",
+    "cost ($)",
+    "$/answered",
+    "p50 ms",
+    "p95 ms",
+    "budget",
+    "failed",
+)
+
+
+def _since(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise UsageError(f"--since {text[:40]!r}: a date, YYYY-MM-DD") from None
+
+
+def add_library(sub: Any) -> None:
+    """The `stats` and `scan` subcommands."""
+    p = sub.add_parser("stats", help="runs, tokens, cache hit rate, cost and step latency across the stored runs")
+    p.add_argument("--by", choices=GROUP_BY, default="model", help="the group each row adds up (default: model)")
+    p.add_argument("--since", metavar="DATE", help="only runs created on or after this day, YYYY-MM-DD")
+    p.add_argument("--provider", help="only the steps this provider answered")
+    p.add_argument("--owner", help="only this person's runs")
+    p.add_argument("--search", metavar="TEXT", help="only runs whose id, title, model or first prompt hold TEXT")
+    p.add_argument("--json", action="store_true", help="print the groups and the totals as JSON")
+    p.add_argument("--db", help=DB_HELP)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("scan", help="run scanners over the stored runs; each finding becomes a label on its step")
+    p.add_argument(
+        "--scanner",
+        action="append",
+        metavar="NAME",
+        help="repeatable: a built-in (see --list), module:function, or regex:PATTERN; default: every built-in",
+    )
+    p.add_argument("--since", metavar="DATE", help="only runs created on or after this day, YYYY-MM-DD")
+    p.add_argument("--provider", help="only runs this provider answered a step of")
+    p.add_argument("--owner", help="only this person's runs")
+    p.add_argument(
+        "--again", action="store_true", help="read every run, even one each scanner already read as it stands"
+    )
+    p.add_argument("--list", action="store_true", help="list the built-in scanners and stop")
+    p.add_argument("--json", action="store_true", help="print what the scan did as JSON")
+    p.add_argument("--db", help=DB_HELP)
+    p.set_defaults(func=cmd_scan)
+
+
+def _cells(g: Any) -> list[str]:
+    def money(v: float | None) -> str:
+        return "unpriced" if v is None else f"{v:.6f}"
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.1f}"
+
+    mark = "~" if g.estimated else ""  # tokens (and so cost) partly estimated
+    rate = g.cache_hit_rate
+    return [
+        f"{g.runs:,}",
+        f"{g.steps:,}",
+        f"{g.answered_runs:,}",
+        f"{mark}{g.input_tokens:,}",
+        f"{mark}{g.output_tokens:,}",
+        f"{g.cache_read_tokens:,}",
+        f"{g.cache_write_tokens:,}",
+        "-" if rate is None else f"{rate:.1%}",
+        mark + money(g.cost_usd),
+        "-" if g.cost_per_answered_run is None else mark + money(g.cost_per_answered_run),
+        ms(g.latency_ms(0.5)),
+        ms(g.latency_ms(0.95)),
+        f"{g.budget_runs:,}",
+        f"{g.failed_runs:,}",
+    ]
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print each group's figures, as a table or as JSON."""
+    from ..stats import library_stats, totals
+    from ..store.runs import Store
+
+    groups = library_stats(
+        Store(args.db),
+        [args.by],
+        since=_since(args.since),
+        provider=args.provider,
+        owner=args.owner,
+        search=args.search,
+    )
+    once = args.by in ("provider", "model", "day")  # each step counted in one group: the groups add up
+    if args.json:
+        data = {"by": args.by, "groups": [g.to_dict() for g in groups], "totals": totals(groups) if once else None}
+        print(json.dumps(data, indent=2))
+        return 0
+    if not groups:
+        print("no stored runs match these filters")
+        return 0
+    rows = [[args.by, *COLUMNS], *([g.key[args.by], *_cells(g)] for g in groups)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    if any(g.estimated for g in groups):
+        print("~ partly estimated: some steps' usage is an estimate (recorded as one, or estimated from what was sent)")
+    if not once:
+        print(f"a run with several {args.by}s counts in each of them: the rows do not add up to the library")
+    return 0
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    """Scan the runs the filters keep and keep each finding as a label; print what each scanner found."""
+    from ..scanners import BUILTINS, resolve_scanner, scan_library
+    from ..store.runs import Store
+
+    if args.list:
+        width = max(map(len, BUILTINS))
+        for name, scanner in BUILTINS.items():
+            print(f"  {name:<{width}}  {scanner.description}")
+        return 0
+    scanners = [resolve_scanner(s) for s in dict.fromkeys(args.scanner or BUILTINS)]
+    store = Store(args.db)
+    ids = store.run_ids(provider=args.provider, owner=args.owner, since=_since(args.since))
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if tty and (done == total or done % 100 == 0):
+            print(f"\rscanned {done:,} of {total:,} runs", end="\n" if done == total else "", file=sys.stderr)
+
+    report = scan_library(store, scanners, ids, progress, again=args.again)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), indent=2))
+        return 0
+    skipped = f" ({report.skipped:,} skipped: each scanner had read them as they stand)" if report.skipped else ""
+    print(f"scanned {report.runs:,} runs{skipped}: {report.added:,} findings added, {report.removed:,} removed")
+    if report.runs:
+        width = max(len(s.name) for s in scanners)
+        for scanner in scanners:
+            print(f"  {scanner.name:<{width}}  {report.findings[scanner.name]:>5} findings on the runs read")
+    return 0
