@@ -306,6 +306,36 @@ def test_pin_a_run_as_a_test_and_run_it_through_the_server(library, tmp_path):
     assert labelled["author"] == "ada" and [a.labels for a in Store(db).annotations(run.id)] == [["wrong arguments"]]
 
 
+def test_stats_and_scan_through_the_server_are_the_commands_figures_and_labels(tmp_path):
+    db = tmp_path / "runs.db"
+    research_run("ada", db)
+    tools = toolbox.get_tools(["search_notes"])
+    runaway = Run.start(
+        "Find out what a step budget is.", RunConfig.made_for("scripted", "runaway", tools, max_steps=6)
+    )
+    Agent(create_provider("scripted", "runaway"), tools).run(runaway)
+    Store(db, owner="ada").save_run(runaway)
+
+    async def script(session):
+        return (
+            await call(session, "stats", by="model"),
+            await call(session, "scan"),
+            await call(session, "scan"),
+            await call(session, "scan", scanners=["os:system"]),
+        )
+
+    figures, first, second, refused = on_stdio(db, tmp_path, script)
+    printed = subprocess.run(
+        [sys.executable, "-m", "agentcore", "stats", "--by", "model", "--json", "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert figures["groups"] == json.loads(printed.stdout)["groups"] and len(figures["groups"]) == 2
+    assert first["added"] > 0 and second["added"] == 0  # a second scan adds nothing
+    loops = [a for a in Store(db).annotations(runaway.id) if a.author == "scanner:loop"]
+    assert loops, "the runaway run is not named a loop"
+    assert refused.startswith("error: ") and "a built-in" in refused
+
+
 def test_the_transcript_resource_is_the_runs_export(library, tmp_path):
     db, run = library
 

@@ -428,6 +428,58 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
             "author": kept.author,
         }
 
+    @server.tool()
+    @tool_errors
+    def stats(
+        by: Literal["provider", "model", "day", "owner", "label", "tag"] = "model",
+        since: str | None = None,
+        provider: str = "",
+        owner: str = "",
+        text: str = "",
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The library's figures per group, as `agentcore stats --json` gives them: runs, steps, answered runs,
+        input, output and cache tokens, cache hit rate, cost, cost per answered run, p50/p95 step latency, runs
+        that hit the step budget or failed. `since` is a day (YYYY-MM-DD): runs created on or after it."""
+        from datetime import date
+
+        from ..stats import library_stats, totals
+
+        day = None
+        if since:
+            try:
+                day = date.fromisoformat(since).isoformat()
+            except ValueError:
+                raise UsageError(f"since {since[:40]!r}: a date, YYYY-MM-DD") from None
+        groups = library_stats(
+            store_for(ctx), [by], since=day, provider=provider or None, owner=owner or None, search=text or None
+        )
+        once = by in ("provider", "model", "day")
+        return {
+            "by": by,
+            "groups": [g.to_dict() for g in groups[:MAX_LIST]],
+            "totals": totals(groups) if once else None,
+        }
+
+    @server.tool()
+    @tool_errors
+    def scan(scanners: list[str] | None = None, again: bool = False, ctx: Context | None = None) -> dict[str, Any]:
+        """Run scanners over the runs and keep each finding as a label on the step where it happened (author
+        `scanner:NAME`): the built-ins (loop, ignored_error, unknown_tool, step_budget, context, unread_results,
+        key_in_reply) or `regex:PATTERN` over replies. Scanning again adds no duplicate; `again` reads every run
+        anew. A Python scanner (`module:function`) is the command line's only: a client does not choose code."""
+        import dataclasses
+
+        from ..scanners import BUILTINS, resolve_scanner, scan_library
+
+        names = list(dict.fromkeys(scanners or BUILTINS))
+        code = [n for n in names if n not in BUILTINS and not n.startswith("regex:")]
+        if code:
+            raise UsageError(f"scanner {code[0][:80]!r}: a built-in ({', '.join(BUILTINS)}) or regex:PATTERN")
+        store = store_for(ctx)
+        report = scan_library(store, [resolve_scanner(n) for n in names], store.run_ids(), None, again=again)
+        return dataclasses.asdict(report)
+
     def inside(path: str) -> Path:
         """A test path under the server's working folder: a client names files there and nowhere else."""
         root = Path.cwd().resolve()
