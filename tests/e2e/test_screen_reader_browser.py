@@ -15,7 +15,7 @@ from agentcore.store.runs import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGES = ("", "lesson", "runs", "cost", "compare", "tests", "errors")  # "": the playground
+PAGES = ("", "lesson", "runs", "cost", "dashboard", "compare", "tests", "errors")  # "": the playground
 
 
 @pytest.fixture(scope="module")
