@@ -30,7 +30,7 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     return [numbered(label, taken) for label in labels]
 
 
-def _step_costs(run: Run) -> list[float | None]:
+def priced_steps(run: Run) -> list[float | None]:
     try:
         return step_costs(run)  # a free provider's steps cost 0
     except ValueError:  # genai-prices refuses usage it cannot price (more cached tokens than input): unknown cost
@@ -90,7 +90,7 @@ def summarize(
     From `first_step` on only: a fork compared from step k counts the steps it made, not those it kept.
     """
     steps = run.steps[first_step - 1 :]
-    costs = _step_costs(run)[first_step - 1 :]
+    costs = priced_steps(run)[first_step - 1 :]
     usage = sum((s.usage for s in steps), Usage())
     total_ms = sum(s.duration_ms for s in steps)
     n = len(steps)
@@ -117,7 +117,7 @@ def summarize(
 def step_series(run: Run, label: str, first_step: int = 1) -> list[dict[str, Any]]:
     """Per-step tokens and cost of one run, with running totals, from `first_step` on (each keeps its number)."""
     rows, cum_tokens, cum_cost = [], 0, 0.0
-    costs = _step_costs(run)
+    costs = priced_steps(run)
     for i, step in enumerate(run.steps):
         if step.index < first_step:
             continue
@@ -243,7 +243,7 @@ def step_row(run: Run, step: int, label: str) -> dict[str, Any]:
         return row | {"reply": None, "tool_calls": [], "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
     reply = run.messages[record.message_count] if record.message_count < len(run.messages) else None
     reply = reply if isinstance(reply, AssistantMessage) else None
-    costs = _step_costs(run)
+    costs = priced_steps(run)
     return row | {
         "reply": reply.content if reply is not None else None,
         "tool_calls": [f"{c.name}({c.arguments_text})" for c in reply.tool_calls] if reply is not None else [],

@@ -92,9 +92,9 @@ def _step_data(run: Any, n: int, costs: list[float | None]) -> dict[str, Any]:
 
 def run_data(store: Any, run: Any, step: int | None = None) -> dict[str, Any]:
     """A run as get_run gives it: what it is, its steps, its newest messages (or one step's), its lineage and labels."""
-    from ..compare_report import _step_costs
+    from ..compare_report import priced_steps
 
-    costs = _step_costs(run)
+    costs = priced_steps(run)
     usage = run.usage
     data: dict[str, Any] = {
         "run_id": run.id,
