@@ -253,3 +253,82 @@ def test_a_mocked_call_is_marked_in_every_export():
     assert '"mocked"' in trace
     back = from_otlp(trace)
     assert [t.source for t in back.steps[0].tool_runs] == ["ran", "mocked", "ran"]
+
+
+def replay_run(turns: list[AssistantMessage], **config) -> tuple[Agent, Run]:
+    """A run whose model's turns are `turns`, with the weather tool."""
+    run = Run.start("Weather?", RunConfig(**config))
+    return Agent(ScriptedProvider(replay=turns), toolbox.get_tools(["get_weather"])), run
+
+
+def weather_calls(*cities: str) -> list[AssistantMessage]:
+    """One turn per city, each calling get_weather for it, then the answer."""
+    turns = [
+        AssistantMessage(content="", tool_calls=(ToolCall(id=f"c{n}", name="get_weather", arguments={"city": c}),))
+        for n, c in enumerate(cities, 1)
+    ]
+    return [*turns, AssistantMessage(content="Sunny.")]
+
+
+def test_a_tokens_breakpoint_fires_when_the_run_reaches_its_limit_exactly_and_only_then():
+    agent, run = replay_run(weather_calls("Paris", "Paris"), breakpoints=["tokens:50"])
+    agent.step(run)
+    run.steps[0] = StepRecord(index=1, provider="scripted", model="m", usage=Usage(input_tokens=40, output_tokens=10))
+    agent.run(run)
+    assert run.halt is not None and "used 50 tokens after step 1, past 50" in run.halt.words
+    agent.step(run)
+    agent.run(run)  # the run had reached 50 before step 2 already: the limit was passed once, at step 1
+    assert run.stop_reason == "answer" and len(run.halts) == 1
+
+
+@pytest.mark.parametrize(("length", "shown"), [(120, 'get_weather({"city": "' + "x" * 108 + '"})'), (121, None)])
+def test_a_calls_arguments_are_shown_whole_up_to_120_characters_then_cut(length, shown):
+    city = "x" * (length - 12)
+    agent, run = replay_run(weather_calls(city), breakpoints=["tool:get_weather"])
+    agent.run(run)
+    words = run.halt.words
+    if shown is None:
+        args = json.dumps({"city": city})
+        shown = f"get_weather({args[:119]}…)"
+    assert f"call {shown} [c1]" in words
+
+
+def test_a_repeat_breakpoint_next_to_a_tool_breakpoint_still_stops_a_repeated_call():
+    agent, run = replay_run(weather_calls("Paris", "Paris"), breakpoints=["tool:calculator", "repeat"])
+    agent.run(run)
+    assert run.halt.breakpoint == "repeat" and len(run.steps) == 2
+
+
+def test_an_args_breakpoint_past_the_end_of_a_list_or_of_another_type_does_not_hold():
+    from agentcore.hooks.specs import parse_condition
+
+    assert not parse_condition("$.stops[1]=Rome").holds({"stops": ["Paris"]})
+    assert parse_condition("$.stops[0]=Paris").holds({"stops": ["Paris"]})
+    assert not parse_condition("$.n=1").holds({"n": True}) and not parse_condition("$.n=1").holds({"n": 1.0})
+    assert parse_condition("$.n=1").holds({"n": 1}) and parse_condition("$.n=01").holds({"n": "01"})
+
+
+@pytest.mark.parametrize(
+    ("spec", "takes"),
+    [
+        ("step:1", True),
+        ("step:0", False),
+        (f"tokens:{10**12 - 1}", True),
+        (f"tokens:{10**12}", False),
+        ("cost:" + "0" * 494 + "1", True),  # 500 characters
+        ("cost:" + "0" * 495 + "1", False),
+        ("args:$" + ".a" * 16 + "=1", True),
+        ("args:$" + ".a" * 17 + "=1", False),
+    ],
+)
+def test_a_spec_is_taken_up_to_its_limits_and_refused_past_them(spec, takes):
+    if takes:
+        assert parse_breakpoint(spec).spec == spec
+    else:
+        with pytest.raises(UsageError):
+            parse_breakpoint(spec)
+
+
+@pytest.mark.parametrize(("result", "said"), [("r" * 80, "r" * 80), ("r" * 81, "r" * 80 + "…")])
+def test_a_mock_rules_words_show_80_characters_of_its_result(result, said):
+    assert MockRule(tool="t", when="$.a=1", result=result).words == f"t when $.a=1 → {said}"

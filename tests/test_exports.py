@@ -14,11 +14,22 @@ import pytest
 from agentcore import Agent, AssistantMessage, Run, RunConfig, create_provider, providers, transcript
 from agentcore.cli.main import main
 from agentcore.compare_report import load_bundle, make_bundle
-from agentcore.exports import FORMATS, WIRE_FORMATS, export_body, export_bundle, export_json, export_zip
+from agentcore.exports import (
+    FORMATS,
+    REPLAY,
+    WIRE_FORMATS,
+    export_body,
+    export_bundle,
+    export_csv,
+    export_filename,
+    export_json,
+    export_zip,
+)
 from agentcore.policies import ContextPolicies
 from agentcore.providers.anthropic_cache import breakpoints
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage, WireExchange
 from agentcore.store.runs import Store
+from agentcore.telemetry import OTLP_JSON
 from agentcore.toolbox import get_tools
 from agentcore.wireformat import export_request
 
@@ -252,3 +263,32 @@ def test_run_out_writes_the_runs_page_export_with_credential_fields_blanked(tmp_
     assert json.loads(written)["steps"][0]["wire"]["request"]["api_key"] == "[redacted]"
     (summary,) = Store(db).list_runs()
     assert written.decode() == export_json(Store(db).load_run(summary.id))  # byte for byte the Runs page's export
+
+
+# -- what each download is named, and a table as CSV ----------------------------
+
+
+def test_an_exports_file_name_says_its_kind_and_keeps_only_what_is_safe_of_the_run_id() -> None:
+    run = Run.start("hi")
+    kinds = ("json", "openai", REPLAY, OTLP_JSON, "cost", "comparison")
+    assert [export_filename(run, kind).removeprefix(f"agentcore-run-{run.id}") for kind in kinds] == [
+        ".json",
+        ".openai.json",
+        ".html",
+        ".otlp.json",
+        ".cost.csv",
+        ".comparison.json",
+    ]
+    with pytest.raises(ValueError, match="no export of kind 'pdf'"):
+        export_filename(run, "pdf")
+    for run_id, name in [("../etc/passwd", "_etc_passwd"), ("..", "run"), ("a" * 70, "a" * 64), ("r\x00 1", "r__1")]:
+        assert export_filename(run.model_copy(update={"id": run_id}), "json") == f"agentcore-run-{name}.json"
+
+
+def test_a_csv_export_has_the_first_rows_keys_as_its_header_an_empty_cell_for_none_and_no_secret(monkeypatch) -> None:
+    key = "sk-exported-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    assert export_csv([]) == ""
+    assert export_csv([{"step": 1, "cost": None}, {"step": 2, "cost": f"key {key}"}]) == (
+        "step,cost\n1,\n2,key [redacted]\n"
+    )

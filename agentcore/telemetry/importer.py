@@ -442,7 +442,8 @@ class _Reader:
         finish = reasons[0] if isinstance(reasons, list) and isinstance(reasons[0], str) else None
         model = a.get(g.RESPONSE_MODEL) or a.get(g.REQUEST_MODEL) or a.get("llm.model_name")
         reply = messages[message_count] if message_count < len(messages) else None
-        calls = {c.id for c in reply.tool_calls} if isinstance(reply, AssistantMessage) else set()
+        # in call order, as the loop records them: threads start a step's calls in no fixed order
+        calls = dict.fromkeys(c.id for c in reply.tool_calls) if isinstance(reply, AssistantMessage) else {}
         return StepRecord(
             index=index,
             provider=_provider(chat),
@@ -452,7 +453,7 @@ class _Reader:
             latency_ms=(chat.end - chat.start) / 1e6,
             finish_reason=finish,
             message_count=message_count,
-            tool_runs=[self.tool_run(s, chat) for _, s in sorted(t for c in calls for t in self.tools_of.get(c, ()))],
+            tool_runs=[self.tool_run(s, chat) for c in calls for _, s in self.tools_of.get(c, ())],
             started_at=_stamp(chat.start),
             tools_withheld=a.get(g.TOOLS_WITHHELD) is True,
             hook_effects=chat.json(g.STEP_HOOK_EFFECTS) or [],
