@@ -332,3 +332,40 @@ def test_a_spec_is_taken_up_to_its_limits_and_refused_past_them(spec, takes):
 @pytest.mark.parametrize(("result", "said"), [("r" * 80, "r" * 80), ("r" * 81, "r" * 80 + "…")])
 def test_a_mock_rules_words_show_80_characters_of_its_result(result, said):
     assert MockRule(tool="t", when="$.a=1", result=result).words == f"t when $.a=1 → {said}"
+
+
+def test_a_condition_without_a_value_or_a_pattern_after_its_path_is_refused_in_one_line():
+    from agentcore.hooks.specs import parse_condition
+
+    for text in ("$.city", "$.stops[0]", "$"):
+        with pytest.raises(UsageError, match="no = value or ~ pattern after the path"):
+            parse_condition(text)
+
+
+def test_a_condition_is_taken_up_to_500_characters_and_refused_past_them():
+    from agentcore.hooks.specs import MAX_SPEC_CHARS, parse_condition
+
+    longest = "$.city=" + "P" * (MAX_SPEC_CHARS - len("$.city="))
+    assert len(longest) == MAX_SPEC_CHARS and parse_condition(longest).holds({"city": longest[7:]})
+    with pytest.raises(UsageError, match=f"longer than {MAX_SPEC_CHARS} characters"):
+        parse_condition(longest + "P")
+
+
+def test_a_condition_on_an_argument_the_call_lacks_does_not_hold_even_against_null():
+    from agentcore.hooks.specs import parse_condition
+
+    assert not parse_condition("$.units=null").holds({"city": "Paris"})
+    assert parse_condition("$.units=null").holds({"city": "Paris", "units": None})
+
+
+def test_a_pattern_reads_an_object_as_json_with_its_keys_sorted_and_its_letters_as_written():
+    from agentcore.hooks.specs import parse_condition
+
+    assert parse_condition("$.place~Zürich").holds({"place": {"city": "Zürich"}})  # not Z\u00fcrich
+    assert parse_condition('$.place~^\\{"a": 2, "b": 1\\}$').holds({"place": {"b": 1, "a": 2}})
+
+
+def test_a_calls_arguments_are_shown_with_their_letters_as_written():
+    agent, run = replay_run(weather_calls("Zürich"), breakpoints=["tool:get_weather"])
+    agent.run(run)
+    assert 'call get_weather({"city": "Zürich"}) [c1]' in run.halt.words
