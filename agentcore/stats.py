@@ -151,6 +151,18 @@ def library_figures(
     return rows
 
 
+def first_day(text: str | None, option: str = "--since") -> str | None:
+    """A `since` day (YYYY-MM-DD) as the stores' filters take it; a UsageError naming `option` for anything else."""
+    from datetime import date
+
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise UsageError(f"{option} {text[:40]!r}: a date, YYYY-MM-DD") from None
+
+
 def library_stats(
     store: Store,
     by: Sequence[str] = ("model",),

@@ -6,11 +6,9 @@ import argparse
 import dataclasses
 import json
 import sys
-from datetime import date
 from typing import Any
 
-from ..errors import UsageError
-from ..stats import GROUP_BY
+from ..stats import GROUP_BY, first_day
 from .annotate import DB_HELP
 
 # the columns `stats` prints, in order: (heading, GroupStats attribute or callable)
@@ -30,15 +28,6 @@ COLUMNS = (
     "budget",
     "failed",
 )
-
-
-def _since(text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        return date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise UsageError(f"--since {text[:40]!r}: a date, YYYY-MM-DD") from None
 
 
 def add_library(sub: Any) -> None:
@@ -107,7 +96,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     groups = library_stats(
         Store(args.db),
         [args.by],
-        since=_since(args.since),
+        since=first_day(args.since),
         provider=args.provider,
         owner=args.owner,
         search=args.search,
@@ -143,7 +132,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         return 0
     scanners = [resolve_scanner(s) for s in dict.fromkeys(args.scanner or BUILTINS)]
     store = Store(args.db)
-    ids = store.run_ids(provider=args.provider, owner=args.owner, since=_since(args.since))
+    ids = store.run_ids(provider=args.provider, owner=args.owner, since=first_day(args.since))
     tty = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

@@ -441,16 +441,9 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
         """The library's figures per group, as `agentcore stats --json` gives them: runs, steps, answered runs,
         input, output and cache tokens, cache hit rate, cost, cost per answered run, p50/p95 step latency, runs
         that hit the step budget or failed. `since` is a day (YYYY-MM-DD): runs created on or after it."""
-        from datetime import date
+        from ..stats import first_day, library_stats, totals
 
-        from ..stats import library_stats, totals
-
-        day = None
-        if since:
-            try:
-                day = date.fromisoformat(since).isoformat()
-            except ValueError:
-                raise UsageError(f"since {since[:40]!r}: a date, YYYY-MM-DD") from None
+        day = first_day(since or None, "since")
         groups = library_stats(
             store_for(ctx), [by], since=day, provider=provider or None, owner=owner or None, search=text or None
         )
