@@ -339,9 +339,9 @@ class Comparison:
         """
         run = origin.run
         if tools is None:
-            from .toolbox import TOOLBOX
+            from .toolbox import built_in
 
-            tools = [TOOLBOX[t.name] for t in run.config.tools if t.name in TOOLBOX]
+            tools = built_in(run.config.tools)
         return cls(
             origin.prompt,
             specs,

@@ -304,7 +304,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     from ..compare import Comparison, Origin, format_table
     from ..compare_report import format_step_rows
     from ..store.runs import Store
-    from ..toolbox import TOOLBOX
+    from ..toolbox import built_in
 
     if args.prompt:
         raise UsageError("--from compares a stored run from its step K: give no prompt")
@@ -316,7 +316,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
         raise UsageError(f"no run {run_id!r} in {store.location}")
     source = store.read_run(run_id)
     origin = Origin(source, int(step), args.from_steps)
-    names = [t.name for t in source.config.tools if t.name in TOOLBOX]
+    names = [t.name for t in built_in(source.config.tools)]
     tools = select_tools(args, args.tools, names)
     lacking = [t.name for t in source.config.tools if t.name not in {x.name for x in tools}]
     if lacking:

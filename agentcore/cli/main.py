@@ -161,7 +161,7 @@ def _build_replay(args: argparse.Namespace):
 
     source = load(args.replay)
     turns = [m for m in source.messages if isinstance(m, AssistantMessage)]
-    names = [t.name for t in source.config.tools if t.name in toolbox.TOOLBOX]
+    names = [t.name for t in toolbox.built_in(source.config.tools)]
     tools = select_tools(args, args.tools or None, names)
     if source.config.final_answer_schema is not None:  # a transcript's schema is untrusted: refused before the run
         check_final_schema(source.config.final_answer_schema, f"{args.replay}: final_answer_schema")

@@ -310,13 +310,13 @@ def build_server(db: str | None = None, *, user: str | None = None, user_header:
         from ..hooks.examples import check_hook_names
         from ..loop import Agent
         from ..providers import create_provider
-        from ..toolbox import TOOLBOX
+        from ..toolbox import built_in
 
         config = run.config
         model = (config.scenario or config.model) if config.provider == "scripted" else config.model
         provider = create_provider(config.provider, model or None, base_url=config.base_url)
         check_hook_names(config.hooks)
-        tools = [TOOLBOX[t.name] for t in config.tools if t.name in TOOLBOX]
+        tools = built_in(config.tools)
         before = len(run.messages)
         how(Agent(provider, tools), run)
         store.save_run(run)

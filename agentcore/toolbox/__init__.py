@@ -13,9 +13,11 @@ import re
 import stat
 import threading
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime, timezone
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..tools import Tool, tool
@@ -336,6 +338,12 @@ DEFAULT_TOOLS = ("get_weather", "calculator")  # what the app and the CLI offer 
 TOOLBOX: dict[str, Tool] = {
     t.name: t for t in (calculator, get_weather, search_notes, read_note, clock, flaky, slow, read_file)
 }
+
+
+def built_in(specs: Iterable[Any]) -> list[Tool]:
+    """The toolbox's tools among a run's tool specs (anything with a `name`), in their order; the others left out
+    (a run imported, or made with an MCP server's tools, names tools this toolbox does not have)."""
+    return [TOOLBOX[s.name] for s in specs if s.name in TOOLBOX]
 
 
 def get_tools(names: list[str] | str | None) -> list[Tool]:
