@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import ROOT, free_port
+from servers import ROOT, free_port, stop_process
 
 GUIDE = ROOT / "docs" / "deployment.md"
 UPSTREAMS = ("127.0.0.1:8501", "127.0.0.1:8502")
@@ -52,13 +52,7 @@ class Proxy:
         raise RuntimeError("nginx logged no request")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -29,6 +29,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a process the tests started (that one only), then kill it if it lingers."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 @dataclass
 class Server:
     """A started peer: its process, root URL and log file."""
@@ -39,13 +50,7 @@ class Server:
 
     def stop(self) -> None:
         """Terminate the process (this one only), then kill it if it lingers."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
 
     def requests_seen(self) -> int:
         """llm-katan's own count of the requests it answered (its /stats total)."""
