@@ -480,6 +480,7 @@ def measure() -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global STEP_TIMEOUT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", default="1,10,30", help="comma-separated session counts (default 1,10,30)")
     parser.add_argument("--model", choices=("scripted", "local", "shared"), default="scripted")
@@ -491,7 +492,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--errors", action="store_true", help="print every error, not only the first few")
     parser.add_argument("--replicas", type=int, default=1, help="app servers over one database (default 1)")
     parser.add_argument("--db", help="the runs database every server uses (a postgresql:// URL; needed for --replicas)")
+    parser.add_argument(
+        "--step-timeout",
+        type=float,
+        default=STEP_TIMEOUT,
+        help=f"seconds one click may take before it counts as an error (default {STEP_TIMEOUT:g}; a slow model's queue needs more)",
+    )
     args = parser.parse_args(argv)
+    STEP_TIMEOUT = args.step_timeout
     if args.model == "shared" and not args.model_url:
         parser.error("--model shared needs --model-url http://HOST:8000/v1 (make serve-model)")
     if args.replicas < 1:

@@ -9,6 +9,7 @@ the other, and the access log shows that each websocket went where it should.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -129,3 +130,60 @@ def test_a_step_on_one_server_reaches_the_teachers_class_page_on_the_other_and_n
     while time.monotonic() < deadline and not (_websockets(proxy, "ada") and _websockets(proxy, "tina")):
         time.sleep(0.2)
     assert _websockets(proxy, "ada") == {server_a} and _websockets(proxy, "tina") == {server_b}
+
+
+def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(tmp_path, pg_cluster, browser):
+    """nginx sends a browser whose server has stopped to the other one; the new session offers the student's last
+    run, saved in PostgreSQL by every Step, and the student goes on from its last step."""
+    db = pg_cluster.new_database()
+    env = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": db,
+        "AGENTCORE_USER_HEADER": HEADER,
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    Store(db)
+    servers = [start_app(tmp_path, env), start_app(tmp_path, env)]
+    upstreams = [s.url.removeprefix("http://") for s in servers]
+    proxy = start_nginx(upstreams, ["ada"])
+    try:
+        context = _browser_on(browser, proxy, "ada", upstreams[0])
+        page = context.new_page()
+        page.goto(proxy.url)
+        start = page.locator(".st-key-start button")
+        expect(start).to_be_visible(timeout=60_000)
+        start.click()
+        step = page.get_by_role("button", name="Step", exact=True)
+        expect(step).to_be_enabled(timeout=30_000)
+        _idle(page)
+        budget = page.get_by_test_id("stMetricValue").first
+        step.click()
+        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=30_000)
+        _idle(page)
+        (before,) = Store(db, owner="ada").list_runs()
+        assert before.steps == 1 and before.owner == "ada"
+
+        servers[0].stop()  # server A is gone; the browser's websocket with it
+        page.reload()  # what a student does on "Connection error"; nginx now finds A down and passes to B
+        reopen = page.locator(".st-key-reopen button")
+        expect(reopen).to_be_visible(timeout=60_000)
+        expect(page.get_by_text(f"Reopen your last run: {before.title}")).to_be_visible()
+        reopen.click()
+        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=30_000)  # the step made on A
+        expect(step).to_be_enabled(timeout=30_000)
+        _idle(page)
+        step.click()
+        expect(budget).to_have_text(re.compile(r"^2 / \d+$"), timeout=30_000)
+        _idle(page)
+
+        (after,) = Store(db, owner="ada").list_runs()
+        assert (after.id, after.steps, after.owner) == (before.id, 2, "ada")  # the same run, one step further
+        context.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and upstreams[1] not in _websockets(proxy, "ada"):
+            time.sleep(0.2)
+        assert _websockets(proxy, "ada") >= {upstreams[1]}  # the websocket after the stop went to B
+    finally:
+        proxy.stop()
+        for server in servers:
+            server.stop()
