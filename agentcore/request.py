@@ -108,7 +108,7 @@ class Prepared:
         A model that did not see part of the history may number its calls again (the scripted one counts the
         turns it was sent), and a model may give two calls of one turn one id, or none: a run's ids must stay
         unique, or its results go to the wrong call and no reader takes the transcript. A repeated id gets the
-        step's suffix (and a number after it), an empty one `call_s{step}_{n}`.
+        step's suffix (and a number after it), an empty one `call_{n}_s{step}` (n: its place in the reply).
         """
         return distinct_call_ids(history, message, step)
 

@@ -64,6 +64,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "test_catalogue.py",
             "test_reasoning.py",
             "test_provider_limits.py",
+            "test_request.py",
+            "test_policies.py",
         ],
     ),
     "importer": (
