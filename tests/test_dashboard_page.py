@@ -91,3 +91,17 @@ def test_the_scan_goes_over_the_runs_the_filters_keep(library, open_app):
     at.selectbox(key="errors_tag").set_value("reading").run()
     at.button(key="errors_scan").click().run()
     assert any("Scanned 1 run: 0 findings added" in s.value for s in at.success)
+
+
+def test_a_run_deleted_after_it_was_listed_is_one_line_and_the_page_stays(library, open_app):
+    store, runs = library
+    at = open_app(PAGE)
+    gone = runs[0]
+    at.selectbox(key="dash_open_pick").set_value(gone.id).run()
+    store.delete_run(gone.id)  # from another tab, between the list and the click
+    at.button(key="dash_open").click().run()
+    assert not at.exception
+    (error,) = at.error
+    assert error.value.startswith("Cannot open that run: ") and gone.id in error.value and "\n" not in error.value
+    assert at.session_state["session"].run is None
+    assert at.title[0].value == "Dashboard"  # still the dashboard: no page switch

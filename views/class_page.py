@@ -21,9 +21,9 @@ from agentcore.store.runs import RunSummary, Store
 from ui import safe, words
 from ui.classroom import WINDOWS, StudentRow, class_rows, lesson_of_summary, since
 from ui.lessons import LESSONS
-from ui.state import current_user, get_session, get_store, open_stored_run
+from ui.open_run import follow_open, open_on_click
+from ui.state import current_user, get_session, get_store
 
-PLAYGROUND = "views/playground.py"
 LIVE_SECONDS = 2  # how often the page asks the database whether anything changed
 ALL_LESSONS = "All lessons"
 CACHE_KEY = "class_cache"  # (filters, change mark) -> rows, and each run's stuck flag by (id, saved at)
@@ -101,22 +101,9 @@ def _runs_table(runs: list[RunSummary], rows: list[StudentRow]) -> pd.DataFrame:
     )
 
 
-def _open(store: Store, run_id: str | None) -> None:
-    if not run_id:
-        return
-    try:
-        open_stored_run(store, run_id)  # a student's run opens as the teacher's own copy of it
-    except AgentcoreError as exc:
-        st.session_state["class_open_problem"] = str(exc)
-        return
-    st.session_state["class_open_go"] = True
-
-
 @st.fragment(run_every=LIVE_SECONDS)
 def _live(store: Store, window: str, lesson_id: str | None) -> None:
     """The tables and the run picker, redrawn on their own every LIVE_SECONDS."""
-    if st.session_state.pop("class_open_go", False):
-        st.switch_page(PLAYGROUND)
     rows, runs = _rows(store, window, lesson_id)
     stuck = sum(1 for row in rows if row.flag)
     st.caption(
@@ -145,13 +132,11 @@ def _live(store: Store, window: str, lesson_id: str | None) -> None:
         key="class_open",
         icon=":material/open_in_new:",
         disabled=chosen is None,
-        on_click=_open,
-        args=(store, chosen),
+        on_click=open_on_click,  # a student's run opens as the teacher's own copy of it
+        args=("class_open", store, chosen),
         help="Opens your own copy of the run, forked from its end: the student's run stays as they left it",
     )
-    problem = st.session_state.pop("class_open_problem", None)
-    if problem:
-        st.error(f"Cannot open that run: {safe.block(problem)}")
+    follow_open("class_open")
 
 
 def main() -> None:

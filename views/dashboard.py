@@ -16,10 +16,10 @@ from agentcore.errors import AgentcoreError
 from agentcore.stats import GroupStats, add_up, library_figures, most_expensive, totals
 from agentcore.store.runs import RunSummary, Store
 from ui import safe, words
-from ui.state import get_store, in_app_words, open_stored_run
+from ui.open_run import follow_open, open_on_click
+from ui.state import get_store
 
 ALL = "All"
-PLAYGROUND = "views/playground.py"
 TOP = 10  # the most expensive runs listed
 
 
@@ -87,17 +87,6 @@ def _table(groups: list[GroupStats]) -> pd.DataFrame:
     )
 
 
-def _open(store: Store, run_id: str | None) -> None:
-    if run_id is None:
-        return
-    try:
-        open_stored_run(store, run_id)
-    except AgentcoreError as exc:
-        st.session_state["dash_open_problem"] = in_app_words(str(exc))
-        return
-    st.session_state["dash_open_go"] = True
-
-
 def _expensive(store: Store, runs: list[RunSummary]) -> None:
     st.header("The most expensive runs")
     st.dataframe(
@@ -134,14 +123,10 @@ def _expensive(store: Store, runs: list[RunSummary]) -> None:
         key="dash_open",
         icon=":material/open_in_new:",
         disabled=chosen is None,
-        on_click=_open,
-        args=(store, chosen),
+        on_click=open_on_click,
+        args=("dash_open", store, chosen),
     )
-    problem = st.session_state.pop("dash_open_problem", None)
-    if problem:
-        st.error(f"Cannot open that run: {safe.block(problem)}")
-    if st.session_state.pop("dash_open_go", False):
-        st.switch_page(PLAYGROUND)
+    follow_open("dash_open")
 
 
 def main() -> None:

@@ -18,11 +18,13 @@ import streamlit as st
 
 from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, ordered_counts
 from agentcore.errors import AgentcoreError
+from agentcore.run import Run
 from agentcore.scanners import BUILTINS, scan_library
 from agentcore.store.runs import RunSummary, Store
 from ui import safe, words
+from ui.open_run import follow_open, open_on_click
 from ui.page_state import PageState
-from ui.state import get_session, get_store, open_stored_run
+from ui.state import get_session, get_store
 
 ALL = "All"
 FILTERS = ("provider", "model", "owner", "tag", "source")
@@ -225,29 +227,24 @@ def _open_section(store, labelled: list[tuple[RunSummary, list[Annotation]]]) ->
         on_click=_open_step,
         args=(store, *(steps[chosen] if chosen else (None, None))),
     )
-    problem = st.session_state.pop("errors_open_problem", None)
-    if problem:
-        st.error(f"Cannot open that run: {safe.block(problem)}")
-    if st.session_state.pop("errors_open_go", False):
-        st.switch_page("views/playground.py")
+    follow_open("errors_open")
 
 
 def _open_step(store, summary: RunSummary | None, annotation: Annotation | None) -> None:
+    """Open the labelled run on its labelled step, saying why it is open."""
     if summary is None or annotation is None:
         return
-    try:
-        run = open_stored_run(store, summary.id)
-    except AgentcoreError as exc:
-        st.session_state["errors_open_problem"] = str(exc)
-        return
-    session = get_session()
-    session.show_step(annotation.step)
-    who = "A scanner found at" if by_scanner(annotation) else "Labelled"
-    line = f"{who} step {annotation.step}: {', '.join(annotation.all_labels) or 'no label'}"
-    if annotation.note:
-        line += f" ({annotation.note[:200]})"
-    session.opened_from = (run.id, line + ". The Steps tab below is open on that step.")
-    st.session_state["errors_open_go"] = True
+
+    def on_the_step(run: Run) -> None:
+        session = get_session()
+        session.show_step(annotation.step)
+        who = "A scanner found at" if by_scanner(annotation) else "Labelled"
+        line = f"{who} step {annotation.step}: {', '.join(annotation.all_labels) or 'no label'}"
+        if annotation.note:
+            line += f" ({annotation.note[:200]})"
+        session.opened_from = (run.id, line + ". The Steps tab below is open on that step.")
+
+    open_on_click("errors_open", store, summary.id, then=on_the_step)
 
 
 main()
