@@ -502,10 +502,15 @@ class _Reader:
             model=model if isinstance(model, str) else "",
             system_prompt=messages[0].content if messages and isinstance(messages[0], SystemMessage) else None,
             tools=_tool_specs(definitions, first),
-            temperature=temperature if isinstance(temperature, int | float) and temperature >= 0 else None,
-            max_tokens=max_tokens if isinstance(max_tokens, int) and 1 <= max_tokens else None,
+            temperature=temperature if _number(temperature) and temperature >= 0 else None,
+            max_tokens=max_tokens if _number(max_tokens) and isinstance(max_tokens, int) and 1 <= max_tokens else None,
             max_steps=max(10, len(self.chats) + 1),
         )
+
+
+def _number(value: Any) -> bool:
+    """Whether an attribute holds a number (a boolean is none, though Python counts it an int)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _provider(span: Span) -> str:
