@@ -70,7 +70,13 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "importer": (
         ["agentcore/telemetry/importer.py"],
-        ["test_telemetry.py", "test_telemetry_values.py", "test_import.py", "test_hostile_round3.py"],
+        [
+            "test_telemetry.py",
+            "test_telemetry_values.py",
+            "test_import.py",
+            "test_hostile_round3.py",
+            "test_import_rules.py",
+        ],
     ),
     "exports": (
         ["agentcore/exports.py"],
