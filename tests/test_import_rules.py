@@ -472,10 +472,12 @@ def test_openinference_messages_keep_text_parts_and_leave_an_image_and_an_empty_
             oi_span(
                 **{
                     "llm.input_messages.0.message.role": "user",
+                    "llm.input_messages.0.message.content": 7,  # no text: left out, as the empty one below is
                     "llm.input_messages.0.message.contents.0.message_content.type": "image",
                     "llm.input_messages.0.message.contents.0.message_content.image.image.url": "https://x/y.png",
                     "llm.input_messages.0.message.contents.1.message_content.type": "text",
                     "llm.input_messages.0.message.contents.1.message_content.text": "What is in it?",
+                    "llm.input_messages.0.message.contents.2.message_content.type": "text",  # and no text
                     "llm.output_messages.0.message.role": "assistant",
                     "llm.output_messages.0.message.content": "",
                     "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
