@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
-from servers import ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
+from servers import APP_WAIT, ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 from streamlit import config as streamlit_config
 from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.media_file_manager import MediaFileManager
@@ -117,7 +117,9 @@ def open_app(monkeypatch) -> Callable[..., AppTest]:
     monkeypatch.setenv("AGENTCORE_PROVIDER", "scripted")
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
 
-    def open_(page: str | None = None, *, session: Any = None, timeout: float = 60, view: str | None = None) -> AppTest:
+    def open_(
+        page: str | None = None, *, session: Any = None, timeout: float = APP_WAIT, view: str | None = None
+    ) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=timeout)
         if session is not None:
             at.session_state["session"] = session

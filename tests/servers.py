@@ -20,6 +20,9 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# the most one AppTest script run may take (seconds): a ceiling, not a pause; with a second suite on the same two
+# cores a long run's Run to end took past 30 s
+APP_WAIT = 120
 
 
 def free_port() -> int:

@@ -26,7 +26,7 @@ def tests_folder(tmp_path: Path, monkeypatch) -> Path:
 
 
 def finished_weather_run(open_app, steps_tab) -> AppTest:
-    at = open_app(timeout=30)
+    at = open_app()
     at.selectbox(key="cfg_scenario").set_value("weather").run()
     click(at, "start")
     click(at, "run_to_end")

@@ -30,7 +30,7 @@ def start(at: AppTest, scenario: str, breakpoints: str = "") -> Run:
     ],
 )
 def test_run_to_end_stops_at_each_kind_of_breakpoint_and_says_which(open_app, scenario, spec, panel):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, scenario, spec)
     assert run.config.breakpoints == [spec]
     click(at, "run_to_end")
@@ -44,7 +44,7 @@ def test_run_to_end_stops_at_each_kind_of_breakpoint_and_says_which(open_app, sc
 
 
 def test_a_bad_breakpoint_is_said_in_the_sidebar_and_left_out(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     at.text_area(key="cfg_breakpoints").set_value("tool:get_weather\nstep:zero").run()
     assert any("step takes a whole number" in e.value for e in at.sidebar.error)
     run = start(at, "weather", "tool:get_weather\nstep:zero")
@@ -52,7 +52,7 @@ def test_a_bad_breakpoint_is_said_in_the_sidebar_and_left_out(open_app):
 
 
 def test_a_result_mocked_from_here_on_answers_the_later_calls(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, "runaway")
     click(at, "step")
     assert run.messages[2].role == "tool"
@@ -68,7 +68,7 @@ def test_a_result_mocked_from_here_on_answers_the_later_calls(open_app):
 
 
 def test_replay_from_here_forks_at_the_call_and_goes_on_with_the_mock(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, "weather")
     click(at, "run_to_end")
     assert run.stop_reason == "answer"
@@ -82,7 +82,7 @@ def test_replay_from_here_forks_at_the_call_and_goes_on_with_the_mock(open_app):
 
 
 def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_news_with_one_step_number(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, "weather", "tool:get_weather")
     click(at, "run_to_end")
     assert run.paused
@@ -97,7 +97,7 @@ def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_n
     assert said.startswith("Replaying step 1's tools with get_weather when ") and "Rome: snow" in said
     assert said.endswith(", past the breakpoint tool:get_weather, then on to the end.")
     assert not [e for e in at.error if "Replaying" in e.value]  # news, not an error
-    fresh = open_app(timeout=30)  # without a breakpoint: nothing to go past, and nothing said of one
+    fresh = open_app()  # without a breakpoint: nothing to go past, and nothing said of one
     plain = start(fresh, "weather")
     click(fresh, "run_to_end")
     fresh.text_area(key="mock_text_3").set_value("Rome: snow").run()
@@ -107,7 +107,7 @@ def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_n
 
 
 def test_run_to_end_goes_on_past_the_breakpoint_it_stopped_at(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, "weather", "tool:get_weather")
     click(at, "run_to_end")
     assert run.paused
@@ -116,7 +116,7 @@ def test_run_to_end_goes_on_past_the_breakpoint_it_stopped_at(open_app):
 
 
 def test_a_breakpoint_set_during_a_run_stops_it_at_its_next_step(open_app):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, "weather")
     click(at, "step")
     at.text_area(key="cfg_breakpoints").set_value("step:2").run()
@@ -127,7 +127,7 @@ def test_a_breakpoint_set_during_a_run_stops_it_at_its_next_step(open_app):
 def test_the_debugging_lesson_stops_at_its_breakpoint_mocks_rome_and_points_to_the_error_analysis(open_app):
     from ui.lessons import LESSONS
 
-    at = open_app("views/lesson.py", timeout=30)
+    at = open_app("views/lesson.py")
     at.selectbox(key="lesson_id").set_value("debug").run()
     click(at, "lesson_step")
     run = at.session_state["session"].run
@@ -162,7 +162,7 @@ def test_a_cost_breakpoint_stops_the_next_model_call_once_the_run_has_cost_more(
     )
     session = Session()
     session.add_run(run)
-    at = open_app(session=session, timeout=30)
+    at = open_app(session=session)
     click(at, "run_to_end")
     assert run.paused and run.halt.breakpoint == "cost:0.001" and len(run.steps) == 1
     assert any("Paused at breakpoint cost:0.001 before model" in w.value for w in at.warning)

@@ -26,7 +26,7 @@ def start(at: AppTest, hooks: list[str]) -> Run:
 
 
 def test_the_sidebar_redactor_masks_what_is_sent_and_the_steps_tab_shows_before_and_after(open_app, steps_tab):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, ["redact"])
     assert run.config.hooks == ["redact"]
     click(at, "step")
@@ -40,7 +40,7 @@ def test_the_sidebar_redactor_masks_what_is_sent_and_the_steps_tab_shows_before_
 
 
 def test_the_sidebar_guardrail_refuses_a_call_with_personal_data_and_the_model_reads_why(open_app, steps_tab):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at, ["guardrail"])
     click(at, "model_phase")
     asked = run.messages[1]
@@ -68,7 +68,7 @@ def test_a_run_a_hook_paused_says_which_hook_and_step_goes_on(open_app):
     assert run.paused and not run.steps
     session = Session()
     session.add_run(run)
-    at = open_app(session=session, timeout=30)
+    at = open_app(session=session)
     assert any("Paused by hook look before model: look at the request first" in w.value for w in at.warning)
     click(at, "step")  # the app's agent goes on; the hook is not the app's, and the pause is cleared
     assert run.halt is None and len(run.steps) == 1
@@ -88,7 +88,7 @@ def test_a_hooks_answer_and_unreadable_arguments_show_as_text_in_the_steps_tab(o
     assert run.steps[0].hook_effects[0].after == "Paris: 21 degrees, answered by the hook"
     session = Session()
     session.add_run(run)
-    at = steps_tab(open_app(session=session, timeout=30))
+    at = steps_tab(open_app(session=session))
     assert any(c.value == "Paris: 21 degrees, answered by the hook" for c in at.code)
     for shown in at.json:  # the page parses each st.json body as JSON: text would be a parse error there
         json.loads(shown.proto.body)

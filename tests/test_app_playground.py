@@ -65,7 +65,7 @@ def app(monkeypatch, open_app):
     monkeypatch.setattr(ui.state, "REGISTRY", registry)
     monkeypatch.setattr(ui.sidebar, "REGISTRY", registry)
     PLAN.clear()
-    return open_app(timeout=30)
+    return open_app()
 
 
 def session(at: AppTest):
@@ -689,7 +689,7 @@ def test_a_run_made_against_a_base_url_with_credentials_names_it_without_them(op
     run = Run.start("Weather in Paris?", RunConfig(provider="openai", model="gpt-4o-mini", base_url=base_url))
     session = Session()
     session.add_run(run)  # as a run opened from someone else's file
-    at = open_app(session=session, timeout=30)
+    at = open_app(session=session)
     shown = " ".join(e.value for e in at.error)
     assert "This run was made against" in shown and "llm.example.com" in shown and "[redacted]" in shown
     assert "proxy-password-0123" not in shown and "url-key-0123456789" not in shown

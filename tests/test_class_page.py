@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from servers import ROOT
+from servers import APP_WAIT, ROOT
 from streamlit.testing.v1 import AppTest
 
 from agentcore import Agent, Run, RunConfig, create_provider
@@ -138,7 +138,7 @@ def test_the_class_page_is_refused_to_a_student(klass, open_app, monkeypatch):
     at = open_app()
     with pytest.raises(ValueError, match="Could not find a navigation page"):  # not in a student's navigation
         at.switch_page(CLASS)
-    page = AppTest.from_file(str(ROOT / CLASS), default_timeout=60)  # and the page itself refuses
+    page = AppTest.from_file(str(ROOT / CLASS), default_timeout=APP_WAIT)  # and the page itself refuses
     page.session_state["session"] = at.session_state["session"]
     page.run()
     assert [e.value for e in page.error] == ["The class page is for the class's teachers."]

@@ -18,7 +18,7 @@ from agentcore.telemetry.otlp import otlp_json
 
 
 def test_the_playgrounds_opentelemetry_download_is_the_runs_trace_with_its_messages(open_app, downloads):
-    at = open_app(timeout=30)
+    at = open_app()
     run = start(at)
     click(at, "step")
     at.run()  # `downloads` sees the buttons drawn from here on
@@ -33,7 +33,7 @@ def test_steps_are_sent_as_they_finish_when_an_endpoint_is_set(open_app, receive
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     import ui.otel
 
-    at = open_app(timeout=30)
+    at = open_app()
     start(at)
     click(at, "step")
     click(at, "step")
@@ -52,7 +52,7 @@ def test_a_failing_live_export_is_one_line_on_the_page_and_the_run_goes_on(open_
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
     import ui.otel
 
-    at = open_app(timeout=60)
+    at = open_app()
     start(at)
     click(at, "step")
     ui.otel._export().flush(timeout_ms=20000)
@@ -64,7 +64,7 @@ def test_a_failing_live_export_is_one_line_on_the_page_and_the_run_goes_on(open_
 def test_the_runs_page_imports_a_trace_and_offers_each_run_as_one(open_app, downloads, tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
     run = weather_run()
-    at = open_app("views/runs.py", timeout=30)
+    at = open_app("views/runs.py")
     at.file_uploader[0].set_value(("run.otlp.json", otlp_json(run, content=True).encode(), "application/json")).run()
     assert any("Imported run.otlp.json" in s.value for s in at.success)
     assert Store(tmp_path / "runs.db").load_run(run.id).messages == run.messages

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from servers import ROOT
-from test_browser import app_over_runs, expect, runaway_run
+from test_browser import WAIT, app_over_runs, expect, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -70,7 +70,7 @@ def app(tmp_path_factory):
 
 def _idle(page) -> None:
     """Wait until the app has finished its script run and the browser has drawn the result."""
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     # and nothing is still faded from the run before: Streamlit marks such elements stale and fades them back in
     # with a CSS transition (`opacity 1s ease-in 0.5s`), so a page measured mid-fade has contrast it never shows at
     # rest. Reading each element's computed opacity, and its ancestors' (a faded block fades what it holds), makes
@@ -88,7 +88,7 @@ def _idle(page) -> None:
                 || (a.effect && a.effect.getTiming().iterations === Infinity));
     }"""
     for _ in range(2):
-        page.wait_for_function(settled, timeout=30_000)
+        page.wait_for_function(settled, timeout=WAIT)
         page.wait_for_timeout(150)
 
 
@@ -125,14 +125,14 @@ def _check(page, axe: str, where: str) -> None:
 def test_the_playground_passes_axe_before_and_after_a_step(app, browser, axe_source):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
-    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=WAIT)
     _idle(page)
     _check(page, axe_source, "a fresh playground")
     page.locator(".st-key-start button").click()
     step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=20_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     step.click()
-    expect(page.get_by_test_id("stMetricValue").first).to_have_text("1 / 10", timeout=20_000)
+    expect(page.get_by_test_id("stMetricValue").first).to_have_text("1 / 10", timeout=WAIT)
     _idle(page)
     _check(page, axe_source, "the playground after a Step")
     page.get_by_role("tab", name="Steps").click()
@@ -144,13 +144,13 @@ def test_the_playground_passes_axe_before_and_after_a_step(app, browser, axe_sou
 def test_the_decision_panel_passes_axe(app, browser, axe_source):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
-    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=WAIT)
     _idle(page)
     page.get_by_test_id("stSidebar").get_by_text("Pause before tools").click()
     _idle(page)
     page.locator(".st-key-start button").click()
     page.get_by_role("button", name="Step", exact=True).click()
-    expect(page.locator(".st-key-pending")).to_be_visible(timeout=20_000)
+    expect(page.locator(".st-key-pending")).to_be_visible(timeout=WAIT)
     _idle(page)
     _check(page, axe_source, "the playground paused before its tools")
     page.close()
@@ -159,7 +159,7 @@ def test_the_decision_panel_passes_axe(app, browser, axe_source):
 def _lesson_step(page) -> str:
     """The lesson's first Step: the newest messages and both phases' code are drawn."""
     page.locator(".st-key-lesson_step button").click()
-    expect(page.locator(".st-key-lesson_diagram")).to_contain_text("Step 1:", timeout=20_000)
+    expect(page.locator(".st-key-lesson_diagram")).to_contain_text("Step 1:", timeout=WAIT)
     return "the lesson after its first Step"
 
 
@@ -173,14 +173,14 @@ def _compare_run(page) -> str:
     prompt = page.get_by_label("Prompt (the same for every configuration)")
     prompt.fill("What is the weather in Paris, Rome and Tokyo?")
     prompt.press("Control+Enter")
-    expect(page.locator(".st-key-cmp_expected")).to_contain_text("Expected answer", timeout=20_000)
+    expect(page.locator(".st-key-cmp_expected")).to_contain_text("Expected answer", timeout=WAIT)
     _idle(page)
     page.get_by_role("button", name="Run all").click()
-    expect(page.get_by_role("button", name="New comparison")).to_be_enabled(timeout=60_000)
+    expect(page.get_by_role("button", name="New comparison")).to_be_enabled(timeout=WAIT)
     _idle(page)
     expect(page.get_by_text("contains the expected answer").first).to_be_visible()
     page.get_by_text("Show the bundle JSON").click()
-    expect(page.locator(".stCode pre").last).to_be_visible(timeout=20_000)
+    expect(page.locator(".stCode pre").last).to_be_visible(timeout=WAIT)
     return "the compare page after Run all, with its bundle shown"
 
 
@@ -191,7 +191,7 @@ THEN = {"lesson": _lesson_step, "compare": _compare_run}  # what fills a page fu
 def test_each_page_passes_axe(app, browser, axe_source, path):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/{path}")
-    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
     _idle(page)
     _check(page, axe_source, f"the {path} page")
     if path in THEN:

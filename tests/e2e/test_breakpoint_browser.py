@@ -4,7 +4,7 @@ decision panel; running the tools goes on past it to the answer."""
 from __future__ import annotations
 
 import pytest
-from test_browser import app_over_runs, expect
+from test_browser import WAIT, app_over_runs, expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -17,30 +17,30 @@ def app(tmp_path_factory):
 
 
 def _idle(page) -> None:
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
 
 
 def test_run_to_end_stops_at_a_tool_breakpoint_typed_in_the_sidebar(app, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(app)
     area = page.locator(".st-key-cfg_breakpoints textarea")
-    expect(area).to_be_visible(timeout=30_000)
+    expect(area).to_be_visible(timeout=WAIT)
     area.fill("args:$.city=Rome")
     area.press("Tab")  # a text area takes its value when it loses the focus
     _idle(page)
     page.locator(".st-key-start button").click()
     run_to_end = page.get_by_role("button", name="Run to end")
-    expect(run_to_end).to_be_enabled(timeout=20_000)
+    expect(run_to_end).to_be_enabled(timeout=WAIT)
     _idle(page)
     run_to_end.click()
-    expect(page.get_by_text("Paused at breakpoint args:$.city=Rome before tools")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Paused at breakpoint args:$.city=Rome before tools")).to_be_visible(timeout=WAIT)
     panel = page.locator(".st-key-pending")
     expect(panel).to_contain_text("3 tool calls waiting")
     _idle(page)
     page.locator(".st-key-run_tools button").click()
-    expect(page.locator(".st-key-pending")).to_have_count(0, timeout=20_000)
+    expect(page.locator(".st-key-pending")).to_have_count(0, timeout=WAIT)
     expect(page.get_by_text("Paused at breakpoint")).to_have_count(0)
     _idle(page)
     page.get_by_role("button", name="Step", exact=True).click()
-    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=WAIT)
     page.close()

@@ -29,6 +29,10 @@ if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium (install the Debian package chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
+# the most a browser test waits for what a load or a click makes the page show (milliseconds): each wait ends at the
+# event it waits for, so this is a ceiling, not a pause; with a second suite on the same two cores a page took past
+# 30 s to draw, and a wait shorter than that failed tests whose behaviour held
+WAIT = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +94,12 @@ def _reopen(browser, url: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     reopen = page.locator(".st-key-reopen button")
-    expect(reopen).to_be_visible(timeout=30_000)
+    expect(reopen).to_be_visible(timeout=WAIT)
     reopen.click()
-    expect(page.get_by_role("button", name="Step", exact=True)).to_be_enabled(timeout=20_000)
+    expect(page.get_by_role("button", name="Step", exact=True)).to_be_enabled(timeout=WAIT)
     # and the script run the reopening started is over: a click during it lands on a button the run then replaces,
     # and on a busy machine that click is lost
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     return page
 
 
@@ -118,11 +122,11 @@ def new_run(browser, url: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     start = page.locator(".st-key-start button")
-    expect(start).to_be_visible(timeout=30_000)
+    expect(start).to_be_visible(timeout=WAIT)
     start.click()
     step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=20_000)
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(step).to_be_enabled(timeout=WAIT)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     return page, step, page.get_by_test_id("stMetricValue").first
 
 
@@ -139,10 +143,10 @@ def test_stepping_a_scripted_run_to_the_end_in_a_browser(scripted_app, browser):
         if step.is_disabled():
             break
         step.click()
-        expect(budget).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
+        expect(budget).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
         page.wait_for_timeout(300)  # let the redraw after the phase settle
     _screenshot(page, "playground.png")
-    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=WAIT)
     expect(page.get_by_text("answered", exact=True).first).to_be_visible()
     expect(page.locator(".st-key-msg_5")).to_contain_text("Here is the weather (simulated data):")
     expect(page.locator(".st-key-msg_0")).to_contain_text("user")
@@ -178,7 +182,7 @@ def test_a_step_lists_its_new_messages_by_the_controls_and_marks_them_new(runawa
     newest = page.locator(f".st-key-msg_{count}")
     page.get_by_role("button", name="Step", exact=True).click()
     latest = page.locator(".st-key-latest")
-    expect(latest).to_contain_text(f"#{count}", timeout=20_000)
+    expect(latest).to_contain_text(f"#{count}", timeout=WAIT)
     expect(latest).to_be_in_viewport()
     expect(page.get_by_role("button", name="Step", exact=True)).to_be_in_viewport()
     expect(newest).to_contain_text("new")  # in the list below the diagram, which the page does not jump to
@@ -192,10 +196,10 @@ def test_run_to_end_draws_each_phase_at_the_pace_chosen_and_stops_between_phases
     pace = page.locator(".st-key-pace").get_by_role("combobox")
     pace.click()
     page.get_by_role("option", name="Pace: 0.5 s").click()
-    expect(pace).to_have_value("Pace: 0.5 s", timeout=20_000)
+    expect(pace).to_have_value("Pace: 0.5 s", timeout=WAIT)
     page.locator(".st-key-run_to_end button").click()
     live = page.locator(".st-key-live")
-    expect(live).to_be_visible(timeout=20_000)
+    expect(live).to_be_visible(timeout=WAIT)
     nodes: set[str] = set()
     newest: set[str] = set()
     deadline = time.monotonic() + 60
@@ -209,7 +213,7 @@ def test_run_to_end_draws_each_phase_at_the_pace_chosen_and_stops_between_phases
     assert {"model", "tools"} <= nodes, f"the diagram showed only {nodes}"
     assert len(newest) >= 3, f"the newest message shown was only {newest}"
     page.locator(".st-key-stop button").click()
-    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=WAIT)
     expect(page.get_by_text("cancelled").first).to_be_visible()
     run = store.load_run(run_id)
     assert run.stop_reason == "cancelled" and len(run.steps) < run.config.max_steps

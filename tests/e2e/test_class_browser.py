@@ -15,7 +15,7 @@ import time
 import pytest
 from proxy import start_nginx
 from servers import start_app
-from test_browser import expect
+from test_browser import WAIT, expect
 
 from agentcore.store.runs import Store
 
@@ -69,7 +69,7 @@ def _browser_on(browser, proxy, user: str, upstream: str):
 
 
 def _idle(page) -> None:
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
 
 
 def _websockets(proxy, user: str) -> set[str]:
@@ -90,18 +90,18 @@ def test_a_step_on_one_server_reaches_the_teachers_class_page_on_the_other_and_n
     student, teacher = student_context.new_page(), teacher_context.new_page()
 
     teacher.goto(f"{proxy.url}/class")
-    expect(teacher.get_by_role("heading", name="Class")).to_be_visible(timeout=60_000)
+    expect(teacher.get_by_role("heading", name="Class")).to_be_visible(timeout=WAIT)
     _idle(teacher)
     student.goto(f"{proxy.url}/lesson")
     step = student.locator(".st-key-lesson_step button")
-    expect(step).to_be_enabled(timeout=60_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     _idle(student)
 
     students = teacher.get_by_test_id("stDataFrame").first
     for shown in ("step 1 of 2", "done"):
         step.click()
         clicked = time.monotonic()
-        expect(students).to_contain_text(shown, timeout=5_000)  # the class page redraws itself: no reload
+        expect(students).to_contain_text(shown, timeout=WAIT)  # the class page redraws itself: no reload
         print(f"teacher's page showed {shown!r} {time.monotonic() - clicked:.2f} s after the student's click")
         _idle(student)
     expect(students).to_contain_text("ada")
@@ -111,14 +111,14 @@ def test_a_step_on_one_server_reaches_the_teachers_class_page_on_the_other_and_n
     classmate = _browser_on(browser, proxy, "bob", server_a).new_page()
     for address in ("runs", "cost", "compare", "errors", "tests", ""):
         classmate.goto(f"{proxy.url}/{address}")
-        expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=60_000)
+        expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
         _idle(classmate)
         text = classmate.locator("body").inner_text()
         assert run.id not in text and "The loop itself" not in text.replace("1. The loop itself", ""), address
     classmate.goto(f"{proxy.url}/runs?run={run.id}")
-    expect(classmate.get_by_text(f"No run {run.id} here that you may open.")).to_be_visible(timeout=60_000)
+    expect(classmate.get_by_text(f"No run {run.id} here that you may open.")).to_be_visible(timeout=WAIT)
     classmate.goto(f"{proxy.url}/class")
-    expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=60_000)
+    expect(classmate.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
     _idle(classmate)
     assert "step 1 of 2" not in classmate.locator("body").inner_text()
     assert "Class" not in [n.strip() for n in classmate.get_by_test_id("stSidebarNavLink").all_inner_texts()]
@@ -151,14 +151,14 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
         page = context.new_page()
         page.goto(proxy.url)
         start = page.locator(".st-key-start button")
-        expect(start).to_be_visible(timeout=60_000)
+        expect(start).to_be_visible(timeout=WAIT)
         start.click()
         step = page.get_by_role("button", name="Step", exact=True)
-        expect(step).to_be_enabled(timeout=30_000)
+        expect(step).to_be_enabled(timeout=WAIT)
         _idle(page)
         budget = page.get_by_test_id("stMetricValue").first
         step.click()
-        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=30_000)
+        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=WAIT)
         _idle(page)
         (before,) = Store(db, owner="ada").list_runs()
         assert before.steps == 1 and before.owner == "ada"
@@ -166,14 +166,14 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
         servers[0].stop()  # server A is gone; the browser's websocket with it
         page.reload()  # what a student does on "Connection error"; nginx now finds A down and passes to B
         reopen = page.locator(".st-key-reopen button")
-        expect(reopen).to_be_visible(timeout=60_000)
+        expect(reopen).to_be_visible(timeout=WAIT)
         expect(page.get_by_text(f"Reopen your last run: {before.title}")).to_be_visible()
         reopen.click()
-        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=30_000)  # the step made on A
-        expect(step).to_be_enabled(timeout=30_000)
+        expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=WAIT)  # the step made on A
+        expect(step).to_be_enabled(timeout=WAIT)
         _idle(page)
         step.click()
-        expect(budget).to_have_text(re.compile(r"^2 / \d+$"), timeout=30_000)
+        expect(budget).to_have_text(re.compile(r"^2 / \d+$"), timeout=WAIT)
         _idle(page)
 
         (after,) = Store(db, owner="ada").list_runs()

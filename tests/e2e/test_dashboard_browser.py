@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import app_over_runs, expect
+from test_browser import WAIT, app_over_runs, expect
 from test_stats import priced_run, scripted_run
 
 from agentcore.cli.main import main
@@ -27,9 +27,11 @@ def dashboard_app(tmp_path_factory):
 def _figure(page, key: str) -> list[dict]:
     """The traces of the plotly chart drawn under the element keyed `key`: x, y and name, as the page holds them."""
     # the script run is over and plotly has drawn the figure: a chart read mid-run may be replaced under the reader
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=60_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     selector = f".st-key-{key} .js-plotly-plot"
-    page.wait_for_function(f"() => {{ const el = document.querySelector('{selector}'); return el && el.data; }}")
+    page.wait_for_function(
+        f"() => {{ const el = document.querySelector('{selector}'); return el && el.data; }}", timeout=WAIT
+    )
     return page.locator(selector).evaluate(
         "el => el.data.map(t => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"
     )

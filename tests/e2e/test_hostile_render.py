@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from servers import start_app
-from test_browser import expect
+from test_browser import WAIT, expect
 from test_rendering import EVIL, hostile_run
 
 from agentcore.store.runs import LAST_RUN_KEY, Store
@@ -56,7 +56,7 @@ class Visit:
         self.page.goto(url)
         if reopen:  # a fresh tab offers the last run rather than opening it
             button = self.page.locator(".st-key-reopen button")
-            expect(button).to_be_visible(timeout=30_000)
+            expect(button).to_be_visible(timeout=WAIT)
             button.click()
         ready()
         self.page.wait_for_timeout(1500)
@@ -82,7 +82,7 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
     visit = Visit(browser, url)
     page = visit.page
 
-    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000), reopen=True)
+    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=WAIT), reopen=True)
     expect(page.get_by_text("The model call failed")).to_be_visible()
     visit.check("playground, messages", f"{EVIL}/answer-img?d=secret")
     page.get_by_role("tab", name=re.compile(r"^Steps")).click()  # drawn once opened
@@ -90,25 +90,23 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
     page.wait_for_timeout(500)
     visit.check("playground, steps", f"{EVIL}/wire?d=secret")
 
-    visit.open(
-        f"{url}/runs", lambda: expect(page.get_by_text("Compare with another run")).to_be_visible(timeout=30_000)
-    )
+    visit.open(f"{url}/runs", lambda: expect(page.get_by_text("Compare with another run")).to_be_visible(timeout=WAIT))
     visit.check("runs", f"{EVIL}/title-img")
 
     store.set_meta(LAST_RUN_KEY, pending.id)
-    visit.open(url, lambda: expect(page.locator(".st-key-pending")).to_be_visible(timeout=30_000), reopen=True)
+    visit.open(url, lambda: expect(page.locator(".st-key-pending")).to_be_visible(timeout=WAIT), reopen=True)
     page.locator(".st-key-edit_2 button").first.click()
-    expect(page.get_by_text("Arguments of").first).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Arguments of").first).to_be_visible(timeout=WAIT)
     visit.check("playground, pending calls and the editor", f"{EVIL}/name-img")
 
     store.set_meta(LAST_RUN_KEY, run.id)
-    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=30_000), reopen=True)
+    visit.open(url, lambda: expect(page.locator(".st-key-msg_5")).to_be_visible(timeout=WAIT), reopen=True)
     page.get_by_role("link", name="Cost").click()  # in-app navigation keeps the reopened run current
-    expect(page.get_by_text("Every step").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Every step").first).to_be_visible(timeout=WAIT)
     page.wait_for_timeout(1500)
     visit.check("cost", f"{EVIL}/model-img")
 
-    visit.open(f"{url}/compare", lambda: expect(page.get_by_text("Compare providers")).to_be_visible(timeout=30_000))
+    visit.open(f"{url}/compare", lambda: expect(page.get_by_text("Compare providers")).to_be_visible(timeout=WAIT))
     visit.check("compare", "Compare providers")
     assert visit.requests, "no request was recorded at all"
     page.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import app_over_runs, expect, runaway_run
+from test_browser import WAIT, app_over_runs, expect, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ def app(tmp_path_factory):
 
 
 def _idle(page) -> None:
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.wait_for_timeout(500)
 
 
@@ -50,14 +50,14 @@ def _new_run(browser, url: str, pause: bool = False):
     """A new tab on the playground, with the tools paused or not, and a new run; returns the page and Step."""
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(url)
-    expect(page.locator(".st-key-start button")).to_be_visible(timeout=30_000)
+    expect(page.locator(".st-key-start button")).to_be_visible(timeout=WAIT)
     _idle(page)
     if pause:
         page.get_by_test_id("stSidebar").get_by_text("Pause before tools").click()
         _idle(page)
     page.locator(".st-key-start button").click()
     step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=20_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     _idle(page)
     return page, step
 
@@ -66,7 +66,7 @@ def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app
     page, step = _new_run(browser, app)
     step.click()
     latest = page.locator(".st-key-latest")
-    expect(latest).to_contain_text("#1", timeout=20_000)  # the model's turn with its three calls, then the results
+    expect(latest).to_contain_text("#1", timeout=WAIT)  # the model's turn with its three calls, then the results
     expect(latest).to_contain_text("get_weather")
     _idle(page)
     assert _scrolled(page) == 0
@@ -74,7 +74,7 @@ def test_a_step_shows_its_new_messages_with_step_and_keeps_the_page_in_place(app
     _in_view(step, "Step")
     _in_view(page.get_by_test_id("stMetric").first, "the step counter")
     step.click()  # the answer: the newest message is the model's last one, and the run stopped
-    expect(latest).to_contain_text("#5", timeout=20_000)
+    expect(latest).to_contain_text("#5", timeout=WAIT)
     _idle(page)
     assert _scrolled(page) == 0
     _in_view(latest, "the answer")
@@ -88,7 +88,7 @@ def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, br
     page, step = _new_run(browser, app, pause=True)
     step.click()
     panel = page.locator(".st-key-pending")
-    expect(panel).to_contain_text("3 tool calls waiting", timeout=20_000)
+    expect(panel).to_contain_text("3 tool calls waiting", timeout=WAIT)
     _idle(page)
     assert _scrolled(page) == 0
     _in_view(step, "Step")
@@ -103,14 +103,14 @@ def test_with_the_tools_paused_a_step_shows_the_decision_panel_with_step(app, br
 def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, browser):
     page, step = _new_run(browser, app)
     step.click()
-    expect(page.locator(".st-key-latest")).to_contain_text("#4", timeout=20_000)
+    expect(page.locator(".st-key-latest")).to_contain_text("#4", timeout=WAIT)
     _idle(page)
     for i in (1, 2):  # a model turn with tool calls, and a tool result
         page.locator(f".st-key-edit_{i} button").first.click()
         cancel = page.locator(f".st-key-edit_cancel_{i} button")
-        expect(cancel).to_be_visible(timeout=20_000)
+        expect(cancel).to_be_visible(timeout=WAIT)
         cancel.click()
-        expect(cancel).to_have_count(0, timeout=20_000)
+        expect(cancel).to_have_count(0, timeout=WAIT)
         _idle(page)
         expect(page.get_by_text("Unapplied edits")).to_have_count(0)
         expect(page.locator(".st-key-discard_edits")).to_have_count(0)
@@ -122,26 +122,26 @@ def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, browser)
 def test_arguments_that_are_not_json_are_refused_next_to_their_field(app, browser):
     page, step = _new_run(browser, app, pause=True)
     step.click()
-    expect(page.locator(".st-key-pending")).to_be_visible(timeout=20_000)
+    expect(page.locator(".st-key-pending")).to_be_visible(timeout=WAIT)
     _idle(page)
     # in the decision panel: the reason is drawn under the arguments typed, in view
     page.locator(".st-key-dec_call_1_0").get_by_text("Edit arguments").click()
     field = page.locator(".st-key-dec_args_call_1_0 textarea")
-    expect(field).to_be_visible(timeout=20_000)
+    expect(field).to_be_visible(timeout=WAIT)
     field.fill('{"city": Paris}')
     page.locator(".st-key-run_tools button").click()
     refusal = page.locator(".st-key-pending").get_by_text("the arguments are not JSON")
-    expect(refusal).to_be_visible(timeout=20_000)
+    expect(refusal).to_be_visible(timeout=WAIT)
     _idle(page)
     _near(_in_view(field, "the arguments typed"), _in_view(refusal, "the reason they were refused"))
     # in the message editor: Save keeps the editor open and says why under the field
     page.locator(".st-key-edit_1 button").first.click()
     field = page.locator(".st-key-edit_args_1_0 textarea")
-    expect(field).to_be_visible(timeout=20_000)
+    expect(field).to_be_visible(timeout=WAIT)
     field.fill("{broken")
     page.locator(".st-key-edit_save_1 button").click()
     refusal = page.locator(".st-key-msg_1").get_by_text("the arguments are not JSON")
-    expect(refusal).to_be_visible(timeout=20_000)
+    expect(refusal).to_be_visible(timeout=WAIT)
     _idle(page)
     _near(_in_view(field, "the arguments typed"), _in_view(refusal, "the reason they were refused"))
     page.close()
@@ -157,15 +157,15 @@ def test_the_runs_page_says_what_a_delete_did_where_it_was_pressed(app, browser)
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/runs")
     delete = page.get_by_role("button", name="Delete…")
-    expect(delete).to_be_visible(timeout=30_000)
+    expect(delete).to_be_visible(timeout=WAIT)
     _idle(page)
     delete.click()
     yes = page.get_by_role("button", name="Yes, delete")
-    expect(yes).to_be_visible(timeout=20_000)
+    expect(yes).to_be_visible(timeout=WAIT)
     _idle(page)
     yes.click()
     done = page.get_by_text("Deleted run")
-    expect(done).to_be_visible(timeout=20_000)
+    expect(done).to_be_visible(timeout=WAIT)
     _idle(page)
     _in_view(done, "the notice of the delete")
     page.close()
@@ -177,11 +177,11 @@ def test_an_import_is_reported_under_the_file_box(app, browser, tmp_path):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/runs")
     files = page.locator("input[type=file]")
-    expect(files).to_be_attached(timeout=30_000)
+    expect(files).to_be_attached(timeout=WAIT)
     _idle(page)
     files.set_input_files(str(upload))
     done = page.get_by_text("Imported chat.json")
-    expect(done).to_be_visible(timeout=20_000)
+    expect(done).to_be_visible(timeout=WAIT)
     _idle(page)
     _near(_in_view(page.get_by_test_id("stFileUploader"), "the file box"), _in_view(done, "the notice"))
     page.close()
@@ -190,7 +190,7 @@ def test_an_import_is_reported_under_the_file_box(app, browser, tmp_path):
 def test_the_loop_code_and_tool_json_wrap_and_the_metrics_read_in_full(app, browser):
     page, step = _new_run(browser, app)
     step.click()
-    expect(page.locator(".st-key-msg_4 .stCode pre")).to_be_attached(timeout=20_000)  # the last tool's JSON
+    expect(page.locator(".st-key-msg_4 .stCode pre")).to_be_attached(timeout=WAIT)  # the last tool's JSON
     _idle(page)
     overflow = """(selector) => Array.from(document.querySelectorAll(selector)).map(
         (el) => [el.scrollWidth - el.clientWidth, el.textContent.slice(0, 80)])"""
@@ -250,16 +250,16 @@ def test_the_cost_pages_first_chart_is_on_the_first_screen(one_run_app, browser)
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{one_run_app}/runs")
     opener = page.get_by_role("button", name="Open in playground")
-    expect(opener).to_be_visible(timeout=30_000)
+    expect(opener).to_be_visible(timeout=WAIT)
     _idle(page)
     opener.click()
-    expect(page.get_by_role("button", name="Step", exact=True)).to_be_visible(timeout=20_000)
+    expect(page.get_by_role("button", name="Step", exact=True)).to_be_visible(timeout=WAIT)
     _idle(page)
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Cost").click()
-    expect(page.get_by_role("heading", name="Cost", level=1)).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("heading", name="Cost", level=1)).to_be_visible(timeout=WAIT)
     _idle(page)
     chart = page.locator(".stPlotlyChart").first
-    expect(chart).to_be_visible(timeout=30_000)
+    expect(chart).to_be_visible(timeout=WAIT)
     _idle(page)
     assert "Tokens per step" in chart.inner_text()
     _in_view(chart, "the tokens-per-step chart")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from servers import ROOT
-from test_browser import app_over_runs, expect
+from test_browser import WAIT, app_over_runs, expect
 
 from ui.lessons import LESSONS, get_lesson
 
@@ -42,7 +42,7 @@ def _inside_viewport(page, selector: str) -> None:
 
 def _idle(page) -> None:
     """Wait until the app has finished its script run: a click during one can be lost in the page switch."""
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
 
 
 def _shot(page, name: str) -> None:
@@ -57,14 +57,14 @@ def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):
     page.goto(fresh_app)
     offer = page.locator(".st-key-lesson_offer")
     link = offer.get_by_role("link")
-    expect(link).to_contain_text(lesson.title, timeout=30_000)
+    expect(link).to_contain_text(lesson.title, timeout=WAIT)
     offered = time.monotonic()
     expect(page.locator(".st-key-start button")).to_be_visible()
     page.wait_for_timeout(500)  # let the rest of the playground finish drawing for the screenshot
     _shot(page, "lesson-offer.png")
     link.click()
     step = page.locator(".st-key-lesson_step button")
-    expect(step).to_be_enabled(timeout=20_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     expect(page.locator(".st-key-lesson_narration")).to_contain_text(lesson.intro.split(".")[0])
     _shot(page, "lesson-start.png")
     timings = [f"app opened to the offer: {offered - opened:.1f} s"]
@@ -76,7 +76,7 @@ def test_first_lesson_fits_a_projector_after_every_step(fresh_app, browser):
         _idle(page)
         clicked = time.monotonic()
         step.click()
-        expect(heading).to_contain_text(re.compile(rf"^Step {n}: sent \d+ tokens"), timeout=20_000)
+        expect(heading).to_contain_text(re.compile(rf"^Step {n}: sent \d+ tokens"), timeout=WAIT)
         node = "done" if n == 2 else "model"  # the node the run is at: the model phase is next, or done
         expect(page.locator(".st-key-lesson_diagram img.ac-loop")).to_have_attribute("data-node", node)
         page.wait_for_timeout(300)  # let the redraw after the step settle
@@ -109,7 +109,7 @@ def _pick_lesson(page, lesson_id: str) -> None:
     if index:
         page.locator(".st-key-lesson_id").click()
         page.get_by_role("option").nth(index).click()
-    expect(page.locator(".stMain h3")).to_contain_text(LESSONS[lesson_id].title, timeout=20_000)
+    expect(page.locator(".stMain h3")).to_contain_text(LESSONS[lesson_id].title, timeout=WAIT)
 
 
 def _parts_off_screen(page) -> list[str]:
@@ -132,7 +132,7 @@ def test_every_step_of_each_lesson_fits_a_projector_and_shows_the_answer_whole(f
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{fresh_app}/lesson")
     step = page.locator(".st-key-lesson_step button")
-    expect(step).to_be_enabled(timeout=30_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     _pick_lesson(page, lesson_id)
     heading = page.locator(".st-key-lesson_diagram h4")
     steps = 0
@@ -143,21 +143,21 @@ def test_every_step_of_each_lesson_fits_a_projector_and_shows_the_answer_whole(f
         if mock.count():  # the debugging lesson waits at its breakpoint for a mocked result: its box must fit too
             assert _parts_off_screen(page) == [], f"{lesson_id}, at the breakpoint"
             mock.click()
-            expect(mock).to_have_count(0, timeout=20_000)
+            expect(mock).to_have_count(0, timeout=WAIT)
             _idle(page)
             tools_alone += 1
         fork = page.locator(".st-key-lesson_fork_button button")
         if fork.count():  # the fork lesson waits for a changed tool result: its box must fit too
             assert _parts_off_screen(page) == [], f"{lesson_id}, before the fork"
             fork.click()
-            expect(heading).to_contain_text("Step 1:", timeout=20_000)
+            expect(heading).to_contain_text("Step 1:", timeout=WAIT)
             _idle(page)
             steps = 1
         if not step.is_enabled():
             break
         step.click()
         steps += 1
-        expect(heading).to_contain_text(f"Step {steps - tools_alone}:", timeout=20_000)
+        expect(heading).to_contain_text(f"Step {steps - tools_alone}:", timeout=WAIT)
         _idle(page)
         page.wait_for_timeout(300)  # let the redraw after the step settle
         assert _parts_off_screen(page) == [], f"{lesson_id}, step {steps}"

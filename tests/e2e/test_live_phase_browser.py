@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_browser import app_over_runs, expect, new_run
+from test_browser import WAIT, app_over_runs, expect, new_run
 
 from agentcore.store.runs import Store
 from ui.lessons import get_lesson
@@ -32,7 +32,7 @@ def paced_app(tmp_path_factory):
 def _watch(page, box: str) -> list[str]:
     """The box's text each time it changed, from its first drawing until it is gone."""
     live = page.locator(box)
-    expect(live).to_be_visible(timeout=20_000)
+    expect(live).to_be_visible(timeout=WAIT)
     seen: list[str] = []
     for _ in range(600):  # a bound on the polls, not on time: the phase ends long before
         if not live.count():
@@ -89,7 +89,7 @@ def test_the_playground_shows_the_time_and_the_streamed_reply_while_the_model_ph
     reply = _reply(store, lesson=False)
     _streamed_before_the_end(seen, reply)
     latest = page.locator(".st-key-latest")
-    expect(latest).to_contain_text(reply.split()[-1], timeout=20_000)  # the message, drawn in the box's place
+    expect(latest).to_contain_text(reply.split()[-1], timeout=WAIT)  # the message, drawn in the box's place
     expect(page.locator(".st-key-live")).to_have_count(0)
     expect(page.get_by_text(ELAPSED)).to_have_count(0)
     page.close()
@@ -101,13 +101,13 @@ def test_the_lesson_shows_the_time_and_the_streamed_reply_while_its_step_runs(pa
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(f"{url}/lesson")
     step = page.locator(".st-key-lesson_step button")
-    expect(step).to_be_enabled(timeout=30_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     expect(page.locator(".stMain h3")).to_contain_text(lesson.title)
     step.click()
     seen = _watch(page, ".st-key-lesson_live")
     reply = _reply(store, lesson=True)
     _streamed_before_the_end(seen, reply)
-    expect(page.locator(".st-key-lesson_diagram h4")).to_contain_text("Step 1:", timeout=20_000)
+    expect(page.locator(".st-key-lesson_diagram h4")).to_contain_text("Step 1:", timeout=WAIT)
     expect(page.locator(".st-key-lesson_new")).to_contain_text(reply.split()[-1])
     expect(page.locator(".st-key-lesson_live")).to_have_count(0)
     page.close()

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import expect
+from test_browser import WAIT, expect
 from test_replay import decided_run
 
 from agentcore import Agent, AssistantMessage, Run, RunConfig, Settings, StepRecord, Usage, create_provider, toolbox
@@ -143,7 +143,7 @@ def test_play_steps_on_by_itself_to_the_end(browser, tmp_path):
     run.stop_reason = "answer"
     replay = Replay(browser, run, tmp_path)
     replay.page.get_by_role("button", name="Play").click()
-    expect(replay.page.locator("#position")).to_have_text("3 / 3", timeout=15_000)
+    expect(replay.page.locator("#position")).to_have_text("3 / 3", timeout=WAIT)
     expect(replay.page.get_by_role("button", name="Play")).to_be_visible()  # back to Play, not Pause
     replay.expect_nothing_left_the_page()
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from test_accessibility import VIEWPORT, _check, _idle, axe_source  # noqa: F401 - the fixture, shared
-from test_browser import app_over_runs, expect
+from test_browser import WAIT, app_over_runs, expect
 
 from agentcore.store.runs import Store
 
@@ -31,15 +31,15 @@ def _stepped(browser, url: str, steps: int = 1):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(url)
     start = page.locator(".st-key-start button")
-    expect(start).to_be_visible(timeout=30_000)
+    expect(start).to_be_visible(timeout=WAIT)
     _idle(page)
     start.click()
     step = page.get_by_role("button", name="Step", exact=True)
     for n in range(1, steps + 1):
-        expect(step).to_be_enabled(timeout=20_000)
+        expect(step).to_be_enabled(timeout=WAIT)
         _idle(page)
         step.click()
-        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
     _idle(page)
     return page, step
 
@@ -49,7 +49,7 @@ def test_every_page_of_a_fresh_install_passes_axe(fresh, browser, axe_source):  
     page = browser.new_page(viewport=VIEWPORT)
     for path in PAGES:
         page.goto(f"{url}/{path}")
-        expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+        expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
         _idle(page)
         _check(page, axe_source, f"the {path or 'playground'} page of a fresh install")
     page.close()
@@ -67,7 +67,7 @@ def test_after_each_step_the_live_region_reads_the_new_messages_and_then_the_sto
     def heard() -> str:
         return page.evaluate("() => window.agentcoreLive.textContent")
 
-    page.wait_for_function("() => window.agentcoreLive.textContent.startsWith('Step 1 of ')", timeout=10_000)
+    page.wait_for_function("() => window.agentcoreLive.textContent.startsWith('Step 1 of ')", timeout=WAIT)
     first = heard()
     assert re.match(r"^Step 1 of \d+\. The model asked for get_weather", first)
     assert "Tool get_weather returned: " in first and first.endswith("Next: the model phase.")  # never cut off
@@ -77,9 +77,9 @@ def test_after_each_step_the_live_region_reads_the_new_messages_and_then_the_sto
     while step.is_enabled() and n < 10:
         n += 1
         step.click()
-        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=20_000)
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
         _idle(page)
-    page.wait_for_function(f"() => window.agentcoreLive.textContent.startsWith('Step {n} of ')", timeout=10_000)
+    page.wait_for_function(f"() => window.agentcoreLive.textContent.startsWith('Step {n} of ')", timeout=WAIT)
     last = heard()
     assert "The model answered:" in last and last.endswith("Stop reason: answered.") and last != first
     page.close()
@@ -109,15 +109,15 @@ def test_moving_to_another_page_puts_the_focus_on_its_heading_and_links_show_a_f
     url, _ = fresh
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(url)
-    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
     _idle(page)
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Runs").click()
-    expect(page.get_by_role("heading", name="Runs", level=1)).to_be_visible(timeout=20_000)
+    expect(page.get_by_role("heading", name="Runs", level=1)).to_be_visible(timeout=WAIT)
     _idle(page)
     page.wait_for_function(
         "() => document.activeElement && document.activeElement.tagName === 'H1'"
         " && document.activeElement.textContent.trim() === 'Runs'",
-        timeout=10_000,
+        timeout=WAIT,
     )
     # back from the heading, the keyboard reaches the navigation's links: a link's ring is drawn, 2 px and solid
     ring = None
@@ -148,23 +148,23 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
         picker.press("Control+a")
         picker.type(str(n))
         picker.press("Enter")
-        expect(page.get_by_text(f"Annotate step {n}", exact=True)).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(f"Annotate step {n}", exact=True)).to_be_visible(timeout=WAIT)
         _idle(page)
         page.get_by_text(f"Annotate step {n}", exact=True).click()
-        expect(form(n, "note").locator("textarea")).to_be_visible(timeout=10_000)
+        expect(form(n, "note").locator("textarea")).to_be_visible(timeout=WAIT)
 
     def label(n: int, name: str, note: str = "") -> None:
         box = form(n, "labels").get_by_role("combobox")
         box.click()
         box.type(name)  # the list narrows to the label typed
-        expect(page.get_by_role("option", name=name, exact=True)).to_be_visible(timeout=10_000)
+        expect(page.get_by_role("option", name=name, exact=True)).to_be_visible(timeout=WAIT)
         box.press("Enter")
         box.press("Escape")
         expect(form(n, "labels")).to_contain_text(name)
         if note:
             form(n, "note").locator("textarea").fill(note)
         form(n, "save").get_by_role("button").click()
-        expect(page.get_by_text(f"Annotated step {n}.")).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(f"Annotated step {n}.")).to_be_visible(timeout=WAIT)
         _idle(page)
 
     pick_step(1)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import app_over_runs
+from test_browser import WAIT, app_over_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -39,10 +39,10 @@ def reopen_finished(browser, url: str):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
     reopen = page.locator(".st-key-reopen button")
-    expect(reopen).to_be_visible(timeout=30_000)
+    expect(reopen).to_be_visible(timeout=WAIT)
     reopen.click()
-    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=30_000)
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=WAIT)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     return page
 
 
@@ -52,7 +52,7 @@ def test_an_imported_claude_code_session_steps_and_forks_in_a_browser(session_ap
     last = len(main.messages) - 1  # the list opens on its last page
     expect(page.locator(f".st-key-msg_{last}")).to_contain_text("analyzed the existing CLI command structure")
     page.get_by_role("tab", name="Steps").click()
-    expect(page.get_by_text(f"step 1 started subagent run {sub.id}")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(f"step 1 started subagent run {sub.id}")).to_be_visible(timeout=WAIT)
     expect(page.get_by_text("imported from the claude-code file")).to_be_visible()
     picker = page.get_by_label("Inspect step")
     for n in (1, 2, len(main.steps)):
@@ -60,27 +60,25 @@ def test_an_imported_claude_code_session_steps_and_forks_in_a_browser(session_ap
         page.get_by_role("option", name=str(n), exact=True).click()
         step = main.steps[n - 1]
         metrics = page.get_by_test_id("stMetricValue")
-        expect(metrics.filter(has_text=re.compile(rf"^{step.usage.input_tokens:,}$")).first).to_be_visible(
-            timeout=20_000
-        )
+        expect(metrics.filter(has_text=re.compile(rf"^{step.usage.input_tokens:,}$")).first).to_be_visible(timeout=WAIT)
         expect(page.get_by_text(f"Cache: {step.usage.cache_read_tokens:,} read")).to_be_visible()
         page.get_by_text("Wire view: the exact request and response").click()
         expect(page.get_by_text(re.compile(r"claude-code, lines? \d+"))).to_be_visible()
     picker.click()
     page.get_by_role("option", name="3", exact=True).click()
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.get_by_role("button", name="Fork from step 3").click()
-    expect(page.get_by_text(f"Forked from run {main.id} at step 3")).to_be_visible(timeout=20_000)
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_text(f"Forked from run {main.id} at step 3")).to_be_visible(timeout=WAIT)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.get_by_role("combobox", name="Provider").click()  # the fork goes on with another provider
     page.get_by_role("option", name="scripted", exact=True).click()
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.get_by_role("tab", name="Messages").click()
     step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=20_000)
+    expect(step).to_be_enabled(timeout=WAIT)
     step.click()
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
-    expect(page.locator("code", has_text="scripted/weather").first).to_be_visible(timeout=20_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+    expect(page.locator("code", has_text="scripted/weather").first).to_be_visible(timeout=WAIT)
     page.close()
     fork = next(r for r in store.list_runs(None, None, 50) if r.id not in (main.id, sub.id))
     stepped = store.load_run(fork.id)
