@@ -25,23 +25,32 @@ HEADER = "X-Forwarded-User"
 VIEWPORT = {"width": 1280, "height": 900}
 
 
-@pytest.fixture(scope="module")
-def two_servers(tmp_path_factory, pg_cluster):
-    """Two app servers on one PostgreSQL database with private runs and a teacher, and nginx in front."""
-    workdir = tmp_path_factory.mktemp("class-replicas")
-    db = pg_cluster.new_database()
+def _servers(workdir, db: str, users: list[str], **env: str):
+    """Two app servers on the scripted model over one database, users named by nginx's header, and nginx in front."""
     env = {
         "AGENTCORE_PROVIDER": "scripted",
         "AGENTCORE_DB": db,
         "AGENTCORE_USER_HEADER": HEADER,
-        "AGENTCORE_TEACHERS": "tina",
-        "AGENTCORE_PRIVATE_RUNS": "1",
         "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+        **env,
     }
     Store(db)  # migrated once, before two servers race to do it
     servers = [start_app(workdir, env), start_app(workdir, env)]
+    return servers, start_nginx([s.url.removeprefix("http://") for s in servers], users)
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory, pg_cluster):
+    """Two app servers on one PostgreSQL database with private runs and a teacher, and nginx in front."""
+    db = pg_cluster.new_database()
+    servers, proxy = _servers(
+        tmp_path_factory.mktemp("class-replicas"),
+        db,
+        ["ada", "bob", "tina"],
+        AGENTCORE_TEACHERS="tina",
+        AGENTCORE_PRIVATE_RUNS="1",
+    )
     upstreams = [s.url.removeprefix("http://") for s in servers]
-    proxy = start_nginx(upstreams, ["ada", "bob", "tina"])
     yield proxy, upstreams, db
     proxy.stop()
     for server in servers:
@@ -136,16 +145,8 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
     """nginx sends a browser whose server has stopped to the other one; the new session offers the student's last
     run, saved in PostgreSQL by every Step, and the student goes on from its last step."""
     db = pg_cluster.new_database()
-    env = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": db,
-        "AGENTCORE_USER_HEADER": HEADER,
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    Store(db)
-    servers = [start_app(tmp_path, env), start_app(tmp_path, env)]
+    servers, proxy = _servers(tmp_path, db, ["ada"])
     upstreams = [s.url.removeprefix("http://") for s in servers]
-    proxy = start_nginx(upstreams, ["ada"])
     try:
         context = _browser_on(browser, proxy, "ada", upstreams[0])
         page = context.new_page()
