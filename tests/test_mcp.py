@@ -147,9 +147,10 @@ def _children_marked(mark: str) -> list[int]:
 @pytest.mark.slow  # starts MCP servers
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the server's process through /proc")
 def test_a_stdio_server_killed_mid_call_is_an_error_result_and_is_started_again():
-    config = replace(stdio_server(DEMO), env=(("AGENTCORE_TEST_MARK", "doomed"),))
+    mark = f"doomed-{os.getpid()}"  # this test's server only, whatever else runs on the machine
+    config = replace(stdio_server(DEMO), env=(("AGENTCORE_TEST_MARK", mark),))
     tools = {t.name: t for t in mcp_tools([config])}
-    (pid,) = _children_marked("doomed")
+    (pid,) = _children_marked(mark)
     threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
     started = time.monotonic()
     outcome = call(tools["sleep"], {"seconds": 20})
