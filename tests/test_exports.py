@@ -23,6 +23,9 @@ from agentcore.exports import (
     export_csv,
     export_filename,
     export_json,
+    export_otlp,
+    export_run,
+    export_test,
     export_zip,
 )
 from agentcore.policies import ContextPolicies
@@ -30,6 +33,7 @@ from agentcore.providers.anthropic_cache import breakpoints
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage, WireExchange
 from agentcore.store.runs import Store
 from agentcore.telemetry import OTLP_JSON
+from agentcore.testing import pinned
 from agentcore.toolbox import get_tools
 from agentcore.wireformat import export_request
 
@@ -292,3 +296,43 @@ def test_a_csv_export_has_the_first_rows_keys_as_its_header_an_empty_cell_for_no
     assert export_csv([{"step": 1, "cost": None}, {"step": 2, "cost": f"key {key}"}]) == (
         "step,cost\n1,\n2,key [redacted]\n"
     )
+
+
+WEATHER_PROMPT = "What is the weather in Paris, Rome and Tokyo?"
+
+
+def weather_run() -> Run:
+    tools = get_tools("get_weather")
+    run = Run.start(WEATHER_PROMPT, RunConfig.made_for("scripted", "weather", tools))
+    Agent(create_provider("scripted", "weather"), tools).run(run)
+    return run
+
+
+def test_each_kind_of_run_export_is_that_kind_and_a_trace_holds_the_messages_unless_asked_not_to() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra (opentelemetry-sdk) is not installed")
+    run = weather_run()
+    otlp = export_run(run, OTLP_JSON)
+    assert otlp == export_otlp(run)
+    assert "resourceSpans" in json.loads(otlp)
+    assert WEATHER_PROMPT in otlp  # by default a trace export holds the messages
+    bare = export_run(run, OTLP_JSON, content=False)
+    assert "resourceSpans" in json.loads(bare)
+    assert WEATHER_PROMPT not in bare
+    assert WEATHER_PROMPT not in export_otlp(run, content=False)
+    atif = json.loads(export_run(run, "atif"))
+    assert atif["schema_version"] == "ATIF-v1.7"
+    assert atif["steps"][0]["message"] == WEATHER_PROMPT
+    with zipfile.ZipFile(io.BytesIO(export_zip([run], (OTLP_JSON,)))) as archive:
+        assert WEATHER_PROMPT in archive.read(f"{run.id}.otlp.json").decode()
+    with zipfile.ZipFile(io.BytesIO(export_zip([run], (OTLP_JSON,), content=False))) as archive:
+        assert WEATHER_PROMPT not in archive.read(f"{run.id}.otlp.json").decode()
+
+
+def test_a_pinned_test_exports_as_json_unless_yaml_is_asked_for() -> None:
+    test = pinned.propose(weather_run())
+    as_json = json.loads(export_test(test))
+    assert as_json["prompt"] == WEATHER_PROMPT
+    yaml_text = export_test(test, yaml_format=True)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(yaml_text)
+    assert pinned.loads(yaml_text, yaml_format=True).prompt == WEATHER_PROMPT
