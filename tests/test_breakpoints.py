@@ -369,3 +369,34 @@ def test_a_calls_arguments_are_shown_with_their_letters_as_written():
     agent, run = replay_run(weather_calls("Zürich"), breakpoints=["tool:get_weather"])
     agent.run(run)
     assert 'call get_weather({"city": "Zürich"}) [c1]' in run.halt.words
+
+
+def test_a_pattern_condition_holds_on_a_value_up_to_the_searchable_length_and_not_past_it():
+    from agentcore.hooks.specs import parse_condition
+    from agentcore.schemas import MAX_PATTERN_INPUT_CHARS
+
+    condition = parse_condition("$.q~a$")
+    assert condition.holds({"q": "b" * (MAX_PATTERN_INPUT_CHARS - 1) + "a"})
+    # one character more and the pattern is not applied: the condition is unmet, and no error ends the run
+    assert not condition.holds({"q": "b" * MAX_PATTERN_INPUT_CHARS + "a"})
+    rule = MockRule(tool="search", when=["$.q~a$"], result="mocked")
+    assert rule.matches("search", {"q": "b" * 10 + "a"})
+    assert not rule.matches("search", {"q": "b" * MAX_PATTERN_INPUT_CHARS + "a"})
+
+
+def test_a_parsed_spec_is_shared_through_its_cache_so_it_cannot_be_changed():
+    import dataclasses
+
+    from agentcore.hooks.specs import parse_condition
+
+    condition = parse_condition("$.city=Paris")
+    assert parse_condition("$.city=Paris") is condition  # one object for every run that names it
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        condition.raw = "Rome"
+    breakpoint_ = parse_breakpoint("args:$.city=Paris")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        breakpoint_.spec = "step:1"
+    rule = MockRule(tool="get_weather", result="18 C")
+    with pytest.raises(ValueError, match="frozen"):
+        rule.result = "changed"
+    assert parse_condition("$.city=Paris").raw == "Paris" and rule.result == "18 C"

@@ -536,3 +536,78 @@ def test_a_tool_run_is_named_by_its_span_and_keeps_the_arguments_a_hook_replaced
         None,
     )
     assert (second.original_arguments, second.original_raw_arguments) == (None, "{city: Rome")
+
+
+# -- people's labels, and what else a trace may leave out ------------------------------
+
+
+def note(at_ms: int | None = None, **attrs) -> dict:
+    """An `agentcore.annotation` span event as the exporter writes one; at `at_ms` after T0 when given."""
+    event = {"name": g.ANNOTATION, "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()]}
+    if at_ms is not None:
+        event["timeUnixNano"] = str(T0 + at_ms * MS)
+    return event
+
+
+def with_events(trace: bytes, **events: list) -> bytes:
+    """The trace with each named span's events set."""
+    data = json.loads(trace)
+    for item in data["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        if item["spanId"] in events:
+            item["events"] = events[item["spanId"]]
+    return json.dumps(data).encode()
+
+
+def test_a_span_s_labels_are_read_as_written_and_what_an_event_leaves_out_is_its_span_s():
+    trace = with_events(
+        weather_trace(),
+        m1=[
+            "not an event",  # other things a span's events hold are left alone
+            {"name": "exception", "attributes": []},
+            note(200, **{g.ANNOTATION_LABELS: ("wrong tool",), g.ANNOTATION_TAGS: ("slow",), g.ANNOTATION_NOTE: "n"}),
+            note(None, **{g.ANNOTATION_SCORE: 2.0}),
+        ],
+        t1=[note(410, **{g.ANNOTATION_SCORE: 1.0})],
+        m2=[note(600, **{g.ANNOTATION_SCORE: 3.0, g.TOOL_CALL_ID: "c2"})],
+    )
+    run = from_otlp(trace)
+    got = [(a.step, a.tool_call_id, a.labels, a.tags, a.note, a.score, a.created_at) for a in run.annotations]
+    assert got == [
+        (1, None, ["wrong tool"], ["slow"], "n", None, "2023-11-14T22:13:20.200+00:00"),
+        (1, None, [], [], "", 2.0, "2023-11-14T22:13:20.350+00:00"),  # no time: the span's end
+        (1, "c1", [], [], "", 1.0, "2023-11-14T22:13:20.410+00:00"),  # on a tool span: its call
+        (2, "c2", [], [], "", 3.0, "2023-11-14T22:13:20.600+00:00"),  # a call named by the event
+    ]
+
+
+def test_exactly_the_most_labels_on_a_span_read_and_one_more_is_refused(monkeypatch):
+    monkeypatch.setattr(importer, "MAX_ANNOTATIONS", 3)
+    three = [note(200 + i, **{g.ANNOTATION_SCORE: float(i)}) for i in range(3)]
+    assert len(from_otlp(with_events(weather_trace(), m1=three)).annotations) == 3
+    with pytest.raises(TranscriptError, match="more than 3 annotations on one span"):
+        from_otlp(with_events(weather_trace(), m1=[*three, note(300, **{g.ANNOTATION_SCORE: 9.0})]))
+
+
+def test_a_trace_recorded_without_message_content_says_how_to_record_one_with_it():
+    bare = span("m1", "chat gpt-4o", T0, T0 + MS, "r", **{"gen_ai.operation.name": "chat"})
+    bare["attributes"].append({"key": g.OUTPUT_MESSAGES, "value": value([answer("Mild.")])})
+    with pytest.raises(TranscriptError) as refused:
+        from_otlp(otlp(root(), bare))
+    assert f"holds no {g.INPUT_MESSAGES}: the trace was recorded without message content; " in str(refused.value)
+    assert str(refused.value).endswith(importer.WITH_CONTENT)
+
+
+def test_an_integer_written_as_a_json_number_reads_as_the_one_written_as_text():
+    as_text = from_otlp(weather_trace(first_chat={g.INPUT_TOKENS: 42}))
+    data = json.loads(weather_trace(first_chat={g.INPUT_TOKENS: 42}))
+    for attribute in data["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"]:
+        if attribute["key"] == g.INPUT_TOKENS:
+            attribute["value"] = {"intValue": 42}
+    as_number = from_otlp(json.dumps(data).encode())
+    assert as_text.steps[0].usage.input_tokens == as_number.steps[0].usage.input_tokens == 42
+
+
+def test_a_resource_without_scopes_and_a_scope_without_spans_are_read_as_none():
+    data = json.loads(weather_trace())
+    data["resourceSpans"] += [{"resource": {}}, {"scopeSpans": [{"scope": {}}]}]
+    assert len(from_otlp(json.dumps(data).encode()).steps) == 2
