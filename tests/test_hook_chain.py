@@ -4,6 +4,7 @@ sent has one answer (accounting.sent_at) that the provider-body export, the trac
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,9 +14,10 @@ from agentcore import toolbox
 from agentcore.accounting import sent_at, sent_tokens, step_usage
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
-from agentcore.hooks import HookEffect
-from agentcore.hooks.chain import model_chain, tools_chain
+from agentcore.hooks import HookEffect, examples, mocks, protocol
+from agentcore.hooks.chain import ModelChain, model_chain, tools_chain
 from agentcore.loop import Agent
+from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall, UserMessage
 from agentcore.providers.base import ModelRequest, estimate_request_tokens
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
@@ -330,3 +332,91 @@ def test_a_hook_past_its_time_limit_is_left_behind_not_waited_for():
         assert not finished.is_set()  # the step returned while the hook still ran: it was not waited for
     finally:
         release.set()
+
+
+# -- the hooks target's survivors of make mutate, each a test ---------------------------------------------------
+
+WEATHER_CALL = ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ModelChain([], []),
+        examples.DEFAULT_RULES[0],
+        examples.HOOKS["redact"],
+        protocol.Pause("why"),
+        protocol.Stop("why"),
+        protocol.Refuse(WEATHER_CALL, "why"),
+        protocol.Answer(WEATHER_CALL, None),
+        mocks.MOCK,
+    ],
+    ids=["ModelChain", "Rule", "NamedHook", "Pause", "Stop", "Refuse", "Answer", "BuiltIn"],
+)
+def test_what_hooks_give_back_and_the_shared_built_ins_cannot_be_changed_after_the_fact(value):
+    # a hook's decision is kept on the run, and the built-ins and rules are one object for every run
+    field = dataclasses.fields(value)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, field, None)
+
+
+def test_the_redactor_masks_addresses_in_a_list_argument_and_leaves_a_turn_with_thinking_as_written():
+    call = ToolCall(id="c1", name="send", arguments={"to": [ADDRESS, "team"], "n": 2})
+    thought = ReasoningPart(provider="anthropic", text="thought", signature="sig")
+    thinking = AssistantMessage(content=f"I will write to {ADDRESS}", reasoning=(thought,))
+    turns = (UserMessage(content="hi"), AssistantMessage(content="", tool_calls=(call,)), thinking)
+    run = Run.start("hi", RunConfig(provider="scripted", model="weather"))
+    sent = examples.redact(run, ModelRequest(messages=turns))
+    assert sent.messages[1].tool_calls[0].arguments == {"to": [examples.EMAIL_MASK, "team"], "n": 2}
+    assert sent.messages[2] is thinking  # its signature covers the text: sent back as written
+
+
+def test_the_guardrail_reads_arguments_that_were_not_json_as_text():
+    call = ToolCall(id="c1", name="send", raw_arguments=f"to {ADDRESS}, not json")
+    assert call.arguments_invalid
+    assert "e-mail address" in (examples.Guardrail().breach(call) or "")
+    assert examples.Guardrail().breach(ToolCall(id="c2", name="send", raw_arguments="not json")) is None
+
+
+def test_a_built_in_s_failure_is_one_line_after_its_name():
+    words = protocol.failure_words("breakpoint")
+    assert words(UsageError("no such tool")) == "breakpoint: no such tool"
+    assert words(ValueError("bad\n   value")) == "breakpoint: ValueError: bad value"
+
+
+def test_a_before_tools_hook_giving_back_a_list_of_something_else_fails_the_step_in_one_line():
+    run = Run.start("hi", RunConfig(provider="scripted", model="weather"))
+
+    def strings(run, calls):
+        return ["get_weather"]
+
+    with pytest.raises(protocol.HookFailed, match=r"^hook strings \(before_tools\): gave back list, not a list of"):
+        protocol.run_hooks("before_tools", [strings], run, [WEATHER_CALL])
+
+
+def test_an_after_model_hook_s_reply_is_an_effect_only_when_it_differs():
+    run = Run.start("hi", RunConfig(provider="scripted", model="weather"))
+    reply = AssistantMessage(content="Mild.")
+
+    def same(run, message):
+        return message.model_copy()
+
+    def louder(run, message):
+        return message.model_copy(update={"content": "MILD."})
+
+    assert protocol.run_hooks("after_model", [same], run, reply).effects == []
+    [effect] = protocol.run_hooks("after_model", [louder], run, reply).effects
+    assert (effect.hook, effect.change, effect.kind) == ("louder", "reply changed", "reply")
+    assert (effect.before["content"], effect.after["content"]) == ("Mild.", "MILD.")
+
+
+def test_the_policies_hook_numbers_a_repeated_call_id_with_the_step_it_makes():
+    from agentcore.hooks.context_policies import PolicyHook
+
+    run = Agent(ScriptedProvider(scenario="weather"), toolbox.get_tools("get_weather")).run(
+        Run.start("Weather in Paris and Rome?", RunConfig.made_for("scripted", "weather"))
+    )
+    used = next(c.id for m in run.messages if isinstance(m, AssistantMessage) for c in m.tool_calls)
+    again = AssistantMessage(content="", tool_calls=(WEATHER_CALL.model_copy(update={"id": used}),))
+    step = len(run.steps) + 1
+    assert PolicyHook(None).after_model.hook(run, again).tool_calls[0].id == f"{used}_s{step}"
