@@ -126,15 +126,12 @@ def show(name: str, data: dict) -> None:
         f"{name}: {killed}/{s['total']} killed ({rate:.1f}%), {s['survived']} survived, "
         f"{unmeasured} not measured, in {data['seconds']} s"
     )
-    for r in sorted(data["results"], key=lambda r: (r["file_path"], r["line_number"])):
-        if r["status"] == "survived":
+    ordered = sorted(data["results"], key=lambda r: (r["file_path"], r["line_number"]))
+    for status, said in (("survived", "survived"), ("error", "not measured")):
+        for r in (r for r in ordered if r["status"] == status):
             path = Path(r["file_path"]).relative_to(ROOT)
-            print(f"  survived {path}:{r['line_number']} {r['description']} ({r['operator']})")
-    for r in data["results"]:
-        if r["status"] == "error":
-            path = Path(r["file_path"]).relative_to(ROOT)
-            why = (r.get("error_output") or "").split(":")[0]
-            print(f"  not measured {path}:{r['line_number']} {r['description']}: {why}")
+            why = (r.get("error_output") or "").split(":")[0] if status == "error" else r["operator"]
+            print(f"  {said} {path}:{r['line_number']} {r['description']} ({why})")
 
 
 def main() -> None:

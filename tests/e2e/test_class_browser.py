@@ -26,7 +26,8 @@ VIEWPORT = {"width": 1280, "height": 900}
 
 
 def _servers(workdir, db: str, users: list[str], **env: str):
-    """Two app servers on the scripted model over one database, users named by nginx's header, and nginx in front."""
+    """Two app servers on the scripted model over one database, users named by nginx's header, and nginx in front:
+    the servers, their host:port as nginx reaches them, and nginx."""
     env = {
         "AGENTCORE_PROVIDER": "scripted",
         "AGENTCORE_DB": db,
@@ -36,21 +37,21 @@ def _servers(workdir, db: str, users: list[str], **env: str):
     }
     Store(db)  # migrated once, before two servers race to do it
     servers = [start_app(workdir, env), start_app(workdir, env)]
-    return servers, start_nginx([s.url.removeprefix("http://") for s in servers], users)
+    upstreams = [s.url.removeprefix("http://") for s in servers]
+    return servers, upstreams, start_nginx(upstreams, users)
 
 
 @pytest.fixture(scope="module")
 def two_servers(tmp_path_factory, pg_cluster):
     """Two app servers on one PostgreSQL database with private runs and a teacher, and nginx in front."""
     db = pg_cluster.new_database()
-    servers, proxy = _servers(
+    servers, upstreams, proxy = _servers(
         tmp_path_factory.mktemp("class-replicas"),
         db,
         ["ada", "bob", "tina"],
         AGENTCORE_TEACHERS="tina",
         AGENTCORE_PRIVATE_RUNS="1",
     )
-    upstreams = [s.url.removeprefix("http://") for s in servers]
     yield proxy, upstreams, db
     proxy.stop()
     for server in servers:
@@ -145,8 +146,7 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
     """nginx sends a browser whose server has stopped to the other one; the new session offers the student's last
     run, saved in PostgreSQL by every Step, and the student goes on from its last step."""
     db = pg_cluster.new_database()
-    servers, proxy = _servers(tmp_path, db, ["ada"])
-    upstreams = [s.url.removeprefix("http://") for s in servers]
+    servers, upstreams, proxy = _servers(tmp_path, db, ["ada"])
     try:
         context = _browser_on(browser, proxy, "ada", upstreams[0])
         page = context.new_page()
