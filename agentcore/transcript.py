@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -317,8 +318,15 @@ def save(run: Run, path: str | Path) -> None:
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write text (as UTF-8) or bytes to a temporary file beside `path`, then rename it over `path`."""
+    """Write text (as UTF-8) or bytes to a temporary file beside `path`, then rename it over `path`.
+
+    Only a file is written over: a rename over a device (`/dev/null`), a FIFO or a folder would replace it, so
+    such a path is a TranscriptError before anything is written.
+    """
     path = Path(path)
+    mode = path.lstat().st_mode if path.exists() or path.is_symlink() else stat.S_IFREG
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):  # a link is replaced, never what it points to
+        raise TranscriptError(f"{path}: not a regular file; agentcore writes files only")
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)

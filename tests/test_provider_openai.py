@@ -210,6 +210,7 @@ def test_compatible_server_without_a_key_gets_no_authorization_header(monkeypatc
 
 def test_planted_key_never_reaches_wire_transcript_or_repr(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://compat.test/v1")  # the operator's address: the key goes there
     handler = reply(200, fixture("openai_invalid_arguments.json"))
     p = provider(handler)
     assert KEY not in repr(p) and KEY not in repr(p.http)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -236,3 +238,23 @@ def test_forks_keep_their_steps_numbered_in_order():
     for fork in (run.fork(2), run.fork_with_messages(run.messages[:-1])):
         assert [s.index for s in fork.steps] == list(range(1, len(fork.steps) + 1))
         assert tr.from_dict(tr.to_dict(fork)) == fork
+
+
+def test_a_write_over_a_device_fifo_or_folder_is_refused_and_leaves_it_as_it_was(tmp_path, capsys):
+    from agentcore.cli.main import main
+    from agentcore.transcript import write_atomic
+
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    for path in (fifo, folder):
+        with pytest.raises(TranscriptError, match="not a regular file"):
+            write_atomic(path, "{}")
+    run = Run.start("hi", RunConfig(scenario="weather", model="weather"))
+    tr.save(run, tmp_path / "run.json")
+    assert main(["pin", str(tmp_path / "run.json"), "-o", str(fifo), "--force"]) != 0
+    assert "not a regular file" in capsys.readouterr().err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and folder.is_dir()
+    write_atomic(tmp_path / "plain.json", "{}")  # a new file, and one written over, as before
+    write_atomic(tmp_path / "plain.json", "[]")
+    assert (tmp_path / "plain.json").read_text() == "[]"

@@ -199,10 +199,11 @@ def _connection(sb: DeltaGenerator, info: ProviderInfo) -> str | None:
             help=f"Used for this page load only: never stored. Or set {info.key_env} or st.secrets.",
         )
     set_typed_key(info.name, typed)
+    base_url = (base_url or "").strip() or None
     if info.key_env:
-        _, source = resolve_api_key(info)
+        _, source = resolve_api_key(info, base_url)
         sb.caption(f"Key: {source}")
-    return (base_url or "").strip() or None
+    return base_url
 
 
 def _tools(sb: DeltaGenerator) -> list[str]:

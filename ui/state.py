@@ -30,9 +30,10 @@ from agentcore.messages import Message
 from agentcore.policies import ContextPolicies
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
+from agentcore.providers.keys import choose_key
 from agentcore.run import LoopGuard, Run, RunConfig
 from agentcore.secrets import register_secret
-from agentcore.store.access import is_teacher
+from agentcore.store.access import is_teacher, proxy_refusal
 from agentcore.store.runs import (
     LAST_RUN_KEY,
     RunChanged,
@@ -228,11 +229,21 @@ class User(NamedTuple):
 class NotSignedIn(Exception):
     """The deployment names users by a header, and this request holds no usable name in it."""
 
-    def __init__(self, header: str) -> None:
+    def __init__(self, header: str, why: str | None = None) -> None:
         super().__init__(
-            f"Not signed in: this app takes your name from the {header} header, and this request holds no valid "
-            "name in it, so nothing here can be opened or saved; open the app through its sign-in page."
+            f"Not signed in: {why}."
+            if why
+            else f"Not signed in: this app takes your name from the {header} header, and this request holds no "
+            "valid name in it, so nothing here can be opened or saved; open the app through its sign-in page."
         )
+
+
+def _listening_on() -> str | None:
+    """The address this Streamlit server listens on (server.address; unset: every interface)."""
+    try:
+        return st.get_option("server.address") or None
+    except Exception:  # noqa: BLE001 - no server config: every interface, the safe assumption
+        return None
 
 
 def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
@@ -245,6 +256,9 @@ def resolve_user(headers: Mapping[str, str], typed: str | None) -> User:
     """
     header = os.environ.get(USER_HEADER_ENV, "").strip()
     if header:
+        refusal = proxy_refusal(header, headers, _listening_on())
+        if refusal is not None:
+            raise NotSignedIn(header, refusal)
         try:
             name = valid_name(headers.get(header))
         except ValueError:
@@ -413,23 +427,22 @@ def set_typed_key(provider: str, key: str | None) -> None:
     _typed.keys = {provider: key} if key else {}
 
 
-def resolve_api_key(info: ProviderInfo) -> tuple[str | None, str]:
-    """The key for a provider and where it came from: typed, environment, st.secrets, or missing."""
-    if info.key_env is None:
-        return None, "no key needed"
+def resolve_api_key(info: ProviderInfo, base_url: str | None = None) -> tuple[str | None, str]:
+    """The key a call to `base_url` carries and where it came from: typed, the server's (environment or
+    st.secrets, only to an address its operator set: agentcore.providers.keys), or none, with why."""
     typed = getattr(_typed, "keys", {}).get(info.name)
-    if typed:
-        return typed, "typed (kept for this page load only)"
-    if os.environ.get(info.key_env):
-        return os.environ[info.key_env], f"from the environment ({info.key_env})"
+    choice = choose_key(info, base_url, given=typed, stored=_secret)
+    return choice.key, choice.source
+
+
+def _secret(name: str) -> str | None:
     try:
-        secret = st.secrets.get(info.key_env)
+        secret = st.secrets.get(name)
     except Exception:  # noqa: BLE001 - no secrets file is the normal case
-        secret = None
+        return None
     if secret:
         register_secret(str(secret))
-        return str(secret), f"from st.secrets ({info.key_env})"
-    return None, f"missing: type it above or set {info.key_env}"
+    return str(secret) if secret else None
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
@@ -451,7 +464,7 @@ def make_provider(config: RunConfig, options: dict[str, Any] | None = None) -> P
     model = (config.scenario or config.model) if info.name == "scripted" else config.model
     if info.key_env is None:
         return _cached_provider(info.name, model, config.base_url, (options or {}).get("n_ctx"))
-    key, _ = resolve_api_key(info)
+    key, _ = resolve_api_key(info, config.base_url)
     if key is None and _vendor_url(info, config.base_url):
         # the library's own message speaks to a caller of create_provider; this one names the app's fields
         raise UsageError(

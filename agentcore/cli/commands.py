@@ -216,7 +216,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from ..compare import Comparison, format_table, parse_spec
     from ..compare_report import ExpectedAnswer, format_repeats, repeated_summary
-    from ..providers import get_info
+    from ..providers import create_operator_provider, get_info
     from ..providers.scripted import SCENARIOS
 
     specs = [replace(parse_spec(text), temperature=args.temperature) for text in args.config or []]
@@ -240,7 +240,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     def made() -> Comparison:
         return Comparison(
-            args.prompt, specs, system_prompt=args.system, tools=tools, max_steps=args.max_steps, expected=expected
+            args.prompt,
+            specs,
+            system_prompt=args.system,
+            tools=tools,
+            max_steps=args.max_steps,
+            expected=expected,
+            factory=create_operator_provider,
         )
 
     comparison = made()
@@ -303,6 +309,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     save every fork, and print step K as the original made it beside each configuration's, then the summary."""
     from ..compare import Comparison, Origin, format_table
     from ..compare_report import format_step_rows
+    from ..providers import create_operator_provider
     from ..store.runs import Store
     from ..toolbox import built_in
 
@@ -325,7 +332,7 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
             "as an error",
             file=sys.stderr,
         )
-    comparison = Comparison.from_step(origin, specs, tools=tools)
+    comparison = Comparison.from_step(origin, specs, tools=tools, factory=create_operator_provider)
     made = (
         "to the end of its budget" if origin.steps is None else f"{origin.steps} step{'s' if origin.steps != 1 else ''}"
     )

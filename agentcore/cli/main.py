@@ -86,7 +86,7 @@ class Printer:
 
 def _build_run(args: argparse.Namespace):
     from ..loop import Agent, check_final_schema
-    from ..providers import create_provider, default_provider, get_info
+    from ..providers import create_operator_provider, default_provider, get_info
     from ..providers.scripted import get_scenario
     from ..run import Run, RunConfig
 
@@ -123,7 +123,7 @@ def _build_run(args: argparse.Namespace):
         if provider_name not in WIRE_FORMATS:
             raise UsageError(f"--no-stream applies to the {', '.join(WIRE_FORMATS)} providers")
         options["stream"] = False
-    provider = create_provider(provider_name, model, base_url=args.base_url, **options)
+    provider = create_operator_provider(provider_name, model, base_url=args.base_url, **options)
     config = RunConfig.made_for(
         provider_name,
         provider.model,
@@ -666,17 +666,57 @@ def _add_mcp(sub: Any) -> None:
         help="with --http: each request's user is this header's value, as the app's AGENTCORE_USER_HEADER "
         "(default: that variable); a request without it is refused",
     )
+    p.add_argument(
+        "--proxy-secret-env",
+        metavar="NAME",
+        help="with --http: the variable holding a secret the proxy adds to every request as "
+        "X-Agentcore-Proxy-Secret; a request without it is refused (required with --user-header off loopback)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --http: a Host (and Origin) name to answer besides loopback and the bound address, such as "
+        "the proxy's public name; repeatable (also AGENTCORE_MCP_ALLOWED_HOSTS)",
+    )
+    p.add_argument(
+        "--allow-base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a base URL a client's configuration may name, besides each provider's own and the one set in "
+        "its environment (OPENAI_BASE_URL, ...); repeatable (also AGENTCORE_MCP_ALLOW_BASE_URLS)",
+    )
+    p.add_argument(
+        "--call-seconds",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="the wall time one tool call may take: a comparison, a test run, a scan (default 300)",
+    )
     p.set_defaults(func=cmd_mcp_server)
 
 
 def cmd_mcp_server(args: argparse.Namespace) -> int:
     from ..mcp.client import require_sdk
+    from ..mcp.runs_limits import Limits
     from ..mcp.runs_server import serve
     from ..store.runs import Store
 
     require_sdk()
-    Store(args.db)  # a database that cannot be opened is one line now, not a failure on the first call
-    serve(args.db, args.http, user_header=args.user_header)
+    if not args.call_seconds > 0:
+        raise UsageError(f"--call-seconds is a number of seconds above 0, not {args.call_seconds:g}")
+    Store(args.db).close()  # a database that cannot be opened is one line now, not a failure on the first call
+    serve(
+        args.db,
+        args.http,
+        user_header=args.user_header,
+        allow_base_urls=args.allow_base_url,
+        allow_hosts=args.allow_host,
+        proxy_secret_env=args.proxy_secret_env,
+        limits=Limits(seconds=args.call_seconds),
+    )
     return 0
 
 

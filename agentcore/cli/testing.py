@@ -55,6 +55,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 def cmd_test(args: argparse.Namespace) -> int:
     """Run every test file on every configuration; print the matrix; exit 0 all pass, 1 any fails."""
+    from ..providers import create_operator_provider
     from ..testing import pinned, scoreboard
     from ..testing.runner import REPLAY, junit_xml, parse_config, results_json, run_matrix
 
@@ -71,7 +72,14 @@ def cmd_test(args: argparse.Namespace) -> int:
     trials = getattr(args, "trials", 1)
     times = f", {trials} trials each" if trials > 1 else ""
     print(f"running {len(tests)} tests × {len(specs)} configurations concurrently{times}")
-    matrix = run_matrix(tests, specs, tools=tools, trials=trials, pass_threshold=getattr(args, "pass_threshold", 1.0))
+    matrix = run_matrix(
+        tests,
+        specs,
+        tools=tools,
+        trials=trials,
+        pass_threshold=getattr(args, "pass_threshold", 1.0),
+        factory=create_operator_provider,  # the --config addresses are typed by whoever runs this
+    )
     print(matrix.table())
     if trials > 1:
         share = f"{matrix.pass_threshold:.0%}"

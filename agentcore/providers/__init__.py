@@ -15,6 +15,7 @@ from .. import catalogue
 from ..errors import UsageError
 from ..secrets import watch_env
 from .base import BaseProvider, ModelRequest, ModelResponse, Provider, Settings, WireExchange
+from .keys import server_key
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,21 @@ def create_provider(
     return cls(model or info.default_model, base_url=base_url, api_key=api_key, **options)
 
 
+def create_operator_provider(
+    name: str,
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    **options: Any,
+) -> Provider:
+    """`create_provider` for an address typed by whoever runs this process (the command line's `--base-url`,
+    `--config …@URL`): it carries their environment's key, as an address from anywhere else does not (keys.py)."""
+    if api_key is None:
+        api_key = server_key(get_info(name), base_url, named_by_operator=True)
+    return create_provider(name, model, base_url=base_url, api_key=api_key, **options)
+
+
 __all__ = [
     "FREE_PROVIDERS",
     "REGISTRY",
@@ -184,6 +200,7 @@ __all__ = [
     "ProviderInfo",
     "Settings",
     "WireExchange",
+    "create_operator_provider",
     "create_provider",
     "default_provider",
     "get_info",

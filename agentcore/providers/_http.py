@@ -46,6 +46,7 @@ from ._limits import (
     snippet,
 )
 from .base import BaseProvider, ModelRequest, ModelResponse, TextSink, WireExchange, estimate_request_tokens
+from .keys import server_key
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "anthropic-request-id")
@@ -399,7 +400,8 @@ class HttpProvider(BaseProvider, ABC):
         info = self.info
         self.base_url = (_configured(base_url, info.base_url_env, info.default_base_url) or "").rstrip("/")
         register_url(self.base_url)  # a proxy's user:password or ?key= in the URL is a credential too
-        self._api_key = _configured(api_key, info.key_env)  # memory only: never in repr, wire, transcript or error text
+        # memory only: never in repr, wire, transcript or error text; the server's own key only where keys.py lets it go
+        self._api_key = api_key or server_key(info, base_url)
         register_secret(self._api_key)
         if not self._api_key and info.key_env and self.official:
             raise UsageError(

@@ -13,12 +13,16 @@ CLI, an MCP server) gets the same answer without a rule of its own.
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 TEACHERS_ENV = "AGENTCORE_TEACHERS"
 PRIVATE_RUNS_ENV = "AGENTCORE_PRIVATE_RUNS"
+PROXY_SECRET_ENV = "AGENTCORE_PROXY_SECRET"
+PROXY_SECRET_HEADER = "X-Agentcore-Proxy-Secret"
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,50 @@ class Viewer:
         """Whether a run saved by `owner` is visible to this viewer."""
         return self.sees_everyone or owner == self.name
 
+    @property
+    def scope(self) -> tuple[str, ...]:
+        """What this viewer may see, as a key: () for every run, else ("owner", name). A cache shared between
+        sessions keys what it holds by it, so no viewer is handed what another read."""
+        return () if self.sees_everyone else ("owner", self.name)
+
     def clause(self, column: str = "owner") -> tuple[str, tuple[str, ...]]:
         """The SQL condition (with its parameters) that keeps the rows of runs this viewer may see; "" for all."""
         if self.sees_everyone:
             return "", ()
         return f"{column} = ?", (self.name,)
+
+
+def loopback(host: str | None) -> bool:
+    """Whether a listening address is reachable from this machine alone (127.0.0.0/8, ::1, localhost)."""
+    text = (host or "").strip().strip("[]")
+    if text.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False  # "", 0.0.0.0's words, a host name: every interface, or one we cannot vouch for
+
+
+def proxy_refusal(user_header: str, headers: Mapping[str, str], listening_on: str | None) -> str | None:
+    """Why a request may not be trusted to name its user in `user_header`, in one line; None when it may.
+
+    A server that takes its users' names from a header believes whoever reaches it: only its proxy may. So it
+    listens on loopback (the proxy on the same machine), or the proxy adds the secret AGENTCORE_PROXY_SECRET
+    holds in the X-Agentcore-Proxy-Secret header, which a client that goes around the proxy does not know.
+    """
+    from ..secrets import register_secret
+
+    secret = os.environ.get(PROXY_SECRET_ENV, "").strip()
+    if secret:
+        register_secret(secret)
+        given = {k.lower(): v for k, v in headers.items()}.get(PROXY_SECRET_HEADER.lower(), "")
+        if hmac.compare_digest(given.encode(), secret.encode()):
+            return None
+        return f"refused: this request did not come through the server's proxy (no valid {PROXY_SECRET_HEADER})"
+    if loopback(listening_on):
+        return None
+    return (
+        f"refused: this server takes its users' names from the {user_header} header but listens on "
+        f"{listening_on or 'every address'}, where anyone can send that header; listen on 127.0.0.1 behind the "
+        f"proxy, or set {PROXY_SECRET_ENV} and have the proxy send it in {PROXY_SECRET_HEADER}"
+    )

@@ -154,8 +154,9 @@ class PostgresBackend:
         "(SELECT 1 FROM jsonb_array_elements(models::jsonb) AS m(value) WHERE m.value ->> 0 = ?) END"
     )
     providers_sql = (
-        "SELECT provider FROM runs WHERE models = '[]' "
-        "UNION SELECT m.value ->> 0 FROM runs, jsonb_array_elements(runs.models::jsonb) AS m(value) ORDER BY 1"
+        "SELECT provider FROM runs WHERE models = '[]'{visible} "
+        "UNION SELECT m.value ->> 0 FROM runs, jsonb_array_elements(runs.models::jsonb) AS m(value) "
+        "WHERE 1 = 1{visible} ORDER BY 1"
     )
 
     def __init__(self, url: str) -> None:

@@ -489,7 +489,12 @@ class Store:
         return from_dict(self.load_data(run_id), check_messages=False)
 
     def exists(self, run_id: str) -> bool:
-        """Whether a run with this id is stored."""
+        """Whether a run with this id is stored and this Store's viewer may see it (else it reads as none)."""
+        visible, params = self._visible()
+        return self._one(f"SELECT 1 FROM runs WHERE id = ?{visible}", (run_id, *params)) is not None
+
+    def _taken(self, run_id: str) -> bool:
+        # whether any run, seen or not, has this id: what a new run's id must avoid, and nothing a reader is told
         return self._one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
     def summary(self, run_id: str) -> RunSummary | None:
@@ -554,8 +559,11 @@ class Store:
         return where, params
 
     def fingerprint(self) -> tuple[Any, ...]:
-        """What changes whenever a run is saved, renamed or deleted: a page may keep what it read until it does."""
-        return tuple(self._one("SELECT count(*), max(updated_at), max(revision) FROM runs") or ())
+        """What changes whenever a run this Store's viewer may see is saved, renamed or deleted: a page may keep what
+        it read until it does. With `scope`, a key a cache shared between sessions can hold."""
+        visible, params = self._visible()
+        found = self._one(f"SELECT count(*), max(updated_at), max(revision) FROM runs WHERE 1 = 1{visible}", params)
+        return (*self.viewer.scope, *(found or ()))
 
     def run_ids(
         self,
@@ -601,8 +609,9 @@ class Store:
         return out
 
     def providers(self) -> list[str]:
-        """The providers that answered the stored runs' steps, for the library's filter."""
-        return [r[0] for r in self._all(self._backend.providers_sql)]
+        """The providers that answered the steps of the runs this Store's viewer may see, for the library's filter."""
+        visible, params = self._visible()
+        return [r[0] for r in self._all(self._backend.providers_sql.format(visible=visible), (*params, *params))]
 
     def owners(self) -> list[str]:
         """Everyone who owns a stored run this Store's viewer may see."""
@@ -663,7 +672,7 @@ class Store:
 
     def import_run(self, run: Run) -> Run:
         """Store an imported run; an id already taken (or not a plain id) gets a fresh one, so nothing is overwritten."""
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", run.id) or self.exists(run.id):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", run.id) or self._taken(run.id):
             run = run.model_copy(update={"id": Run().id})
         # a file names any author it likes: what it brings is labelled by whoever imports it, the name it gave kept
         # in the note, so no one's labels can be made in another's name (only an author removes a label)
@@ -687,7 +696,7 @@ class Store:
         """Copy every run of `source` that this store lacks, keeping ids, owners and times; (copied, skipped)."""
         copied = skipped = 0
         for run_id, owner, updated_at in source._all("SELECT id, owner, updated_at FROM runs ORDER BY created_at, id"):
-            if self.exists(run_id):
+            if self._taken(run_id):
                 skipped += 1
                 continue
             run = from_dict(source._load(run_id, everyone=True)[0], check_messages=False)
@@ -724,7 +733,10 @@ class Store:
     def delete_annotation(self, run_id: str, annotation_id: str, *, user: str | None = None) -> None:
         """Remove an annotation; only its author (`user`, default this Store's owner) may, as for `delete_run`."""
         user = user or self.owner
+        visible, params = self._visible()
         with self._transaction() as db:
+            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{visible}", (run_id, *params)).fetchone() is None:
+                raise self._no_run(run_id)
             sql = f"SELECT author FROM annotations WHERE run_id = ? AND id = ?{db.lock_row}"
             found = db.execute(sql, (run_id, annotation_id)).fetchone()
             if found is None:
@@ -738,13 +750,14 @@ class Store:
     def scanned(self, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
         """Each named run's revision, and per scanner author the revision and scanner version it last read."""
         found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
+        visible, params = self._visible("r.owner")
         for at in range(0, len(run_ids), 500):
             part = run_ids[at : at + 500]
             sql = (
                 "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
-                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))})"
+                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))}){visible}"
             )
-            for run_id, revision, scanner, read, version in self._all(sql, tuple(part)):
+            for run_id, revision, scanner, read, version in self._all(sql, (*part, *params)):
                 found.setdefault(run_id, (revision, {}))
                 if scanner is not None:
                     found[run_id][1][scanner] = (read, version)
@@ -900,15 +913,18 @@ class Store:
         return experiment
 
     def experiments(self, limit: int = 100) -> list[Experiment]:
-        """The experiments kept, newest first."""
-        rows = self._all("SELECT body FROM experiments ORDER BY created_at DESC, id DESC LIMIT ?", (int(limit),))
+        """The experiments kept that this Store's viewer may see (their owner's, and a teacher's), newest first."""
+        visible, params = self._visible()
+        sql = f"SELECT body FROM experiments WHERE 1 = 1{visible} ORDER BY created_at DESC, id DESC LIMIT ?"
+        rows = self._all(sql, (*params, int(limit)))
         return [Experiment.model_validate_json(r[0]) for r in rows]
 
     def experiment(self, experiment_id: str) -> Experiment:
         """One experiment by its id, or a unique start of it; a StoreError when there is none."""
         if not re.fullmatch(r"[0-9a-f]{1,64}", experiment_id):
             raise StoreError(f"no experiment {experiment_id[:64]!r}: an experiment's id is hex digits")
-        rows = self._all("SELECT id, body FROM experiments WHERE id LIKE ?", (experiment_id + "%",))
+        visible, params = self._visible()  # another's experiment reads as none, its id prefix included
+        rows = self._all(f"SELECT id, body FROM experiments WHERE id LIKE ?{visible}", (experiment_id + "%", *params))
         exact = [r for r in rows if r[0] == experiment_id]
         if exact or len(rows) == 1:
             return Experiment.model_validate_json((exact or rows)[0][1])

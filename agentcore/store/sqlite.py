@@ -19,8 +19,9 @@ class SqliteBackend:
         "ELSE EXISTS (SELECT 1 FROM json_each(models) WHERE json_extract(value, '$[0]') = ?) END"
     )
     providers_sql = (
-        "SELECT provider FROM runs WHERE models = '[]' "
-        "UNION SELECT json_extract(m.value, '$[0]') FROM runs, json_each(runs.models) AS m ORDER BY 1"
+        "SELECT provider FROM runs WHERE models = '[]'{visible} "
+        "UNION SELECT json_extract(m.value, '$[0]') FROM runs, json_each(runs.models) AS m "
+        "WHERE 1 = 1{visible} ORDER BY 1"
     )
 
     def __init__(self, path: Path) -> None:
