@@ -2,10 +2,12 @@
 a zip, a comparison bundle, a pinned test file, a table as CSV.
 
 Every page of the app and every command of the CLI that hands data out does it through here.
-Every JSON export is text written by the one writer transcripts use (`transcript.json_text`)
-after `redact_fields`, so text holding a lone surrogate is written too, and every known secret,
-every credential-named field and anything shaped like a credential is removed. The replay page
-(replay.py) embeds JSON written the same way; a CSV table has every known secret removed.
+Every export first masks each credential by kind (`detectors.mask`: a known secret, a key's shape, what
+detect-secrets' plugins find, a tool argument named like a credential, each written `[redacted: KIND]`), so a
+run masks the same way in its JSON, ATIF, OTLP, replay page, request bodies and pinned test. Every JSON export
+is then text written by the one writer transcripts use (`transcript.json_text`) after `redact_fields`, so text
+holding a lone surrogate is written too and every credential-named field is removed. The replay page
+(replay.py) embeds JSON written the same way; a CSV table is masked as text.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import re
 import zipfile
 from typing import Any
 
+from .detectors import mask, mask_text
 from .errors import UsageError
 from .messages import numbered
 from .replay import replay_html
 from .run import Run
-from .secrets import redact_fields, scrub_text
+from .secrets import redact_fields
 from .telemetry import OTLP_JSON, require_otel
 from .testing.pinned import PinnedTest, data_text, to_data
 from .transcript import fitted_text, json_text, to_dict
@@ -59,17 +62,17 @@ def export_filename(run: Run, kind: str) -> str:
 
 def export_text(data: Any) -> str:
     """Exported JSON data as text: indented, readable, always writable as UTF-8, no credentials."""
-    return json_text(redact_fields(data), indent=2)
+    return json_text(redact_fields(mask(data)), indent=2)
 
 
 def export_json(run: Run) -> str:
     """The run as the project's transcript JSON, within the size every reader takes (transcript.fitted_text)."""
-    return fitted_text(to_dict(run), prepare=redact_fields)  # export_text's own redaction
+    return fitted_text(to_dict(mask(run)), prepare=redact_fields)  # export_text's own redaction
 
 
 def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:
     """The request body `fmt`'s API would receive for the run's next model call, as JSON text."""
-    return export_text(export_request(run, fmt, model=model))
+    return export_text(export_request(mask(run), fmt, model=model))
 
 
 def export_otlp(run: Run, *, content: bool = True) -> str:
@@ -77,14 +80,14 @@ def export_otlp(run: Run, *, content: bool = True) -> str:
     require_otel()
     from .telemetry.otlp import otlp_json
 
-    return otlp_json(run, content=content)
+    return otlp_json(mask(run), content=content)
 
 
 def export_atif(run: Run, subagents: list[Run] | None = None) -> str:
     """The run as an ATIF v1.7 trajectory, the runs in `subagents` that it links to embedded in it."""
     from .sessions.atif_export import to_atif
 
-    return export_text(to_atif(run, subagents))
+    return export_text(to_atif(mask(run), [mask(s) for s in subagents] if subagents is not None else None))
 
 
 def export_run(
@@ -98,10 +101,15 @@ def export_run(
     if fmt == ATIF:
         return export_atif(run, subagents)
     if fmt == REPLAY:
-        return replay_html(run)
+        return export_replay(run)
     if fmt == OTLP_JSON:
         return export_otlp(run, content=content)
     return export_body(run, fmt, model=model)
+
+
+def export_replay(run: Run) -> str:
+    """The run's replay page: one self-contained HTML file that steps through it offline."""
+    return replay_html(mask(run))
 
 
 def export_bundle(bundle: dict[str, Any]) -> str:
@@ -111,7 +119,7 @@ def export_bundle(bundle: dict[str, Any]) -> str:
 
 def export_test(test: PinnedTest, yaml_format: bool = False) -> str:
     """A pinned test file's text (JSON, or YAML when asked), its pinned run redacted as a transcript export is."""
-    return data_text(redact_fields(to_data(test)), yaml_format)
+    return data_text(redact_fields(mask(to_data(test))), yaml_format)
 
 
 def export_csv(rows: list[dict[str, Any]]) -> str:
@@ -122,7 +130,7 @@ def export_csv(rows: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    return scrub_text(out.getvalue())
+    return mask_text(out.getvalue())
 
 
 def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content: bool = True) -> bytes:
@@ -144,7 +152,7 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content
             archive.writestr(f"{name}.json", export_json(run))
             for fmt in formats:
                 if fmt == REPLAY:
-                    archive.writestr(f"{name}.html", replay_html(run))
+                    archive.writestr(f"{name}.html", export_replay(run))
                 elif fmt == OTLP_JSON:
                     archive.writestr(f"{name}.otlp.json", export_otlp(run, content=content))
                 elif fmt == ATIF:

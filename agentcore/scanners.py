@@ -34,7 +34,7 @@ from .hooks.guard import call_key
 from .messages import AssistantMessage, ToolMessage
 from .run import Run
 from .schemas import SchemaError, compile_pattern, search
-from .secrets import key_shapes, scrub_text
+from .secrets import scrub_text
 
 if TYPE_CHECKING:
     from .store.runs import Store
@@ -194,10 +194,13 @@ def scan_unread_results(run: Run) -> Iterable[Finding]:
 
 
 def scan_key_in_reply(run: Run) -> Iterable[Finding]:
-    """Text shaped like a key (an `sk-` key, a Bearer or Basic token, a registered secret) in a reply."""
+    """A credential in a reply, found as an import finds what it masks (detectors.secret_kinds): a registered
+    secret, an `sk-` key, a Bearer or Basic token, and each kind detect-secrets' chosen plugins know."""
+    from .detectors import secret_kinds
+
     for n, reply in _replies(run):
         text = reply.text
-        kinds = key_shapes(text)
+        kinds = secret_kinds(text)
         if kinds:
             yield Finding(n, "key in reply", f"step {n}'s reply holds text shaped like a key: {', '.join(kinds)}")
 

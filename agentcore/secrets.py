@@ -21,6 +21,7 @@ import os
 import re
 import threading
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -31,12 +32,15 @@ SECRET_HEADERS = frozenset(
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY")
-_SECRET_KEY = re.compile(r"(api[-_]?key|secret|token|password|authorization|cookie)$", re.IGNORECASE)
+SECRET_FIELD = re.compile(r"(api[-_]?key|secret|token|password|authorization|cookie)$", re.IGNORECASE)
 _SECRET_SHAPES = (
     ("Bearer", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")),
     ("Basic", re.compile(r"\bBasic\s+[A-Za-z0-9+/=]{8,}")),
     ("sk-", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
 )
+# the kind each net's find is masked as where an import or an export says which kinds it masked (detectors.py)
+REGISTERED_KIND = "registered secret"
+SHAPE_KINDS = {"Bearer": "Bearer token", "Basic": "Basic auth", "sk-": "sk- key"}
 # the walk goes as deep as any reader reads (a run inside a pinned test sits a level deeper than in a transcript:
 # one rule for both); message lists are skipped, whatever their depth
 _SCRUB_DEPTH = 100
@@ -210,7 +214,7 @@ def redact_fields(value: Any, depth: int = 0) -> Any:
                 out[k] = v  # conversation text, however long: covered by scrub_text
             elif k in ("request_headers", "response_headers") and isinstance(v, dict):
                 out[k] = redact_headers(v)
-            elif isinstance(v, str) and isinstance(k, str) and (k.lower() in SECRET_HEADERS or _SECRET_KEY.search(k)):
+            elif isinstance(v, str) and isinstance(k, str) and (k.lower() in SECRET_HEADERS or SECRET_FIELD.search(k)):
                 out[k] = REDACTED
             else:
                 out[k] = redact_fields(v, depth + 1)
@@ -232,6 +236,32 @@ def _scrub_text(text: str, pattern: re.Pattern[str] | None) -> str:
         if marker in text:  # a substring test is far cheaper than the regex over a long transcript
             text = shape.sub(REDACTED, text)
     return text
+
+
+def registered_pattern() -> re.Pattern[str] | None:
+    """The one pattern of every registered secret's every form (None while none is registered), for
+    `scrub_text_by_kind`: asked once for many texts, as `scrub` does, since each ask reads the environment."""
+    return _registry.current()
+
+
+def scrub_text_by_kind(text: str, pattern: re.Pattern[str] | None) -> tuple[str, Counter[str]]:
+    """`scrub_text` with `registered_pattern()`, each removal written `[redacted: KIND]` (REGISTERED_KIND,
+    SHAPE_KINDS) and counted by kind."""
+    counts: Counter[str] = Counter()
+
+    def masked(kind: str) -> Callable[[re.Match[str]], str]:
+        def write(_: re.Match[str]) -> str:
+            counts[kind] += 1
+            return f"[redacted: {kind}]"
+
+        return write
+
+    if pattern is not None:
+        text = pattern.sub(masked(REGISTERED_KIND), text)
+    for marker, shape in _SECRET_SHAPES:
+        if marker in text:
+            text = shape.sub(masked(SHAPE_KINDS[marker]), text)
+    return text, counts
 
 
 def key_shapes(text: str) -> list[str]:

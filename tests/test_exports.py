@@ -86,7 +86,7 @@ def test_exports_leave_out_a_key_found_in_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", key)
     run = Run.start(f"my key is {key}")
     for text in (export_json(run), export_body(run, "openai"), export_bundle(make_bundle("p", [run], ["a"]))):
-        assert key not in text and "[redacted]" in text
+        assert key not in text and "[redacted: registered secret]" in text
 
 
 def test_the_cli_exports_a_stored_run_with_a_lone_surrogate(tmp_path: Path, capsys) -> None:
@@ -294,7 +294,7 @@ def test_a_csv_export_has_the_first_rows_keys_as_its_header_an_empty_cell_for_no
     monkeypatch.setenv("OPENAI_API_KEY", key)
     assert export_csv([]) == ""
     assert export_csv([{"step": 1, "cost": None}, {"step": 2, "cost": f"key {key}"}]) == (
-        "step,cost\n1,\n2,key [redacted]\n"
+        "step,cost\n1,\n2,key [redacted: registered secret]\n"
     )
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from agentcore import Agent, Run, RunConfig, ToolDecision, create_provider, toolbox, transcript
 from agentcore.cli.main import main
-from agentcore.exports import REPLAY, export_filename, export_json, export_run, export_zip
+from agentcore.exports import REPLAY, export_filename, export_json, export_replay, export_run, export_zip
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.policies import ContextPolicies
 from agentcore.providers.base import WireExchange
@@ -230,7 +230,7 @@ def test_the_page_may_run_only_its_own_script_and_style_and_loads_nothing():
 def test_the_replay_carries_what_the_transcript_export_carries_through_the_same_redaction(secret):
     run = hostile_run()
     kept = json.loads(export_json(run))
-    data = page_data(replay_html(run))
+    data = page_data(export_replay(run))
     for step, exported in zip(data["steps"], kept["steps"], strict=True):
         for side in ("request_headers", "response_headers"):
             assert step["wire"][side] == exported["wire"][side]

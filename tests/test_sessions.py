@@ -318,10 +318,11 @@ def test_deep_or_huge_lines_are_refused_or_counted_never_a_crash() -> None:
         read_import(b" " * (64 * 2**20 + 1), "big.jsonl")
 
 
-def test_secrets_in_a_session_are_scrubbed_as_in_every_import() -> None:
-    run = imported(CLAUDE_FIXTURE).runs[0]
-    text = json.dumps(run.model_dump(mode="json"))
-    assert "sk-proj-AbCdEf" not in text and "[redacted]" in text
+def test_secrets_in_a_session_are_masked_by_kind_and_counted_in_the_note() -> None:
+    got = imported(CLAUDE_FIXTURE)
+    text = json.dumps(got.runs[0].model_dump(mode="json"))
+    assert "sk-proj-AbCdEf" not in text and "[redacted: sk- key]" in text
+    assert "1 secret masked (1 sk- key)" in got.notes
 
 
 # -- export as ATIF ------------------------------------------------------------------------------------------------

@@ -5,21 +5,23 @@ Codex rollouts, recognised by their content (agentcore.sessions.atif, .claude_co
 a run per subagent (linked both ways, Run.subagents and Run.spawned_by); any other file goes to the
 transcript and message-list importer (importers.parse_import). Every refusal is one TranscriptError line that
 names the file; what a file held and the run does not (unknown line types, snapshots, a call without a
-result) is counted in the run's `origin.notes` and said in one line. Text shaped like a credential, or a
-registered secret, is scrubbed from every run as it is read (secrets.scrub), as every writer does again.
+result) is counted in the run's `origin.notes` and said in one line. Every credential is masked by kind as the
+runs are read (detectors.mask: a registered secret, a key's shape, what detect-secrets' plugins find, a tool
+argument named like a credential), and the note says how many of which kinds; every writer scrubs again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..detectors import mask
 from ..errors import TranscriptError
 from ..importers import parse_import
 from ..run import Run, SubagentLink
-from ..secrets import scrub
 from ..transcript import MAX_FILE_BYTES, describe_validation, one_line, read_json
 from .atif import is_atif, read_atif
 from .claude_code import is_claude_code, read_claude_code
@@ -31,19 +33,24 @@ SNIFF_LINES = 20  # a JSON Lines file is known by the first records that say wha
 
 @dataclass
 class Imported:
-    """What one file gave: the run first, then its subagents' runs; and the file's format."""
+    """What one file gave: the run first, then its subagents' runs; the file's format; the secrets masked."""
 
     runs: list[Run]
     format: str
+    masked: Counter[str] = field(default_factory=Counter)  # by kind, in all the runs
 
     @property
     def notes(self) -> str | None:
-        """What was kept aside, in one line, or None."""
+        """What was kept aside and how many secrets of which kinds were masked, in one line, or None."""
+        from ..detectors import masked_note
+
         notes = [n for run in self.runs[:1] if run.origin for n in run.origin.notes]
         sub = sum(len(r.origin.notes) for r in self.runs[1:] if r.origin)
         if sub:
             notes.append(f"and in its subagents {sub} more kinds of line")
-        return one_line("kept aside: " + "; ".join(notes)) if notes else None
+        said = [f"kept aside: {'; '.join(notes)}"] if notes else []
+        masked = masked_note(self.masked)
+        return one_line(". ".join([*said, masked] if masked else said)) if said or masked else None
 
 
 def read_import(raw: bytes | str, name: str = "upload", folder: Path | None = None) -> Imported:
@@ -60,10 +67,11 @@ def read_import(raw: bytes | str, name: str = "upload", folder: Path | None = No
         beside = Beside(folder)
         runs, fmt = _sessions(raw, Path(name).name, beside)
         if runs is None:
-            return Imported([parse_import(raw, name)], "agentcore")
-        if beside.notes and runs[0].origin:
+            runs, fmt = [parse_import(raw, name)], "agentcore"
+        elif beside.notes and runs[0].origin:
             runs[0].origin.notes.extend(dict.fromkeys(beside.notes))
-        return Imported([scrub(r) for r in runs], fmt)
+        masked: Counter[str] = Counter()
+        return Imported([mask(r, masked) for r in runs], fmt, masked)
     except TranscriptError as exc:
         text = str(exc)  # parse_import names the file itself
         raise TranscriptError(one_line(text if text.startswith(f"{name}: ") else f"{name}: {text}")) from None
@@ -76,11 +84,11 @@ def _sessions(raw: bytes, name: str, beside: Beside) -> tuple[list[Run] | None, 
         return None, ""
     first_line = raw.lstrip().split(b"\n", 1)
     if len(first_line) > 1 and first_line[1].strip():
-        records, bad = json_lines(raw)
+        records, bad = json_lines(raw, beside.budget)
         if records and len(records) * 2 > bad:  # mostly records: a JSON Lines file
             sniff = [r for _, r in records[:SNIFF_LINES]]
             if any(is_codex(r) for r in sniff):
-                runs = read_codex([(n, r) for n, r in records if is_codex(r)], name)
+                runs = read_codex([(n, r) for n, r in records if is_codex(r)], name, beside.budget)
                 return _noted(runs, bad, len(records) - sum(1 for _, r in records if is_codex(r))), "codex"
             if any(is_claude_code(r) for r in sniff):
                 return _noted(read_claude_code(records, name, beside), bad, 0), "claude-code"

@@ -12,6 +12,7 @@ trajectories, embedded (v1.7 `subagent_trajectories`, by trajectory_id) or in a 
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any
 
 from pydantic import ValidationError
@@ -57,7 +58,7 @@ class _Reader:
         extra = agent.get("extra") if isinstance(agent.get("extra"), dict) else {}
         if word(extra.get("provider")) in REGISTRY:  # agentcore's own export says which provider answered
             provider = extra["provider"]
-        b = SessionBuilder(FORMAT, self.name, provider, {})
+        b = SessionBuilder(FORMAT, self.name, provider, {}, self.beside.budget)
         embedded = {
             t["trajectory_id"]: t
             for t in items(data.get("subagent_trajectories"))
@@ -80,11 +81,13 @@ class _Reader:
                 b.skipped[f"steps of source {str(source)[:20]!r}"] += 1
                 continue
             later += self.observations(b, step, source, embedded, depth)
+        named = {r.origin.session_id for r in later if r.origin}
         for tid, sub in embedded.items():  # an embedded trajectory no step names is still the run's subagent
-            if not any(r.origin and r.origin.session_id == tid for r in later) and self.beside.another_run(depth + 1):
+            if tid not in named and self.beside.another_run(depth + 1):
                 runs = self.read(sub, depth + 1)
                 b.link(runs[0], len(b.steps), None)
                 later += runs
+                named.update(r.origin.session_id for r in runs if r.origin)
         name = agent.get("name") if isinstance(agent.get("name"), str) else "ATIF"
         version = agent.get("version") if isinstance(agent.get("version"), str) else ""
         session = data.get("trajectory_id") or data.get("session_id")
@@ -120,7 +123,7 @@ class _Reader:
         model = step.get("model_name") if isinstance(step.get("model_name"), str) else agent_model
         stamp = step.get("timestamp")
         turn = Turn(
-            text=text_of(step.get("message")),
+            texts=[text_of(step.get("message"))],
             calls=calls,
             reasoning=parts,
             usage=_usage(step.get("metrics")),
@@ -190,7 +193,7 @@ def _results(calls: list[Any], observation: Any) -> tuple[dict[str, Result], lis
         return {}, []
     ids = {c.id for c in calls}
     out: dict[str, Result] = {}
-    loose: list[Result] = []
+    loose: deque[Result] = deque()
     strays: list[str] = []
     for r in results:
         if not isinstance(r, dict):
@@ -206,7 +209,7 @@ def _results(calls: list[Any], observation: Any) -> tuple[dict[str, Result], lis
             strays.append(result.content)
     for call in calls:
         if call.id not in out and loose:
-            out[call.id] = loose.pop(0)
+            out[call.id] = loose.popleft()
     return out, [r.content for r in loose] + strays
 
 

@@ -6,6 +6,10 @@ list valid as the loop makes it: each turn's results follow it at once in call o
 later or out of order), a call the file has no result for is answered by a note marked as an error (or left
 pending when it is the file's last turn), and a result no call asked for is counted, not kept. Each turn is a
 StepRecord, so an imported run steps, charts, forks and exports like any other.
+
+The work of one import is bounded by what it makes, not only by the bytes it reads: every builder of an import
+shares one Budget of steps, tool calls and messages, and a file that asks for more is refused in one line
+rather than read in part. Each turn costs the same however many came before it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TranscriptError
 from ..messages import (
     MAX_COUNT,
     AssistantMessage,
@@ -32,6 +37,32 @@ from ..tools import ToolSpec
 NO_RESULT = "(the file has no result for this call)"
 EMPTY_TURN = "(the file has no text and no tool call for this turn)"
 MAX_TEXT = 4 * 2**20  # the most of one message's text an import keeps; the rest is cut with a note
+# the most one import makes, in all its runs together: ten times the largest sessions seen, well within memory
+MAX_LINES = 500_000  # of JSON Lines, every file of the import together
+MAX_STEPS = 100_000
+MAX_CALLS = 200_000
+MAX_MESSAGES = 400_000
+
+
+@dataclass
+class Budget:
+    """What one import has made so far, in all its runs; `take` refuses the file once a limit is passed."""
+
+    limits: dict[str, int] = field(
+        default_factory=lambda: {
+            "lines": MAX_LINES,
+            "steps": MAX_STEPS,
+            "tool calls": MAX_CALLS,
+            "messages": MAX_MESSAGES,
+        }
+    )
+    made: Counter[str] = field(default_factory=Counter)
+
+    def take(self, what: str, n: int = 1) -> None:
+        """Count `n` more of `what`; a TranscriptError says which limit a file passes."""
+        self.made[what] += n
+        if self.made[what] > self.limits[what]:
+            raise TranscriptError(f"more than {self.limits[what]:,} {what} in one import: refused, not read in part")
 
 
 def clip(text: str) -> str:
@@ -53,7 +84,7 @@ class Result:
 class Turn:
     """One model call as a file recorded it: what the model wrote and what it cost."""
 
-    text: str = ""
+    texts: list[str] = field(default_factory=list)  # the turn's text blocks, joined by a line break
     calls: list[ToolCall] = field(default_factory=list)
     reasoning: list[ReasoningPart] = field(default_factory=list)
     usage: Usage | None = None  # None: the file has none, and the step is marked estimated
@@ -63,6 +94,11 @@ class Turn:
     record: Any = None  # what the file wrote for the turn, shown as the step's wire view
     where: str = ""  # where in the file, e.g. "lines 12-14"
     finish_reason: str | None = None
+
+    def add_text(self, text: str) -> None:
+        """One more block of the turn's text (kept as a list: a turn written over many lines costs each line once)."""
+        if self.texts or text:
+            self.texts.append(text)
 
 
 @dataclass
@@ -77,11 +113,15 @@ class PendingLink:
 class SessionBuilder:
     """Messages and steps of one run, built in the file's order (see the module's docstring)."""
 
-    def __init__(self, fmt: str, file: str, provider: str, results: dict[str, Result]) -> None:
+    def __init__(
+        self, fmt: str, file: str, provider: str, results: dict[str, Result], budget: Budget | None = None
+    ) -> None:
         self.fmt, self.file, self.provider = fmt, file, provider
         self.results = results
+        self.budget = budget or Budget()
         self.messages: list[Message] = []
         self.steps: list[StepRecord] = []
+        self.call_ids: set[str] = set()  # every call id so far, so a repeated one is told apart at once
         self.used: set[str] = set()
         self.skipped: Counter[str] = Counter()
         self.links: list[PendingLink] = []
@@ -92,7 +132,7 @@ class SessionBuilder:
         if not text.strip():
             return
         if not self.messages:
-            self.messages.append(SystemMessage(content=clip(text)))
+            self._add(SystemMessage(content=clip(text)))
         else:
             self.user(f"[system] {text}")
 
@@ -100,7 +140,7 @@ class SessionBuilder:
         """A person's words (or what the tool injected in their place); empty text is not a message."""
         if text.strip():
             self._close()
-            self.messages.append(UserMessage(content=clip(text)))
+            self._add(UserMessage(content=clip(text)))
 
     def turn(self, turn: Turn, results: dict[str, Result] | None = None) -> int:
         """A model turn, its results after it in call order; returns its step number.
@@ -108,9 +148,11 @@ class SessionBuilder:
         `results` are this turn's own (a format that keeps them in the turn), else the file's, by call id.
         """
         self._close()
-        if not any(isinstance(m, UserMessage) for m in self.messages):
-            self.messages.append(UserMessage(content="(the file starts with the model's turn)"))
-        calls = _unique_ids(turn.calls, {c.id for s in self.steps for c in self._calls_of(s)})
+        if not self.steps and not any(isinstance(m, UserMessage) for m in self.messages):
+            self._add(UserMessage(content="(the file starts with the model's turn)"))
+        self.budget.take("steps")
+        self.budget.take("tool calls", len(turn.calls))
+        calls = _unique_ids(turn.calls, self.call_ids)
         index = len(self.steps) + 1
         if turn.model:
             self.model = self.model or turn.model
@@ -129,8 +171,8 @@ class SessionBuilder:
         )
         # a turn of reasoning alone (or of nothing the file kept) is still a model call with its usage: its reply
         # says so, since a message list may not hold an assistant message without text or calls
-        text = clip(turn.text) or (None if calls else EMPTY_TURN)
-        self.messages.append(AssistantMessage(content=text, tool_calls=tuple(calls), reasoning=tuple(turn.reasoning)))
+        text = clip("\n".join(turn.texts)) or (None if calls else EMPTY_TURN)
+        self._add(AssistantMessage(content=text, tool_calls=tuple(calls), reasoning=tuple(turn.reasoning)))
         self.steps.append(step)
         for call in calls:
             result = (self.results if results is None else results).get(call.id)
@@ -143,8 +185,12 @@ class SessionBuilder:
         reply = self.messages[step.message_count]
         return reply.tool_calls if isinstance(reply, AssistantMessage) else ()
 
+    def _add(self, message: Message) -> None:
+        self.budget.take("messages")
+        self.messages.append(message)
+
     def _result(self, step: StepRecord, call: ToolCall, result: Result) -> None:
-        self.messages.append(
+        self._add(
             ToolMessage(tool_call_id=call.id, name=call.name, content=clip(result.content), is_error=result.is_error)
         )
         step.tool_runs.append(ToolRun(tool_call_id=call.id, name=call.name, duration_ms=0.0, is_error=result.is_error))

@@ -15,13 +15,14 @@ counted; a line of an unknown type is counted too.
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..messages import AssistantMessage, ReasoningPart, ToolCall, parse_arguments
 from ..providers.anthropic import parse_usage
 from ..run import Run
-from .builder import Result, SessionBuilder, Turn, first_words, text_of, word
+from .builder import Budget, Result, SessionBuilder, Turn, first_words, text_of, word
 from .files import Beside, json_lines
 
 FORMAT = "claude-code"
@@ -45,12 +46,12 @@ def read_claude_code(records: list[tuple[int, dict]], name: str, beside: Beside,
     side = [(n, r) for n, r in records if r.get("isSidechain") is True]
     if not main and side:  # a subagent's own file: every line is on the sidechain
         main, side = side, []
-    parent = _Chain(main, name)
+    parent = _Chain(main, name, beside.budget)
     b = parent.b
     runs: list[Run] = []
     for chain in _sidechains(side):
         if beside.another_run(depth + 1):
-            run = _built(_Chain(chain, f"{name} (sidechain)").b, chain, "sidechain")
+            run = _built(_Chain(chain, f"{name} (sidechain)", beside.budget).b, chain, "sidechain")
             step, call_id = _task_of(parent, text_of(chain[0][1]["message"].get("content")), chain[0][0])
             b.link(run, step, call_id)
             runs.append(run)
@@ -72,7 +73,7 @@ def _built(b: SessionBuilder, chain: list[tuple[int, dict]], what: str) -> Run:
 class _Chain:
     """One conversation's lines as a run's messages and steps, and the line each step starts at."""
 
-    def __init__(self, records: list[tuple[int, dict]], name: str) -> None:
+    def __init__(self, records: list[tuple[int, dict]], name: str, budget: Budget) -> None:
         results: dict[str, Result] = {}
         for _, r in records:
             content = r.get("message", {}).get("content") if isinstance(r.get("message"), dict) else None
@@ -82,7 +83,7 @@ class _Chain:
                         call_id = block.get("tool_use_id")
                         if isinstance(call_id, str) and call_id not in results:
                             results[call_id] = Result(text_of(block.get("content")), block.get("is_error") is True)
-        self.b = SessionBuilder(FORMAT, name, "anthropic", results)
+        self.b = SessionBuilder(FORMAT, name, "anthropic", results, budget)
         self.first_line: dict[int, int] = {}
         said: list[tuple[int, Turn | str]] = []  # in the file's order: a turn at its first line, or a person's text
         turns: dict[str, Turn] = {}
@@ -104,6 +105,18 @@ class _Chain:
                 self.first_line[self.b.turn(item)] = number
             else:
                 self.b.user(item)
+
+    @cached_property
+    def tasks(self) -> list[tuple[int, int, ToolCall]]:
+        """Each Task (or Agent) call of the chain: its step, the line the step starts at, the call; read once."""
+        found = []
+        for step in self.b.steps:
+            reply = self.b.messages[step.message_count]
+            if isinstance(reply, AssistantMessage):
+                for call in reply.tool_calls:
+                    if call.name in ("Task", "Agent"):
+                        found.append((step.index, self.first_line.get(step.index, 0), call))
+        return found
 
 
 def _user_text(content: Any) -> str:
@@ -137,7 +150,7 @@ def _assistant(turns: dict[str, Turn], message: dict, record: dict, number: int)
             continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            turn.text = f"{turn.text}\n{block['text']}" if turn.text else block["text"]
+            turn.add_text(block["text"])
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             signature = block.get("signature")
             turn.reasoning.append(
@@ -183,16 +196,12 @@ def _task_of(parent: _Chain, prompt: str, line: int) -> tuple[int, str | None]:
     b = parent.b
     linked = {link.tool_call_id for link in b.links}
     latest: tuple[int, str | None] = (max(1, len(b.steps)), None)
-    for step in b.steps:
-        reply = b.messages[step.message_count]
-        if not isinstance(reply, AssistantMessage) or parent.first_line.get(step.index, 0) > line:
+    for index, first_line, call in parent.tasks:
+        if first_line > line or call.id in linked:
             continue
-        for call in reply.tool_calls:
-            if call.name not in ("Task", "Agent") or call.id in linked:
-                continue
-            if call.arguments.get("prompt") == prompt:
-                return step.index, call.id
-            latest = (step.index, call.id)
+        if call.arguments.get("prompt") == prompt:
+            return index, call.id
+        latest = (index, call.id)
     return latest
 
 
@@ -221,16 +230,18 @@ def _subagent_files(
             inside = beside.path(f"{stem}/subagents/{path.name}")
             if inside is not None:
                 found.append((path.stem.removeprefix("agent-"), inside))
-    for agent_id in by_agent:  # 2.0: agent files beside the session, only those the session's results name
+    seen = {a for a, _ in found}
+    # 2.0: agent files beside the session, only those the session's results name, as many as a folder may hold
+    for agent_id in list(by_agent)[:MAX_SUBAGENT_FILES]:
         path = beside.path(f"agent-{agent_id}.jsonl")
-        if path is not None and all(a != agent_id for a, _ in found):
+        if path is not None and agent_id not in seen:
             found.append((agent_id, path))
     runs: list[Run] = []
     steps = {t.tool_call_id: s.index for s in b.steps for t in s.tool_runs}
     for agent_id, path in found:
         if not beside.another_run(depth + 1):
             break
-        records, bad = json_lines(beside.read(path))
+        records, bad = json_lines(beside.read(path), beside.budget)
         sub = read_claude_code(records, f"{stem}/subagents/{path.name}", beside, depth + 1)
         if bad:
             sub[0].origin.notes.append(f"{bad} lines not JSON")

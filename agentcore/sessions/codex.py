@@ -20,7 +20,7 @@ from typing import Any
 from ..messages import ReasoningPart, ToolCall, parse_arguments
 from ..providers.openai_responses import parse_usage
 from ..run import Run
-from .builder import Result, SessionBuilder, Turn, first_words, items, text_of, word
+from .builder import Budget, Result, SessionBuilder, Turn, first_words, items, text_of, word
 
 FORMAT = "codex"
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -55,13 +55,13 @@ def is_codex(record: dict[str, Any]) -> bool:
     return word(record.get("type")) in LINE_TYPES and isinstance(record.get("payload"), dict) and "timestamp" in record
 
 
-def read_codex(records: list[tuple[int, dict]], name: str) -> list[Run]:
+def read_codex(records: list[tuple[int, dict]], name: str, budget: Budget | None = None) -> list[Run]:
     """The rollout's run (Codex writes no subagent in a file of its own that these records name)."""
-    return [_Rollout(records, name).run()]
+    return [_Rollout(records, name, budget or Budget()).run()]
 
 
 class _Rollout:
-    def __init__(self, records: list[tuple[int, dict]], name: str) -> None:
+    def __init__(self, records: list[tuple[int, dict]], name: str, budget: Budget) -> None:
         self.records = records
         payloads = [r["payload"] for _, r in records]
         self.prompts_as_events = any(p.get("type") == "user_message" for p in payloads)
@@ -74,7 +74,7 @@ class _Rollout:
         )
         for p in self.searches:
             results.setdefault(p["call_id"], Result(f"web search: {_query(p)}"))
-        self.b = SessionBuilder(FORMAT, name, "openai-responses", results)
+        self.b = SessionBuilder(FORMAT, name, "openai-responses", results, budget)
         self.turn: Turn | None = None
         self.model: str | None = None
         self.last_total: Any = None
@@ -113,8 +113,7 @@ class _Rollout:
             role = word(p.get("role"))
             if role == "assistant":
                 turn = self.open_turn(stamp, number)
-                text = text_of(p.get("content"))
-                turn.text = f"{turn.text}\n{text}" if turn.text else text
+                turn.add_text(text_of(p.get("content")))
                 turn.record.append(p)
             elif role == "user" and not self.prompts_as_events:
                 self.end_turn()

@@ -3,7 +3,8 @@
 Only files inside the imported file's own folder are read: a name that is absolute, climbs out with `..` or
 leads out through a link is not followed, and each file is read by the one bounded reader
 (transcript.read_file). Together an import reads at most MAX_FILE_BYTES and makes at most MAX_RUNS runs,
-subagents at most MAX_DEPTH levels down. Nothing is fetched: a URL is a name like any other, not found.
+subagents at most MAX_DEPTH levels down, within one Budget of lines, steps, tool calls and messages
+(builder.Budget). Nothing is fetched: a URL is a name like any other, not found.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from ..errors import TranscriptError
 from ..transcript import MAX_FILE_BYTES, read_file, read_json
+from .builder import Budget
 
 MAX_RUNS = 100  # a parent and its subagents, all levels
 MAX_DEPTH = 4  # subagents of subagents
@@ -26,6 +28,7 @@ class Beside:
     read_bytes: int = 0
     runs: int = 0
     notes: list[str] = field(default_factory=list)
+    budget: Budget = field(default_factory=Budget)
 
     def path(self, name: str) -> Path | None:
         """The file `name` inside the folder, or None (no folder, outside it, not a file)."""
@@ -62,12 +65,14 @@ class Beside:
         return True
 
 
-def json_lines(raw: bytes) -> tuple[list[tuple[int, dict]], int]:
+def json_lines(raw: bytes, budget: Budget) -> tuple[list[tuple[int, dict]], int]:
     """The JSON objects of a JSON Lines file with their line numbers (from 1), and how many lines were not one.
 
-    Each line is read by transcript.read_json, so its depth is bounded; a line cut short (a session still being
-    written) is counted, not fatal.
+    The lines are counted against the import's budget before any is read. Each line is read by
+    transcript.read_json, so its depth is bounded; a line cut short (a session still being written) is counted,
+    not fatal.
     """
+    budget.take("lines", raw.count(b"\n") + 1)
     records: list[tuple[int, dict]] = []
     bad = 0
     for number, line in enumerate(raw.split(b"\n"), start=1):
