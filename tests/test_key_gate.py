@@ -5,6 +5,7 @@ its own caller gave; a listening stand-in on 127.0.0.1 reads what each request c
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from stand_in import Reply, StandIn
@@ -194,3 +195,22 @@ def test_the_app_sends_the_key_to_the_operators_base_url(listener, open_app, mon
     at.button(key="step").click().run()
     assert not at.exception, at.exception
     assert carried(listener) == [f"Bearer {OPENAI_KEY}"]
+
+
+def test_a_compare_column_on_a_named_address_gets_no_server_key_and_says_so(listener, open_app):
+    at = open_app("views/compare.py")
+    at.number_input(key="cmp_n").set_value(2).run()
+    at.selectbox(key="cmp_provider_0").set_value("openai").run()
+    at.text_input(key="cmp_base_url_0").set_value(listener.url + "/v1").run()
+    at.selectbox(key="cmp_provider_1").set_value("openai").run()
+    captions = [str(c.value) for c in at.main.caption]
+    assert any(c.startswith("Key: none for this address") for c in captions), captions
+    assert "Key: from the environment (OPENAI_API_KEY)" in captions  # column 2: OpenAI's own address
+    at.selectbox(key="cmp_provider_1").set_value("scripted").run()  # and no call leaves this machine
+    next(b for b in at.main.button if b.label == "Step all").click().run()
+    for _ in range(100):  # the columns step on threads of their own; the page redraws while they work
+        if listener.seen:
+            break
+        time.sleep(0.05)
+        at.run()
+    assert len(listener.seen) == 1 and carried(listener) == []

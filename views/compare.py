@@ -23,6 +23,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
 from agentcore.providers import REGISTRY, local_available
+from agentcore.providers.keys import choose_key
 from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run
 from agentcore.transcript import from_dict, to_dict
@@ -209,6 +210,8 @@ def _column_setup(i: int, locked: bool) -> tuple[ColumnSpec, str | None]:
         temperature=temperature,
         max_tokens=int(max_tokens) if max_tokens is not None else None,
     )
+    if info.key_env is not None:
+        st.caption(f"Key: {choose_key(info, spec.base_url, given=key or None).source}")
     return spec, key or None
 
 
