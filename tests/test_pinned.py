@@ -252,6 +252,7 @@ def test_departure_step_is_the_step_whose_phase_first_differs():
 @pytest.mark.slow
 def test_the_matrix_runs_scripted_and_a_stand_in_server_concurrently(katan, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "katan-test-key-000")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{katan.url}/v1")  # the operator's address: the server's key goes there
     test = propose(weather_run(), "weather")
     specs = [parse_config(REPLAY), parse_config("scripted:weather"), parse_config(f"openai:echo@{katan.url}/v1")]
     matrix = run_matrix([test, test.model_copy(update={"name": "again"})], specs)
