@@ -43,7 +43,7 @@ from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
+from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, DENYLIST, KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.pypi_token import PypiTokenDetector
@@ -112,6 +112,12 @@ _NAMES = "|".join(DENYLIST)
 _NAME_ASSIGNED = re.compile(rf"(?:{_NAMES})\w{{0,64}}?[\]'\"]{{0,2}}\s{{0,16}}(?:[:=!(>]|\.assign)", re.IGNORECASE)
 # the keyword plugin's one pattern that puts the value before the name: `"value" == password`
 _COMPARED_TO_NAME = re.compile(rf"[!=]=\s{{0,16}}\w{{0,64}}?(?:{_NAMES})", re.IGNORECASE)
+# a line of a dotenv or INI file (`export DB_PASSWORD=…`, `aws_secret_access_key = …`), which the keyword plugin
+# reads as detect-secrets reads a config file: the value needs no quotes there
+_ASSIGNMENT_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][\w.-]{0,100}[ \t]*=[ \t]*[^\s=][^\n]{0,200}", re.M)
+# a string field of JSON text, for secrets.SECRET_FIELD's names (`"token": "…"`), which the keyword plugin lacks
+_JSON_FIELD = re.compile(r'"([\w-]{1,64})"\s{0,16}:\s{0,16}"((?:[^"\\\n]|\\.){1,1000})"')
+_FIELD_MARKERS = ("key", "secret", "token", "password", "authorization", "cookie")
 _KEYWORD_MARKERS = ("key", "pass", "pwd", "secret", "contrase")  # one is in each name of the plugin's DENYLIST
 # a token's three parts (header and payload are JSON, base64url), starting only where a run of its characters does
 _JWT = re.compile(
@@ -155,6 +161,10 @@ def _found(text: str, lowered: str) -> list[tuple[str, str]]:
     if any(m in lowered for m in _KEYWORD_MARKERS):
         for value in _keyword_values(text):
             found.setdefault(value, _KEYWORD.secret_type)
+    if '":' in text and any(m in lowered for m in _FIELD_MARKERS):  # JSON text: tool arguments as a model wrote them
+        for name, value in _JSON_FIELD.findall(text):
+            if SECRET_FIELD.search(name) and _field_value(value):
+                found.setdefault(value, FIELD_KIND)
     return [(kind, value) for value, kind in found.items() if len(value) >= MIN_VALUE and "[redacted" not in value]
 
 
@@ -169,13 +179,15 @@ def _values(plugin: BasePlugin, text: str) -> Iterator[str]:
 
 
 def _keyword_values(text: str) -> Iterator[str]:
-    """What the keyword plugin finds, read only near each assignment to a credential's name."""
+    """What the keyword plugin finds, read only near each assignment to a credential's name, and in each line
+    shaped like a dotenv or INI file's."""
     snippets = [text[m.start() : m.start() + SNIPPET].split("\n", 1)[0] for m in _NAME_ASSIGNED.finditer(text)]
     snippets += [
         text[max(0, m.end() - SNIPPET) : m.end()].rsplit("\n", 1)[-1] for m in _COMPARED_TO_NAME.finditer(text)
     ]
-    for snippet in dict.fromkeys(snippets):
-        for value in _KEYWORD.analyze_string(snippet):
+    lines = [(line, CONFIG_DENYLIST_REGEX_TO_GROUP) for line in _ASSIGNMENT_LINE.findall(text)]
+    for snippet, patterns in [*((s, None) for s in dict.fromkeys(snippets)), *lines]:
+        for value in _KEYWORD.analyze_string(snippet, patterns):
             if not (
                 is_templated_secret(value)
                 or is_prefixed_with_dollar_sign(value)
@@ -185,12 +197,32 @@ def _keyword_values(text: str) -> Iterator[str]:
                 yield value
 
 
-def mask_text(text: str, counts: Counter[str] | None = None) -> str:
-    """`text` with every credential masked as `[redacted: KIND]`; each masked value counted by kind in `counts`."""
-    return _mask_text(text, Counter() if counts is None else counts, registered_pattern())
+class Tally:
+    """The credentials a masking met, each value once however often it recurs, by kind: what a note counts.
+
+    A value is held as its hash, and only while the tally lives (one import).
+    """
+
+    def __init__(self) -> None:
+        self.kinds: dict[int, str] = {}
+
+    def masked(self, kind: str, value: str) -> str:
+        """The mask of `value`, a credential of `kind`, counted once."""
+        self.kinds.setdefault(hash(value), kind)
+        return f"[redacted: {kind}]"
+
+    @property
+    def counts(self) -> Counter[str]:
+        """How many distinct values of each kind were masked."""
+        return Counter(self.kinds.values())
 
 
-def _mask_text(text: str, counts: Counter[str], registered: re.Pattern[str] | None) -> str:
+def mask_text(text: str, tally: Tally | None = None) -> str:
+    """`text` with every credential masked as `[redacted: KIND]`, each counted in `tally`."""
+    return _mask_text(text, Tally() if tally is None else tally, registered_pattern())
+
+
+def _mask_text(text: str, tally: Tally, registered: re.Pattern[str] | None) -> str:
     lowered = text.lower()
     if not (
         any(m in lowered for m in _ALL_MARKERS)
@@ -199,21 +231,17 @@ def _mask_text(text: str, counts: Counter[str], registered: re.Pattern[str] | No
         and registered.search(text)
     ):
         return text
-    text, own = scrub_text_by_kind(text, registered)
-    counts.update(own)
+    text, removed = scrub_text_by_kind(text, registered)
+    for kind, value in removed:
+        tally.masked(kind, value)
     if "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text:
-        text = _PRIVATE_KEY_BLOCK.sub(lambda m: _masked(PrivateKeyDetector.secret_type, counts), text)
+        text = _PRIVATE_KEY_BLOCK.sub(lambda m: tally.masked(PrivateKeyDetector.secret_type, m.group()), text)
     found = _found(text, text.lower())
     if not found:
         return text
     kinds = dict((value, kind) for kind, value in found)
     pattern = re.compile("|".join(map(re.escape, sorted(kinds, key=lambda v: (-len(v), v)))))
-    return pattern.sub(lambda m: _masked(kinds[m.group()], counts), text)
-
-
-def _masked(kind: str, counts: Counter[str]) -> str:
-    counts[kind] += 1
-    return f"[redacted: {kind}]"
+    return pattern.sub(lambda m: tally.masked(kinds[m.group()], m.group()), text)
 
 
 def secret_kinds(text: str) -> list[str]:
@@ -226,43 +254,43 @@ def secret_kinds(text: str) -> list[str]:
     return sorted(kinds)
 
 
-def mask(value: Any, counts: Counter[str] | None = None) -> Any:
+def mask(value: Any, tally: Tally | None = None) -> Any:
     """`mask_text` over every string in a value (text, JSON-like data, a pydantic model such as a Run), and a
     string a dict holds under a credential's name (`password`, `api_key`, `token`) masked whole.
 
     What holds no credential comes back as the same object; what does is copied, never changed in place.
     """
-    return _mask(value, Counter() if counts is None else counts, registered_pattern(), 0)
+    return _mask(value, Tally() if tally is None else tally, registered_pattern(), 0)
 
 
 _DEEPEST = 200  # JSON data is read at most 100 levels deep; a model's fields add a level each
 
 
-def _mask(value: Any, counts: Counter[str], registered: re.Pattern[str] | None, depth: int) -> Any:
+def _mask(value: Any, tally: Tally, registered: re.Pattern[str] | None, depth: int) -> Any:
     if value is None or isinstance(value, int | float) or depth > _DEEPEST:
         return value
     if isinstance(value, str):
-        masked = _mask_text(value, counts, registered)
+        masked = _mask_text(value, tally, registered)
         return value if masked == value else masked
     if isinstance(value, dict):
         pairs = []
         for key, item in value.items():
-            new_key = _mask(key, counts, registered, depth + 1)
+            new_key = _mask(key, tally, registered, depth + 1)
             if isinstance(item, str) and isinstance(key, str) and SECRET_FIELD.search(key) and _field_value(item):
-                pairs.append((new_key, _masked(FIELD_KIND, counts)))
+                pairs.append((new_key, tally.masked(FIELD_KIND, item)))
             else:
-                pairs.append((new_key, _mask(item, counts, registered, depth + 1)))
+                pairs.append((new_key, _mask(item, tally, registered, depth + 1)))
         same = all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     if isinstance(value, list | tuple):
-        items = [_mask(item, counts, registered, depth + 1) for item in value]
+        items = [_mask(item, tally, registered, depth + 1) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     fields = getattr(type(value), "model_fields", None)
     if fields is not None and hasattr(value, "model_copy"):
         changes = {}
         for name in fields:
             old = getattr(value, name)
-            new = _mask(old, counts, registered, depth + 1)
+            new = _mask(old, tally, registered, depth + 1)
             if new is not old:
                 changes[name] = new
         return value.model_copy(update=changes) if changes else value
@@ -283,4 +311,14 @@ def masked_note(counts: Counter[str]) -> str | None:
     return f"{total} secret{'s' if total != 1 else ''} masked ({kinds})"
 
 
-__all__ = ["DETECTORS_VERSION", "KINDS", "PLUGINS", "find_secrets", "mask", "mask_text", "masked_note", "secret_kinds"]
+__all__ = [
+    "DETECTORS_VERSION",
+    "KINDS",
+    "PLUGINS",
+    "Tally",
+    "find_secrets",
+    "mask",
+    "mask_text",
+    "masked_note",
+    "secret_kinds",
+]

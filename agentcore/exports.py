@@ -61,7 +61,7 @@ def export_filename(run: Run, kind: str) -> str:
 
 
 def export_text(data: Any) -> str:
-    """Exported JSON data as text: indented, readable, always writable as UTF-8, no credentials."""
+    """Exported JSON data as text: indented, readable, always writable as UTF-8, every credential masked."""
     return json_text(redact_fields(mask(data)), indent=2)
 
 
@@ -72,7 +72,7 @@ def export_json(run: Run) -> str:
 
 def export_body(run: Run, fmt: str, *, model: str | None = None) -> str:
     """The request body `fmt`'s API would receive for the run's next model call, as JSON text."""
-    return export_text(export_request(mask(run), fmt, model=model))
+    return export_text(export_request(run, fmt, model=model))
 
 
 def export_otlp(run: Run, *, content: bool = True) -> str:
@@ -87,7 +87,7 @@ def export_atif(run: Run, subagents: list[Run] | None = None) -> str:
     """The run as an ATIF v1.7 trajectory, the runs in `subagents` that it links to embedded in it."""
     from .sessions.atif_export import to_atif
 
-    return export_text(to_atif(mask(run), [mask(s) for s in subagents] if subagents is not None else None))
+    return export_text(to_atif(run, subagents))
 
 
 def export_run(

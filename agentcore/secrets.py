@@ -21,7 +21,6 @@ import os
 import re
 import threading
 import urllib.parse
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -244,14 +243,14 @@ def registered_pattern() -> re.Pattern[str] | None:
     return _registry.current()
 
 
-def scrub_text_by_kind(text: str, pattern: re.Pattern[str] | None) -> tuple[str, Counter[str]]:
+def scrub_text_by_kind(text: str, pattern: re.Pattern[str] | None) -> tuple[str, list[tuple[str, str]]]:
     """`scrub_text` with `registered_pattern()`, each removal written `[redacted: KIND]` (REGISTERED_KIND,
-    SHAPE_KINDS) and counted by kind."""
-    counts: Counter[str] = Counter()
+    SHAPE_KINDS); and what was removed, as (kind, value)."""
+    removed: list[tuple[str, str]] = []
 
     def masked(kind: str) -> Callable[[re.Match[str]], str]:
-        def write(_: re.Match[str]) -> str:
-            counts[kind] += 1
+        def write(match: re.Match[str]) -> str:
+            removed.append((kind, match.group()))
             return f"[redacted: {kind}]"
 
         return write
@@ -261,7 +260,7 @@ def scrub_text_by_kind(text: str, pattern: re.Pattern[str] | None) -> tuple[str,
     for marker, shape in _SECRET_SHAPES:
         if marker in text:
             text = shape.sub(masked(SHAPE_KINDS[marker]), text)
-    return text, counts
+    return text, removed
 
 
 def key_shapes(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..detectors import mask
+from ..detectors import Tally, mask
 from ..errors import TranscriptError
 from ..importers import parse_import
 from ..run import Run, SubagentLink
@@ -37,7 +37,7 @@ class Imported:
 
     runs: list[Run]
     format: str
-    masked: Counter[str] = field(default_factory=Counter)  # by kind, in all the runs
+    masked: Counter[str] = field(default_factory=Counter)  # distinct values, by kind, in all the runs
 
     @property
     def notes(self) -> str | None:
@@ -70,8 +70,8 @@ def read_import(raw: bytes | str, name: str = "upload", folder: Path | None = No
             runs, fmt = [parse_import(raw, name)], "agentcore"
         elif beside.notes and runs[0].origin:
             runs[0].origin.notes.extend(dict.fromkeys(beside.notes))
-        masked: Counter[str] = Counter()
-        return Imported([mask(r, masked) for r in runs], fmt, masked)
+        tally = Tally()
+        return Imported([mask(r, tally) for r in runs], fmt, tally.counts)
     except TranscriptError as exc:
         text = str(exc)  # parse_import names the file itself
         raise TranscriptError(one_line(text if text.startswith(f"{name}: ") else f"{name}: {text}")) from None
