@@ -6,10 +6,10 @@ carries a label of the taxonomy where one fits ("looped", "wrong tool", "ignored
 label otherwise ("step budget reached").
 
 A scanner is a function from a run to findings: a built-in below, a user's `module:function`, or
-`regex:PATTERN`, a regular expression over the replies' text (bounded and timed, as pinned tests' patterns
-are). Scanning is idempotent: a finding's id is derived from what it says, and a scan replaces a scanner's
-earlier findings on a run with its new ones, so a second scan adds nothing and a changed scanner leaves none
-of its old findings behind.
+`regex:PATTERN`, a regular expression over the replies' text (bounded and timed as pinned tests' patterns
+are, a second per reply; with a deadline, a whole scan stops when it passes). Scanning is idempotent: a
+finding's id is derived from what it says, and a scan replaces a scanner's earlier findings on a run with its
+new ones, so a second scan adds nothing and a changed scanner leaves none of its old findings behind.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import json
 import marshal
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .accounting import CLEARED, sent_at, step_usage
 from .annotations import LABELS, MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, check_target, step_calls, step_reply
 from .catalogue import context_window
-from .errors import UsageError
+from .errors import AgentcoreError, UsageError
 from .hooks.guard import call_key
 from .messages import AssistantMessage, ToolMessage
 from .run import Run
@@ -222,8 +223,16 @@ BUILTINS: dict[str, Scanner] = {
 # -- scanners people write ---------------------------------------------------------------------
 
 
-def regex_scanner(pattern: str) -> Scanner:
-    """A scanner that finds every reply whose text matches `pattern` (bounded, with a time limit per reply)."""
+class ScanStopped(AgentcoreError):
+    """A scan that reached its deadline before it read every reply."""
+
+
+def regex_scanner(pattern: str, *, deadline: float | None = None) -> Scanner:
+    """A scanner that finds every reply whose text matches `pattern` (bounded, with a time limit per reply).
+
+    With `deadline` (a `time.monotonic()` value) the scan raises ScanStopped at the first reply it would start
+    after then: each reply may take PATTERN_TIMEOUT_S, so a scan over many replies needs a bound of its own.
+    """
     try:
         compile_pattern(pattern)
     except SchemaError as exc:
@@ -231,6 +240,8 @@ def regex_scanner(pattern: str) -> Scanner:
 
     def scan(run: Run) -> Iterable[Finding]:
         for n, reply in _replies(run):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ScanStopped(f"regex:{pattern[:80]} ran out of time at step {n} of run {run.id}")
             text = reply.content or ""  # what the model wrote, not its tool calls' arguments
             try:
                 hit = search(pattern, text)

@@ -664,13 +664,8 @@ def _add_mcp(sub: Any) -> None:
         "--user-header",
         metavar="NAME",
         help="with --http: each request's user is this header's value, as the app's AGENTCORE_USER_HEADER "
-        "(default: that variable); a request without it is refused",
-    )
-    p.add_argument(
-        "--proxy-secret-env",
-        metavar="NAME",
-        help="with --http: the variable holding a secret the proxy adds to every request as "
-        "X-Agentcore-Proxy-Secret; a request without it is refused (required with --user-header off loopback)",
+        "(default: that variable); a request without it is refused, and so is one without the proxy's "
+        "AGENTCORE_PROXY_SECRET where that is set (required off loopback)",
     )
     p.add_argument(
         "--allow-host",
@@ -714,7 +709,6 @@ def cmd_mcp_server(args: argparse.Namespace) -> int:
         user_header=args.user_header,
         allow_base_urls=args.allow_base_url,
         allow_hosts=args.allow_host,
-        proxy_secret_env=args.proxy_secret_env,
         limits=Limits(seconds=args.call_seconds),
     )
     return 0
