@@ -109,9 +109,11 @@ _PREFIX_GROUPS = (GitHubTokenDetector, GitLabTokenDetector)  # their groups capt
 _KEYWORD = KeywordDetector()
 # where the keyword plugin may match: a credential's name, the rest of its word and an assignment after it
 _NAMES = "|".join(DENYLIST)
-_NAME_ASSIGNED = re.compile(rf"(?:{_NAMES})\w{{0,64}}?[\]'\"]{{0,2}}\s{{0,16}}(?:[:=!(>]|\.assign)", re.IGNORECASE)
+# (read in the text made lower case where that keeps its length, as it nearly always does: a pattern that ignores
+# case is several times slower)
+_NAME_ASSIGNED = re.compile(rf"(?:{_NAMES})\w{{0,64}}?[\]'\"]{{0,2}}\s{{0,16}}(?:[:=!(>]|\.assign)")
 # the keyword plugin's one pattern that puts the value before the name: `"value" == password`
-_COMPARED_TO_NAME = re.compile(rf"[!=]=\s{{0,16}}\w{{0,64}}?(?:{_NAMES})", re.IGNORECASE)
+_COMPARED_TO_NAME = re.compile(rf"[!=]=\s{{0,16}}\w{{0,64}}?(?:{_NAMES})")
 # a line of a dotenv or INI file (`export DB_PASSWORD=…`, `aws_secret_access_key = …`), which the keyword plugin
 # reads as detect-secrets reads a config file: the value needs no quotes there
 _ASSIGNMENT_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][\w.-]{0,100}[ \t]*=[ \t]*[^\s=][^\n]{0,200}", re.M)
@@ -159,7 +161,7 @@ def _found(text: str, lowered: str) -> list[tuple[str, str]]:
             if JwtTokenDetector.is_formally_valid(candidate):
                 found.setdefault(candidate, JwtTokenDetector.secret_type)
     if any(m in lowered for m in _KEYWORD_MARKERS):
-        for value in _keyword_values(text):
+        for value in _keyword_values(text, lowered):
             found.setdefault(value, _KEYWORD.secret_type)
     if '":' in text and any(m in lowered for m in _FIELD_MARKERS):  # JSON text: tool arguments as a model wrote them
         for name, value in _JSON_FIELD.findall(text):
@@ -178,13 +180,16 @@ def _values(plugin: BasePlugin, text: str) -> Iterator[str]:
         yield from plugin.analyze_string(text)
 
 
-def _keyword_values(text: str) -> Iterator[str]:
+def _keyword_values(text: str, lowered: str) -> Iterator[str]:
     """What the keyword plugin finds, read only near each assignment to a credential's name, and in each line
     shaped like a dotenv or INI file's."""
-    snippets = [text[m.start() : m.start() + SNIPPET].split("\n", 1)[0] for m in _NAME_ASSIGNED.finditer(text)]
-    snippets += [
-        text[max(0, m.end() - SNIPPET) : m.end()].rsplit("\n", 1)[-1] for m in _COMPARED_TO_NAME.finditer(text)
-    ]
+    if len(lowered) != len(text):  # a character whose lower case is longer: search the text as it is, case ignored
+        named = re.compile(_NAME_ASSIGNED.pattern, re.IGNORECASE).finditer(text)
+        compared = re.compile(_COMPARED_TO_NAME.pattern, re.IGNORECASE).finditer(text)
+    else:
+        named, compared = _NAME_ASSIGNED.finditer(lowered), _COMPARED_TO_NAME.finditer(lowered)
+    snippets = [text[m.start() : m.start() + SNIPPET].split("\n", 1)[0] for m in named]
+    snippets += [text[max(0, m.end() - SNIPPET) : m.end()].rsplit("\n", 1)[-1] for m in compared]
     lines = [(line, CONFIG_DENYLIST_REGEX_TO_GROUP) for line in _ASSIGNMENT_LINE.findall(text)]
     for snippet, patterns in [*((s, None) for s in dict.fromkeys(snippets)), *lines]:
         for value in _KEYWORD.analyze_string(snippet, patterns):

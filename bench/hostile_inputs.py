@@ -9,7 +9,7 @@ Prints seconds and the peak memory the process reached (ru_maxrss) for each case
 OTLP-JSON file of one run: each chat span names its reply's one tool call, each tool span its call id and result,
 and the last chat span holds the history, as a traced agent of that many steps would. Each session case runs in a
 fresh process, so its peak memory is its own: ATIF trajectories of 5,000 / 10,000 / 20,000 steps, a Claude Code
-file of 21 million `{}` lines, and the largest real session of each format in ../shared/reference/sessions (read,
+file of 21 million `{}` lines and one of 199,999 prompts (just under the limit of lines), and the largest real session of each format in ../shared/reference/sessions (read,
 never copied) repeated 10 and 100 times with its ids made distinct in each copy.
 """
 
@@ -134,6 +134,12 @@ def atif_trajectory(steps: int) -> bytes:
     ).encode()
 
 
+def claude_prompts(count: int) -> bytes:
+    """A Claude Code session of `count` lines, each a person's prompt: just under the limit of lines."""
+    line = '{"type":"user","uuid":"u%d","sessionId":"s","message":{"role":"user","content":"hi %d"}}'
+    return "\n".join(line % (n, n) for n in range(count)).encode()
+
+
 def _distinct(value: object, copy: int) -> object:
     if isinstance(value, dict):
         return {k: f"{v}-{copy}" if k in IDS and isinstance(v, str) else _distinct(v, copy) for k, v in value.items()}
@@ -158,6 +164,7 @@ SESSION_CASES: dict[str, Callable[[], tuple[str, bytes]]] = {
     "atif-10000": lambda: ("x.json", atif_trajectory(10_000)),
     "atif-20000": lambda: ("x.json", atif_trajectory(20_000)),
     "claude-code-21M-empty-lines": lambda: ("x.jsonl", b"{}\n" * 21_000_000),
+    "claude-code-199999-prompts": lambda: ("x.jsonl", claude_prompts(199_999)),
     **{
         f"{fmt}-real-x{times}": (lambda fmt=fmt, times=times: (Path(LARGEST[fmt]).name, repeated(fmt, times)))
         for fmt in LARGEST

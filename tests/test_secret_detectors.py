@@ -268,3 +268,9 @@ def test_the_kinds_and_the_library_version_are_those_the_security_guide_lists():
     assert f"detect-secrets {DETECTORS_VERSION}" in guide
     for kind in KINDS:
         assert f"`{kind}`" in guide, kind
+
+
+def test_an_assignment_is_found_in_text_whose_lower_case_is_longer():
+    # "İ" lowers to two characters: the names are then searched in the text itself, case ignored
+    for text in ('DB_PASSWORD = "hunt3rHunter"', 'İstanbul DB_PASSWORD = "hunt3rHunter"'):
+        assert mask_text(text).endswith('DB_PASSWORD = "[redacted: Secret Keyword]"'), text

@@ -37,11 +37,12 @@ from ..tools import ToolSpec
 NO_RESULT = "(the file has no result for this call)"
 EMPTY_TURN = "(the file has no text and no tool call for this turn)"
 MAX_TEXT = 4 * 2**20  # the most of one message's text an import keeps; the rest is cut with a note
-# the most one import makes, in all its runs together: ten times the largest sessions seen, well within memory
-MAX_LINES = 500_000  # of JSON Lines, every file of the import together
-MAX_STEPS = 100_000
-MAX_CALLS = 200_000
-MAX_MESSAGES = 400_000
+# the most one import makes, in all its runs together: far past the largest real sessions (a few thousand steps),
+# and within a few hundred MB of memory (bench/hostile_inputs.py sessions)
+MAX_LINES = 200_000  # of JSON Lines, every file of the import together
+MAX_STEPS = 50_000
+MAX_CALLS = 60_000
+MAX_MESSAGES = 120_000
 
 
 @dataclass
