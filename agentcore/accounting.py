@@ -623,36 +623,3 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
         spec_tokens=spec_tokens,
         models=run.models,
     )
-
-
-# -- one run's figures for the library's statistics -------------------------------------
-
-FIGURES_VERSION = 1  # bump when what `run_figures` counts changes: a stored row of another version is recounted
-
-
-def run_figures(run: Run) -> dict[str, Any]:
-    """The run's tokens, cost and step latencies per model that answered a step, as JSON data.
-
-    Each step is counted by `step_usage` and priced by `step_costs`, so the tallies add up to the run's own
-    accounting; `estimated` counts the steps whose usage is an estimate. The store keeps this beside each run,
-    so that the library's statistics add figures up without reading every transcript again.
-    """
-    costs = step_costs(run)
-    models: dict[tuple[str, str], dict[str, Any]] = {}
-    for n, (step, cost) in enumerate(zip(run.steps, costs, strict=True), start=1):
-        usage, estimated = step_usage(run, n)
-        who = run.answered_by(step)
-        tally = models.setdefault(
-            (who.provider, who.model),
-            {"provider": who.provider, "model": who.model, "steps": 0, "input_tokens": 0, "output_tokens": 0,
-             "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.0, "estimated": 0, "latency_ms": []},
-        )  # fmt: skip
-        tally["steps"] += 1
-        tally["input_tokens"] += usage.input_tokens
-        tally["output_tokens"] += usage.output_tokens
-        tally["cache_read_tokens"] += usage.cache_read_tokens
-        tally["cache_write_tokens"] += usage.cache_write_tokens
-        tally["cost_usd"] = None if tally["cost_usd"] is None or cost is None else tally["cost_usd"] + cost
-        tally["estimated"] += int(estimated)
-        tally["latency_ms"].append(round(step.latency_ms, 3))
-    return {"version": FIGURES_VERSION, "models": list(models.values())}

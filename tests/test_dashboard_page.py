@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from test_stats import FIVE, scripted_run
 
-from agentcore.stats import library_stats
 from agentcore.store.runs import Store
+from agentcore.store.stats import library_stats
 
 PAGE = "views/dashboard.py"
 

@@ -16,8 +16,8 @@ from agentcore.messages import AssistantMessage, Usage, UserMessage
 from agentcore.providers import create_provider
 from agentcore.providers.scripted import get_scenario
 from agentcore.run import Run, RunConfig, StepRecord
-from agentcore.stats import library_stats
 from agentcore.store.runs import Store
+from agentcore.store.stats import library_stats
 
 FIVE = ("weather", "weather", "runaway", "tool_error", "research")
 
@@ -150,3 +150,36 @@ def test_stats_filter_by_date_and_group_by_owner_label_and_tag(tmp_path, capsys)
     tags = {g["key"]["tag"] for g in stats_json(capsys, "--db", db, "--by", "tag")["groups"]}
     assert tags == {"math", "(none)"}
     assert main(["stats", "--db", db, "--since", "yesterday"]) == 2
+
+
+def test_a_runs_figures_are_one_typed_record_that_adds_and_keeps_its_cost_as_its_steps_add_up(tmp_path):
+    from agentcore.accounting import run_cost
+    from agentcore.store.figures import ModelFigures, RunFigures
+
+    run = priced_run([(1000, 20, 200, 100.0), (1500, 40, 900, 300.0)])
+    figures = RunFigures.of(run)
+    [model] = figures.models
+    assert (model.steps, model.input_tokens, model.output_tokens, model.cache_read_tokens) == (2, 2500, 60, 1100)
+    assert model.latency_ms == (100.0, 300.0) and figures.cost_usd == run_cost(run)
+    assert RunFigures.from_json(figures.to_json()) == figures  # what the store keeps reads back whole
+    twice = figures + figures
+    assert twice.models[0].steps == 4 and twice.models[0].latency_ms == (100.0, 300.0, 100.0, 300.0)
+    assert twice.cost_usd == pytest.approx(2 * figures.cost_usd)
+    other = RunFigures((ModelFigures("anthropic", "claude", 1, 5, 5, 0, 0, None, 1, (1.0,)),), None)
+    mixed = figures + other
+    assert [m.provider for m in mixed.models] == ["openai", "anthropic"] and mixed.cost_usd is None
+    assert mixed.only("openai") == RunFigures(figures.models, figures.cost_usd)
+    assert mixed.only("anthropic").cost_usd is None and mixed.only("ollama") == RunFigures((), 0.0)
+    responses = RunFigures((ModelFigures("openai-responses", "gpt-5", 1, 1, 1, 0, 0, 0.5, 0, (1.0,)),), 0.5)
+    assert (figures + responses).only("openai") == RunFigures(figures.models, figures.cost_usd)  # the whole name
+    for stored in (
+        None,
+        "",
+        "not json",
+        '{"version": 1, "models": []}',
+        '{"version": 1, "cost_usd": 0, "models": [{}]}',
+    ):
+        assert RunFigures.from_json(stored) is None  # counted again from the run's steps
+    store = Store(tmp_path / "runs.db")
+    store.save_run(run)
+    assert store._one("SELECT cost_usd FROM runs")[0] == figures.cost_usd  # the list's cost is the figures' total

@@ -29,7 +29,7 @@ from agentcore import (
 from agentcore.accounting import run_cost
 from agentcore.exports import export_body, export_json, export_zip
 from agentcore.providers.scripted import get_scenario
-from agentcore.store.runs import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, RunChanged, Store, StoreError
+from agentcore.store import LAST_RUN_KEY, MIGRATIONS, SCHEMA_VERSION, RunChanged, Store, StoreError
 
 PLANTED = "sk-planted-0123456789abcdefSECRET"
 

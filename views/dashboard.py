@@ -1,6 +1,6 @@
 """Dashboard: cost, tokens, cache hit rate and the most expensive runs across the runs library, as charts.
 
-The same figures as `agentcore stats` (agentcore.stats): each run's step usage and step costs, added up per
+The same figures as `agentcore stats` (agentcore.store.stats): each run's step usage and step costs, added up per
 day, model and provider. Filters as on the Runs page: search, provider, owner, and a first day.
 """
 
@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.errors import AgentcoreError
-from agentcore.stats import GroupStats, add_up, library_figures, most_expensive, totals
 from agentcore.store.runs import RunSummary, Store
+from agentcore.store.stats import GroupStats, add_up, library_figures, most_expensive, totals
 from ui import safe, words
 from ui.open_run import follow_open, open_on_click
 from ui.state import get_store

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from ..stats import GROUP_BY, first_day
+from ..store.stats import GROUP_BY, first_day
 from .annotate import DB_HELP
 
 # the columns `stats` prints, in order: (heading, GroupStats attribute or callable)
@@ -90,8 +90,8 @@ def _cells(g: Any) -> list[str]:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print each group's figures, as a table or as JSON."""
-    from ..stats import library_stats, totals
     from ..store.runs import Store
+    from ..store.stats import library_stats, totals
 
     groups = library_stats(
         Store(args.db),

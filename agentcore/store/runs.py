@@ -28,16 +28,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting import FIGURES_VERSION, run_cost, run_figures
-from ..annotations import MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
-from ..errors import AgentcoreError
+from ..annotations import MAX_NOTE_CHARS, Annotation
 from ..messages import UserMessage
-from ..run import ModelRef, Run, StepRecord, describe_models, models_label
-from ..secrets import redact_fields, scrub_text
-from ..testing.experiments import Experiment
-from ..transcript import FORMAT, VERSION, from_dict, json_text
+from ..run import Run, StepRecord
+from ..secrets import scrub_text
+from ..transcript import FORMAT, VERSION, from_dict
 from .access import Viewer, is_teacher
+from .experiments import ExperimentsTable
+from .figures import RunFigures
+from .labels import ALLOW_DELETE_OTHERS, LabelsTable, put_annotations
 from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
+from .schema import (
+    ANNOTATIONS_OF,
+    INSERT,
+    MIGRATIONS,
+    PUT_STEP,
+    SUMMARY_COLUMNS,
+    UPDATE,
+    RunChanged,
+    RunSummary,
+    StoreError,
+    dump,
+    plain,
+)
 from .sqlite import SqliteBackend
 
 if TYPE_CHECKING:  # the store saves runs; it never drives the loop
@@ -45,116 +58,6 @@ if TYPE_CHECKING:  # the store saves runs; it never drives the loop
 
 DEFAULT_PATH = Path("~/.agentcore/runs.db")
 LAST_RUN_KEY = "last_run_viewed"
-
-# Each entry moves the schema one version up; never edit a released entry, append a new one.
-MIGRATIONS: list[tuple[str, ...]] = [
-    (
-        """CREATE TABLE runs (
-            id TEXT PRIMARY KEY,
-            title TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            provider TEXT NOT NULL,
-            model TEXT NOT NULL,
-            steps INTEGER NOT NULL,
-            messages INTEGER NOT NULL,
-            stop_reason TEXT,
-            input_tokens INTEGER NOT NULL,
-            output_tokens INTEGER NOT NULL,
-            cost_usd REAL,
-            duration_ms REAL NOT NULL,
-            parent_id TEXT,
-            parent_step INTEGER,
-            search_text TEXT NOT NULL,
-            revision INTEGER NOT NULL,
-            body TEXT NOT NULL
-        )""",
-        """CREATE TABLE steps (
-            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            idx INTEGER NOT NULL,
-            body TEXT NOT NULL,
-            PRIMARY KEY (run_id, idx)
-        ) WITHOUT ROWID""",
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ),
-    (
-        "CREATE INDEX runs_by_update ON runs(updated_at DESC)",
-        "CREATE INDEX runs_by_parent ON runs(parent_id)",
-        "CREATE INDEX runs_by_provider ON runs(provider)",
-    ),
-    # who answered the steps, [[provider, model], ...] in step order; '[]' for a row written before it was kept
-    ("ALTER TABLE runs ADD COLUMN models TEXT NOT NULL DEFAULT '[]'",),
-    # who saved the run first; NULL for a row written before owners were kept, which anyone may delete
-    ("ALTER TABLE runs ADD COLUMN owner TEXT", "CREATE INDEX runs_by_owner ON runs(owner)"),
-    # people's labels on steps, kept beside the run (not in its body): labelling is not a new revision of it
-    (
-        """CREATE TABLE annotations (
-            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            id TEXT NOT NULL,
-            step INTEGER NOT NULL,
-            author TEXT,
-            created_at TEXT NOT NULL,
-            body TEXT NOT NULL,
-            PRIMARY KEY (run_id, id)
-        ) WITHOUT ROWID""",
-    ),
-    # each `agentcore test` that writes to the database: when, which files and configurations, each cell's trials
-    (
-        """CREATE TABLE experiments (
-            id TEXT PRIMARY KEY,
-            created_at TEXT NOT NULL,
-            owner TEXT,
-            body TEXT NOT NULL
-        )""",
-        "CREATE INDEX experiments_by_time ON experiments(created_at DESC)",
-    ),
-    # each run's tokens, cost and step latencies per answering model (accounting.run_figures), for the library's
-    # statistics; NULL for a row written before they were kept, counted from its steps when first asked for
-    # and which scanners (agentcore.scanners) read which revision of each run, so a scan skips what it has read
-    (
-        "ALTER TABLE runs ADD COLUMN figures TEXT",
-        "CREATE INDEX runs_by_creation ON runs(created_at)",
-        """CREATE TABLE scans (
-            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            scanner TEXT NOT NULL,
-            revision INTEGER NOT NULL,
-            version TEXT NOT NULL,
-            PRIMARY KEY (run_id, scanner)
-        ) WITHOUT ROWID""",
-    ),
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-_SUMMARY_COLUMNS = (
-    "id, title, created_at, updated_at, provider, model, steps, messages, stop_reason, "
-    "input_tokens, output_tokens, cost_usd, duration_ms, parent_id, parent_step, owner, models"
-)
-_UPDATED = (
-    "title, created_at, updated_at, provider, model, steps, messages, stop_reason, input_tokens, "
-    "output_tokens, cost_usd, duration_ms, parent_id, parent_step, search_text, body, models, figures"
-)
-_INSERT = (
-    f"INSERT INTO runs (id, {_UPDATED}, revision, owner) VALUES ({', '.join('?' * 21)}) ON CONFLICT (id) DO NOTHING"
-)
-_UPDATE = f"UPDATE runs SET {', '.join(c + ' = ?' for c in _UPDATED.split(', '))}, revision = ? WHERE id = ?"
-_PUT_ANNOTATION = (
-    "INSERT INTO annotations (run_id, id, step, author, created_at, body) VALUES (?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (run_id, id) DO NOTHING"
-)
-_ANNOTATIONS_OF = "SELECT body FROM annotations WHERE run_id = ? ORDER BY step, created_at, id"
-_PUT_STEP = "INSERT INTO steps (run_id, idx, body) VALUES (?, ?, ?) ON CONFLICT (run_id, idx) DO UPDATE SET body = excluded.body"
-ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
-
-
-class StoreError(AgentcoreError):
-    """The runs database cannot be used, or a run is not in it."""
-
-
-class RunChanged(StoreError):
-    """Another session saved the run since this one read or saved it: saving now would erase that session's work.
-
-    Reload the run to go on from what is stored, or `run.fork(...)` to keep these changes as a new run.
-    """
 
 
 def _now() -> str:
@@ -198,70 +101,6 @@ def default_owner() -> str:
         return "anonymous"
 
 
-def _dump(data: Any) -> str:
-    return json_text(redact_fields(data), separators=(",", ":"))  # the writer removes every known secret
-
-
-_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
-
-
-def _plain(text: str | None) -> str | None:
-    # a summary column is plain text: SQLite cannot store a lone surrogate, PostgreSQL neither that nor a NUL;
-    # the body is JSON, which escapes both and keeps them exactly
-    return _UNSTORABLE.sub("\ufffd", text) if text else text
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One row of the runs library: what the list shows without loading the transcript.
-
-    `models` are the providers and models that answered the steps, in step order (the configured one
-    before a step); `provider` and `model` say them in words, joined by arrows for a mixed run:
-    `local → scripted`, `SmolLM2 → weather`.
-    """
-
-    id: str
-    title: str | None
-    created_at: str
-    updated_at: str
-    provider: str
-    model: str
-    steps: int
-    messages: int
-    stop_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
-    duration_ms: float
-    parent_id: str | None
-    parent_step: int | None
-    owner: str | None = None
-    models: tuple[ModelRef, ...] = ()
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    @property
-    def mixed(self) -> bool:
-        """Whether more than one provider or model answered the steps."""
-        return len(self.models) > 1
-
-    @property
-    def models_label(self) -> str:
-        """Who answered, `provider/model` joined by arrows in step order."""
-        return models_label(self.models)
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> RunSummary:
-        """A summary from the columns of _SUMMARY_COLUMNS."""
-        *columns, models_json = row
-        models = [ModelRef(str(p), str(m)) for p, m in json.loads(models_json or "[]")]
-        models = models or [ModelRef(columns[4], columns[5])]
-        columns[4], columns[5] = describe_models(models)
-        return cls(*columns, models=tuple(models))
-
-
 @dataclass
 class ForkNode:
     """A run in a fork tree, with the runs forked from it."""
@@ -276,24 +115,6 @@ class ForkNode:
             yield from child.walk(depth + 1)
 
 
-def _put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> None:
-    for a in annotations:
-        values = (run_id, a.id, a.step, _plain(a.author), _plain(a.created_at), _dump(a.model_dump(mode="json")))
-        db.execute(_PUT_ANNOTATION, values)
-
-
-SOURCES = ("people", "scanners")  # whose labels an error analysis counts; a scanner's name counts its own alone
-
-
-def _from(annotation: Annotation, source: str) -> bool:
-    scanner = by_scanner(annotation)
-    if source == "people":
-        return not scanner
-    if source == "scanners":
-        return scanner
-    return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
-
-
 @dataclass
 class _Written:
     revision: int
@@ -305,7 +126,7 @@ def _signature(step: StepRecord) -> tuple[Any, ...]:
     return (id(step), len(step.tool_runs), id(step.wire), step.usage, step.finish_reason, step.message_count)
 
 
-class Store:
+class Store(LabelsTable, ExperimentsTable):
     """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL or key/value string.
 
     Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
@@ -399,8 +220,9 @@ class Store:
         body = run.model_dump(mode="json", exclude={"steps", "annotations"})
         first_prompt = next((m.content for m in run.messages if isinstance(m, UserMessage)), "")
         usage = run.usage
+        figures = RunFigures.of(run)  # priced once: the cost column is its total
         values = (
-            _plain(scrub_text(run.title)) if run.title else run.title,
+            plain(scrub_text(run.title)) if run.title else run.title,
             run.created_at,
             updated_at,
             run.config.provider,
@@ -410,14 +232,14 @@ class Store:
             run.stop_reason,
             usage.input_tokens,
             usage.output_tokens,
-            run_cost(run),
+            figures.cost_usd,
             run.duration_ms,
             run.parent.run_id if run.parent else None,
             run.parent.step if run.parent else None,
-            scrub_text(_plain(first_prompt[:2000])),
-            _dump({"format": FORMAT, "version": VERSION, **body}),
-            _dump([list(m) for m in run.models]),
-            json.dumps(run_figures(run), separators=(",", ":")),
+            scrub_text(plain(first_prompt[:2000])),
+            dump({"format": FORMAT, "version": VERSION, **body}),
+            dump([list(m) for m in run.models]),
+            figures.to_json(),
         )
         with self._transaction() as db:
             found = db.execute(f"SELECT revision FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
@@ -433,8 +255,8 @@ class Store:
             if written is None or found is None or written.revision != found[0]:
                 written = _Written(revision, [])  # another writer was here: rewrite every step
             if found is not None:
-                db.execute(_UPDATE, (*values, revision, run.id))
-            elif db.execute(_INSERT, (run.id, *values, revision, owner)).rowcount == 0:
+                db.execute(UPDATE, (*values, revision, run.id))
+            elif db.execute(INSERT, (run.id, *values, revision, owner)).rowcount == 0:
                 raise RunChanged(f"run {run.id} was saved elsewhere at the same moment: nothing was written")
             kept: list[tuple[StepRecord, tuple[Any, ...], str]] = []
             for i, step in enumerate(run.steps):
@@ -443,11 +265,11 @@ class Store:
                 if old is not None and old[0] is step and old[1] == sig:
                     kept.append(old)
                     continue
-                text = _dump(step.model_dump(mode="json"))
-                db.execute(_PUT_STEP, (run.id, i, text))
+                text = dump(step.model_dump(mode="json"))
+                db.execute(PUT_STEP, (run.id, i, text))
                 kept.append((step, sig, text))
             db.execute("DELETE FROM steps WHERE run_id = ? AND idx >= ?", (run.id, len(run.steps)))
-            _put_annotations(db, run.id, annotations)
+            put_annotations(db, run.id, annotations)
         self._remember(run.id, _Written(revision, kept))
 
     def _remember(self, run_id: str, written: _Written) -> None:
@@ -469,7 +291,7 @@ class Store:
             if found is None:
                 raise self._no_run(run_id)
             steps = db.execute("SELECT body FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
-            annotations = db.execute(_ANNOTATIONS_OF, (run_id,)).fetchall()
+            annotations = db.execute(ANNOTATIONS_OF, (run_id,)).fetchall()
         data = json.loads(found[0])
         data["steps"] = [json.loads(s[0]) for s in steps]
         if annotations:
@@ -500,7 +322,7 @@ class Store:
     def summary(self, run_id: str) -> RunSummary | None:
         """One run's library row, or None (also for a run this Store's viewer may not see)."""
         visible, params = self._visible()
-        row = self._one(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?{visible}", (run_id, *params))
+        row = self._one(f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE id = ?{visible}", (run_id, *params))
         return RunSummary.from_row(row) if row else None
 
     def list_runs(
@@ -522,7 +344,7 @@ class Store:
         if since:
             where.append("updated_at >= ?")
             params.append(since)
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, id LIMIT ?"
@@ -585,23 +407,23 @@ class Store:
         *,
         owner: str | None = None,
         since: str | None = None,
-    ) -> list[tuple[RunSummary, dict[str, Any]]]:
-        """Every run the filters keep, oldest first, with its figures (accounting.run_figures).
+    ) -> list[tuple[RunSummary, RunFigures]]:
+        """Every run the filters keep, oldest first, with its figures (figures.RunFigures).
 
         The figures are kept beside each run as it is saved; a row written before they were kept (or by an
         agentcore that counted otherwise) is counted from its steps here, once, and the count kept.
         """
         where, params = self._filters(search, provider, owner, since)
-        sql = f"SELECT {_SUMMARY_COLUMNS}, figures FROM runs"
+        sql = f"SELECT {SUMMARY_COLUMNS}, figures FROM runs"
         sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
         out, counted = [], []
         for *row, text in self._all(sql, tuple(params)):
             summary = RunSummary.from_row(tuple(row))
-            data = json.loads(text) if text else None
-            if not isinstance(data, dict) or data.get("version") != FIGURES_VERSION:
-                data = run_figures(self.read_run(summary.id))
-                counted.append((json.dumps(data, separators=(",", ":")), summary.id))
-            out.append((summary, data))
+            figures = RunFigures.from_json(text)
+            if figures is None:
+                figures = RunFigures.of(self.read_run(summary.id))
+                counted.append((figures.to_json(), summary.id))
+            out.append((summary, figures))
         if counted:  # kept in one transaction: a library of old rows is counted once, not once per run
             with self._transaction() as db:
                 for values in counted:
@@ -667,7 +489,7 @@ class Store:
             body = {**json.loads(found[0]), "title": title}
             db.execute(
                 "UPDATE runs SET title = ?, body = ?, updated_at = ? WHERE id = ?",
-                (_plain(title), _dump(body), _now(), run_id),
+                (plain(title), dump(body), _now(), run_id),
             )
 
     def import_run(self, run: Run) -> Run:
@@ -704,168 +526,12 @@ class Store:
             copied += 1
         return copied, skipped
 
-    # -- annotations -------------------------------------------------------------------
-
-    def annotate(self, run_id: str, annotation: Annotation, *, user: str | None = None) -> Annotation:
-        """Keep a person's label on a step, or a tool call, of a stored run; returns it with its author.
-
-        Not a new revision of the run: labelling never conflicts with a session stepping it. Anyone may label
-        any run (an error analysis is a team's); the author is `user`, default this Store's owner. A step the
-        run does not have, or a call that step did not make, is a UsageError.
-        """
-        run = self.read_run(run_id)
-        step = run.steps[annotation.step - 1] if annotation.step <= len(run.steps) else None
-        calls = step_calls(run.messages, step.message_count) if step is not None else ()
-        check_target(annotation, len(run.steps), [c.id for c in calls])
-        annotation = annotation.model_copy(update={"author": user or self.owner})
-        with self._transaction() as db:
-            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
-                raise self._no_run(run_id)
-            _put_annotations(db, run_id, [annotation])
-        return annotation
-
-    def annotations(self, run_id: str) -> list[Annotation]:
-        """The run's annotations, by step, oldest first (none for a run this Store's viewer may not see)."""
-        if self.summary(run_id) is None:
-            return []
-        return [Annotation.model_validate_json(r[0]) for r in self._all(_ANNOTATIONS_OF, (run_id,))]
-
-    def delete_annotation(self, run_id: str, annotation_id: str, *, user: str | None = None) -> None:
-        """Remove an annotation; only its author (`user`, default this Store's owner) may, as for `delete_run`."""
-        user = user or self.owner
-        visible, params = self._visible()
-        with self._transaction() as db:
-            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{visible}", (run_id, *params)).fetchone() is None:
-                raise self._no_run(run_id)
-            sql = f"SELECT author FROM annotations WHERE run_id = ? AND id = ?{db.lock_row}"
-            found = db.execute(sql, (run_id, annotation_id)).fetchone()
-            if found is None:
-                raise StoreError(f"run {run_id} has no annotation {annotation_id[:64]!r}")
-            if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
-                raise StoreError(
-                    f"annotation {annotation_id} is {found[0]}'s, not {user}'s: only its author may remove it"
-                )
-            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
-
-    def scanned(self, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
-        """Each named run's revision, and per scanner author the revision and scanner version it last read."""
-        found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
-        visible, params = self._visible("r.owner")
-        for at in range(0, len(run_ids), 500):
-            part = run_ids[at : at + 500]
-            sql = (
-                "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
-                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))}){visible}"
-            )
-            for run_id, revision, scanner, read, version in self._all(sql, (*part, *params)):
-                found.setdefault(run_id, (revision, {}))
-                if scanner is not None:
-                    found[run_id][1][scanner] = (read, version)
-        return found
-
-    def replace_findings(
-        self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None
-    ) -> tuple[int, int]:
-        """Make each author's annotations in `findings` the whole of that author's labels on the run: (added, removed).
-
-        A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
-        that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
-        and the scanner's version that found them (see `scanned`). The annotations are the scanners' own
-        (`agentcore.scanners`), each already checked against the run's steps.
-        """
-        return self.replace_findings_of([(run_id, findings, read)])
-
-    def replace_findings_of(
-        self, scanned: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]]
-    ) -> tuple[int, int]:
-        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time)."""
-        added = removed = 0
-        with self._transaction() as db:
-            for run_id, findings, read in scanned:
-                a, r = self._replace(db, run_id, findings, read)
-                added, removed = added + a, removed + r
-        return added, removed
-
-    def _replace(
-        self, db: Any, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None
-    ) -> tuple[int, int]:
-        wanted = {
-            (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
-        }
-        authors = list(findings)
-        if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
-            raise self._no_run(run_id)
-        kept: set[tuple[str, str]] = set()
-        if authors:
-            sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
-            kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
-        gone = kept - wanted.keys()
-        for _, annotation_id in gone:
-            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
-        _put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
-        for author, (revision, version) in (read or {}).items():
-            db.execute(
-                "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
-                "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
-                (run_id, author, revision, version),
-            )
-        return len(wanted.keys() - kept), len(gone)
-
-    def annotations_by_run(self, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
-        """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
-        visible, params = self._visible()
-        sql = f"SELECT run_id, body FROM annotations WHERE run_id IN (SELECT id FROM runs WHERE 1 = 1{visible})"
-        if run_ids is not None:
-            if not run_ids:
-                return {}
-            sql += f" AND run_id IN ({', '.join('?' * len(run_ids))})"
-        found: dict[str, list[Annotation]] = {}
-        for run_id, body in self._all(sql + " ORDER BY run_id, step, created_at, id", (*params, *(run_ids or ()))):
-            found.setdefault(run_id, []).append(Annotation.model_validate_json(body))
-        return found
-
-    def annotated_runs(
-        self,
-        *,
-        provider: str | None = None,
-        model: str | None = None,
-        owner: str | None = None,
-        tag: str | None = None,
-        source: str | None = None,
-    ) -> list[tuple[RunSummary, list[Annotation]]]:
-        """The labelled runs with their annotations, most recently saved first: what an error analysis counts.
-
-        `provider` and `model` keep the runs they answered a step of; `owner` that person's runs; `tag` the runs
-        with an annotation that carries that free label; `source` "people" keeps people's labels alone,
-        "scanners" the scanners' findings alone (authors `scanner:NAME`), and one scanner's name its own.
-        """
-        labelled = self.annotations_by_run()
-        if source:
-            labelled = {k: kept for k, v in labelled.items() if (kept := [a for a in v if _from(a, source)])}
-        visible, params = self._visible()
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations){visible}"
-        if owner:
-            sql, params = sql + " AND owner = ?", (*params, owner)
-        kept = []
-        for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
-            annotations = labelled.get(summary.id, [])
-            if not annotations:
-                continue
-            if provider and all(m.provider != provider for m in summary.models):
-                continue
-            if model and all(m.model != model for m in summary.models):
-                continue
-            if tag and all(tag not in a.tags for a in annotations):
-                continue
-            kept.append((summary, annotations))
-        return kept
-
     # -- lineage -----------------------------------------------------------------------
 
     def children(self, run_id: str) -> list[RunSummary]:
         """The runs forked directly from this one, oldest first."""
         visible, params = self._visible()
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE parent_id = ?{visible} ORDER BY created_at, id"
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE parent_id = ?{visible} ORDER BY created_at, id"
         rows = self._all(sql, (run_id, *params))
         return [RunSummary.from_row(r) for r in rows]
 
@@ -899,38 +565,6 @@ class Store:
                     node.children.append(ForkNode(child))
                     todo.append(node.children[-1])
         return root
-
-    # -- experiments ---------------------------------------------------------------------
-
-    def save_experiment(self, experiment: Experiment) -> Experiment:
-        """Keep one test matrix's results (agentcore.testing.experiments); returns it with its owner."""
-        experiment = experiment.model_copy(update={"owner": experiment.owner or self.owner})
-        with self._transaction() as db:
-            db.execute(
-                "INSERT INTO experiments (id, created_at, owner, body) VALUES (?, ?, ?, ?)",
-                (experiment.id, experiment.created_at, experiment.owner, experiment.model_dump_json()),
-            )
-        return experiment
-
-    def experiments(self, limit: int = 100) -> list[Experiment]:
-        """The experiments kept that this Store's viewer may see (their owner's, and a teacher's), newest first."""
-        visible, params = self._visible()
-        sql = f"SELECT body FROM experiments WHERE 1 = 1{visible} ORDER BY created_at DESC, id DESC LIMIT ?"
-        rows = self._all(sql, (*params, int(limit)))
-        return [Experiment.model_validate_json(r[0]) for r in rows]
-
-    def experiment(self, experiment_id: str) -> Experiment:
-        """One experiment by its id, or a unique start of it; a StoreError when there is none."""
-        if not re.fullmatch(r"[0-9a-f]{1,64}", experiment_id):
-            raise StoreError(f"no experiment {experiment_id[:64]!r}: an experiment's id is hex digits")
-        visible, params = self._visible()  # another's experiment reads as none, its id prefix included
-        rows = self._all(f"SELECT id, body FROM experiments WHERE id LIKE ?{visible}", (experiment_id + "%", *params))
-        exact = [r for r in rows if r[0] == experiment_id]
-        if exact or len(rows) == 1:
-            return Experiment.model_validate_json((exact or rows)[0][1])
-        if not rows:
-            raise StoreError(f"no experiment {experiment_id!r} in this database")
-        raise StoreError(f"{experiment_id!r} starts {len(rows)} experiments' ids: give more of it")
 
     # -- meta ----------------------------------------------------------------------------
 

@@ -8,73 +8,11 @@ counts and run ids, the agentcore version and, where the test files live in a gi
 from __future__ import annotations
 
 import subprocess
-import uuid
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-MAX_CELLS = 100_000
-
-
-class CellResult(BaseModel):
-    """One cell of an experiment: its test and configuration, and what its trials gave."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    test: str
-    config: str
-    trials: int = Field(ge=1)
-    passed: int = Field(ge=0)
-    cell_passed: bool
-    flaky: bool = False
-    run_ids: list[str | None] = []
-
-    @property
-    def counts(self) -> str:
-        return f"{self.passed}/{self.trials}"
-
-
-class Experiment(BaseModel):
-    """One `agentcore test` invocation's results."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
-    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="microseconds"))
-    owner: str | None = None
-    files: list[str] = []
-    configs: list[str] = []
-    trials: int = 1
-    pass_threshold: float = 1.0
-    version: str | None = None
-    commit: str | None = None
-    cells: list[CellResult] = Field(default=[], max_length=MAX_CELLS)
-
-    @property
-    def passed(self) -> int:
-        return sum(c.cell_passed for c in self.cells)
-
-    def summary(self) -> str:
-        """In one line: `a1b2c3d4e5f6 2026-12-01 10:00:00 · 3/4 cells passed · 6 trials each (threshold 1) · CONFIGS`."""
-        flaky = sum(c.flaky for c in self.cells)
-        line = f"{self.id} {self.created_at[:19].replace('T', ' ')} · {self.passed}/{len(self.cells)} cells passed"
-        if self.trials > 1:
-            line += f" · {self.trials} trials each (threshold {self.pass_threshold:g})"
-        if flaky:
-            line += f" · {flaky} flaky"
-        line += f" · {', '.join(self.configs)}"
-        return line + (f" · commit {self.commit[:12]}" if self.commit else "")
-
-    def rate_by_config(self) -> dict[str, tuple[int, int]]:
-        """Each configuration's trials passed, of how many: what the history chart draws."""
-        found: dict[str, tuple[int, int]] = {}
-        for c in self.cells:
-            passed, total = found.get(c.config, (0, 0))
-            found[c.config] = (passed + c.passed, total + c.trials)
-        return found
+from ..store.experiments import CellResult, Experiment
 
 
 def git_commit(paths: list[Path]) -> str | None:

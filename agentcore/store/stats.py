@@ -1,7 +1,7 @@
 """The library's statistics: runs, tokens, cache hit rate, cost and step latency, added up across stored runs.
 
 One run's accounting is `accounting.account`; across runs, the figures each run keeps beside it in the store
-(`accounting.run_figures`, the same step usage and step costs) are added up per group: per provider, model,
+(`figures.RunFigures`, the same step usage and step costs) are added up per group: per provider, model,
 day, owner, label or free label (tag). Tokens, cost and latency are counted per answering model, so a run
 continued on another model splits between them; a run counts once in every group it has a step (or a label) in.
 """
@@ -13,11 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .errors import UsageError
+from ..errors import UsageError
+from .figures import ModelFigures, RunFigures
 
 if TYPE_CHECKING:
-    from .annotations import Annotation
-    from .store.runs import RunSummary, Store
+    from ..annotations import Annotation
+    from .runs import RunSummary, Store
 
 GroupBy = Literal["provider", "model", "day", "owner", "label", "tag"]
 GROUP_BY: tuple[str, ...] = get_args(GroupBy)
@@ -78,12 +79,12 @@ class GroupStats:
         }
 
 
-def _run_keys(by: str, summary: RunSummary, tally: dict[str, Any], annotations: Sequence[Annotation]) -> list[str]:
+def _run_keys(by: str, summary: RunSummary, tally: ModelFigures, annotations: Sequence[Annotation]) -> list[str]:
     """The values of grouping `by` that one model's tally of a run falls under."""
     if by == "provider":
-        return [tally["provider"]]
+        return [tally.provider]
     if by == "model":
-        return [f"{tally['provider']}/{tally['model']}"]
+        return [f"{tally.provider}/{tally.model}"]
     if by == "day":
         return [summary.created_at[:10]]
     if by == "owner":
@@ -96,7 +97,7 @@ def _run_keys(by: str, summary: RunSummary, tally: dict[str, Any], annotations: 
 
 
 def add_up(
-    rows: Iterable[tuple[RunSummary, dict[str, Any]]],
+    rows: Iterable[tuple[RunSummary, RunFigures]],
     by: Sequence[str] = ("model",),
     annotations: dict[str, list[Annotation]] | None = None,
 ) -> list[GroupStats]:
@@ -107,7 +108,7 @@ def add_up(
     groups: dict[tuple[str, ...], GroupStats] = {}
     for summary, figures in rows:
         labels = (annotations or {}).get(summary.id, [])
-        for tally in figures.get("models", []):
+        for tally in figures.models:
             keys: list[tuple[str, ...]] = [()]
             for b in by:
                 keys = [(*k, v) for k in keys for v in _run_keys(b, summary, tally, labels)]
@@ -117,22 +118,21 @@ def add_up(
     return [groups[k] for k in sorted(groups)]
 
 
-def _add(g: GroupStats, summary: RunSummary, tally: dict[str, Any]) -> None:
+def _add(g: GroupStats, summary: RunSummary, tally: ModelFigures) -> None:
     if summary.id not in g.run_ids:
         g.run_ids.add(summary.id)
         g.runs += 1
         g.answered_runs += summary.stop_reason in ANSWERED
         g.budget_runs += summary.stop_reason == "max_steps"
         g.failed_runs += summary.stop_reason == "error"
-    g.steps += tally["steps"]
-    g.input_tokens += tally["input_tokens"]
-    g.output_tokens += tally["output_tokens"]
-    g.cache_read_tokens += tally["cache_read_tokens"]
-    g.cache_write_tokens += tally["cache_write_tokens"]
-    cost = tally["cost_usd"]
-    g.cost_usd = None if g.cost_usd is None or cost is None else g.cost_usd + cost
-    g.estimated_steps += tally["estimated"]
-    g.latencies_ms.extend(tally["latency_ms"])
+    g.steps += tally.steps
+    g.input_tokens += tally.input_tokens
+    g.output_tokens += tally.output_tokens
+    g.cache_read_tokens += tally.cache_read_tokens
+    g.cache_write_tokens += tally.cache_write_tokens
+    g.cost_usd = None if g.cost_usd is None or tally.cost_usd is None else g.cost_usd + tally.cost_usd
+    g.estimated_steps += tally.estimated
+    g.latencies_ms.extend(tally.latency_ms)
 
 
 def library_figures(
@@ -142,12 +142,12 @@ def library_figures(
     search: str | None = None,
     provider: str | None = None,
     owner: str | None = None,
-) -> list[tuple[RunSummary, dict[str, Any]]]:
+) -> list[tuple[RunSummary, RunFigures]]:
     """The stored runs the filters keep (as the Runs page's), with their figures; `provider` keeps that provider's
     steps alone, so a mixed run counts only what that provider answered."""
     rows = store.figures(search, provider, owner=owner, since=since)
     if provider:
-        rows = [(s, {**f, "models": [t for t in f["models"] if t["provider"] == provider]}) for s, f in rows]
+        rows = [(s, f.only(provider)) for s, f in rows]
     return rows
 
 
@@ -178,7 +178,7 @@ def library_stats(
     return add_up(rows, by, labels)
 
 
-def most_expensive(rows: Iterable[tuple[RunSummary, dict[str, Any]]], n: int = 10) -> list[RunSummary]:
+def most_expensive(rows: Iterable[tuple[RunSummary, RunFigures]], n: int = 10) -> list[RunSummary]:
     """The `n` runs that cost the most (an unpriced run's cost counts as 0), most expensive first."""
     return sorted((s for s, _ in rows), key=lambda s: (-(s.cost_usd or 0.0), s.id))[:n]
 

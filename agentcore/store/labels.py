@@ -1,0 +1,195 @@
+"""People's labels and scanners' findings on the steps of stored runs, and which revision each scanner read.
+
+Labels live in their own table beside the run, not in its body: labelling is never a new revision of the run, so
+it never conflicts with a session stepping it. Every read goes through the viewer's rule (access.py), as the runs'
+own do. The Store has these methods (LabelsTable is one of its parts).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..annotations import SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
+from .schema import ANNOTATIONS_OF, PUT_ANNOTATION, SUMMARY_COLUMNS, RunSummary, StoreError, dump, plain
+
+if TYPE_CHECKING:
+    from .runs import Store
+
+ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
+
+
+def put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> None:
+    for a in annotations:
+        values = (run_id, a.id, a.step, plain(a.author), plain(a.created_at), dump(a.model_dump(mode="json")))
+        db.execute(PUT_ANNOTATION, values)
+
+
+SOURCES = ("people", "scanners")  # whose labels an error analysis counts; a scanner's name counts its own alone
+
+
+def _from(annotation: Annotation, source: str) -> bool:
+    scanner = by_scanner(annotation)
+    if source == "people":
+        return not scanner
+    if source == "scanners":
+        return scanner
+    return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
+
+
+class LabelsTable:
+    """The Store's labels and scans: annotate a step, read and remove labels, keep a scanner's findings."""
+
+    def annotate(self: Store, run_id: str, annotation: Annotation, *, user: str | None = None) -> Annotation:
+        """Keep a person's label on a step, or a tool call, of a stored run; returns it with its author.
+
+        Not a new revision of the run: labelling never conflicts with a session stepping it. Anyone may label
+        any run (an error analysis is a team's); the author is `user`, default this Store's owner. A step the
+        run does not have, or a call that step did not make, is a UsageError.
+        """
+        run = self.read_run(run_id)
+        step = run.steps[annotation.step - 1] if annotation.step <= len(run.steps) else None
+        calls = step_calls(run.messages, step.message_count) if step is not None else ()
+        check_target(annotation, len(run.steps), [c.id for c in calls])
+        annotation = annotation.model_copy(update={"author": user or self.owner})
+        with self._transaction() as db:
+            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+                raise self._no_run(run_id)
+            put_annotations(db, run_id, [annotation])
+        return annotation
+
+    def annotations(self: Store, run_id: str) -> list[Annotation]:
+        """The run's annotations, by step, oldest first (none for a run this Store's viewer may not see)."""
+        if self.summary(run_id) is None:
+            return []
+        return [Annotation.model_validate_json(r[0]) for r in self._all(ANNOTATIONS_OF, (run_id,))]
+
+    def delete_annotation(self: Store, run_id: str, annotation_id: str, *, user: str | None = None) -> None:
+        """Remove an annotation; only its author (`user`, default this Store's owner) may, as for `delete_run`."""
+        user = user or self.owner
+        visible, params = self._visible()
+        with self._transaction() as db:
+            if db.execute(f"SELECT 1 FROM runs WHERE id = ?{visible}", (run_id, *params)).fetchone() is None:
+                raise self._no_run(run_id)
+            sql = f"SELECT author FROM annotations WHERE run_id = ? AND id = ?{db.lock_row}"
+            found = db.execute(sql, (run_id, annotation_id)).fetchone()
+            if found is None:
+                raise StoreError(f"run {run_id} has no annotation {annotation_id[:64]!r}")
+            if found[0] not in (None, user) and os.environ.get(ALLOW_DELETE_OTHERS) != "1":
+                raise StoreError(
+                    f"annotation {annotation_id} is {found[0]}'s, not {user}'s: only its author may remove it"
+                )
+            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+
+    def scanned(self: Store, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
+        """Each named run's revision, and per scanner author the revision and scanner version it last read."""
+        found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
+        visible, params = self._visible("r.owner")
+        for at in range(0, len(run_ids), 500):
+            part = run_ids[at : at + 500]
+            sql = (
+                "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
+                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))}){visible}"
+            )
+            for run_id, revision, scanner, read, version in self._all(sql, (*part, *params)):
+                found.setdefault(run_id, (revision, {}))
+                if scanner is not None:
+                    found[run_id][1][scanner] = (read, version)
+        return found
+
+    def replace_findings(
+        self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None
+    ) -> tuple[int, int]:
+        """Make each author's annotations in `findings` the whole of that author's labels on the run: (added, removed).
+
+        A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
+        that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
+        and the scanner's version that found them (see `scanned`). The annotations are the scanners' own
+        (`agentcore.scanners`), each already checked against the run's steps.
+        """
+        return self.replace_findings_of([(run_id, findings, read)])
+
+    def replace_findings_of(
+        self, scanned: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]]
+    ) -> tuple[int, int]:
+        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time)."""
+        added = removed = 0
+        with self._transaction() as db:
+            for run_id, findings, read in scanned:
+                a, r = self._replace(db, run_id, findings, read)
+                added, removed = added + a, removed + r
+        return added, removed
+
+    def _replace(
+        self, db: Any, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None
+    ) -> tuple[int, int]:
+        wanted = {
+            (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
+        }
+        authors = list(findings)
+        if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
+            raise self._no_run(run_id)
+        kept: set[tuple[str, str]] = set()
+        if authors:
+            sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
+            kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
+        gone = kept - wanted.keys()
+        for _, annotation_id in gone:
+            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
+        put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
+        for author, (revision, version) in (read or {}).items():
+            db.execute(
+                "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
+                "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
+                (run_id, author, revision, version),
+            )
+        return len(wanted.keys() - kept), len(gone)
+
+    def annotations_by_run(self: Store, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
+        """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""
+        visible, params = self._visible()
+        sql = f"SELECT run_id, body FROM annotations WHERE run_id IN (SELECT id FROM runs WHERE 1 = 1{visible})"
+        if run_ids is not None:
+            if not run_ids:
+                return {}
+            sql += f" AND run_id IN ({', '.join('?' * len(run_ids))})"
+        found: dict[str, list[Annotation]] = {}
+        for run_id, body in self._all(sql + " ORDER BY run_id, step, created_at, id", (*params, *(run_ids or ()))):
+            found.setdefault(run_id, []).append(Annotation.model_validate_json(body))
+        return found
+
+    def annotated_runs(
+        self,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        source: str | None = None,
+    ) -> list[tuple[RunSummary, list[Annotation]]]:
+        """The labelled runs with their annotations, most recently saved first: what an error analysis counts.
+
+        `provider` and `model` keep the runs they answered a step of; `owner` that person's runs; `tag` the runs
+        with an annotation that carries that free label; `source` "people" keeps people's labels alone,
+        "scanners" the scanners' findings alone (authors `scanner:NAME`), and one scanner's name its own.
+        """
+        labelled = self.annotations_by_run()
+        if source:
+            labelled = {k: kept for k, v in labelled.items() if (kept := [a for a in v if _from(a, source)])}
+        visible, params = self._visible()
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE id IN (SELECT run_id FROM annotations){visible}"
+        if owner:
+            sql, params = sql + " AND owner = ?", (*params, owner)
+        kept = []
+        for summary in map(RunSummary.from_row, self._all(sql + " ORDER BY updated_at DESC, id", params)):
+            annotations = labelled.get(summary.id, [])
+            if not annotations:
+                continue
+            if provider and all(m.provider != provider for m in summary.models):
+                continue
+            if model and all(m.model != model for m in summary.models):
+                continue
+            if tag and all(tag not in a.tags for a in annotations):
+                continue
+            kept.append((summary, annotations))
+        return kept
