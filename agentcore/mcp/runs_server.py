@@ -325,7 +325,7 @@ def build_server(
         """The library's figures per group, as `agentcore stats --json` gives them: runs, steps, answered runs,
         input, output and cache tokens, cache hit rate, cost, cost per answered run, p50/p95 step latency, runs
         that hit the step budget or failed. `since` is a day (YYYY-MM-DD): runs created on or after it."""
-        from ..stats import first_day, library_stats, totals
+        from ..store.stats import first_day, library_stats, totals
 
         day = first_day(since or None, "since")
         with user_store(ctx) as store:
