@@ -135,7 +135,7 @@ class Annotation(BaseModel):
         return " · ".join(parts)
 
 
-SCANNER_PREFIX = "scanner:"  # the author of a scanner's finding is `scanner:NAME` (agentcore.scanners)
+SCANNER_PREFIX = "scanner:"  # the author of a scanner's finding is `scanner:NAME` (agentcore.store.scanners)
 
 
 def by_scanner(annotation: Annotation) -> bool:

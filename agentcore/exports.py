@@ -18,12 +18,12 @@ import re
 import zipfile
 from typing import Any
 
-from .detectors import mask, mask_text
 from .errors import UsageError
 from .messages import numbered
 from .replay import replay_html
 from .run import Run
 from .secrets import redact_fields
+from .secrets.detectors import mask, mask_text
 from .telemetry import OTLP_JSON, require_otel
 from .testing.pinned import PinnedTest, data_text, to_data
 from .transcript import fitted_text, json_text, to_dict

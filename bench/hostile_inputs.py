@@ -213,7 +213,7 @@ DETECTOR_TEXTS = {
 
 
 def detectors() -> None:
-    from agentcore.detectors import mask_text
+    from agentcore.secrets.detectors import mask_text
 
     for label, unit in DETECTOR_TEXTS.items():
         times = []

@@ -89,8 +89,8 @@ def _timed(fn: Callable[[], object], times: int = 1) -> float:
 
 def measure_store(location: str, n: int, label: str) -> list[Row]:
     """Build a library of `n` runs at `location` and time stats and scan on it."""
-    from agentcore.scanners import BUILTINS, scan_library
     from agentcore.store.runs import Store
+    from agentcore.store.scanners import BUILTINS, scan_library
     from agentcore.store.stats import library_stats
 
     store = Store(location)

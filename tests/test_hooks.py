@@ -216,7 +216,7 @@ def test_the_cli_guardrail_refuses_a_replayed_call_and_an_unknown_hook_is_one_li
     assert [(t.source, t.hook) for t in run.steps[0].tool_runs] == [("hook_refused", "guardrail")]
     assert main(["run", "x", "--provider", "scripted", "--hook", "nosuch", "--no-db"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--hook" in err and "'guardrail'" in err
+    assert err.count("\n") == 1 and "unknown hook 'nosuch'" in err and "guardrail" in err
 
 
 def test_a_hook_that_stops_after_a_plain_answer_ends_the_run_stopped_and_names_itself():

@@ -15,8 +15,8 @@ from agentcore.errors import UsageError
 from agentcore.hooks.protocol import HookEffect
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentcore.run import Run, RunConfig, StepRecord
-from agentcore.scanners import BUILTINS, Finding, Scanner, resolve_scanner, scan_library, scan_run
 from agentcore.store.runs import Store
+from agentcore.store.scanners import BUILTINS, Finding, Scanner, resolve_scanner, scan_library, scan_run
 from agentcore.toolbox import TOOLBOX
 
 
@@ -190,7 +190,7 @@ def test_a_users_function_scanner_and_a_regex_scanner(tmp_path, monkeypatch, cap
     (tmp_path / "my_scanners.py").write_text(
         textwrap.dedent(
             '''
-            from agentcore.scanners import Finding
+            from agentcore.store.scanners import Finding
 
             def long_answers(run):
                 """Replies longer than 200 characters."""
@@ -204,6 +204,9 @@ def test_a_users_function_scanner_and_a_regex_scanner(tmp_path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     db = str(tmp_path / "runs.db")
+    assert main(["scan", "--db", db, "--scanner", "my_scanners:long_answers"]) == 2  # the folder is not on the path
+    assert "no installed module 'my_scanners'" in capsys.readouterr().err
+    monkeypatch.syspath_prepend(str(tmp_path))  # PYTHONPATH=. as the docs say
     store = Store(db)
     research, weather = scripted_run("research"), scripted_run("weather")
     store.save_run(research)

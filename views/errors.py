@@ -3,7 +3,7 @@
 Read the runs, label each failure by its kind, count the kinds: the most frequent kind is the one to fix
 first. Filters keep the runs a provider or a model answered, one person's runs, or the runs with a tag
 (a free label on any of their steps), and the labels' source: people, the scanners, or one scanner.
-The Scan button runs the scanners (agentcore.scanners) over the runs the filters keep; each finding lands
+The Scan button runs the scanners (agentcore.store.scanners) over the runs the filters keep; each finding lands
 as a label on its step, beside people's.
 """
 
@@ -19,8 +19,8 @@ import streamlit as st
 from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, ordered_counts
 from agentcore.errors import AgentcoreError
 from agentcore.run import Run
-from agentcore.scanners import BUILTINS, scan_library
 from agentcore.store.runs import RunSummary, Store
+from agentcore.store.scanners import BUILTINS, scan_library
 from ui import safe, words
 from ui.open_run import follow_open, open_on_click
 from ui.page_state import PageState

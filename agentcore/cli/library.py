@@ -122,15 +122,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_scan(args: argparse.Namespace) -> int:
     """Scan the runs the filters keep and keep each finding as a label; print what each scanner found."""
-    from ..scanners import BUILTINS, resolve_scanner, scan_library
     from ..store.runs import Store
+    from ..store.scanners import BUILTINS, resolve_scanner, scan_library
 
     if args.list:
         width = max(map(len, BUILTINS))
         for name, scanner in BUILTINS.items():
             print(f"  {name:<{width}}  {scanner.description}")
         return 0
-    scanners = [resolve_scanner(s) for s in dict.fromkeys(args.scanner or BUILTINS)]
+    scanners = [resolve_scanner(s, code=True) for s in dict.fromkeys(args.scanner or BUILTINS)]  # the operator's
     store = Store(args.db)
     ids = store.run_ids(provider=args.provider, owner=args.owner, since=first_day(args.since))
     tty = sys.stderr.isatty()

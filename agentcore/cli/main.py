@@ -90,14 +90,14 @@ def _build_run(args: argparse.Namespace):
     from ..providers.scripted import get_scenario
     from ..run import Run, RunConfig
 
-    check_hook_names(args.hook)  # an unknown name is bad usage, found before anything loads
+    check_hook_names(args.hook, code=True)  # the operator's words: a module:attribute of theirs may load
     if args.replay:
         return _build_replay(args)
     provider_name = args.provider
     if provider_name is None:
         provider_name, why = default_provider()
         print(f"provider: {why}", file=sys.stderr)
-    info = get_info(provider_name)
+    info = get_info(provider_name, code=True)  # the operator's words: a module:Class of theirs may load
     scenario = None
     final_schema = None
     if provider_name == "scripted":
@@ -338,7 +338,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("prompt", nargs="?", help="the user prompt (a scripted scenario has its own)")
     p.add_argument(
         "--provider",
-        help=f"{', '.join(REGISTRY)} (default: local if installed)",
+        help=f"{', '.join(REGISTRY)}, or module:Class of an installed module (default: local if installed)",
     )
     p.add_argument("--model", help="the model name, or a GGUF path for local")
     p.add_argument("--base-url", help="the server's base URL, e.g. http://127.0.0.1:8080/v1")
@@ -377,10 +377,10 @@ def _add_run(sub: Any) -> None:
         "--hook",
         action="append",
         default=[],
-        choices=list(HOOKS),
         metavar="NAME",
         help="a hook around the model call, repeatable: "
-        + "; ".join(f"{name}: {h.description.rstrip('.')}" for name, h in HOOKS.items()),
+        + "; ".join(f"{name}: {h.description.rstrip('.')}" for name, h in HOOKS.items())
+        + "; or module:attribute, a NamedHook of an installed module",
     )
     p.add_argument(
         "--break",

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import UsageError
 from ..messages import Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from ..providers.base import ModelRequest
+from ..registry import Registry
 from ..run import Run
 from .protocol import CallItem, HookPoint, Refuse
 
@@ -184,25 +185,36 @@ class NamedHook:
     description: str
 
 
-HOOKS: dict[str, NamedHook] = {
-    "guardrail": NamedHook(
-        "before_tools",
-        Guardrail(),
-        "Refuses a tool call whose arguments hold an e-mail address or a card number, or a path out of the sandbox.",
-    ),
-    "redact": NamedHook(
-        "before_model",
-        redact,
-        "Masks e-mail addresses and card numbers in what is sent to the model; the run keeps the original.",
-    ),
-}
+def _hook_of(target: str, found: Any) -> NamedHook:
+    """A user's hook, `module:attribute`: a NamedHook, which says where it runs."""
+    if not isinstance(found, NamedHook):
+        raise UsageError(f"hook {target[:120]!r}: not a NamedHook (agentcore.hooks.examples.NamedHook: point, hook)")
+    return found
 
 
-def check_hook_names(names: list[str]) -> None:
-    """Raise a one-line UsageError for the first name that is not a registered hook."""
-    unknown = [n for n in names if n not in HOOKS]
-    if unknown:
-        raise UsageError(f"unknown hook {unknown[0][:80]!r}; the hooks are: {', '.join(HOOKS)}")
+# the hooks by name: the examples, and (named by whoever runs agentcore) a user's module:attribute
+HOOKS: Registry[NamedHook] = Registry(
+    "hook",
+    {
+        "guardrail": NamedHook(
+            "before_tools",
+            Guardrail(),
+            "Refuses a tool call whose arguments hold an e-mail address or a card number, or a path out of the sandbox.",
+        ),
+        "redact": NamedHook(
+            "before_model",
+            redact,
+            "Masks e-mail addresses and card numbers in what is sent to the model; the run keeps the original.",
+        ),
+    },
+    _hook_of,
+)
+
+
+def check_hook_names(names: list[str], *, code: bool = False) -> None:
+    """Raise a one-line UsageError for the first name that is not a registered hook (with `code`, whoever runs
+    agentcore may name a `module:attribute`, loaded and registered: agentcore.registry)."""
+    HOOKS.check(names, code=code)
 
 
 def named_hooks(names: list[str], point: HookPoint) -> list[Any]:

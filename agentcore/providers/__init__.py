@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import catalogue
 from ..errors import UsageError
+from ..registry import Registry
 from ..secrets import watch_env
 from .base import BaseProvider, ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .keys import server_key
@@ -54,70 +55,83 @@ class ProviderInfo:
         return importlib.import_module(self.target.split(":")[0]).build_body
 
 
-REGISTRY: dict[str, ProviderInfo] = {
-    p.name: p
-    for p in (
-        ProviderInfo(
-            "local",
-            "agentcore.providers.local:LocalProvider",
-            "smollm2-135m",
-            ("smollm2-135m",),
-            "SmolLM2-135M-Instruct in-process through llama.cpp; no key, no network (or any GGUF file by path)",
-            free=True,
-        ),
-        ProviderInfo(
-            "scripted",
-            "agentcore.providers.scripted:ScriptedProvider",
-            "weather",
-            ("weather", "recovery", "research", "runaway", "structured"),
-            "a deterministic scripted model with bundled scenarios; the model name is the scenario",
-            free=True,
-        ),
-        ProviderInfo(
-            "openai",
-            "agentcore.providers.openai:OpenAIProvider",
-            "",  # from the catalogue
-            (),
-            "OpenAI Chat Completions, or any OpenAI-compatible server with a base URL",
-            wire=True,
-            key_env="OPENAI_API_KEY",
-            base_url_env="OPENAI_BASE_URL",
-            default_base_url="https://api.openai.com/v1",
-        ),
-        ProviderInfo(
-            "openai-responses",
-            "agentcore.providers.openai_responses:OpenAIResponsesProvider",
-            "",  # from the catalogue
-            (),
-            "OpenAI Responses API, stateless (reasoning passed back encrypted), or a server that speaks it",
-            wire=True,
-            key_env="OPENAI_API_KEY",
-            base_url_env="OPENAI_BASE_URL",
-            default_base_url="https://api.openai.com/v1",
-        ),
-        ProviderInfo(
-            "anthropic",
-            "agentcore.providers.anthropic:AnthropicProvider",
-            "",  # from the catalogue
-            (),
-            "Anthropic Messages API",
-            wire=True,
-            key_env="ANTHROPIC_API_KEY",
-            base_url_env="ANTHROPIC_BASE_URL",
-            default_base_url="https://api.anthropic.com",
-        ),
-        ProviderInfo(
-            "ollama",
-            "agentcore.providers.ollama:OllamaProvider",
-            "llama3.2",  # genai-prices does not list Ollama: its library's small tool-calling models
-            ("llama3.2", "qwen3", "gpt-oss:20b", "qwen2.5", "mistral"),
-            "Ollama's native /api/chat",
-            wire=True,
-            base_url_env="OLLAMA_HOST",
-            default_base_url="http://127.0.0.1:11434",
-        ),
-    )
-}
+def _provider_of(target: str, found: Any) -> ProviderInfo:
+    """A user's provider, `module:Class`: a class built as the registry's are (model, base_url, api_key, options)."""
+    if not isinstance(found, type) or not callable(getattr(found, "complete", None)):
+        raise UsageError(f"provider {target[:120]!r}: not a provider class (one with a complete method)")
+    doc = (found.__doc__ or "").strip().split("\n")[0]
+    return ProviderInfo(target, target, getattr(found, "default_model", "") or "", (), doc or target)
+
+
+# the providers by name: the built-ins, and (named by whoever runs agentcore) a user's module:Class
+REGISTRY: Registry[ProviderInfo] = Registry(
+    "provider",
+    {
+        p.name: p
+        for p in (
+            ProviderInfo(
+                "local",
+                "agentcore.providers.local:LocalProvider",
+                "smollm2-135m",
+                ("smollm2-135m",),
+                "SmolLM2-135M-Instruct in-process through llama.cpp; no key, no network (or any GGUF file by path)",
+                free=True,
+            ),
+            ProviderInfo(
+                "scripted",
+                "agentcore.providers.scripted:ScriptedProvider",
+                "weather",
+                ("weather", "recovery", "research", "runaway", "structured"),
+                "a deterministic scripted model with bundled scenarios; the model name is the scenario",
+                free=True,
+            ),
+            ProviderInfo(
+                "openai",
+                "agentcore.providers.openai:OpenAIProvider",
+                "",  # from the catalogue
+                (),
+                "OpenAI Chat Completions, or any OpenAI-compatible server with a base URL",
+                wire=True,
+                key_env="OPENAI_API_KEY",
+                base_url_env="OPENAI_BASE_URL",
+                default_base_url="https://api.openai.com/v1",
+            ),
+            ProviderInfo(
+                "openai-responses",
+                "agentcore.providers.openai_responses:OpenAIResponsesProvider",
+                "",  # from the catalogue
+                (),
+                "OpenAI Responses API, stateless (reasoning passed back encrypted), or a server that speaks it",
+                wire=True,
+                key_env="OPENAI_API_KEY",
+                base_url_env="OPENAI_BASE_URL",
+                default_base_url="https://api.openai.com/v1",
+            ),
+            ProviderInfo(
+                "anthropic",
+                "agentcore.providers.anthropic:AnthropicProvider",
+                "",  # from the catalogue
+                (),
+                "Anthropic Messages API",
+                wire=True,
+                key_env="ANTHROPIC_API_KEY",
+                base_url_env="ANTHROPIC_BASE_URL",
+                default_base_url="https://api.anthropic.com",
+            ),
+            ProviderInfo(
+                "ollama",
+                "agentcore.providers.ollama:OllamaProvider",
+                "llama3.2",  # genai-prices does not list Ollama: its library's small tool-calling models
+                ("llama3.2", "qwen3", "gpt-oss:20b", "qwen2.5", "mistral"),
+                "Ollama's native /api/chat",
+                wire=True,
+                base_url_env="OLLAMA_HOST",
+                default_base_url="http://127.0.0.1:11434",
+            ),
+        )
+    },
+    _provider_of,
+)
 FREE_PROVIDERS = frozenset(name for name, info in REGISTRY.items() if info.free)
 WIRE_FORMATS: tuple[str, ...] = tuple(name for name, info in REGISTRY.items() if info.wire)  # the exports' dialects
 watch_env(*(info.key_env for info in REGISTRY.values()))  # each key variable's value is scrubbed from output
@@ -146,10 +160,9 @@ def default_provider() -> tuple[str, str]:
     return "scripted", f"scripted: {why}"
 
 
-def get_info(name: str) -> ProviderInfo:
-    if name not in REGISTRY:
-        raise UsageError(f"unknown provider {name!r}; available: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
+def get_info(name: str, *, code: bool = False) -> ProviderInfo:
+    """The provider named (with `code`, the operator's words: a `module:Class` may load; agentcore.registry)."""
+    return REGISTRY.resolve(name, code=code)
 
 
 def create_provider(

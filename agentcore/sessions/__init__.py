@@ -18,10 +18,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..detectors import Tally, mask
 from ..errors import TranscriptError
 from ..importers import parse_import
 from ..run import Run, SubagentLink
+from ..secrets.detectors import Tally, mask
 from ..transcript import MAX_FILE_BYTES, describe_validation, one_line, read_json
 from .atif import is_atif, read_atif
 from .claude_code import is_claude_code, read_claude_code
@@ -42,7 +42,7 @@ class Imported:
     @property
     def notes(self) -> str | None:
         """What was kept aside and how many secrets of which kinds were masked, in one line, or None."""
-        from ..detectors import masked_note
+        from ..secrets.detectors import masked_note
 
         notes = [n for run in self.runs[:1] if run.origin for n in run.origin.notes]
         sub = sum(len(r.origin.notes) for r in self.runs[1:] if r.origin)

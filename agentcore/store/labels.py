@@ -105,7 +105,7 @@ class LabelsTable:
         A scanner's findings have ids derived from what they say, so scanning again adds nothing, and a scanner
         that now finds otherwise has its earlier findings removed. `read` records, per author, the run's revision
         and the scanner's version that found them (see `scanned`). The annotations are the scanners' own
-        (`agentcore.scanners`), each already checked against the run's steps.
+        (`agentcore.store.scanners`), each already checked against the run's steps.
         """
         return self.replace_findings_of([(run_id, findings, read)])
 

@@ -80,7 +80,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # each run's tokens, cost and step latencies per answering model (figures.RunFigures), for the library's
     # statistics; NULL for a row written before they were kept, counted from its steps when first asked for
-    # and which scanners (agentcore.scanners) read which revision of each run, so a scan skips what it has read
+    # and which scanners (agentcore.store.scanners) read which revision of each run, so a scan skips what it has read
     (
         "ALTER TABLE runs ADD COLUMN figures TEXT",
         "CREATE INDEX runs_by_creation ON runs(created_at)",

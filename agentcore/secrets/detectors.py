@@ -54,7 +54,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from .secrets import (
+from . import (
     REGISTERED_KIND,
     SECRET_FIELD,
     SHAPE_KINDS,

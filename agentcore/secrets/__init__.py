@@ -37,7 +37,7 @@ _SECRET_SHAPES = (
     ("Basic", re.compile(r"\bBasic\s+[A-Za-z0-9+/=]{8,}")),
     ("sk-", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
 )
-# the kind each net's find is masked as where an import or an export says which kinds it masked (detectors.py)
+# the kind each net's find is masked as where an import or an export says which kinds it masked (secrets/detectors.py)
 REGISTERED_KIND = "registered secret"
 SHAPE_KINDS = {"Bearer": "Bearer token", "Basic": "Basic auth", "sk-": "sk- key"}
 # the walk goes as deep as any reader reads (a run inside a pinned test sits a level deeper than in a transcript:

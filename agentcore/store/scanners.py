@@ -15,27 +15,25 @@ new ones, so a second scan adds nothing and a changed scanner leaves none of its
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
 import marshal
-import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .accounting import CLEARED, sent_at, step_usage
-from .annotations import LABELS, MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, check_target, step_calls, step_reply
-from .catalogue import context_window
-from .errors import AgentcoreError, UsageError
-from .hooks.guard import call_key
-from .messages import AssistantMessage, ToolMessage
-from .run import Run
-from .schemas import SchemaError, compile_pattern, search
-from .secrets import scrub_text
+from ..accounting import CLEARED, sent_at, step_usage
+from ..annotations import LABELS, MAX_NOTE_CHARS, SCANNER_PREFIX, Annotation, check_target, step_calls, step_reply
+from ..catalogue import context_window
+from ..errors import AgentcoreError, UsageError
+from ..hooks.guard import call_key
+from ..messages import AssistantMessage, ToolMessage
+from ..registry import Registry
+from ..run import Run
+from ..schemas import SchemaError, compile_pattern, search
+from ..secrets import scrub_text
 
 if TYPE_CHECKING:
     from .store.runs import Store
@@ -197,7 +195,7 @@ def scan_unread_results(run: Run) -> Iterable[Finding]:
 def scan_key_in_reply(run: Run) -> Iterable[Finding]:
     """A credential in a reply, found as an import finds what it masks (detectors.secret_kinds): a registered
     secret, an `sk-` key, a Bearer or Basic token, and each kind detect-secrets' chosen plugins know."""
-    from .detectors import secret_kinds
+    from ..secrets.detectors import secret_kinds
 
     for n, reply in _replies(run):
         text = reply.text
@@ -206,18 +204,30 @@ def scan_key_in_reply(run: Run) -> Iterable[Finding]:
             yield Finding(n, "key in reply", f"step {n}'s reply holds text shaped like a key: {', '.join(kinds)}")
 
 
-BUILTINS: dict[str, Scanner] = {
-    s.name: s
-    for s in (
-        Scanner("loop", scan_loop, "the same call with the same arguments in 3 steps running"),
-        Scanner("ignored_error", scan_ignored_error, "a tool error the next reply ignored"),
-        Scanner("unknown_tool", scan_unknown_tool, "a call to a tool the run did not offer"),
-        Scanner("step_budget", scan_step_budget, "the run stopped at its step budget"),
-        Scanner("context", scan_context, "a request past 80% of the model's context window"),
-        Scanner("unread_results", scan_unread_results, "an answer given with tool results never sent to the model"),
-        Scanner("key_in_reply", scan_key_in_reply, "text shaped like a key in a reply"),
-    )
-}
+def _scanner_of(target: str, found: Any) -> Scanner:
+    """A user's scanner, `module:function`: the function takes a Run and returns Findings (or dicts of their fields)."""
+    if not callable(found):
+        raise UsageError(f"scanner {target[:120]!r} is not a function")
+    return Scanner(target, found, (found.__doc__ or "").strip().split("\n")[0])
+
+
+# the scanners by name: the built-ins, and (named by whoever runs agentcore) a user's module:function
+BUILTINS: Registry[Scanner] = Registry(
+    "scanner",
+    {
+        s.name: s
+        for s in (
+            Scanner("loop", scan_loop, "the same call with the same arguments in 3 steps running"),
+            Scanner("ignored_error", scan_ignored_error, "a tool error the next reply ignored"),
+            Scanner("unknown_tool", scan_unknown_tool, "a call to a tool the run did not offer"),
+            Scanner("step_budget", scan_step_budget, "the run stopped at its step budget"),
+            Scanner("context", scan_context, "a request past 80% of the model's context window"),
+            Scanner("unread_results", scan_unread_results, "an answer given with tool results never sent to the model"),
+            Scanner("key_in_reply", scan_key_in_reply, "text shaped like a key in a reply"),
+        )
+    },
+    _scanner_of,
+)
 
 
 # -- scanners people write ---------------------------------------------------------------------
@@ -254,29 +264,12 @@ def regex_scanner(pattern: str, *, deadline: float | None = None) -> Scanner:
     return Scanner(f"regex:{pattern}"[:190], scan, f"replies matching /{pattern}/")
 
 
-def function_scanner(target: str) -> Scanner:
-    """A user's scanner, `module:function`: the function takes a Run and returns Findings (or dicts of their fields)."""
-    module_name, _, function_name = target.partition(":")
-    if not module_name or not function_name:
-        raise UsageError(f"scanner {target!r}: a built-in ({', '.join(BUILTINS)}), module:function or regex:PATTERN")
-    if os.getcwd() not in sys.path:  # `agentcore scan` finds a scanner beside the user, as `python -m` would
-        sys.path.insert(0, os.getcwd())
-    try:
-        found = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"scanner {target!r}: cannot import it: {exc}") from None
-    if not callable(found):
-        raise UsageError(f"scanner {target!r} is not a function")
-    return Scanner(target, found, (found.__doc__ or "").strip().split("\n")[0])
-
-
-def resolve_scanner(spec: str) -> Scanner:
-    """A built-in by name, `regex:PATTERN`, or a user's `module:function`."""
-    if spec in BUILTINS:
-        return BUILTINS[spec]
+def resolve_scanner(spec: str, *, code: bool = False) -> Scanner:
+    """A built-in by name, `regex:PATTERN`, or (with `code`: named by whoever runs agentcore) a user's
+    `module:function` from an installed module (agentcore.registry)."""
     if spec.startswith("regex:"):
         return regex_scanner(spec.removeprefix("regex:"))
-    return function_scanner(spec)
+    return BUILTINS.resolve(spec, code=code)
 
 
 # -- findings as labels ----------------------------------------------------------------------
