@@ -101,13 +101,32 @@ class Change(BaseModel):
     content: str | None = None  # the text sent in its place, for shortened and cleared
 
 
+class Compaction(BaseModel):
+    """The point where an agent replaced its history with a summary: the messages before `kept_from` (but a
+    leading system prompt) are no longer sent; the summary and what followed are.
+
+    `by` says who compacted (`claude-code`, `codex`) and `trigger` why (`auto`, `manual`), as the file says;
+    `tokens_before` is the context the agent counted just before it. The summary is the history message at
+    `kept_from` (None where the agent keeps it encrypted); the tokens after are the usage of the first step
+    the compaction applies to (see `compactions`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str
+    trigger: str | None = None
+    tokens_before: int | None = Field(default=None, ge=0)
+    kept_from: int = Field(ge=0)
+
+
 class SentRequest(BaseModel):
     """What a model call sent, against the first `message_count` messages of the history.
 
     Messages not in `changes` went as they are; a summary, when there is one, went as a user
-    message right after the history message `summary_after`. The assistant turns in `thinking_left_out`
-    went without their reasoning: a model that binds a thinking block to what was sent before it
-    refuses the block once that changed (see request.py).
+    message right after the history message `summary_after`. After a `compaction`, the messages it
+    replaced are not sent at all. The assistant turns in `thinking_left_out` went without their
+    reasoning: a model that binds a thinking block to what was sent before it refuses the block once
+    that changed (see request.py).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -117,10 +136,22 @@ class SentRequest(BaseModel):
     summary: str | None = None
     summary_after: int = Field(default=0, ge=0)
     thinking_left_out: list[int] = Field(default=[], exclude_if=lambda found: not found)
+    compaction: Compaction | None = Field(default=None, exclude_if=lambda v: v is None)
 
-    def marks(self, count: int) -> list[str]:
-        """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`."""
-        return [self.changes[i].mark if i in self.changes else "sent" for i in range(count)]
+    def compacted(self, i: int, m: Message) -> bool:
+        """Whether history message `i` is one a compaction replaced (a leading system prompt never is)."""
+        c = self.compaction
+        return c is not None and i < c.kept_from and not (i == 0 and isinstance(m, SystemMessage))
+
+    def marks(self, count: int, history: Sequence[Message] = ()) -> list[str]:
+        """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`
+        (a compaction's are `summarised`; without `history`, the first message is taken to be a system prompt)."""
+        out = []
+        for i in range(count):
+            m = history[i] if i < len(history) else SystemMessage(content="")
+            replaced = self.compaction is not None and self.compacted(i, m)
+            out.append(self.changes[i].mark if i in self.changes else "summarised" if replaced else "sent")
+        return out
 
     def messages(self, history: Sequence[Message]) -> list[Message]:
         """The messages this call sent, rebuilt from the history."""
@@ -128,6 +159,8 @@ class SentRequest(BaseModel):
         unthought = set(self.thinking_left_out)
         for i, m in enumerate(history):
             change = self.changes.get(i)
+            if self.compaction is not None and self.compacted(i, m):
+                continue
             if change is None and i in unthought and isinstance(m, AssistantMessage):
                 out.append(m.model_copy(update={"reasoning": ()}))
             elif change is None:
@@ -152,6 +185,19 @@ class PolicyCall(BaseModel):
     cost_usd: float | None = None
     latency_ms: float = Field(default=0.0, ge=0)
     summarised: int = 0  # history messages the summary covers
+
+
+def compactions(run: Run) -> list[tuple[int, Compaction]]:
+    """Each compaction of the run with the step it first applies to (1-based): the step whose usage is the
+    tokens after it; a later step that sends the same compacted history is not a new point."""
+    out: list[tuple[int, Compaction]] = []
+    last: Compaction | None = None
+    for step in run.steps:
+        now = step.sent.compaction if step.sent is not None else None
+        if now is not None and now != last:
+            out.append((step.index, now))
+        last = now
+    return out
 
 
 # -- planning a request ---------------------------------------------------------------
@@ -270,9 +316,11 @@ __all__ = [
     "POLICY_NAMES",
     "POLICY_ORDER",
     "Change",
+    "Compaction",
     "ContextPolicies",
     "PolicyCall",
     "SentRequest",
+    "compactions",
     "parse_policy",
     "plan_request",
     "policies_from",

@@ -132,6 +132,9 @@ def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | N
     binds = catalogue.binds_thinking_to_prefix(provider, model)
     if policies is None or not policies.shapes_request:
         sent = whole_history(run, provider, model)
+        standing = run.steps[-1].sent.compaction if run.steps and run.steps[-1].sent is not None else None
+        if standing is not None:  # what the agent compacted stays compacted: a fork after it sends what it sent
+            sent = (sent or SentRequest()).model_copy(update={"compaction": standing})
         return Prepared(history) if sent is None else Prepared(sent.messages(history), sent)
     step = len(run.steps) + 1
     plan = plan_request(history, origins(run, len(history)), step, policies)

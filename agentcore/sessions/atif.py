@@ -4,7 +4,9 @@ An agent step is one model call: its message, reasoning_content and tool_calls a
 observation results (linked by source_call_id, or in call order where a writer left the id out) the tool
 results, its metrics the step's usage (prompt_tokens include the cached ones, as Usage counts them). A
 result no call asked for (a system event) is kept as a user message that says it is an observation. The
-first system step is the system prompt; a later one is kept as a user message marked [system]. Subagent
+first system step is the system prompt; a later one is kept as a user message marked [system], but for one
+whose `extra.context_management` marks a compaction: the steps copied into the new context after it
+(`is_copied_context`) are its history, and each later step sends them and what follows. Subagent
 trajectories, embedded (v1.7 `subagent_trajectories`, by trajectory_id) or in a file beside this one
 (`trajectory_path`), become runs of their own linked to the step whose result names them.
 """
@@ -19,11 +21,11 @@ from pydantic import ValidationError
 
 from ..errors import TranscriptError
 from ..importers import tool_specs_from
-from ..messages import ReasoningPart, Usage, as_count, parse_arguments
+from ..messages import AssistantMessage, ReasoningPart, Usage, UserMessage, as_count, parse_arguments
 from ..providers import REGISTRY
 from ..run import Run
 from ..transcript import read_json
-from .builder import Result, SessionBuilder, Turn, first_words, items, provider_of, text_of, word
+from .builder import Result, SessionBuilder, Turn, clip, first_words, items, provider_of, text_of, word
 from .files import Beside
 
 FORMAT = "atif"
@@ -65,13 +67,25 @@ class _Reader:
             if isinstance(t, dict) and isinstance(t.get("trajectory_id"), str)
         }
         later: list[Run] = []
+        compacting = False  # after a compaction step: the steps copied into the new context, until the first other
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 b.skipped["steps that are not objects"] += 1
                 continue
             source = step.get("source")
             text = text_of(step.get("message"))
-            if source == "system":
+            management = _context_management(step)
+            compacting = management is not None or (compacting and step.get("is_copied_context") is True)
+            if management is not None:
+                before = management.get("tokens_before")
+                b.compact(
+                    word(management.get("by")) or word(agent.get("name")) or FORMAT,
+                    word(management.get("trigger")) or None,
+                    before if isinstance(before, int) and before >= 0 else None,
+                )
+            elif compacting and source in ("user", "agent") and text.strip():
+                b.copied(UserMessage(content=clip(text)) if source == "user" else AssistantMessage(content=clip(text)))
+            elif source == "system":
                 b.system(text)
             elif source == "user":
                 b.user(text)
@@ -178,6 +192,13 @@ class _Reader:
         step = max(1, len(b.steps))
         b.link(runs[0], step, call_id if isinstance(call_id, str) else None)
         return runs
+
+
+def _context_management(step: dict[str, Any]) -> dict[str, Any] | None:
+    """A system step's `extra.context_management` (ATIF v1.7: the history was compacted here), else None."""
+    extra = step.get("extra")
+    found = extra.get("context_management") if isinstance(extra, dict) and step.get("source") == "system" else None
+    return found if isinstance(found, dict) else None
 
 
 def _observed(b: SessionBuilder, text: str) -> None:

@@ -6,7 +6,9 @@ that is an error says so in its `extra`; arguments that were not JSON keep their
 `arguments` then being empty, as ATIF asks for an object). The step record that made the reply gives the
 step's model, timestamp and metrics: prompt tokens with the cached ones inside, as ATIF counts them; cache
 writes and reasoning tokens in `extra`; the cost where the model has a price. Subagent runs are embedded
-(`subagent_trajectories`, by trajectory_id) and named by the result of the call that started each one.
+(`subagent_trajectories`, by trajectory_id) and named by the result of the call that started each one. A
+compaction is a system step whose `extra.context_management` says who compacted and the tokens before it,
+the messages it put in place of the old history following as copied context (`is_copied_context`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from .. import __version__
 from ..accounting import step_costs
 from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
+from ..policies import compactions
 from ..run import Run, StepRecord
 
 SCHEMA_VERSION = "ATIF-v1.7"
@@ -27,8 +30,13 @@ def to_atif(run: Run, subagents: list[Run] | None = None) -> dict[str, Any]:
     links = {link.tool_call_id: link for link in run.subagents if link.run_id in embedded}
     by_message = {s.message_count: s for s in run.steps}
     costs = _costs(run)
+    points = _compaction_points(run)
     steps: list[dict[str, Any]] = []
+    copied = range(0)
     for i, m in enumerate(run.messages):
+        if i in points:
+            step, copied = points[i]
+            steps.append(step)
         if isinstance(m, SystemMessage):
             steps.append({"source": "system", "message": m.content})
         elif isinstance(m, UserMessage):
@@ -37,6 +45,8 @@ def to_atif(run: Run, subagents: list[Run] | None = None) -> dict[str, Any]:
             steps.append(_agent_step(m, by_message.get(i), costs))
         elif isinstance(m, ToolMessage):
             _observe(steps, m, links)
+        if i in copied and not isinstance(m, ToolMessage):
+            steps[-1]["is_copied_context"] = True
     steps = [{"step_id": n, **step} for n, step in enumerate(steps, start=1)]
     loose = [link for link in run.subagents if link.run_id in embedded and link.tool_call_id not in _calls(run)]
     for link in loose:  # a subagent no call started: named by a result of the step that started it
@@ -59,6 +69,25 @@ def to_atif(run: Run, subagents: list[Run] | None = None) -> dict[str, Any]:
     if embedded:
         data["subagent_trajectories"] = [to_atif(r) for r in embedded.values()]
     return data
+
+
+def _compaction_points(run: Run) -> dict[int, tuple[dict[str, Any], range]]:
+    """Each compaction as a system step (ATIF v1.7's `extra.context_management`), by the history message it goes
+    before, with the messages it put in place of the old history: copied context, no model call of their own."""
+    out: dict[int, tuple[dict[str, Any], range]] = {}
+    for n, c in compactions(run):
+        after = run.steps[n - 1]
+        words = f"context compacted by {c.by}" + (f" ({c.trigger})" if c.trigger else "")
+        if c.tokens_before is not None:
+            words += f": {c.tokens_before:,} tokens before, {after.usage.input_tokens:,} after"
+        management = {"type": "compaction", "by": c.by, "trigger": c.trigger, "tokens_before": c.tokens_before}
+        step = {
+            "source": "system",
+            "message": words,
+            "extra": {"context_management": {k: v for k, v in management.items() if v is not None}},
+        }
+        out[c.kept_from] = (step, range(c.kept_from, after.message_count))
+    return out
 
 
 def _agent(run: Run) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..policies import Compaction, PolicyCall, SentRequest
 from ..providers.base import WireExchange
 from ..run import ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRun
 from ..tools import ToolSpec
@@ -127,6 +128,32 @@ class SessionBuilder:
         self.skipped: Counter[str] = Counter()
         self.links: list[PendingLink] = []
         self.model = ""
+        self.compaction: Compaction | None = None  # the agent's latest compaction: every later step sends after it
+
+    def compact(self, by: str, trigger: str | None = None, tokens_before: int | None = None) -> None:
+        """The agent replaced its history here: the next message (its summary) and what follows are what each later
+        model call sent. `tokens_before` is the file's count; else the last step's input, where it has one."""
+        self._close()
+        if tokens_before is None and self.steps and not self.steps[-1].estimated:
+            tokens_before = self.steps[-1].usage.input_tokens or None
+        self.compaction = Compaction(by=by, trigger=trigger, tokens_before=tokens_before, kept_from=len(self.messages))
+
+    def copied(self, message: Message) -> None:
+        """A message of the history a compaction put in place of the old one (not a model call of its own)."""
+        self._close()
+        self._add(message)
+
+    def summariser(self, call: PolicyCall) -> bool:
+        """The model call that wrote a compaction's summary, charged to the first step after it; False when the
+        run has no compaction without one."""
+        last: Compaction | None = None
+        for step in self.steps:
+            now = step.sent.compaction if step.sent is not None else None
+            if now is not None and now is not last and not step.policy_calls:
+                step.policy_calls.append(call)
+                return True
+            last = now
+        return False
 
     def system(self, text: str) -> None:
         """A system prompt: the first message, or a later system line kept as a user message that says so."""
@@ -168,6 +195,7 @@ class SessionBuilder:
             if turn.record is not None
             else None,
             finish_reason=turn.finish_reason,
+            sent=SentRequest(compaction=self.compaction) if self.compaction is not None else None,
             **({"started_at": turn.started_at} if turn.started_at else {}),
         )
         # a turn of reasoning alone (or of nothing the file kept) is still a model call with its usage: its reply
@@ -202,10 +230,17 @@ class SessionBuilder:
             return
         step = self.steps[-1]
         answered = {t.tool_call_id for t in step.tool_runs}
-        for call in self._calls_of(step):
-            if call.id not in answered:
-                self.skipped["tool calls without a result"] += 1
-                self._result(step, call, Result(NO_RESULT, is_error=True))
+        calls = self._calls_of(step)
+        missing = [call for call in calls if call.id not in answered]
+        for call in missing:
+            self.skipped["tool calls without a result"] += 1
+            self._result(step, call, Result(NO_RESULT, is_error=True))
+        if missing and answered:  # the notes join the results in call order, as every reader places them
+            order = {call.id: k for k, call in enumerate(calls)}
+            first = step.message_count + 1
+            tail = self.messages[first:]
+            self.messages[first:] = sorted(tail, key=lambda m: order.get(getattr(m, "tool_call_id", ""), 0))
+            step.tool_runs.sort(key=lambda t: order.get(t.tool_call_id, 0))
 
     def link(self, run: Run, step: int, tool_call_id: str | None) -> None:
         """A subagent's run, started by this run's step `step` (by the call `tool_call_id`, where known)."""

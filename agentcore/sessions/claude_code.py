@@ -15,11 +15,13 @@ counted; a line of an unknown type is counted too.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..messages import AssistantMessage, ReasoningPart, ToolCall, parse_arguments
+from ..messages import AssistantMessage, ReasoningPart, ToolCall, Usage, parse_arguments
+from ..policies import PolicyCall
 from ..providers.anthropic import parse_usage
 from ..run import Run
 from .builder import Budget, Result, SessionBuilder, Turn, first_words, text_of, word
@@ -29,6 +31,7 @@ FORMAT = "claude-code"
 KINDS = frozenset({"user", "assistant"})
 # what Claude Code writes beside the conversation, kept aside on purpose
 MAX_SUBAGENT_FILES = 200
+SUMMARISER = "acompact"  # `agent-acompact-<id>.jsonl`: the model call that wrote a compaction's summary
 ASIDE = frozenset({"summary", "file-history-snapshot", "system", "progress", "queue-operation", "x-error"})
 
 
@@ -85,12 +88,15 @@ class _Chain:
                             results[call_id] = Result(text_of(block.get("content")), block.get("is_error") is True)
         self.b = SessionBuilder(FORMAT, name, "anthropic", results, budget)
         self.first_line: dict[int, int] = {}
-        said: list[tuple[int, Turn | str]] = []  # in the file's order: a turn at its first line, or a person's text
+        # in the file's order: a turn at its first line, a person's text, or a compaction
+        said: list[tuple[int, Turn | str | _Boundary]] = []
         turns: dict[str, Turn] = {}
         for number, r in records:
             kind = word(r.get("type"))
             message = r.get("message") if isinstance(r.get("message"), dict) else None
-            if kind in ASIDE:
+            if kind == "system" and r.get("subtype") == "compact_boundary":
+                said.append((number, _boundary(r)))
+            elif kind in ASIDE:
                 self.b.skipped[f"{kind} lines"] += 1
             elif kind not in KINDS or message is None:
                 self.b.skipped[f"lines of unknown type {str(kind)[:40]!r}"] += 1
@@ -103,6 +109,8 @@ class _Chain:
         for number, item in said:
             if isinstance(item, Turn):
                 self.first_line[self.b.turn(item)] = number
+            elif isinstance(item, _Boundary):
+                self.b.compact(FORMAT, item.trigger, item.tokens_before)
             else:
                 self.b.user(item)
 
@@ -117,6 +125,20 @@ class _Chain:
                     if call.name in ("Task", "Agent"):
                         found.append((step.index, self.first_line.get(step.index, 0), call))
         return found
+
+
+@dataclass
+class _Boundary:
+    """A `compact_boundary` line: Claude Code summarised the conversation here (the next user line is the summary)."""
+
+    trigger: str | None
+    tokens_before: int | None
+
+
+def _boundary(record: dict) -> _Boundary:
+    meta = record.get("compactMetadata") if isinstance(record.get("compactMetadata"), dict) else {}
+    before = meta.get("preTokens")
+    return _Boundary(word(meta.get("trigger")) or None, before if isinstance(before, int) and before >= 0 else None)
 
 
 def _user_text(content: Any) -> str:
@@ -205,6 +227,17 @@ def _task_of(parent: _Chain, prompt: str, line: int) -> tuple[int, str | None]:
     return latest
 
 
+def _summariser(b: SessionBuilder, path: Path, beside: Beside) -> None:
+    """A compaction's summariser file: its model calls are the compaction's own, charged to the step after it."""
+    records, _ = json_lines(beside.read(path), beside.budget)
+    chain = _Chain(records, path.name, beside.budget).b
+    usage = sum((s.usage for s in chain.steps), Usage())
+    kept = next((s.sent.compaction.kept_from for s in b.steps if s.sent and s.sent.compaction), 0)
+    call = PolicyCall(provider="anthropic", model=chain.model or None, usage=usage, summarised=kept)
+    if not b.summariser(call):
+        b.skipped["compaction summaries without a compaction in the session (not charged to a step)"] += 1
+
+
 def _subagent_files(
     b: SessionBuilder, main: list[tuple[int, dict]], name: str, beside: Beside, depth: int
 ) -> list[Run]:
@@ -239,6 +272,9 @@ def _subagent_files(
     runs: list[Run] = []
     steps = {t.tool_call_id: s.index for s in b.steps for t in s.tool_runs}
     for agent_id, path in found:
+        if agent_id.startswith(SUMMARISER):
+            _summariser(b, path, beside)
+            continue
         if not beside.another_run(depth + 1):
             break
         records, bad = json_lines(beside.read(path), beside.budget)

@@ -17,10 +17,10 @@ import json
 from collections import deque
 from typing import Any
 
-from ..messages import ReasoningPart, ToolCall, parse_arguments
+from ..messages import MAX_COUNT, AssistantMessage, ReasoningPart, ToolCall, UserMessage, parse_arguments
 from ..providers.openai_responses import parse_usage
 from ..run import Run
-from .builder import Budget, Result, SessionBuilder, Turn, first_words, items, text_of, word
+from .builder import Budget, Result, SessionBuilder, Turn, clip, first_words, items, text_of, word
 
 FORMAT = "codex"
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -93,6 +93,8 @@ class _Rollout:
                 self.item(p, r.get("timestamp"), number)
             elif kind == "event_msg":
                 self.event(p)
+            elif kind == "compacted":
+                self.compacted(p)
             else:
                 self.b.skipped[f"{kind} lines"] += 1
         self.end_turn()
@@ -131,6 +133,27 @@ class _Rollout:
             self.end_turn()  # its result is placed after its call by the builder
         else:
             self.b.skipped[f"response items of unknown type {str(kind)[:40]!r}"] += 1
+
+    def compacted(self, p: dict[str, Any]) -> None:
+        """Codex replaced its history: `replacement_history` is what each later call sends before what follows
+        (an older file has only the summary, as `message`)."""
+        self.end_turn()
+        self.b.compact(FORMAT)
+        history = p.get("replacement_history")
+        if not isinstance(history, list):
+            history = [{"type": "message", "role": "user", "content": p.get("message")}]
+        for item in history[:MAX_COUNT]:
+            item = item if isinstance(item, dict) else {}
+            kind, role, text = word(item.get("type")), word(item.get("role")), text_of(item.get("content"))
+            if kind == "message" and role in ("user", "assistant") and text.strip():
+                message = UserMessage(content=clip(text)) if role == "user" else AssistantMessage(content=clip(text))
+                self.b.copied(message)
+            elif kind == "compaction":
+                kept = item.get("encrypted_content")
+                size = f"{len(kept):,} characters" if isinstance(kept, str) else "its text not in the file"
+                self.b.copied(UserMessage(content=f"(the compaction's summary, which Codex keeps encrypted: {size})"))
+            else:
+                self.b.skipped[f"{role or kind or 'unknown'} items of a compacted history (injected context)"] += 1
 
     def event(self, p: dict[str, Any]) -> None:
         kind = word(p.get("type"))
@@ -181,8 +204,10 @@ class _Rollout:
             call_id = p.get("id") if isinstance(p.get("id"), str) and p.get("id") else f"call_{number}_{k + 1}"
         name = p.get("name") if isinstance(p.get("name"), str) and p.get("name") else kind.removesuffix("_call")
         if kind == "web_search_call":
-            action = p.get("action")
-            return parse_arguments(call_id, "web_search", json.dumps(action if isinstance(action, dict) else {}))
+            action = p.get("action") if isinstance(p.get("action"), dict) else {}
+            if p.get("status") == "completed":  # the provider searched within the call: done, with or without its event
+                self.b.results.setdefault(call_id, Result(f"web search: {_query(action)}"))
+            return parse_arguments(call_id, "web_search", json.dumps(action))
         raw = p.get("input") if kind == "custom_tool_call" else p.get("arguments")
         if isinstance(raw, dict):
             raw = json.dumps(raw)

@@ -342,8 +342,12 @@ def _sent_effort(body: Any) -> str | None:
 
 
 def _compacted(step: StepRecord) -> bool:
-    """Whether the step's request left older turns out or summarised them (the context policies compacted it)."""
-    return step.sent is not None and any(c.mark in ("dropped", "summarised") for c in step.sent.changes.values())
+    """Whether the step's request left older turns out or summarised them: the context policies compacted it, or
+    the agent whose session it was (an imported compaction)."""
+    sent = step.sent
+    return sent is not None and (
+        sent.compaction is not None or any(c.mark in ("dropped", "summarised") for c in sent.changes.values())
+    )
 
 
 def _messages(messages: list[Message]) -> str:
