@@ -3,7 +3,8 @@
 Each line is `{timestamp, type, payload}`. A model call is a run of consecutive output items (`reasoning`,
 an assistant `message`, `function_call`, `custom_tool_call`, `web_search_call`), ended by a tool output, a
 user message or its `token_count` event, whose `last_token_usage` is the call's usage (input including the
-cached tokens, as Usage counts it; an event repeating the previous totals is the same call, counted once).
+cached tokens, as Usage counts it; an event repeating the previous totals is the same call, counted once). Some
+files write each count before its call's items instead: the order is told from the file (`_counts_first`).
 The model is `turn_context`'s; the system prompt `session_meta`'s base instructions. The person's words are
 the `user_message` events (the `user` response items repeat them with injected context, and are read only
 in a file without such events). `custom_tool_call` input and function arguments are kept as written, valid
@@ -17,7 +18,7 @@ import json
 from collections import deque
 from typing import Any
 
-from ..messages import MAX_COUNT, AssistantMessage, ReasoningPart, ToolCall, UserMessage, parse_arguments
+from ..messages import MAX_COUNT, AssistantMessage, ReasoningPart, ToolCall, Usage, UserMessage, parse_arguments
 from ..providers.openai_responses import parse_usage
 from ..run import Run
 from .builder import Budget, Result, SessionBuilder, Turn, clip, first_words, items, text_of, word
@@ -76,6 +77,8 @@ class _Rollout:
             results.setdefault(p["call_id"], Result(f"web search: {_query(p)}"))
         self.b = SessionBuilder(FORMAT, name, "openai-responses", results, budget)
         self.turn: Turn | None = None
+        self.counts_first = _counts_first(payloads)
+        self.pending: Usage | None = None  # a count written before its call's items, for the turn they open
         self.model: str | None = None
         self.last_total: Any = None
         self.meta: dict[str, Any] = {}
@@ -168,7 +171,10 @@ class _Rollout:
             last = info.get("last_token_usage")
             if not isinstance(last, dict):
                 return
-            if self.turn is not None:
+            if self.counts_first:  # this count is the next call's: the open turn (the previous call) is done
+                self.end_turn()
+                self.pending = _usage(last)
+            elif self.turn is not None:
                 self.turn.usage = _usage(last)
                 self.end_turn()
             elif self.b.steps and self.b.steps[-1].estimated:  # the count came after the call's output
@@ -181,11 +187,13 @@ class _Rollout:
     def open_turn(self, stamp: Any, number: int) -> Turn:
         if self.turn is None:
             self.turn = Turn(
+                usage=self.pending,
                 model=self.model,
                 started_at=stamp if isinstance(stamp, str) else None,
                 record=[],
                 where=f"line {number}",
             )
+            self.pending = None
         else:
             self.turn.where = f"lines {self.turn.where.split()[-1].split('-')[0]}-{number}"
         return self.turn
@@ -216,6 +224,34 @@ class _Rollout:
         call = parse_arguments(call_id, name, raw if isinstance(raw, str) else None)
         item_id = p.get("id")
         return call.model_copy(update={"item_id": item_id}) if isinstance(item_id, str) else call
+
+
+def _counts_first(payloads: list[dict[str, Any]]) -> bool:
+    """Whether the file writes each call's `token_count` before the call's items rather than after them.
+
+    Told from the file, not its version: between two counts lie one call's items in either order, so only the
+    ends tell. Counts after their calls leave the first call's items before the first count; counts before them
+    leave no item before the first and the last call's items after the last.
+    """
+    first = last = None
+    seen: Any = None
+    for k, p in enumerate(payloads):
+        info = p.get("info") if p.get("type") == "token_count" else None
+        if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+            if info.get("total_token_usage") != seen:
+                seen = info.get("total_token_usage")
+                first = k if first is None else first
+                last = k
+    if first is None or last is None:
+        return False
+    before = any(_is_output(p) for p in payloads[:first])
+    after = any(_is_output(p) for p in payloads[last + 1 :])
+    return not before and after
+
+
+def _is_output(p: dict[str, Any]) -> bool:
+    kind = word(p.get("type"))
+    return kind in OUTPUTS or (kind == "message" and p.get("role") == "assistant")
 
 
 def _output(value: Any) -> Result:
