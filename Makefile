@@ -77,7 +77,7 @@ $(PHOENIX_VENV)/.installed:
 TEST_WORKERS ?= 2
 
 test: lint $(PHOENIX_VENV)/.installed
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # The peers (LangChain, LangGraph, pydantic-ai) get their own venv, so they never become agentcore dependencies.
 PEERS_VENV := bench/.venv

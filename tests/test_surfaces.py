@@ -392,3 +392,95 @@ def test_a_cache_shared_between_sessions_is_keyed_by_what_its_viewer_may_see(tmp
         monkeypatch.setenv("AGENTCORE_USER", viewer)
         text = _page(open_app, "views/dashboard.py")
         assert {o for o in OWNERS if f"{o}-mark" in text} == {viewer}
+
+
+# -- the MCP server's tools and resources ---------------------------------------------------------------------
+
+
+def _mcp(w: World, viewer: str):
+    from agentcore.mcp.runs_server import build_server
+
+    return build_server(w.where, user=viewer)
+
+
+def _tool(server, tool: str, **arguments) -> str:
+    """A tool's result as text, or its error's."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    async def run():
+        return await server.call_tool(tool, arguments)
+
+    try:
+        return json.dumps(anyio.run(run).structured_content)
+    except ToolError as exc:
+        return f"error: {exc}"
+
+
+def _resource(server, uri: str) -> str:
+    import anyio
+
+    async def run():
+        return await server.read_resource(uri)
+
+    try:
+        return " ".join(str(part.content) for part in anyio.run(run))
+    except Exception as exc:  # noqa: BLE001 - the refusal, as a client reads it
+        return f"error: {exc}"
+
+
+def _each_run(w: World, v: str, tool: str, **arguments) -> set[str]:
+    """Whose stepped runs a tool, given each one's id, answered about: anything but the refusal of a run that is
+    not there (a run already finished, say, is refused in words that show it is)."""
+    server = _mcp(w, v)
+    return {o for o in OWNERS if "no run" not in _tool(server, tool, run_id=w.stepped[o], **arguments)}
+
+
+MCP_READS: dict[str, Callable[[World, str], set[str]]] = {
+    "list_runs": lambda w, v: w.owners_in(_tool(_mcp(w, v), "list_runs")),
+    "get_run": lambda w, v: _each_run(w, v, "get_run"),
+    "fork_run": lambda w, v: _each_run(w, v, "fork_run", step=1),
+    "step_run": lambda w, v: _each_run(w, v, "step_run"),
+    "run_to_end": lambda w, v: _each_run(w, v, "run_to_end"),
+    "compare_from": lambda w, v: _each_run(w, v, "compare_from", step=1, configurations=["scripted", "scripted"]),
+    "annotate_step": lambda w, v: _each_run(w, v, "annotate_step", step=1, labels=["looped"]),
+    "stats": lambda w, v: (
+        set(OWNERS) & {g["key"]["owner"] for g in json.loads(_tool(_mcp(w, v), "stats", by="owner"))["groups"]}
+    ),
+    "scan": lambda w, v: w.by_count(json.loads(_tool(_mcp(w, v), "scan", again=True))["runs"], v),
+    "agentcore://runs/{run_id}/transcript": lambda w, v: {
+        o for o in OWNERS if f"{o}-mark" in _resource(_mcp(w, v), f"agentcore://runs/{w.stepped[o]}/transcript")
+    },
+    "agentcore://runs/{run_id}/replay": lambda w, v: {
+        o for o in OWNERS if f"{o}-mark" in _resource(_mcp(w, v), f"agentcore://runs/{w.stepped[o]}/replay")
+    },
+}
+MCP_OTHERS = {
+    "pin_test": "reads a run through the same read as get_run, then writes a file under the server's folder",
+    "run_tests": "runs test files; reads no stored run",
+}
+
+
+def test_every_mcp_tool_and_resource_has_a_row():
+    import anyio
+
+    from agentcore.mcp.runs_server import build_server
+
+    server = build_server()
+
+    async def names():
+        tools = await server.list_tools()
+        templates = await server.list_resource_templates()
+        return {t.name for t in tools} | {t.uri_template for t in templates}
+
+    missing = anyio.run(names) - MCP_READS.keys() - MCP_OTHERS.keys()
+    assert not missing, f"an MCP tool or resource without a row in this table: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("private", [True, False], ids=["private", "shared"])
+@pytest.mark.parametrize("row", sorted(MCP_READS))
+def test_each_mcp_tool_and_resource_shows_a_viewer_what_the_rule_allows(world, row, private, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_PRIVATE_RUNS", "1" if private else "0")
+    for viewer in VIEWERS:
+        seen = MCP_READS[row](world, viewer)
+        assert seen == _expected(viewer, private), f"MCP {row} as {viewer}: revealed {sorted(seen)}"
