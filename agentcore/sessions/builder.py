@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..accounting import step_usage
 from ..errors import TranscriptError
 from ..messages import (
     MAX_COUNT,
@@ -89,7 +90,7 @@ class Turn:
     texts: list[str] = field(default_factory=list)  # the turn's text blocks, joined by a line break
     calls: list[ToolCall] = field(default_factory=list)
     reasoning: list[ReasoningPart] = field(default_factory=list)
-    usage: Usage | None = None  # None: the file has none, and the step is marked estimated
+    usage: Usage | None = None  # None: the file has none; estimated from the text (accounting.step_usage), marked so
     estimated: bool = False  # the file's own usage is an estimate (agentcore's ATIF export says so)
     model: str | None = None
     started_at: str | None = None
@@ -267,6 +268,9 @@ class SessionBuilder:
         origin = ImportOrigin(format=self.fmt, file=self.file, session_id=session_id, agent=agent, notes=notes)
         run = Run(config=config, messages=self.messages, steps=self.steps, stop_reason=stop, title=title[:200])
         run.origin = origin
+        for step in run.steps:  # a call the file has no count for: estimated from its text, as the Cost page does
+            if step.estimated and not step.usage.input_tokens:
+                step.usage = step_usage(run, step.index)[0]
         for link in self.links:
             link.run.spawned_by = SubagentLink(run_id=run.id, step=link.step, tool_call_id=link.tool_call_id)
             run.subagents.append(SubagentLink(run_id=link.run.id, step=link.step, tool_call_id=link.tool_call_id))
