@@ -255,7 +255,7 @@ def test_an_atif_embedded_subagent_and_results_without_a_call_id() -> None:
     assert main.spawned_by is None and sub.spawned_by.tool_call_id == "c2"
     assert main.config.provider == "anthropic" and main.config.model == "claude-sonnet-4-5"
     assert [t.name for t in main.config.tools] == ["get_weather"]
-    assert main.messages[1].content == "Weather in Paris?\n[image]"
+    assert main.messages[1].content == "Weather in Paris?\n[image: map.png (image/png)]"  # the part kept as a reference
     assert main.steps[0].usage.cache_read_tokens == 800
     assert results_of(sub)[0].content == "21 C"  # no source_call_id: the step's one call takes it
     assert all(s.estimated for s in sub.steps)
@@ -444,3 +444,34 @@ def test_every_real_sample_exports_as_atif_and_imports_back_with_the_same_messag
     back = read_import(text, "t.atif.json").runs
     assert [r.messages for r in back] == [main.messages, *(r.messages for r in subagents)]
     assert [s.usage for s in back[0].steps] == [s.usage for s in main.steps]
+
+
+def test_media_parts_continuations_absent_subagents_and_odd_timestamps_are_kept_or_named() -> None:
+    atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
+    data = {
+        "schema_version": "ATIF-v1.8",
+        "session_id": "s",
+        "agent": {"name": "writer", "version": "1"},
+        "continued_trajectory_ref": "trajectory.cont-1.json",
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "user",
+                "message": [
+                    {"type": "text", "text": "What is said here?"},
+                    {"type": "audio", "source": {"media_type": "audio/wav", "path": "clips/a.wav"}},
+                ],
+            },
+            {"step_id": 2, "source": "agent", "message": "Hello.", "timestamp": "yesterday at noon"},
+        ],
+    }
+    got = read_import(json.dumps(data), "t.json")
+    run = got.runs[0]
+    assert run.messages[0].content == "What is said here?\n[audio: clips/a.wav (audio/wav)]"
+    assert "continuation not read: trajectory.cont-1.json" in got.notes
+    atif.Trajectory.model_validate_json(export_run(run, "atif"))  # the timestamp that is not ISO 8601 left out
+    session = REFERENCE / "claude_code/v2.1.7_subagent_dir/e9fb405b-169f-40eb-9396-7e75076f045d.jsonl"
+    if session.is_file():
+        lines = session.read_text().replace('"agentId":"a485154"', '"agentId":"a999999"')
+        named = read_import(lines, session.name, session.parent).notes
+        assert "subagent files absent: e9fb405b-169f-40eb-9396-7e75076f045d/subagents/agent-a999999.jsonl" in named

@@ -102,6 +102,9 @@ class _Reader:
                 b.link(runs[0], len(b.steps), None)
                 later += runs
                 named.update(r.origin.session_id for r in runs if r.origin)
+        continued = data.get("continued_trajectory_ref")
+        if isinstance(continued, str) and continued:  # another document goes on where this one stops
+            b.skipped[f"continuation not read: {continued[:100]} (import it as a run of its own)"] += 1
         name = agent.get("name") if isinstance(agent.get("name"), str) else "ATIF"
         version = agent.get("version") if isinstance(agent.get("version"), str) else ""
         session = data.get("trajectory_id") or data.get("session_id")

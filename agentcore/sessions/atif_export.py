@@ -13,6 +13,7 @@ the messages it put in place of the old history following as copied context (`is
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from .. import __version__
@@ -106,7 +107,8 @@ def _agent(run: Run) -> dict[str, Any]:
 def _agent_step(m: AssistantMessage, record: StepRecord | None, costs: dict[int, float | None]) -> dict[str, Any]:
     step: dict[str, Any] = {"source": "agent", "message": m.content or ""}
     if record is not None:
-        step["timestamp"] = record.started_at
+        if _iso(record.started_at):  # ATIF takes ISO 8601 only; a file may have recorded anything
+            step["timestamp"] = record.started_at
         if record.model:
             step["model_name"] = record.model
     reasoning = "\n\n".join(p.display_text for p in m.reasoning if p.display_text)
@@ -145,6 +147,14 @@ def _agent_step(m: AssistantMessage, record: StepRecord | None, costs: dict[int,
             metrics["cost_usd"] = cost
         step["metrics"] = metrics
     return step
+
+
+def _iso(stamp: str) -> bool:
+    try:
+        datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _as_written(call: ToolCall) -> dict[str, Any]:

@@ -310,7 +310,8 @@ def items(value: Any) -> list[Any]:
 
 
 def text_of(value: Any) -> str:
-    """A content field as text: a string, or a list of parts whose text is kept and the rest named ("[image]")."""
+    """A content field as text: a string, or a list of parts whose text is kept, a media part by its reference
+    ("[image: shot.png (image/png)]") and the rest named ("[image]")."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -329,6 +330,11 @@ def text_of(value: Any) -> str:
                 out.append(text)
             elif isinstance(part.get("content"), str | list):  # a nested block (a tool_result inside a list)
                 out.append(text_of(part["content"]))
+            elif isinstance(part.get("source"), dict) and isinstance(part["source"].get("path"), str):
+                # ATIF 1.6+ image and 1.8 audio parts: a reference to a file, kept as one
+                kind, source = str(part.get("type") or "part")[:40], part["source"]
+                media = f" ({source['media_type'][:80]})" if isinstance(source.get("media_type"), str) else ""
+                out.append(f"[{kind}: {source['path'][:2000]}{media}]")
             else:
                 out.append(f"[{str(part.get('type') or 'part')[:40]}]")
     return "\n".join(out)

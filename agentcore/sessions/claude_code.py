@@ -264,6 +264,11 @@ def _subagent_files(
             if inside is not None:
                 found.append((path.stem.removeprefix("agent-"), inside))
     seen = {a for a, _ in found}
+    absent = [a for a in by_agent if a not in seen and beside.path(f"agent-{a}.jsonl") is None]
+    for agent_id in absent[:20]:  # named, so a person knows which file to look for
+        b.skipped[f"subagent files absent: {stem}/subagents/agent-{agent_id[:60]}.jsonl"] += 1
+    if len(absent) > 20:
+        b.skipped["more subagent files absent"] += len(absent) - 20
     # 2.0: agent files beside the session, only those the session's results name, as many as a folder may hold
     for agent_id in list(by_agent)[:MAX_SUBAGENT_FILES]:
         path = beside.path(f"agent-{agent_id}.jsonl")
