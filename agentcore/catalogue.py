@@ -257,19 +257,38 @@ RULES: tuple[tuple[str, re.Pattern[str], ModelRules], ...] = (
         ),
     ),
     # gpt-6-sol: the same 400 (onyx #15008: "Function tools with reasoning_effort are not supported for gpt-6-sol
-    # in /v1/chat/completions ... set reasoning_effort to 'none'").
-    ("openai", re.compile(r"gpt-6-sol" + _DATED), ModelRules(chat_tools="effort_none")),
+    # in /v1/chat/completions ... set reasoning_effort to 'none'"). Temperature: "400 Unsupported parameter:
+    # temperature" on gpt-6-luna, and "gpt-6-sol and gpt-6-astra hit the same check" (ai-memory #851, 2026-09-22).
+    # The GPT-6 models drop the "minimal" effort (bolna #1019, measured: "gpt-6 drops the none and minimal floors").
+    (
+        "openai",
+        re.compile(r"gpt-6-sol" + _DATED),
+        ModelRules(
+            efforts=tuple(e for e in _OPENAI_EFFORTS if e != "minimal"), temperature="never", chat_tools="effort_none"
+        ),
+    ),
     # The gpt-6.1-sol model page: "Use the Responses API for tool calling"; it does not take effort none.
     (
         "openai",
         re.compile(r"gpt-6\.1-sol" + _DATED),
         ModelRules(efforts=tuple(e for e in _OPENAI_EFFORTS if e != "none"), chat_tools="never"),
     ),
-    # gpt-6-astra: its model page refuses temperature. Tools on Chat Completions: the API's own 400 offers effort
-    # none ("set reasoning_effort to 'none'", oh-my-pi #11052), and a request forcing it with function tools is
-    # taken (oh-my-pi #11056, Azure); bolna #1019 measured no effort none on it, so a refusal there names the
-    # Responses API as the other way.
-    ("openai", re.compile(r"gpt-6-astra" + _DATED), ModelRules(temperature="never", chat_tools="effort_none")),
+    # gpt-6-astra: its model page refuses temperature. Efforts on OpenAI's own API, two live checks of September
+    # 2026: "reasoning_effort='none' and 'minimal' return 400 Unsupported value ... Supported values are: 'low',
+    # 'medium', 'high', 'xhigh', and 'max'", medium when none is sent (inspect_ai #5254); "OpenAI rejects none and
+    # minimal on it" (litellm-docs #1173); so function tools on Chat Completions are refused at every effort
+    # (bolna #1019) and go through the Responses API. One Azure report says otherwise (oh-my-pi #11056: a
+    # request forcing effort none with function tools was taken there); OpenAI's own answer is followed.
+    (
+        "openai",
+        re.compile(r"gpt-6-astra" + _DATED),
+        ModelRules(
+            efforts=("low", "medium", "high", "xhigh", "max"),
+            default_effort="medium",
+            temperature="never",
+            chat_tools="never",
+        ),
+    ),
     # OpenAI's reasoning guide: the o-series and gpt-5 reasoning models take only the default temperature.
     ("openai", re.compile(r"(o\d(-mini)?|gpt-5(-mini|-nano)?)" + _DATED), ModelRules(temperature="one")),
     # platform.claude.com/docs/en/models/haiku-5-5/overview and its migration guide: thinking is on by default
@@ -282,12 +301,18 @@ RULES: tuple[tuple[str, re.Pattern[str], ModelRules], ...] = (
         ModelRules(temperature="one", thinking="adaptive", thinking_by_default=True, thinking_bound_to_prefix=True),
     ),
     # Anthropic's thinking troubleshooting table: Fable 5 and Mythos 5 adaptive only and always thinking,
-    # Sonnet 5 adaptive only and thinking by default, Opus 4.8 and 4.7 adaptive only; the Sonnet 5 migration
-    # guide (and the 400s users report on Opus 4.7 and Opus 5): any temperature is refused. The Claude 5
-    # models after those follow their rules until the docs say otherwise.
+    # Sonnet 5 adaptive only and thinking by default, Opus 4.8 and 4.7 adaptive only. The Sonnet 5 migration
+    # guide (copy of 2026-09-26): a non-default temperature returns 400 regardless of thinking, so Sonnet 5
+    # takes `temperature: 1`; the 400s users report on Opus 4.7 and Opus 5 ("`temperature` is deprecated for
+    # this model") refuse any. The Claude 5 models after those follow their rules until the docs say otherwise.
     (
         "anthropic",
-        re.compile(r"claude-(sonnet|fable|mythos)-5\b.*"),
+        re.compile(r"claude-sonnet-5\b.*"),
+        ModelRules(temperature="one", thinking="adaptive", thinking_by_default=True),
+    ),
+    (
+        "anthropic",
+        re.compile(r"claude-(fable|mythos)-5\b.*"),
         ModelRules(temperature="never", thinking="adaptive", thinking_by_default=True),
     ),
     (

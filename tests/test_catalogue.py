@@ -136,7 +136,7 @@ def test_temperature_is_range_checked_per_provider():
 
 def test_claude_models_that_reject_temperature_are_refused_even_by_a_dated_id():
     assert refusal("anthropic", "claude-sonnet-5", temperature=0.5) == (
-        "claude-sonnet-5 does not accept temperature: leave it unset"
+        "claude-sonnet-5 takes the default temperature (1) only: leave it unset"
     )
     assert "does not accept temperature" in refusal("anthropic", "claude-opus-4-7", temperature=1.0)
     assert "claude-haiku-5-5 takes the default temperature (1)" in refusal(
@@ -180,7 +180,7 @@ def test_a_refused_setting_stops_the_model_phase_before_anything_is_sent(katan):
     before = katan.requests_seen()
     with pytest.raises(UsageError) as refused:
         agent.model_phase(run)
-    assert str(refused.value) == "anthropic: claude-sonnet-5 does not accept temperature: leave it unset"
+    assert str(refused.value) == "anthropic: claude-sonnet-5 takes the default temperature (1) only: leave it unset"
     assert katan.requests_seen() == before
     assert run.steps == [] and run.next_phase == "model"
     with pytest.raises(UsageError):  # a caller that skips the loop is refused too
