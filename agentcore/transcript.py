@@ -12,6 +12,7 @@ transcript would be larger has its largest wire bodies cut, each to its start an
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -320,13 +321,13 @@ def save(run: Run, path: str | Path) -> None:
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write text (as UTF-8) or bytes to a temporary file beside `path`, then rename it over `path`.
 
-    Only a file is written over: a rename over a device (`/dev/null`), a FIFO or a folder would replace it, so
-    such a path is a TranscriptError before anything is written.
+    Only a file (or a link, which is replaced) is written over: a rename over a device (`/dev/null`) or a FIFO
+    would replace it, so such a path is an OSError before anything is written, as a folder is.
     """
     path = Path(path)
     mode = path.lstat().st_mode if path.exists() or path.is_symlink() else stat.S_IFREG
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):  # a link is replaced, never what it points to
-        raise TranscriptError(f"{path}: not a regular file; agentcore writes files only")
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):  # a folder: the rename refuses it
+        raise OSError(errno.EINVAL, "not a regular file; agentcore writes files only", str(path))
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)

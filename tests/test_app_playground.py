@@ -14,6 +14,7 @@ from agentcore import providers, transcript
 from agentcore.errors import ProviderError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import BaseProvider, ModelRequest, ModelResponse, Usage
+from agentcore.registry import Registry
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import REDACTED, forget_secrets, register_secret
 from agentcore.store.runs import LAST_RUN_KEY, Store
@@ -51,12 +52,16 @@ class PlannedProvider(BaseProvider):
 
 @pytest.fixture
 def app(monkeypatch, open_app):
-    registry = dict(providers.REGISTRY)
-    registry["planned"] = providers.ProviderInfo(
-        "planned", f"{__name__}:PlannedProvider", "planned", ("planned",), "a test-only planned model"
+    registry = Registry("provider", providers.REGISTRY)  # the app's registry, with two test-only entries
+    registry.register(
+        "planned",
+        providers.ProviderInfo("planned", f"{__name__}:PlannedProvider", "planned", ("planned",), "a planned model"),
     )
-    registry["broken"] = providers.ProviderInfo(
-        "broken", "agentcore_no_such_module:Nope", "x", ("x",), "a provider whose module is missing"
+    registry.register(
+        "broken",
+        providers.ProviderInfo(
+            "broken", "agentcore_no_such_module:Nope", "x", ("x",), "a provider whose module is missing"
+        ),
     )
     monkeypatch.setattr(providers, "REGISTRY", registry)
     import ui.sidebar

@@ -244,14 +244,15 @@ def registered_pattern() -> re.Pattern[str] | None:
 
 
 def scrub_text_by_kind(text: str, pattern: re.Pattern[str] | None) -> tuple[str, list[tuple[str, str]]]:
-    """`scrub_text` with `registered_pattern()`, each removal written `[redacted: KIND]` (REGISTERED_KIND,
-    SHAPE_KINDS); and what was removed, as (kind, value)."""
+    """`scrub_text` with `registered_pattern()`, each removal written as `scrub_text` writes it (REDACTED: a run
+    saved, then exported, reads as one exported at once); and what was removed, as (kind, value), for a tally of
+    kinds (REGISTERED_KIND, SHAPE_KINDS)."""
     removed: list[tuple[str, str]] = []
 
     def masked(kind: str) -> Callable[[re.Match[str]], str]:
         def write(match: re.Match[str]) -> str:
             removed.append((kind, match.group()))
-            return f"[redacted: {kind}]"
+            return REDACTED
 
         return write
 
