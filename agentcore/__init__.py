@@ -1,5 +1,13 @@
 """agentcore: the ReAct agent loop, typed, steppable and measurable."""
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _installed_version
+
+try:  # the one version string: pyproject.toml's, as installed; every part that says a version reads this
+    __version__ = _installed_version("agentcore")
+except PackageNotFoundError:  # a source tree never installed
+    __version__ = "0+unknown"
+
 from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
 from .hooks import Answer, Pause, Refuse, Stop
 from .hooks.specs import MockRule, parse_breakpoint
@@ -22,8 +30,6 @@ from .providers.base import ModelRequest, ModelResponse, Provider, Settings, Wir
 from .providers.scripted import SCENARIOS, ScriptedProvider
 from .run import ForkOrigin, Halt, HookEffect, ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
-
-__version__ = "0.1.0"
 
 __all__ = [
     "SCENARIOS",

@@ -262,6 +262,23 @@ def _json_lines(raw: bytes | str) -> bool:
     return head.startswith(start) and newline in raw.rstrip()
 
 
+_READS = (
+    "it reads an agentcore transcript, a list of messages, a request body with messages, an OTLP trace, an ATIF "
+    "trajectory, a Claude Code session or a Codex rollout"
+)
+
+
+def _check_roles(data: Any) -> None:
+    """A message list none of whose messages has a role is another tool's format, not a broken message list: it is
+    said so (a Gemini CLI session's messages are `type: user` and `type: gemini`), not refused by a message's role."""
+    messages = data if isinstance(data, list) else data.get("messages")
+    head = messages[:50] if isinstance(messages, list) else []
+    if head and all(isinstance(m, dict) and "role" not in m for m in head):
+        gemini = any(m.get("type") == "gemini" for m in head)
+        said = " (a Gemini CLI session, by its messages of type gemini)" if gemini else ""
+        raise TranscriptError(f"(top level): not a format agentcore reads{said}: {_READS}")
+
+
 def parse_import(raw: bytes | str, name: str = "upload") -> Run:
     """A run from an uploaded file's bytes: a transcript, a message list, a request body, or an OTLP-JSON trace.
 
@@ -276,11 +293,9 @@ def parse_import(raw: bytes | str, name: str = "upload") -> Run:
         if is_otlp(data):
             return run_from_spans(spans_of_data(data))
         if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
+            _check_roles(data)
             return from_messages(data)
-        raise TranscriptError(
-            "(top level): expected an agentcore transcript, a list of messages, a request body with messages, "
-            "an ATIF trajectory, a Claude Code session or a Codex rollout"
-        )
+        raise TranscriptError(f"(top level): not a format agentcore reads: {_READS}")
     except TranscriptError as exc:
         raise TranscriptError(f"{name}: {exc}") from None
     except ValidationError as exc:

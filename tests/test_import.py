@@ -222,3 +222,26 @@ def test_agentcore_run_with_db_saves_the_run(tmp_path: Path, capsys) -> None:
     assert main(["run", "--provider", "scripted", "--scenario", "weather", "--db", db]) == 0
     (summary,) = Store(db).list_runs()
     assert summary.stop_reason == "answer" and summary.steps >= 2
+
+
+def test_a_file_of_another_tools_format_is_named_as_one_agentcore_does_not_read():
+    from agentcore.sessions import read_import
+
+    gemini = {
+        "sessionId": "s",
+        "projectHash": "p",
+        "startTime": "2026-01-01T00:00:00Z",
+        "messages": [
+            {"id": "1", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": "hi"},
+            {"id": "2", "timestamp": "2026-01-01T00:00:01Z", "type": "gemini", "content": "hello", "model": "g"},
+        ],
+    }
+    with pytest.raises(TranscriptError) as refused:
+        read_import(json.dumps(gemini).encode(), "session-1.json")
+    said = str(refused.value)
+    assert said.startswith("session-1.json: (top level): not a format agentcore reads (a Gemini CLI session")
+    assert "role" not in said and "Claude Code session" in said
+    with pytest.raises(TranscriptError, match=r"not a format agentcore reads: it reads"):
+        read_import(json.dumps([{"kind": "x"}]).encode(), "other.json")
+    with pytest.raises(TranscriptError, match=r"messages\[1\]\.role"):  # a message list with one bad role: as before
+        read_import(json.dumps([{"role": "user", "content": "a"}, {"content": "b"}]).encode(), "list.json")

@@ -367,3 +367,13 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools(library, tmp_path):
     assert called.returncode == 0, called.stderr
     result = json.loads(called.stdout)
     assert result["structuredContent"]["run_id"] == run.id and not result.get("isError")
+
+
+def test_the_server_says_its_name_and_agentcores_version_to_a_client(tmp_path):
+    import agentcore
+
+    async def script(session):
+        return session.server_info
+
+    info = on_stdio(tmp_path / "runs.db", tmp_path, script)
+    assert (info.name, info.version) == ("agentcore-runs", agentcore.__version__) and info.version

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .. import __version__
+
 SERVER_NAME = "agentcore-demo"
 MAX_SLEEP_S = 60.0
 
@@ -21,7 +23,7 @@ def build_server() -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server = MCPServer(SERVER_NAME, instructions="Demo tools for agentcore.", log_level="WARNING")
+    server = MCPServer(SERVER_NAME, version=__version__, instructions="Demo tools for agentcore.", log_level="WARNING")
 
     @server.tool()
     def add(a: float, b: float) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
+from .. import __version__
 from ..errors import AgentcoreError, UsageError
 from .runs_data import run_data, summary_data
 from .runs_http import STORES_KEPT, StorePool
@@ -99,6 +100,7 @@ def build_server(
     _log_to_stderr()
     server = MCPServer(
         SERVER_NAME,
+        version=__version__,  # serverInfo.version: what a client reads of whom it talks to
         instructions=(
             "agentcore's runs library: list and read runs of the agent loop, fork one at a step (with edited "
             "messages), step it or run it to its end, compare it from a step on other models, label steps, pin a "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -21,6 +20,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from .. import __version__
 from ..accounting import sent_at, step_costs
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ..run import Run, StepRecord, ToolRun
@@ -29,10 +29,6 @@ from ..tool_output import utf8_safe
 from . import genai as g
 
 AGENT = "agentcore"
-try:
-    __version__ = version("agentcore")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 

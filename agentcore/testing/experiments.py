@@ -8,7 +8,6 @@ counts and run ids, the agentcore version and, where the test files live in a gi
 from __future__ import annotations
 
 import subprocess
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,11 @@ def git_commit(paths: list[Path]) -> str | None:
     return commit if done.returncode == 0 and len(commit) in (40, 64) and commit.isalnum() else None
 
 
-def version() -> str | None:
-    try:
-        return metadata.version("agentcore")
-    except metadata.PackageNotFoundError:
-        return None
+def version() -> str:
+    """agentcore's version (agentcore.__version__)."""
+    from .. import __version__
+
+    return __version__
 
 
 def from_matrix(matrix: Any, files: list[Path]) -> Experiment:
