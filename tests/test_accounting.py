@@ -447,3 +447,20 @@ def test_a_step_is_counted_by_what_its_policy_sent_not_by_the_whole_history(usag
     step = account(run).steps[2]
     assert step.composition == {**dict.fromkeys(PARTS, 0), "user": 13, "tool_calls": 12, "tool_results": 108}
     assert step.input_tokens == 133 == step_gauges(run)[2].tokens == step_usage(run, 3)[0].input_tokens
+
+
+def test_an_estimate_is_marked_with_a_tilde_wherever_the_command_line_prints_it(tmp_path, capsys):
+    from agentcore.cli.main import main
+    from agentcore.store import Store
+
+    run = hand_run()
+    run.steps[1] = run.steps[1].model_copy(update={"usage": Usage()})
+    path = tmp_path / "run.json"
+    path.write_text(transcript.dumps(run))
+    assert main(["cost", str(path)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert rows[1][1:3] == ["~122", "~2"] and not rows[0][1].startswith("~")  # the estimated step alone
+    Store(tmp_path / "runs.db").save_run(run)
+    assert main(["runs", "show", run.id, "--db", str(tmp_path / "runs.db")]) == 0
+    shown = capsys.readouterr().out
+    assert "── step 2 · ~122 in / ~2 out ·" in shown and "── step 1 · ~" not in shown

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+from agentcore.accounting import step_usage
 from agentcore.run import Run, StepRecord
 from agentcore.secrets import redact_headers
 from agentcore.transcript import json_text
@@ -198,8 +199,10 @@ def _step_details(run: Run, step: StepRecord) -> None:
     with st.container(border=True):
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Latency", f"{words.shown(step.latency_ms, ',.0f')} ms")
-        m2.metric("Input tokens", f"{step.usage.input_tokens:,}")
-        m3.metric("Output tokens", f"{step.usage.output_tokens:,}")
+        usage, estimated = step_usage(run, step.index)  # a step that recorded none: estimated from its text
+        m = "~" if estimated else ""  # the one mark for an estimate, everywhere
+        m2.metric("Input tokens", f"{m}{usage.input_tokens:,}")
+        m3.metric("Output tokens", f"{m}{usage.output_tokens:,}")
         m4.metric("Usage", "estimated" if step.estimated else "exact")
         if step.usage.cache_read_tokens or step.usage.cache_write_tokens:
             st.caption(

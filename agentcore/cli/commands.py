@@ -89,6 +89,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _print_run(run) -> None:
+    from ..accounting import step_usage
     from ..messages import AssistantMessage, ToolMessage
 
     c = run.config
@@ -102,9 +103,10 @@ def _print_run(run) -> None:
     for i, m in enumerate(run.messages):
         if i in step_at:
             s = step_at[i]
-            kind = "estimated" if s.estimated else "exact"
+            usage, estimated = step_usage(run, s.index)  # a step that recorded none: estimated from its text
+            est = "~" if estimated else ""
             print(
-                f"\n── step {s.index} · {s.usage.input_tokens} in / {s.usage.output_tokens} out ({kind}) · "
+                f"\n── step {s.index} · {est}{usage.input_tokens} in / {est}{usage.output_tokens} out · "
                 f"{s.latency_ms:.0f} ms ──"
             )
             for effect in s.hook_effects:  # what a hook changed, before and after
@@ -394,13 +396,13 @@ def cmd_cost(args: argparse.Namespace) -> int:
     print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
     print(f"{'step':>4} {'input':>8} {'output':>7} {'cache r':>8} {'cache w':>8} {'cum input':>10} {'cost $':>10}")
     for s in report.steps:
-        mark = " *" if s.estimated else ""
+        m = "~" if s.estimated else ""  # an estimate, from the text it sent: the library's one mark for it
         print(
-            f"{s.index:>4} {s.input_tokens:>8} {s.output_tokens:>7} {s.cache_read_tokens:>8} "
-            f"{s.cache_write_tokens:>8} {s.cumulative_input_tokens:>10} {usd(s.cost_usd):>10}{mark}"
+            f"{s.index:>4} {m + str(s.input_tokens):>8} {m + str(s.output_tokens):>7} {s.cache_read_tokens:>8} "
+            f"{s.cache_write_tokens:>8} {s.cumulative_input_tokens:>10} {m + usd(s.cost_usd):>10}"
         )
     if any(s.estimated for s in report.steps):
-        print("* estimated usage")
+        print("~ estimated: the step recorded no usage, so it is counted from the text it sent")
     f = report.fit
     if f is not None:
         print(f"fit: cumulative input = a + b·n + c·n², a={f.a:.2f} b={f.b:.2f} c={f.c:.2f} R²={f.r2:.5f}")

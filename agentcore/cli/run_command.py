@@ -272,7 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if mocked:
         print(f"mocked: {mocked} tool call{'s' if mocked != 1 else ''} answered by a mock rule, not run")
     usage = run.usage
-    est = " (estimated)" if any(s.estimated for s in run.steps) else ""
+    est = " (~ partly estimated)" if any(s.estimated for s in run.steps) else ""
     print(
         f"\nstop: {run.ending or ('paused' if run.paused else None)} after {len(run.steps)} steps · "
         f"{usage.input_tokens} input + {usage.output_tokens} output tokens{est}"
