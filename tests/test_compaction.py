@@ -133,3 +133,28 @@ def test_the_trace_marks_every_step_after_the_compaction_compacted() -> None:
     n = compactions(run)[0][0]
     marked = [s.attributes.get(g.CONVERSATION_COMPACTED) for s in run_spans(run) if s.name.startswith("chat ")]
     assert marked == [None] * (n - 1) + [True] * (len(run.steps) - n + 1)
+
+
+def test_the_cost_chart_and_the_steps_table_draw_the_compaction_where_it_happened(open_app) -> None:
+    import json
+
+    from ui.state import Session
+
+    [run, *_] = imported(CLAUDE)
+    [(n, compaction)] = compactions(run)
+    session = Session()
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    [tokens, *_] = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    shapes = tokens["layout"]["shapes"]
+    assert [(s["x0"], s["x1"]) for s in shapes] == [(n - 0.5, n - 0.5)]  # one divider, before the step it applies to
+    [said] = [a["text"] for a in tokens["layout"]["annotations"] if "compacted" in a["text"]]
+    assert said == "compacted from 167,731 tokens (claude-code)"
+    steps = open_app(session=session, view="Steps")
+    [table] = [d.value for d in steps.dataframe if "context" in d.value.columns]
+    marked = table[table["context"] != ""]
+    assert list(marked["step"]) == [n]
+    assert (
+        marked["context"].iloc[0]
+        == f"compacted by claude-code: 167,731 → {run.steps[n - 1].usage.input_tokens:,} tokens"
+    )

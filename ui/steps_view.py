@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from agentcore.accounting import step_usage
+from agentcore.policies import Compaction, compactions
 from agentcore.run import Run, StepRecord
 from agentcore.secrets import redact_headers
 from agentcore.transcript import json_text
@@ -148,6 +149,7 @@ def _lineage(session: Session, run: Run) -> None:
 
 def _steps_table(run: Run) -> None:
     inherited = inherited_steps(run)
+    compacted = {step: point for step, point in compactions(run)}
     rows = [
         {
             "step": s.index,
@@ -160,10 +162,20 @@ def _steps_table(run: Run) -> None:
             "finish": words.text(s.finish_reason),
             "tools": words.text(", ".join(t.name for t in s.tool_runs)),
             "tool errors": sum(t.is_error for t in s.tool_runs),
+            # the divider: from this step on the agent sent its summary, not the history before it
+            "context": _compacted_words(compacted.get(s.index), s),
         }
         for s in run.steps
     ]
     st.dataframe(rows, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 320))
+
+
+def _compacted_words(point: Compaction | None, step: StepRecord) -> str:
+    """A compaction that first applies to this step, in words: who, and the context before and after."""
+    if point is None:
+        return ""
+    before = f"{point.tokens_before:,}" if point.tokens_before is not None else "?"
+    return f"compacted by {point.by}: {before} → {step.usage.input_tokens:,} tokens"
 
 
 def _pick(session: Session, run: Run) -> StepRecord:

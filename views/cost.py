@@ -21,6 +21,7 @@ from agentcore.accounting import (
 from agentcore.errors import TranscriptError
 from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
+from agentcore.policies import Compaction, compactions
 from agentcore.run import Run, models_label
 from agentcore.transcript import loads
 from agentcore.whatif import PolicyCurves, WhatIf, policy_curves, what_ifs
@@ -69,12 +70,17 @@ def _price_ref(run: Run) -> PriceRef | None:
     return None if choice == OWN_MODEL else parse_price_as(choice)
 
 
-def _tokens_chart(report: CostReport) -> go.Figure:
+def _tokens_chart(report: CostReport, compacted: list[tuple[int, Compaction]] = ()) -> go.Figure:
     steps = [s.index for s in report.steps]
     fig = go.Figure()
     for part in PARTS:
         fig.add_bar(x=steps, y=[s.composition[part] for s in report.steps], name=PART_LABELS[part])
     fig.add_scatter(x=steps, y=[s.output_tokens for s in report.steps], name="output", mode="lines+markers")
+    for step, point in compacted:  # where the agent replaced its history with a summary: the drop that follows
+        before = f" from {point.tokens_before:,} tokens" if point.tokens_before is not None else ""
+        fig.add_vline(
+            x=step - 0.5, line_dash="dash", line_color="#495057", annotation_text=f"compacted{before} ({point.by})"
+        )
     fig.update_layout(
         barmode="stack",
         xaxis_title="step",
@@ -365,7 +371,7 @@ def _report(run: Run) -> None:
     with price:
         report = account(run, _price_ref(run))
     _totals(report, totals)
-    st.plotly_chart(_tokens_chart(report), key="cost_tokens")
+    st.plotly_chart(_tokens_chart(report, compactions(run)), key="cost_tokens")
     estimated = [s.index for s in report.steps if s.estimated]
     if estimated:  # the notes under the chart they qualify: the chart stays on the first screen
         st.caption(f"Estimated usage (about four characters a token) on {words.numbered('step', estimated)}.")
