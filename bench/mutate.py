@@ -82,6 +82,15 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["agentcore/exports.py"],
         ["test_exports.py", "test_hostile_round3.py", "test_annotations.py", "test_pinned.py", "test_hook_chain.py"],
     ),
+    # where a server's key may go, and who reaches a header-trusting server
+    "keys": (["agentcore/providers/keys.py"], ["test_key_gate.py"]),
+    "proxy": (["agentcore/store/access.py"], ["test_proxy_trust.py", "test_class_access.py"]),
+    # one way to name an extension
+    "registry": (["agentcore/registry.py"], ["test_registry.py", "test_scanners.py", "test_hooks.py"]),
+    # a run's figures, the library's statistics
+    "figures": (["agentcore/store/figures.py"], ["test_stats.py", "test_dashboard_page.py"]),
+    # the credential detectors
+    "detectors": (["agentcore/secrets/detectors.py"], ["test_secret_detectors.py", "test_sessions.py"]),
 }
 
 # seconds one change's tests may take before it is a timeout. The plugin's own limit is 30 s, and it counts a timeout

@@ -167,7 +167,11 @@ def test_the_key_choice_says_in_words_which_key_a_call_will_carry(monkeypatch):
     assert stored.key == "sk-from-secrets-file-0123456789" and "st.secrets" in stored.source
     refused = choose_key(openai, "http://127.0.0.1:9/v1", stored=lambda name: "sk-from-secrets-file-0123456789")
     assert refused.key is None and refused.server_key_refused
-    assert choose_key(openai, None).source.startswith("missing")
+    missing = choose_key(openai, None)
+    assert missing.source.startswith("missing") and not missing.server_key_refused  # no key: nothing refused
+    assert not choose_key(openai, None, given=TYPED).server_key_refused
+    with pytest.raises(AttributeError):  # a choice is a value: no one changes the key it says
+        missing.key = OPENAI_KEY
     assert choose_key(get_info("ollama"), "http://127.0.0.1:9").key is None
 
 

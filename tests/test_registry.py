@@ -72,6 +72,7 @@ def test_every_registry_is_a_named_extension_point():
     kinds = {r.kind for r in _registries().values()}
     assert kinds == set(POINTS), f"an extension point this test does not name: {sorted(kinds - set(POINTS))}"
     assert all(POINTS[k][0].kind == k for k in POINTS)
+    assert all(len(r) == len(list(r)) > 0 for r, _ in POINTS.values())
 
 
 @pytest.fixture
@@ -93,6 +94,9 @@ def test_a_name_from_a_file_a_page_or_a_client_never_loads_code(kind, user_modul
     assert "agentcore_user_ext" not in sys.modules and target not in registry
     with pytest.raises(UsageError, match=f"unknown {kind} 'nothing'"):
         registry.resolve("nothing", code=True)
+    with pytest.raises(UsageError, match="code is loaded only when"):
+        registry.check([next(iter(registry)), target])  # a check names registered entries unless told otherwise
+    assert "agentcore_user_ext" not in sys.modules
 
 
 @pytest.mark.parametrize("kind", sorted(POINTS))
@@ -123,7 +127,11 @@ def test_a_path_a_relative_name_or_a_module_not_installed_is_refused_in_one_line
     before = list(sys.path)
     with pytest.raises(UsageError) as refused:
         load_attribute(target, "scanner")
-    assert "\n" not in str(refused.value) and sys.path == before and "evil" not in sys.modules
+    said = str(refused.value)
+    assert "\n" not in said and sys.path == before and "evil" not in sys.modules
+    # a path or a malformed name is refused by its shape, before anything is looked for
+    installed = target.startswith("agentcore_user_ext_missing")
+    assert ("no installed module" if installed else "a dotted name, no path") in said
 
 
 def test_each_front_end_names_code_only_as_the_operator(user_module, tmp_path, capsys):

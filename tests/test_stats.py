@@ -183,3 +183,7 @@ def test_a_runs_figures_are_one_typed_record_that_adds_and_keeps_its_cost_as_its
     store = Store(tmp_path / "runs.db")
     store.save_run(run)
     assert store._one("SELECT cost_usd FROM runs")[0] == figures.cost_usd  # the list's cost is the figures' total
+    # values: the Dashboard's rows are shared by every session, so no reader may change what another reads
+    for record, field in ((figures, "cost_usd"), (model, "steps"), (twice, "models")):
+        with pytest.raises(AttributeError):
+            setattr(record, field, None)
