@@ -58,3 +58,24 @@ def test_the_app_refuses_a_forged_header_when_it_listens_beyond_loopback(monkeyp
 def test_the_app_listens_on_loopback_unless_told_otherwise():
     config = tomllib.loads((Path(__file__).parents[1] / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
+
+
+def test_the_viewer_rule_in_its_parts(monkeypatch):
+    """Who teaches, who sees whom and the cache key of what they see: the values the Store's every query asks."""
+    from dataclasses import FrozenInstanceError
+
+    from agentcore.store.access import Teachers, Viewer, is_teacher
+
+    monkeypatch.setenv("AGENTCORE_TEACHERS", "tina, X-Groups: teachers, bad:, : nobody")
+    assert is_teacher("tina") is True and is_teacher("ada") is False
+    assert Teachers.from_env().headers == (("x-groups", "teachers"),)  # half an entry is no entry
+    monkeypatch.setenv("AGENTCORE_PRIVATE_RUNS", "1")
+    student, teacher = Viewer("ada"), Viewer("tina", teacher=True)
+    assert not student.teacher and not student.may_see("bob") and student.may_see("ada")
+    assert student.scope == ("owner", "ada") and teacher.scope == () and teacher.may_see("bob")
+    monkeypatch.setenv("AGENTCORE_PRIVATE_RUNS", "0")
+    assert student.scope == () and student.may_see("bob")
+    for value, field in ((student, "name"), (Teachers.from_env(), "names")):
+        with pytest.raises(FrozenInstanceError):  # shared between threads and sessions: never changed in place
+            setattr(value, field, None)
+    assert loopback("0.0.0.0") is False and loopback("app.example.org") is False and loopback("localhost") is True
