@@ -151,6 +151,11 @@ def test_scan_names_the_runaway_run_errors_counts_it_and_a_second_scan_changes_n
     assert main(["scan", "--db", location]) == 0
     labels = store.annotations_by_run()
     assert [a.all_labels for a in labels[runaway.id] if a.author == "scanner:loop"] == [["looped"]]
+    # each finding named where it is, to open with runs show
+    loop = next(a for a in labels[runaway.id] if a.author == "scanner:loop")
+    printed = capsys.readouterr().out
+    assert f"  run {runaway.id} step {loop.step}: loop: looped\n" in printed
+    assert printed.count("  run ") == sum(a.author.startswith("scanner:") for v in labels.values() for a in v)
     weather = [r.id for r in runs if r.config.scenario == "weather"]
     assert all(a.author == "ada" for w in weather for a in labels.get(w, []))
 
@@ -245,3 +250,13 @@ def test_a_scan_skips_the_runs_each_scanner_read_as_they_stand_and_rereads_a_cha
     more = scan_library(store, [*scanners, BUILTINS["unknown_tool"]], [runaway.id, weather.id])
     assert more.runs == 2  # a scanner that had not read them
     assert scan_library(store, scanners, [weather.id], again=True).runs == 1
+
+
+def test_a_scans_report_names_findings_up_to_its_bound_and_counts_the_rest(monkeypatch):
+    from agentcore.store import scanners
+
+    monkeypatch.setattr(scanners, "MAX_LISTED", 2)
+    report = scanners.ScanReport()
+    labels = [make_annotation(step=n, labels=["looped"]) for n in (1, 2, 3)]
+    report.keep("r1", "loop", labels)
+    assert report.found == [("r1", 1, "loop", "looped"), ("r1", 2, "loop", "looped")] and report.not_listed == 1

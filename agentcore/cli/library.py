@@ -149,4 +149,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
         width = max(len(s.name) for s in scanners)
         for scanner in scanners:
             print(f"  {scanner.name:<{width}}  {report.findings[scanner.name]:>5} findings on the runs read")
+    for run_id, step, scanner, labels in report.found:  # where each one is: open it with runs show RUN_ID
+        print(f"  run {run_id} step {step}: {scanner}: {labels}")
+    if report.not_listed:
+        print(
+            f"  … and {report.not_listed:,} more findings not listed (agentcore errors --source scanners counts them)"
+        )
     return 0

@@ -320,6 +320,9 @@ def scan_run(run: Run, scanners: Sequence[Scanner]) -> dict[str, list[Annotation
     return out
 
 
+MAX_LISTED = 1_000  # findings a scan's report names one by one
+
+
 @dataclass
 class ScanReport:
     """What a scan did: runs read (and skipped, read already), findings added and removed, findings per scanner."""
@@ -329,6 +332,17 @@ class ScanReport:
     added: int = 0
     removed: int = 0
     findings: dict[str, int] = field(default_factory=dict)  # found on the runs read this time
+    # each finding on the runs read this time: run id, step, scanner, labels; the first MAX_LISTED, then a count
+    found: list[tuple[str, int, str, str]] = field(default_factory=list)
+    not_listed: int = 0
+
+    def keep(self, run_id: str, scanner: str, labels: list[Annotation]) -> None:
+        """List a run's findings of one scanner, as far as the list goes."""
+        for a in labels:
+            if len(self.found) < MAX_LISTED:
+                self.found.append((run_id, a.step, scanner, ", ".join(a.all_labels)))
+            else:
+                self.not_listed += 1
 
 
 def scan_library(
@@ -364,6 +378,7 @@ def scan_library(
             batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
             for scanner in scanners:
                 report.findings[scanner.name] += len(found[scanner.author])
+                report.keep(run_id, scanner.name, found[scanner.author])
             report.runs += 1
         if len(batch) >= WRITE_BATCH or (batch and i == len(ids)):
             write()  # a batch of runs a transaction: a killed scan loses at most one batch, found again next time
