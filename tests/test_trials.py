@@ -285,3 +285,20 @@ def test_trials_that_all_made_the_same_run_are_said_to_be_one_sample(tmp_path, c
     with two_in_three(3) as server:  # right, right, wrong: not alike
         main(_test(test_file, server.url, "--trials", "3"))
     assert "every trial made the same run" not in capsys.readouterr().out
+
+
+def test_a_cell_under_its_threshold_says_why_each_trial_failed_and_how_many(test_file, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+    with StandIn(Reply(json.dumps(refused).encode(), status=401)) as server:
+        assert main(_test(test_file, server.url, "--trials", "3")) == 1
+    out = capsys.readouterr().out
+    assert "ERROR times × openai:stand-in@" in out and "trials: 0/3 passed, under the pass threshold" in out
+    [why] = [line for line in out.splitlines() if line.startswith("  3 of 3 trials: ")]
+    assert "401" in why and "Incorrect API key provided" in why and "stand-in-key" not in out
+    with two_in_three(3) as server:  # right, right, wrong: one reason, one trial
+        main(_test(test_file, server.url, "--trials", "3"))
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if " of 3 trials: " in line] == [
+        "  1 of 3 trials: answer: '17 × 23 = 381.' does not contain '391'"
+    ]

@@ -58,6 +58,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     from ..providers import create_operator_provider
     from ..testing import pinned, scoreboard
     from ..testing.runner import REPLAY, junit_xml, parse_config, results_json, run_matrix
+    from .commands import shorten
 
     files = pinned.find_tests(args.paths)
     if not files:
@@ -105,6 +106,9 @@ def cmd_test(args: argparse.Namespace) -> int:
         verdict = "FLAKY" if cell.passed else "ERROR" if cell.errored else "FAIL"
         first = cell.first_failure or next(t.first_failure for t in cell.trials if not t.passed)
         print(f"\n{verdict} {cell.test} × {cell.config}: {first}")
+        if cell.trials:  # the threshold says how many; these say why, each with its count
+            for reason, count in cell.reasons:
+                print(f"  {count} of {len(cell.trials)} trials: {shorten(reason, 300)}")
         if cell.departed_at is not None:
             path = "the reference calls" if cell.test in tasks else "the pinned run"
             print(f"  departed from {path} at step {cell.departed_at}")

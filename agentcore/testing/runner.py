@@ -16,6 +16,7 @@ import re
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -98,6 +99,14 @@ class Cell:
     @property
     def first_failure(self) -> str | None:
         return str(self.failures[0]) if self.failures else None
+
+    @property
+    def reasons(self) -> list[tuple[str, int]]:
+        """Why the failing trials failed, each reason with how many trials it stopped, most frequent first (one
+        trial: its own first failure): what a cell under its threshold says beside its count."""
+        failing = [t for t in (self.trials or [self]) if not t.passed]
+        counted = Counter(t.first_failure or "" for t in failing)
+        return sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 MAX_TRIALS = 1000  # trials of one cell at most
