@@ -349,21 +349,27 @@ class CacheSaving:
 
 
 def cache_saving(run: Run) -> CacheSaving | None:
-    """What the cache reads and writes the steps reported saved, at each step's model's price; None when no step
-    reported any, or a step with them has no known price."""
-    cost = uncached = 0.0
-    cached = False
+    """What the cache reads and writes the steps reported saved, at each step's model's price: the run's own cost
+    (`run_cost`, the one every page and command says) beside the same run with its cached tokens billed as plain
+    input. None when no step reported any, or a price is unknown."""
+    cost = run_cost(run)
+    if cost is None:
+        return None
+    extra, cached = 0.0, False
     for n, step in enumerate(run.steps, start=1):
         u = step_usage(run, n)[0]
         if not (u.cache_read_tokens or u.cache_write_tokens):
             continue
         pricer = _step_pricer(run, step, None)
         if not isinstance(pricer, Pricer):
+            if pricer == "free":
+                continue
             return None
         cached = True
-        cost += _price(pricer, u.input_tokens, u.output_tokens, *_cached(u))
-        uncached += _price(pricer, u.input_tokens, u.output_tokens, 0, 0)
-    return CacheSaving(cost, uncached) if cached else None
+        extra += _price(pricer, u.input_tokens, u.output_tokens, 0, 0) - _price(
+            pricer, u.input_tokens, u.output_tokens, *_cached(u)
+        )
+    return CacheSaving(cost, cost + extra) if cached else None
 
 
 def _step_pricer(run: Run, step: StepRecord, price_as: PriceRef | None) -> Pricer | str | None:

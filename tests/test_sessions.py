@@ -477,3 +477,34 @@ def test_media_parts_continuations_absent_subagents_and_odd_timestamps_are_kept_
         lines = session.read_text().replace('"agentId":"a485154"', '"agentId":"a999999"')
         named = read_import(lines, session.name, session.parent).notes
         assert "subagent files absent: e9fb405b-169f-40eb-9396-7e75076f045d/subagents/agent-a999999.jsonl" in named
+
+
+@pytest.mark.parametrize("fixture", ["claude", "codex"])
+def test_an_imported_session_reads_one_cost_wherever_it_is_said(fixture, tmp_path, open_app, capsys) -> None:
+    """The Cost page's headline and its cache paragraph, the library's list, its figures and `stats`: one number."""
+    from agentcore.accounting import run_cost
+    from agentcore.cli.main import main
+    from agentcore.store import Store
+    from agentcore.store.figures import RunFigures
+    from ui import words
+    from ui.state import Session
+
+    run = imported({"claude": CLAUDE_FIXTURE, "codex": CODEX_FIXTURE}[fixture]).runs[0]
+    cost = run_cost(run)
+    assert cost and account(run).total_cost_usd == pytest.approx(cost) and RunFigures.of(run).cost_usd == cost
+    saving = cache_saving(run)
+    assert saving is None or saving.cost_usd == cost  # the run's cost, not its cached steps' alone
+    session = Session()
+    session.add_run(run)
+    at = open_app("views/cost.py", session=session)
+    headline = next(m.value for m in at.metric if m.label == "cost (USD)")
+    assert headline == words.usd(cost)
+    if saving is not None:
+        text = "\n".join(m.value for m in at.main.markdown)
+        assert f"the run cost ${cost:,.4f} with its cache reads and writes" in text
+    db = str(tmp_path / "runs.db")
+    store = Store(db)
+    stored = store.import_run(run)
+    assert store.summary(stored.id).cost_usd == cost
+    assert main(["stats", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["cost_usd"] == pytest.approx(cost)
