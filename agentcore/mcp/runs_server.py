@@ -301,6 +301,8 @@ def build_server(
         analysis."""
         from ..annotations import make_annotation
 
+        if not labels and not note.strip():
+            raise UsageError("labels: name at least one label (wrong tool, wrong arguments, good, …) or write a note")
         with user_store(ctx) as store:
             read(store, run_id)
             kept = store.annotate(

@@ -264,7 +264,7 @@ def from_otlp(raw: bytes | str) -> Run:
 
 # how to record a trace that can be imported: the content is what a run is rebuilt from
 WITH_CONTENT = (
-    "export it again with its content (agentcore export RUN --format otlp --content; the app's OpenTelemetry "
+    "export it again with its content (agentcore runs export RUN --format otlp-json --content; the app's OpenTelemetry "
     "download has it), or record it with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
 )
 
