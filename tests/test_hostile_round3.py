@@ -349,6 +349,25 @@ def test_a_reply_cut_at_the_output_limit_never_reads_answered(capsys, open_app):
     assert "stopped at the output limit" not in lesson.narration(cut)
 
 
+def test_the_library_lists_a_cut_reply_as_stopped_at_the_output_limit_not_answered(tmp_path, capsys):
+    from agentcore.cli.main import main
+    from agentcore.store import Store
+    from agentcore.store.stats import library_stats
+
+    store = Store(tmp_path / "runs.db")
+    cut, whole = weather(), weather()
+    cut.steps[-1].finish_reason = "length"
+    for run in (cut, whole):
+        store.save_run(run)
+    assert {r.id: r.stop_reason for r in store.list_runs()} == {cut.id: "output limit", whole.id: "answer"}
+    assert store.load_run(cut.id).stop_reason == "answer"  # the run itself keeps what the loop did
+    [group] = library_stats(store, ["model"])
+    assert (group.runs, group.answered_runs) == (2, 1)
+    assert main(["runs", "list", "--db", str(tmp_path / "runs.db")]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert "output limit" in listed[cut.id] and "answer" not in listed[cut.id] and "answer" in listed[whole.id]
+
+
 def test_an_imported_label_is_the_importers_and_says_whose_name_it_came_with(tmp_path):
     from agentcore.annotations import make_annotation
     from agentcore.store.runs import Store

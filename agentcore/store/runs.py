@@ -229,7 +229,7 @@ class Store(LabelsTable, ExperimentsTable):
             run.config.model,
             len(run.steps),
             len(run.messages),
-            run.stop_reason,
+            run.ending,  # what the library says: a reply cut at the output limit is no answer
             usage.input_tokens,
             usage.output_tokens,
             figures.cost_usd,
