@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from test_store_dsn import page_text  # everything a page drew, as text
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider
 from agentcore.annotations import Annotation
@@ -308,18 +309,6 @@ def test_each_command_shows_a_viewer_what_the_rule_allows(world, row, private, m
 
 
 # -- the app's pages ----------------------------------------------------------------------------------------
-
-
-def page_text(at) -> str:
-    """Everything the app drew, main area and sidebar, as the text of each element's message."""
-    parts, todo = [], [at.main, at.sidebar]
-    while todo:
-        node = todo.pop()
-        todo += list(getattr(node, "children", {}).values())
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            parts.append(str(proto))
-    return "\n".join(parts)
 
 
 def _page(open_app, title: str, **state) -> str:
