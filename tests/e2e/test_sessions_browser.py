@@ -77,6 +77,10 @@ def test_an_imported_claude_code_session_steps_and_forks_in_a_browser(session_ap
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_enabled(timeout=WAIT)
     step.click()
+    # the step's own event: the scripted model's reply drawn as the fork's next message (the page being idle, or
+    # the sidebar naming scripted/weather, can come before the click's run has started)
+    reply = main.steps[2].message_count  # the fork keeps the messages step 3 was sent; its reply comes next
+    expect(page.locator(f".st-key-msg_{reply}")).to_be_visible(timeout=WAIT)
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     expect(page.locator("code", has_text="scripted/weather").first).to_be_visible(timeout=WAIT)
     page.close()
