@@ -202,7 +202,7 @@ def _connection(sb: DeltaGenerator, info: ProviderInfo) -> str | None:
     base_url = (base_url or "").strip() or None
     if info.key_env:
         _, source = resolve_api_key(info, base_url)
-        sb.caption(f"Key: {source}")
+        sb.caption(f"Key: {safe.inline(source)}")  # an address in it shows as written, never a link
     return base_url
 
 

@@ -211,7 +211,7 @@ def _column_setup(i: int, locked: bool) -> tuple[ColumnSpec, str | None]:
         max_tokens=int(max_tokens) if max_tokens is not None else None,
     )
     if info.key_env is not None:
-        st.caption(f"Key: {choose_key(info, spec.base_url, given=key or None).source}")
+        st.caption(f"Key: {safe.inline(choose_key(info, spec.base_url, given=key or None).source)}")
     return spec, key or None
 
 
