@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from test_class_access import _run
 from test_store_dsn import page_text  # everything a page drew, as text
 
-from agentcore import Agent, Run, RunConfig, ScriptedProvider
+from agentcore import Run, RunConfig
 from agentcore.annotations import Annotation
 from agentcore.cli.main import build_parser, main
 from agentcore.run import SubagentLink
 from agentcore.store import Store, StoreError
 from agentcore.testing.experiments import CellResult, Experiment
-from agentcore.toolbox import TOOLBOX
 
 OWNERS = ("ada", "bob")
 VIEWERS = ("ada", "bob", "tina")  # two students and a teacher
@@ -66,12 +66,7 @@ UNSTEPPED = {"ada": "anthropic", "bob": "ollama"}
 
 
 def _stepped(owner: str) -> Run:
-    run = Run.start(
-        f"{owner}-mark prompt", RunConfig(scenario="weather", model="weather", tools=[TOOLBOX["get_weather"].spec()])
-    )
-    run.title = f"{owner}-mark stepped"
-    Agent(ScriptedProvider(scenario="weather"), [TOOLBOX["get_weather"]]).step(run)
-    return run
+    return _run(f"{owner}-mark prompt", f"{owner}-mark stepped")  # a run of one step on the scripted model
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

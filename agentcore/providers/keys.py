@@ -79,11 +79,7 @@ class KeyChoice:
 
     key: str | None
     source: str
-
-    @property
-    def server_key_refused(self) -> bool:
-        """Whether the server holds a key that this address may not have."""
-        return self.key is None and self.source.startswith("none for this address")
+    server_key_refused: bool = False  # the server holds a key that this address may not have
 
 
 def choose_key(
@@ -113,6 +109,7 @@ def choose_key(
         return KeyChoice(
             None,
             f"none for this address: the server's key goes only to {allowed}; type a key of your own to send one",
+            server_key_refused=True,
         )
     return KeyChoice(server, where)
 
