@@ -153,10 +153,10 @@ def test_the_error_analysis_counts_labels_across_runs_and_filters_them(library, 
         "&lt;b&gt;x&lt;/b&gt;": 1,
         "city": 1,
     }
-    assert chart(at)["layout"]["title"]["text"] == "Labels across 3 runs"
+    assert chart(at)["layout"]["title"]["text"] == "7 labels across 3 runs"
     counts = at.dataframe[0].value
-    # the failures most frequent first (ties in the taxonomy's order), then good, then the free labels
-    assert list(counts["label"]) == ["wrong arguments", "wrong tool", "looped", "good", "<b>x</b>", "city"]
+    # the table in the chart's order: most frequent first, ties by name
+    assert list(counts["label"]) == ["wrong arguments", "<b>x</b>", "city", "good", "looped", "wrong tool"]
 
     at.selectbox(key="errors_owner").set_value("bob").run()
     assert bars(at) == {"good": 1, "city": 1}
@@ -197,9 +197,42 @@ def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(libr
 
 def test_the_error_analysis_caption_counts_annotations_that_label_a_failure_and_no_others(library, open_app):
     at = open_app("views/errors.py")
-    assert any("4 annotations on 3 runs; 3 of them label a failure" in c.value for c in at.caption)
-    at.selectbox(key="errors_owner").set_value("bob").run()  # bob's one annotation says good
-    assert any("1 annotation on 1 run; 0 of them label a failure" in c.value for c in at.caption)
+    assert any(
+        "7 labels across 3 runs, on 4 annotations, 2 of which carry more than one label; "
+        "3 of the annotations label a failure" in c.value
+        for c in at.caption
+    )
+    at.selectbox(key="errors_owner").set_value("bob").run()  # bob's one annotation says good, tagged city
+    assert any(
+        "2 labels across 1 run, on 1 annotation, 1 of which carries more than one label; "
+        "0 of the annotations label a failure" in c.value
+        for c in at.caption
+    )
+
+
+def test_the_error_analysis_bars_run_by_count_and_add_up_to_the_total_it_states(library, open_app):
+    store, research, weather = library
+    for step in (3, 4, 5):  # a free label more frequent than any failure, and a tie broken by name
+        store.annotate(research.id, make_annotation(step=step, tags=["reading"]))
+    at = open_app("views/errors.py")
+    data = chart(at)["data"][0]
+    drawn = list(zip(data["y"], data["x"], strict=True))
+    assert drawn == [
+        ("reading", 3),
+        ("wrong arguments", 2),
+        ("&lt;b&gt;x&lt;/b&gt;", 1),
+        ("city", 1),
+        ("good", 1),
+        ("looped", 1),
+        ("wrong tool", 1),
+    ]
+    assert chart(at)["layout"]["yaxis"]["autorange"] == "reversed"  # the first bar drawn at the top
+    assert sum(data["x"]) == 10
+    assert chart(at)["layout"]["title"]["text"] == "10 labels across 3 runs"
+    assert any(c.value.startswith("10 labels across 3 runs, on 7 annotations, 2 of which") for c in at.caption)
+    at.selectbox(key="errors_model").set_value("research-2").run()  # one label on each annotation: no difference
+    assert chart(at)["data"][0]["x"] == [1]
+    assert any(c.value.startswith("1 label across 1 run, one on each annotation;") for c in at.caption)
 
 
 def test_the_error_analysis_says_how_to_begin_on_a_library_without_labels(open_app):

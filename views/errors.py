@@ -42,7 +42,23 @@ class ErrorsState(PageState):
 BAR_PX = 36  # each label's bar and its gap: a bar a person can read and point at
 
 
-def _chart(counts: list[tuple[str, int]], runs: int) -> go.Figure:
+def _total(counts: list[tuple[str, int]], runs: int) -> str:
+    """The labels the bars add up to: the chart's title and the caption's first words."""
+    return f"{words.plural(sum(n for _, n in counts), 'label')} across {words.plural(runs, 'run')}"
+
+
+def _why_more(counts: list[tuple[str, int]], annotations: list[Annotation]) -> str:
+    """How the labels counted differ from the annotations, where they do: an annotation may carry several."""
+    if sum(n for _, n in counts) == len(annotations):
+        return "one on each annotation"
+    several = sum(1 for a in annotations if len(a.all_labels) > 1)
+    return (
+        f"on {words.plural(len(annotations), 'annotation')}, "
+        f"{several:,} of which {'carries' if several == 1 else 'carry'} more than one label"
+    )
+
+
+def _chart(counts: list[tuple[str, int]], title: str) -> go.Figure:
     fig = go.Figure()
     names = [safe.plotly(safe.plain(label)) for label, _ in counts]
     kinds = ["failure" if k in LABELS and k != "good" else "good" if k == "good" else "free label" for k, _ in counts]
@@ -57,7 +73,7 @@ def _chart(counts: list[tuple[str, int]], runs: int) -> go.Figure:
     )
     top, bottom = 50, 45
     fig.update_layout(
-        title=f"Labels across {words.plural(runs, 'run')}",
+        title=title,
         xaxis={"title": "annotations", "dtick": 1 if max((n for _, n in counts), default=1) <= 10 else None},
         yaxis={"autorange": "reversed"},
         height=top + bottom + BAR_PX * max(3, len(counts)),
@@ -193,12 +209,13 @@ def main() -> None:
     counts = ordered_counts(annotations)
     failures = sum(1 for a in annotations if any(label != "good" for label in a.labels))
     found = sum(map(by_scanner, annotations))
+    total = _total(counts, len(labelled))
     st.caption(
-        f"{words.plural(len(annotations), 'annotation')} on {words.plural(len(labelled), 'run')}; "
-        f"{failures:,} of them label a failure. The most frequent failure is the one to fix first. "
-        f"By people: {len(annotations) - found:,}; by scanners: {found:,}."
+        f"{total}, {_why_more(counts, annotations)}; {failures:,} of the annotations label a failure. "
+        f"The most frequent failure is the one to fix first. "
+        f"Annotations by people: {len(annotations) - found:,}; by scanners: {found:,}."
     )
-    st.plotly_chart(_chart(counts, len(labelled)), key="errors_chart")
+    st.plotly_chart(_chart(counts, total), key="errors_chart")
     st.dataframe(pd.DataFrame(counts, columns=["label", "annotations"]), hide_index=True, key="errors_counts")
     st.header("Labelled steps")
     st.dataframe(_rows(labelled), hide_index=True, width="stretch", key="errors_steps")
