@@ -189,7 +189,7 @@ class Column:
         self.holds_key = getattr(REGISTRY.get(spec.provider), "key_env", None) is not None
         self.setup_error = setup_error
         self.activity = "idle"  # what the column does right now, in words
-        self.live_text = ""  # the model's text so far in the current model phase, when it streams
+        self._live: list[str] = []  # the model's text so far in the current model phase, piece by piece
         self.wall_s = 0.0  # seconds this column spent in step/run actions, in total
         self.busy = False
         self.crash: str | None = None  # an unexpected exception in this column's thread
@@ -214,11 +214,20 @@ class Column:
         """Whether the run has ended: an answer, a filled schema, or the step budget used up."""
         return self.run.finished
 
+    @property
+    def live_text(self) -> str:
+        """The model's text so far in the current model phase, when it streams ("" between phases)."""
+        return "".join(self._live)
+
+    @live_text.setter
+    def live_text(self, text: str) -> None:
+        self._live = [text]
+
     def _observe(self, event: Event) -> None:
         if event.kind == "phase_started" and event.phase == "model":
-            self.activity, self.live_text = f"step {event.step}: calling the model", ""
+            self.activity, self._live = f"step {event.step}: calling the model", []
         elif event.kind == "text_delta":
-            self.live_text += event.text or ""
+            self._live.append(event.text or "")  # kept as pieces: adding to one string copies it whole each time
         elif event.kind == "phase_started" and event.phase == "tools":
             self.activity = f"step {event.step}: running tools"
         elif event.kind == "tool_started" and event.tool_call is not None:
@@ -248,7 +257,7 @@ class Column:
             if self.holds_key:
                 self.agent = None
             self.wall_s += time.perf_counter() - started
-            self.live_text = ""
+            self._live = []
             self.activity = "idle"
             self.busy = False
 

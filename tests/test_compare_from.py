@@ -114,7 +114,7 @@ def test_without_steps_each_fork_goes_on_to_the_end_of_the_runs_budget():
 
 def test_a_configuration_that_cannot_take_the_history_fails_in_one_line_and_the_others_finish():
     tools = toolbox.get_tools(["get_weather"])
-    huge = MockRule(tool="get_weather", result="rain, " * 150_000)  # three results of 900,000 characters each
+    huge = MockRule(tool="get_weather", result="rain, " * 40_000)  # three results of 240,000 characters each
     run = Run.start(
         "What is the weather in Paris, Rome and Tokyo?", RunConfig.made_for("scripted", "weather", tools, mocks=[huge])
     )
