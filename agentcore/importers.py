@@ -31,7 +31,8 @@ from .messages import (
     validate_messages,
 )
 from .run import Run, RunConfig
-from .telemetry.importer import from_otlp, is_otlp, run_from_spans, spans_of_data
+from .telemetry.importer import from_otlp, run_from_spans
+from .telemetry.spans import is_otlp, spans_of_data
 from .tools import ToolSpec
 from .transcript import describe_validation, from_dict, read_json
 

@@ -69,7 +69,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "importer": (
-        ["agentcore/telemetry/importer.py"],
+        ["agentcore/telemetry/importer.py", "agentcore/telemetry/spans.py"],
         [
             "test_telemetry.py",
             "test_telemetry_values.py",

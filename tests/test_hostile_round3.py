@@ -397,7 +397,8 @@ def test_a_trace_count_that_is_not_a_count_is_refused_in_one_line():
 
 
 def test_json_lines_of_otlp_bodies_past_the_limit_are_refused_before_one_is_parsed():
-    from agentcore.telemetry.importer import MAX_BODIES, from_otlp
+    from agentcore.telemetry.importer import from_otlp
+    from agentcore.telemetry.spans import MAX_BODIES
 
     with pytest.raises(TranscriptError, match="lines of OTLP bodies"):
         from_otlp("{}\n" * (MAX_BODIES + 1))

@@ -16,8 +16,9 @@ import pytest
 from agentcore.errors import TranscriptError
 from agentcore.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 from agentcore.telemetry import genai as g
-from agentcore.telemetry import importer
-from agentcore.telemetry.importer import MAX_VALUE_CHARS, Span, from_otlp, is_otlp, read_otlp, spans_of_data
+from agentcore.telemetry import importer, spans
+from agentcore.telemetry.importer import from_otlp
+from agentcore.telemetry.spans import MAX_VALUE_CHARS, Span, is_otlp, read_otlp, spans_of_data
 
 T0 = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20 UTC, in nanoseconds
 MS = 1_000_000
@@ -156,7 +157,7 @@ def test_a_span_s_operation_comes_from_the_conventions_then_openinference_then_i
     ],
 )
 def test_a_time_reads_as_nanoseconds_within_their_range(raw, nanos):
-    assert importer._nanos(raw) == nanos
+    assert spans._nanos(raw) == nanos
 
 
 def test_a_stamp_is_the_utc_time_to_the_millisecond_and_an_impossible_one_is_the_epoch():
@@ -178,15 +179,15 @@ def _nested(depth: int, kind: str) -> dict:
 
 @pytest.mark.parametrize("kind", ["array", "kvlist"])
 def test_values_nested_eight_deep_read_and_nine_deep_are_refused(kind):
-    assert "deep" in json.dumps(importer._value(_nested(8, kind), "a"))
+    assert "deep" in json.dumps(spans._value(_nested(8, kind), "a"))
     with pytest.raises(TranscriptError, match="nested more than 8 levels deep"):
-        importer._value(_nested(9, kind), "a")
+        spans._value(_nested(9, kind), "a")
 
 
 def test_a_string_value_of_exactly_the_limit_reads_and_one_character_more_is_refused():
-    assert len(importer._value({"stringValue": "x" * MAX_VALUE_CHARS}, "a")) == MAX_VALUE_CHARS
+    assert len(spans._value({"stringValue": "x" * MAX_VALUE_CHARS}, "a")) == MAX_VALUE_CHARS
     with pytest.raises(TranscriptError, match=f"a value of {MAX_VALUE_CHARS + 1} characters"):
-        importer._value({"stringValue": "x" * (MAX_VALUE_CHARS + 1)}, "a")
+        spans._value({"stringValue": "x" * (MAX_VALUE_CHARS + 1)}, "a")
 
 
 # -- the file ------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_what_reads_as_a_trace(data, expected):
 
 
 def test_json_lines_of_exactly_the_most_bodies_read_and_one_more_is_refused(monkeypatch):
-    monkeypatch.setattr(importer, "MAX_BODIES", 3)
+    monkeypatch.setattr(spans, "MAX_BODIES", 3)
     line = json.dumps({"resourceSpans": []})
     assert len(read_otlp("\n".join([line] * 3))) == 3
     with pytest.raises(TranscriptError, match="^4 lines of OTLP bodies; a file holds at most 3$"):
@@ -218,7 +219,7 @@ def test_json_lines_of_exactly_the_most_bodies_read_and_one_more_is_refused(monk
 
 
 def test_exactly_the_most_spans_read_and_one_more_is_refused_in_either_form(monkeypatch):
-    monkeypatch.setattr(importer, "MAX_SPANS", 3)
+    monkeypatch.setattr(spans, "MAX_SPANS", 3)
     three = [span(f"s{i}", "x", 1, 2) for i in range(3)]
     assert len(spans_of_data(json.loads(otlp(*three)))) == 3
     with pytest.raises(TranscriptError, match="^more than 3 spans in one file$"):
@@ -234,7 +235,7 @@ def test_a_refusal_names_the_line_of_json_lines_and_no_line_of_one_body():
     with pytest.raises(TranscriptError, match=r"^line 2: expected an OTLP trace body"):
         from_otlp(f"{good}\n{json.dumps({'spans': []})}")
     with pytest.raises(TranscriptError, match=r"^\(top level\): expected an OTLP trace body"):
-        importer._spans([{"spans": []}])
+        spans.spans_of_bodies([{"spans": []}])
 
 
 # -- the run -------------------------------------------------------------------------
@@ -581,7 +582,7 @@ def test_a_span_s_labels_are_read_as_written_and_what_an_event_leaves_out_is_its
 
 
 def test_exactly_the_most_labels_on_a_span_read_and_one_more_is_refused(monkeypatch):
-    monkeypatch.setattr(importer, "MAX_ANNOTATIONS", 3)
+    monkeypatch.setattr(spans, "MAX_ANNOTATIONS", 3)
     three = [note(200 + i, **{g.ANNOTATION_SCORE: float(i)}) for i in range(3)]
     assert len(from_otlp(with_events(weather_trace(), m1=three)).annotations) == 3
     with pytest.raises(TranscriptError, match="more than 3 annotations on one span"):
