@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from servers import free_port
 
 from agentcore import toolbox
+from agentcore.annotations import LABELS
 from agentcore.loop import Agent
 from agentcore.messages import UserMessage
 from agentcore.providers import create_provider
@@ -252,8 +253,63 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
         assert "\n" not in answer and "Traceback" not in answer and len(answer) < 700
     assert "no run 'no-such-run'" in answers[0] and "no step 999" in answers[2]
     assert "outside the server's folder" in answers[9] and not (tmp_path.parent.parent / "outside.json").exists()
-    assert "name at least one label" in answers[11]  # an empty label list is no label
+    assert "labels: List should have at least 1 item" in answers[11]  # an empty label list is no label
     assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
+
+
+def test_each_tools_arguments_have_a_description_bounds_and_enums_and_a_bad_one_is_one_line_naming_it(
+    library, tmp_path
+):
+    db, run = library
+    bad = [
+        ("list_runs", "limit", {"limit": 0}),
+        ("list_runs", "label", {"label": "mistake"}),
+        ("get_run", "step", {"run_id": run.id, "step": 0}),
+        ("get_run", "run_id", {}),
+        ("fork_run", "step", {"run_id": run.id, "step": -3}),
+        ("step_run", "phase", {"run_id": run.id, "phase": "everything"}),
+        ("compare_from", "configurations", {"run_id": run.id, "step": 1, "configurations": ["scripted"]}),
+        ("annotate_step", "labels", {"run_id": run.id, "step": 1, "labels": []}),
+        ("annotate_step", "labels", {"run_id": run.id, "step": 1, "labels": [], "note": "a note alone"}),
+        ("annotate_step", "labels[0]", {"run_id": run.id, "step": 1, "labels": ["nonsense"]}),
+        ("stats", "since", {"since": "yesterday"}),
+        ("run_tests", "trials", {"path": ".", "trials": 0}),
+    ]
+
+    async def script(session):
+        tools = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        answers = [await call(session, tool, **arguments) for tool, _, arguments in bad]
+        return tools, answers
+
+    tools, answers = on_stdio(db, tmp_path, script)
+    for name, schema in tools.items():
+        assert "ctx" not in schema["properties"]
+        for argument, spec in schema["properties"].items():
+            assert spec.get("description"), f"{name}.{argument} has no description"
+
+    def argument(tool: str, name: str) -> dict:
+        spec = tools[tool]["properties"][name]
+        return next((s for s in spec.get("anyOf", []) if s.get("type") != "null"), spec) | {
+            k: v for k, v in spec.items() if k != "anyOf"
+        }
+
+    assert (argument("list_runs", "limit")["minimum"], argument("list_runs", "limit")["maximum"]) == (1, 200)
+    assert argument("get_run", "step")["minimum"] == 1 and argument("fork_run", "step")["minimum"] == 1
+    assert argument("step_run", "phase")["enum"] == ["step", "model", "tools"]
+    assert argument("stats", "by")["enum"] == ["provider", "model", "day", "owner", "label", "tag"]
+    labels = argument("annotate_step", "labels")
+    assert labels["minItems"] == 1 and set(labels["items"]["enum"]) == set(LABELS)
+    assert set(argument("list_runs", "label")["enum"]) == {"", *LABELS}
+    configurations = argument("compare_from", "configurations")
+    assert (configurations["minItems"], configurations["maxItems"]) == (2, 4)
+    assert argument("run_tests", "trials")["minimum"] == 1 and argument("run_tests", "trials")["maximum"] >= 100
+    assert argument("stats", "since")["pattern"]
+
+    for (tool, name, _), answer in zip(bad, answers, strict=True):
+        assert isinstance(answer, str), (tool, answer)
+        assert answer.startswith(f"error: Error executing tool {tool}: {name}: "), answer
+        assert "\n" not in answer and "errors.pydantic.dev" not in answer and len(answer) < 500, answer
+    assert Store(db).annotations(run.id) == []  # the refused labels were not kept
 
 
 def test_a_fork_with_a_mock_rule_reads_the_mocked_result_when_stepped(tmp_path):

@@ -23,10 +23,39 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from .. import __version__
 from ..errors import AgentcoreError, UsageError
+from .runs_args import (
+    MAX_LIST,
+    Again,
+    Configurations,
+    EditedMessages,
+    GroupBy,
+    Labels,
+    Limit,
+    Mocks,
+    Model,
+    Note,
+    Owner,
+    Phase,
+    Provider,
+    RunId,
+    Scanners,
+    ShownStep,
+    Since,
+    Step,
+    StepLabel,
+    Steps,
+    TestConfigurations,
+    TestName,
+    TestPath,
+    Text,
+    ToolCallId,
+    Trials,
+    runs_server_class,
+)
 from .runs_data import run_data, summary_data
 from .runs_http import STORES_KEPT, StorePool
 from .runs_limits import ClientRules, Limits
@@ -35,7 +64,6 @@ from .runs_tools import run_tests as test_runs
 from .runs_tools import scan as scan_runs
 
 SERVER_NAME = "agentcore-runs"
-MAX_LIST = 200  # runs list_runs returns
 MAX_EDIT_CHARS = 2_000_000  # the JSON of the messages fork_run takes
 MAX_DRIVEN_STEPS = 100  # model calls run_to_end makes in one call
 USER_HEADER_ENV = "AGENTCORE_USER_HEADER"
@@ -88,7 +116,7 @@ def build_server(
     configurations a client may name (default: the providers' own and operator-set addresses), `limits` what
     one call may do, and `stores` keeps each user's Store (default: a pool of STORES_KEPT).
     """
-    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
     from ..store.access import is_teacher
@@ -98,7 +126,7 @@ def build_server(
     limits = limits or Limits()
     pool = stores or StorePool(lambda owner, teacher: Store(db, owner=owner, teacher=teacher), STORES_KEPT)
     _log_to_stderr()
-    server = MCPServer(
+    server = runs_server_class()(
         SERVER_NAME,
         version=__version__,  # serverInfo.version: what a client reads of whom it talks to
         instructions=(
@@ -161,18 +189,16 @@ def build_server(
     @server.tool()
     @tool_errors
     def list_runs(
-        text: str = "",
-        provider: str = "",
-        model: str = "",
-        owner: str = "",
-        label: str = "",
-        limit: int = 20,
+        text: Text = "",
+        provider: Provider = "",
+        model: Model = "",
+        owner: Owner = "",
+        label: StepLabel = "",
+        limit: Limit = 20,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The stored runs, newest first, as the app's Runs page filters them: `text` matches id, title, models
         and the first prompt; `provider`, `model`, `owner` and `label` (a step label) keep those runs."""
-        if not 1 <= limit <= MAX_LIST:
-            raise UsageError(f"limit is a whole number from 1 to {MAX_LIST}, not {limit}")
         wanted = limit if not (model or label) else MAX_LIST * 5
         with user_store(ctx) as store:
             found = store.list_runs(text or None, provider or None, wanted, owner=owner or None)
@@ -185,7 +211,7 @@ def build_server(
 
     @server.tool()
     @tool_errors
-    def get_run(run_id: str, step: int | None = None, ctx: Context | None = None) -> dict[str, Any]:
+    def get_run(run_id: RunId, step: ShownStep = None, ctx: Context | None = None) -> dict[str, Any]:
         """One run: its configuration (provider, model and base URL: where its calls go), stop reason, usage and
         cost, each step's tokens, cost, latency and tool calls, its newest messages (or, with `step`, that step's:
         what it answered, its reply and its tool results), its parent, its forks and its labels. Long texts are
@@ -196,10 +222,10 @@ def build_server(
     @server.tool()
     @tool_errors
     def fork_run(
-        run_id: str,
-        step: int,
-        messages: list[dict[str, Any]] | None = None,
-        mocks: list[dict[str, Any]] | None = None,
+        run_id: RunId,
+        step: Step,
+        messages: EditedMessages = None,
+        mocks: Mocks = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """A new run from just before `step`'s model call (the run is kept); with `messages` (a whole edited
@@ -212,8 +238,6 @@ def build_server(
 
         if messages is not None and len(json.dumps(messages, default=str)) > MAX_EDIT_CHARS:
             raise UsageError(f"messages: more than {MAX_EDIT_CHARS:,} characters of JSON")
-        if mocks is not None and len(mocks) > 1000:
-            raise UsageError("mocks: at most 1,000 rules")
         with user_store(ctx) as store:
             run = read(store, run_id)
             if messages is None:
@@ -235,9 +259,7 @@ def build_server(
 
     @server.tool()
     @tool_errors
-    def step_run(
-        run_id: str, phase: Literal["step", "model", "tools"] = "step", ctx: Context | None = None
-    ) -> dict[str, Any]:
+    def step_run(run_id: RunId, phase: Phase = "step", ctx: Context | None = None) -> dict[str, Any]:
         """Run one step of the loop (`step`: the model call and the tools it asked for), or one phase of it, on
         the run's own provider and model; the run is saved, and what it added is returned. Someone else's run is
         stepped as one's own fork of it. A run whose configuration names an address or file this server does
@@ -259,7 +281,7 @@ def build_server(
 
     @server.tool()
     @tool_errors
-    def run_to_end(run_id: str, ctx: Context | None = None) -> dict[str, Any]:
+    def run_to_end(run_id: RunId, ctx: Context | None = None) -> dict[str, Any]:
         """Run the loop until an answer, a pause or the run's step budget (at most 100 model calls, and this
         server's time for one call); the run is saved and what it added is returned, with `stopped` saying why
         it stopped early."""
@@ -275,7 +297,7 @@ def build_server(
     @server.tool()
     @tool_errors
     def compare_from(
-        run_id: str, step: int, configurations: list[str], steps: int | None = None, ctx: Context | None = None
+        run_id: RunId, step: Step, configurations: Configurations, steps: Steps = None, ctx: Context | None = None
     ) -> dict[str, Any]:
         """Fork the run just before `step`'s model call on each configuration (`PROVIDER[:MODEL][@BASE_URL]`,
         2 to 4; for scripted the model is the scenario; a base URL only one this server calls) and go on in
@@ -289,11 +311,11 @@ def build_server(
     @server.tool()
     @tool_errors
     def annotate_step(
-        run_id: str,
-        step: int,
-        labels: list[str],
-        note: str = "",
-        tool_call_id: str | None = None,
+        run_id: RunId,
+        step: Step,
+        labels: Labels,
+        note: Note = "",
+        tool_call_id: ToolCallId = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Label a step (or one tool call of it) of a run, as the app's Annotate form does: labels such as
@@ -301,8 +323,6 @@ def build_server(
         analysis."""
         from ..annotations import make_annotation
 
-        if not labels and not note.strip():
-            raise UsageError("labels: name at least one label (wrong tool, wrong arguments, good, …) or write a note")
         with user_store(ctx) as store:
             read(store, run_id)
             kept = store.annotate(
@@ -319,11 +339,11 @@ def build_server(
     @server.tool()
     @tool_errors
     def stats(
-        by: Literal["provider", "model", "day", "owner", "label", "tag"] = "model",
-        since: str | None = None,
-        provider: str = "",
-        owner: str = "",
-        text: str = "",
+        by: GroupBy = "model",
+        since: Since = None,
+        provider: Provider = "",
+        owner: Owner = "",
+        text: Text = "",
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The library's figures per group, as `agentcore stats --json` gives them: runs, steps, answered runs,
@@ -345,7 +365,7 @@ def build_server(
 
     @server.tool()
     @tool_errors
-    def scan(scanners: list[str] | None = None, again: bool = False, ctx: Context | None = None) -> dict[str, Any]:
+    def scan(scanners: Scanners = None, again: Again = False, ctx: Context | None = None) -> dict[str, Any]:
         """Run scanners over the runs and keep each finding as a label on the step where it happened (author
         `scanner:NAME`): the built-ins (loop, ignored_error, unknown_tool, step_budget, context, unread_results,
         key_in_reply) or `regex:PATTERN` over replies. Scanning again adds no duplicate; `again` reads every run
@@ -357,7 +377,7 @@ def build_server(
 
     @server.tool()
     @tool_errors
-    def pin_test(run_id: str, path: str, name: str | None = None, ctx: Context | None = None) -> dict[str, Any]:
+    def pin_test(run_id: RunId, path: TestPath, name: TestName = None, ctx: Context | None = None) -> dict[str, Any]:
         """Write a test file from a run (the tool calls it made, in order, and its answer), under the server's
         working folder (`.json`, or `.yaml`); an existing file is not overwritten. Run it with run_tests."""
         from ..exports import export_test
@@ -380,7 +400,7 @@ def build_server(
     @server.tool()
     @tool_errors
     def run_tests(
-        path: str, configurations: list[str] | None = None, trials: int = 1, ctx: Context | None = None
+        path: TestPath, configurations: TestConfigurations = None, trials: Trials = 1, ctx: Context | None = None
     ) -> dict[str, Any]:
         """Run the test files at `path` (a file or a folder under the server's working folder) on each
         configuration (default: replay; at most 4), `trials` times each: at most this server's runs and time
