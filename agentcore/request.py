@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import catalogue
-from .accounting import price_call, sent_at
+from .accounting import sent_at
 from .errors import UsageError
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .policies import (
@@ -34,6 +34,7 @@ from .policies import (
     stand_in_summary,
 )
 from .providers.base import ModelRequest, Provider, Settings
+from .providers.prices import price_call
 from .run import ModelRef, Run, RunConfig
 
 SUMMARY_PROMPT = (

@@ -9,8 +9,9 @@ from dataclasses import asdict, dataclass
 from itertools import accumulate
 from typing import Any
 
-from .accounting import CostReport, Pricer
+from .accounting import CostReport
 from .policies import ContextPolicies, project, request_tokens
+from .providers.prices import Pricer
 from .run import Run
 
 # -- what-if --------------------------------------------------------------------------

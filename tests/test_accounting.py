@@ -9,21 +9,12 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from agentcore import cli, transcript
-from agentcore.accounting import (
-    PARTS,
-    PriceRef,
-    account,
-    fit_polynomial,
-    parse_price_as,
-    price_choices,
-    run_cost,
-    sent_at,
-    step_usage,
-)
+from agentcore.accounting import PARTS, account, fit_polynomial, run_cost, sent_at, step_usage
 from agentcore.errors import UsageError
 from agentcore.gauge import step_gauges
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.policies import Change, SentRequest
+from agentcore.providers.prices import PriceRef, parse_price_as, price_choices
 from agentcore.run import Run, RunConfig, StepRecord
 from agentcore.whatif import what_ifs
 

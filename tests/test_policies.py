@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
-from agentcore.accounting import Pricer, account, model_price_ref, sent_at
+from agentcore.accounting import account, sent_at
 from agentcore.catalogue import context_window
 from agentcore.errors import TranscriptError, UsageError
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
@@ -38,6 +38,7 @@ from agentcore.providers.anthropic import AnthropicProvider, parse_usage
 from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
 from agentcore.providers.base import ModelRequest, Settings, estimate_request_tokens
 from agentcore.providers.openai import OpenAIProvider
+from agentcore.providers.prices import Pricer, model_price_ref
 from agentcore.request import SUMMARY_PROMPT, request_settings, transcript_text
 from agentcore.run import ModelRef, StepRecord
 from agentcore.toolbox import get_tools

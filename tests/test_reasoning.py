@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from agentcore.accounting import Pricer, PriceRef, account
+from agentcore.accounting import account
 from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall, ToolMessage, Usage, UserMessage
+from agentcore.providers.prices import Pricer, PriceRef
 from agentcore.run import Run, RunConfig, StepRecord
 
 THOUGHT = ReasoningPart(provider="anthropic", text="t" * 400, signature="sig")  # about 100 tokens

@@ -6,22 +6,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.accounting import (
-    PART_LABELS,
-    PARTS,
-    CostReport,
-    PriceRef,
-    account,
-    cache_saving,
-    model_price_ref,
-    parse_price_as,
-    price_choices,
-    run_price_ref,
-)
+from agentcore.accounting import PART_LABELS, PARTS, CostReport, account, cache_saving
 from agentcore.errors import TranscriptError
 from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
 from agentcore.policies import Compaction, compactions
+from agentcore.providers.prices import PriceRef, model_price_ref, parse_price_as, price_choices, run_price_ref
 from agentcore.run import Run, models_label
 from agentcore.transcript import loads
 from agentcore.whatif import PolicyCurves, WhatIf, policy_curves, what_ifs

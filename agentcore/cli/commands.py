@@ -373,7 +373,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from ..accounting import account, parse_price_as, price_choices
+    from ..accounting import account
+    from ..providers.prices import parse_price_as, price_choices
     from ..transcript import load
     from ..whatif import what_ifs
 
