@@ -247,12 +247,14 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
         after = await call(session, "list_runs")
         return answers, after
 
-    answers, after = on_stdio(db, tmp_path, script)
+    folder = tmp_path / "server" / "folder"  # ../../outside.json names a file in this test's own folder
+    folder.mkdir(parents=True)
+    answers, after = on_stdio(db, folder, script)
     for answer in answers:
         assert isinstance(answer, str) and answer.startswith("error: "), answer
         assert "\n" not in answer and "Traceback" not in answer and len(answer) < 700
     assert "no run 'no-such-run'" in answers[0] and "no step 999" in answers[2]
-    assert "outside the server's folder" in answers[9] and not (tmp_path.parent.parent / "outside.json").exists()
+    assert "outside the server's folder" in answers[9] and not (tmp_path / "outside.json").exists()
     assert "labels: List should have at least 1 item" in answers[11]  # an empty label list is no label
     assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
 
