@@ -4,12 +4,15 @@ The run keeps every message; a policy only shapes the request. They compose in o
 
 1. `drop_turns_older_than=k`: the model turns of steps older than k, with their tool results, are left out;
 2. `summarize_older_than=k`: the turns older than k that are left are replaced by one summary, written by
-   a model call whose usage and cost are recorded on the step;
+   a model call whose usage and cost are recorded on the step, and the step records a `Compaction` for it;
 3. `keep_tool_results=k`: all but the last k tool results are replaced by a short placeholder;
 4. `truncate_tool_results=n`: each tool result is cut to about n tokens.
 
 The system prompt and the user's messages are never left out, and a tool call and its result are always
 sent or left out together. Each step records what was sent as a `SentRequest` against the history.
+
+A summary written is a compaction, the same event an imported session's agent records; leaving turns out is not
+(no summary stands for them, and it happens again at every step): the trace alone marks such a step compacted.
 
 This module is the policies' data and their pure planning: nothing here calls or prices a model. The loop
 prepares each request, with the summary a policy asks for, in request.py.
@@ -109,6 +112,11 @@ class Compaction(BaseModel):
     `tokens_before` is the context the agent counted just before it. The summary is the history message at
     `kept_from` (None where the agent keeps it encrypted); the tokens after are the usage of the first step
     the compaction applies to (see `compactions`).
+
+    agentcore's own `summarize_older_than` records one on each request it writes a summary for: `by` is the
+    policy's name, `kept_from` is None (the summary is no history message, and the step's `changes` say which
+    messages it replaced), `summary` is what was sent, and both token counts are the project's estimate of the
+    request (`request_tokens`), before with the summarised messages as they were and after with the summary.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -116,7 +124,14 @@ class Compaction(BaseModel):
     by: str
     trigger: str | None = None
     tokens_before: int | None = Field(default=None, ge=0)
-    kept_from: int = Field(ge=0)
+    kept_from: int | None = Field(default=None, ge=0)
+    tokens_after: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
+    summary: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @property
+    def stands(self) -> bool:
+        """Whether every later request sends after it (an agent's compaction), not only the one it was made for."""
+        return self.kept_from is not None
 
 
 class SentRequest(BaseModel):
@@ -141,7 +156,9 @@ class SentRequest(BaseModel):
     def compacted(self, i: int, m: Message) -> bool:
         """Whether history message `i` is one a compaction replaced (a leading system prompt never is)."""
         c = self.compaction
-        return c is not None and i < c.kept_from and not (i == 0 and isinstance(m, SystemMessage))
+        if c is None or c.kept_from is None:  # a context policy's: its changes say what it replaced
+            return False
+        return i < c.kept_from and not (i == 0 and isinstance(m, SystemMessage))
 
     def marks(self, count: int, history: Sequence[Message] = ()) -> list[str]:
         """Each of the first `count` history messages' mark: `sent`, `shortened`, `cleared`, `dropped`, `summarised`
@@ -187,9 +204,20 @@ class PolicyCall(BaseModel):
     summarised: int = 0  # history messages the summary covers
 
 
+def summary_compaction(history: Sequence[Message], sent: SentRequest, tool_tokens: int = 0) -> Compaction:
+    """The compaction `summarize_older_than` made of a request it wrote a summary for: the request's estimated
+    tokens with the summarised messages as they were, and with the summary in their place."""
+    summarised = [i for i, c in sent.changes.items() if c.mark == "summarised"]
+    after = request_tokens(sent.messages(history), tool_tokens)
+    summary = UserMessage(content=f"{SUMMARY_HEADING}\n{sent.summary}").tokens if sent.summary is not None else 0
+    before = after - summary + sum(history[i].tokens for i in summarised)
+    return Compaction(by="summarize_older_than", tokens_before=before, tokens_after=after, summary=sent.summary)
+
+
 def compactions(run: Run) -> list[tuple[int, Compaction]]:
     """Each compaction of the run with the step it first applies to (1-based): the step whose usage is the
-    tokens after it; a later step that sends the same compacted history is not a new point."""
+    tokens after it; a later step that sends the same compacted history is not a new point. A context policy's
+    is on the step whose request it summarised, one for each summary written."""
     out: list[tuple[int, Compaction]] = []
     last: Compaction | None = None
     for step in run.steps:
@@ -325,4 +353,5 @@ __all__ = [
     "plan_request",
     "policies_from",
     "project",
+    "summary_compaction",
 ]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import catalogue
-from .accounting import sent_at
+from .accounting import sent_at, tool_tokens
 from .errors import UsageError
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .policies import (
@@ -32,6 +32,7 @@ from .policies import (
     plan_request,
     sent_request,
     stand_in_summary,
+    summary_compaction,
 )
 from .providers.base import ModelRequest, Provider, Settings
 from .providers.prices import price_call
@@ -124,7 +125,8 @@ def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | N
     step already summarised the same messages; a failed summary raises the provider's error. The previous
     summary grows by the messages that became old since, unless `drop_turns_older_than` has since left out
     a message it covered: then the summary is written again from the messages left, so a dropped turn
-    reaches the model neither as itself nor through the summary.
+    reaches the model neither as itself nor through the summary. A summary written is recorded as the
+    request's compaction (`SentRequest.compaction`, `policies.summary_compaction`).
     """
     policies = run.config.policies
     history = run.messages
@@ -134,7 +136,8 @@ def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | N
     if policies is None or not policies.shapes_request:
         sent = whole_history(run, provider, model)
         standing = run.steps[-1].sent.compaction if run.steps and run.steps[-1].sent is not None else None
-        if standing is not None:  # what the agent compacted stays compacted: a fork after it sends what it sent
+        # what the agent compacted stays compacted: a fork after it sends what it sent (a policy's summary does not)
+        if standing is not None and standing.stands:
             sent = (sent or SentRequest()).model_copy(update={"compaction": standing})
         return Prepared(history) if sent is None else Prepared(sent.messages(history), sent)
     step = len(run.steps) + 1
@@ -156,6 +159,8 @@ def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | N
     sent = sent_request(plan, summary)
     if binds:
         sent.thinking_left_out = unbound_thinking(run, sent, provider)
+    if calls:  # a summary written for this request: the policy compacted the history here
+        sent.compaction = summary_compaction(history, sent, tool_tokens(run))
     return Prepared(sent.messages(history), sent, calls)
 
 

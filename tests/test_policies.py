@@ -14,6 +14,7 @@ from agentcore import Agent, Run, RunConfig, ScriptedProvider, cli, transcript
 from agentcore.accounting import account, sent_at
 from agentcore.catalogue import context_window
 from agentcore.errors import TranscriptError, UsageError
+from agentcore.exports import export_run
 from agentcore.gauge import Gauge, next_gauge, step_gauges, window_of
 from agentcore.messages import (
     AssistantMessage,
@@ -29,6 +30,7 @@ from agentcore.policies import (
     SUMMARY_HEADING,
     ContextPolicies,
     SentRequest,
+    compactions,
     origins,
     parse_policy,
     policies_from,
@@ -39,8 +41,9 @@ from agentcore.providers.anthropic_cache import MAX_BREAKPOINTS, breakpoints
 from agentcore.providers.base import ModelRequest, Settings, estimate_request_tokens
 from agentcore.providers.openai import OpenAIProvider
 from agentcore.providers.prices import Pricer, model_price_ref
-from agentcore.request import SUMMARY_PROMPT, request_settings, transcript_text
+from agentcore.request import SUMMARY_PROMPT, prepare, request_settings, transcript_text
 from agentcore.run import ModelRef, StepRecord
+from agentcore.sessions import read_import
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
 from agentcore.whatif import policy_curves, projected_input
@@ -138,6 +141,77 @@ def test_the_summariser_call_is_recorded_on_its_step():
     # each later call summarises the previous summary and only the turn that became old since
     assert [s.policy_calls[0].summarised for s in summarised[:3]] == [2, 2, 2]
     assert all(len(s.policy_calls) == 1 for s in summarised)
+
+
+# -- the summary as a compaction, the event an imported session's agent records --------------
+
+
+def research_until_summarised(**policy) -> Run:
+    """The research scenario under `policy`, stepped until a step's request sends a summary (or it ends)."""
+    provider = ScriptedProvider(scenario="research")
+    config = RunConfig(provider="scripted", model="research", scenario="research", policies=ContextPolicies(**policy))
+    run = Run.start(provider.scenario.prompt, config)
+    agent = Agent(provider, get_tools(list(provider.scenario.tools)))
+    while not run.finished and not (run.steps and run.steps[-1].policy_calls):
+        agent.step(run)
+    return run
+
+
+def test_the_summarise_policy_records_a_compaction_on_the_step_whose_request_it_summarised():
+    run = research_until_summarised(summarize_older_than=3)
+    [(n, compaction)] = compactions(run)
+    assert n == len(run.steps) == 5  # the first step with a turn older than three
+    sent = run.steps[n - 1].sent
+    assert compaction == sent.compaction and compaction.by == "summarize_older_than"
+    assert compaction.kept_from is None and sent.summary is not None
+    assert compaction.summary == sent.summary
+    assert sent_at(run, n)[1].content == f"{SUMMARY_HEADING}\n{compaction.summary}"  # the text the model was sent
+    # the project's own estimate: before is the whole history (nothing else left it out), after what went
+    history = run.messages[: run.steps[n - 1].message_count]
+    whole = estimate_request_tokens(ModelRequest(messages=tuple(history), tools=tuple(run.tool_specs)))
+    assert (compaction.tokens_before, compaction.tokens_after) == (whole, sent_tokens(run)[n - 1])
+    assert compaction.tokens_before > compaction.tokens_after
+
+
+def test_each_summary_written_is_a_compaction_and_a_request_without_policies_after_it_sends_the_whole_history():
+    run = research(max_steps=8, summarize_older_than=3)
+    assert [n for n, _ in compactions(run)] == [s.index for s in run.steps if s.policy_calls] == [5, 6, 7, 8]
+    run.config = run.config.model_copy(update={"policies": None, "max_steps": 9})
+    assert prepare(run).sent is None  # a policy's compaction was its request's alone: nothing stands after it
+
+
+def test_the_atif_export_carries_the_policys_compaction_and_imports_back_with_it():
+    atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
+    run = research_until_summarised(summarize_older_than=3)
+    [(n, compaction)] = compactions(run)
+    text = export_run(run, "atif")
+    steps = atif.Trajectory.model_validate_json(text).steps
+    [k] = [k for k, s in enumerate(steps) if s.extra and "context_management" in s.extra]
+    assert steps[k].source == "system" and steps[k + 1].source == "agent"
+    assert [s.source for s in steps[:k]].count("agent") == n - 1  # just before the reply to the request it made
+    assert steps[k].extra["context_management"] == {
+        "type": "compaction",
+        "by": "summarize_older_than",
+        "tokens_before": compaction.tokens_before,
+        "tokens_after": compaction.tokens_after,
+        "summary": compaction.summary,
+    }
+    back = read_import(text, "t.atif.json").runs[0]
+    assert back.messages == run.messages and compactions(back) == compactions(run)
+    # a step after it that no policy shaped reads back without it: a policy's compaction was its request's alone
+    run.config = run.config.model_copy(update={"policies": None, "max_steps": n + 1})
+    provider = ScriptedProvider(scenario="research")
+    Agent(provider, get_tools(list(provider.scenario.tools))).step(run)
+    back = read_import(export_run(run, "atif"), "t.atif.json").runs[0]
+    assert [s.sent.compaction if s.sent else None for s in back.steps] == [None] * (n - 1) + [compaction, None]
+
+
+@pytest.mark.parametrize("policy", [{"summarize_older_than": 30}, {"drop_turns_older_than": 2}], ids=str)
+def test_a_policy_that_writes_no_summary_records_no_compaction(policy):
+    """A summary never asked for, or turns left out (no summary stands for them): no compaction, no ATIF marker."""
+    run = research(max_steps=6, **policy)
+    assert compactions(run) == [] and all(s.sent.compaction is None for s in run.steps)
+    assert "context_management" not in export_run(run, "atif")
 
 
 def test_policies_and_what_was_sent_survive_the_transcript(tmp_path):

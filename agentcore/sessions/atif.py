@@ -77,11 +77,14 @@ class _Reader:
             management = _context_management(step)
             compacting = management is not None or (compacting and step.get("is_copied_context") is True)
             if management is not None:
-                before = management.get("tokens_before")
+                before, after = management.get("tokens_before"), management.get("tokens_after")
+                summary = management.get("summary")
                 b.compact(
                     word(management.get("by")) or word(agent.get("name")) or FORMAT,
                     word(management.get("trigger")) or None,
                     before if isinstance(before, int) and before >= 0 else None,
+                    clip(summary) if isinstance(summary, str) else None,
+                    after if isinstance(after, int) and after >= 0 else None,
                 )
             elif compacting and source in ("user", "agent") and text.strip():
                 b.copied(UserMessage(content=clip(text)) if source == "user" else AssistantMessage(content=clip(text)))

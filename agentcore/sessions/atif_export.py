@@ -8,7 +8,9 @@ step's model, timestamp and metrics: prompt tokens with the cached ones inside, 
 writes and reasoning tokens in `extra`; the cost where the model has a price. Subagent runs are embedded
 (`subagent_trajectories`, by trajectory_id) and named by the result of the call that started each one. A
 compaction is a system step whose `extra.context_management` says who compacted and the tokens before it,
-the messages it put in place of the old history following as copied context (`is_copied_context`).
+the messages it put in place of the old history following as copied context (`is_copied_context`); one that
+agentcore's `summarize_older_than` made goes just before the agent step whose request it summarised, with its
+summary and the tokens after it, and copies nothing (the summary is no message of the history).
 """
 
 from __future__ import annotations
@@ -78,16 +80,27 @@ def _compaction_points(run: Run) -> dict[int, tuple[dict[str, Any], range]]:
     out: dict[int, tuple[dict[str, Any], range]] = {}
     for n, c in compactions(run):
         after = run.steps[n - 1]
+        tokens_after = c.tokens_after if c.tokens_after is not None else after.usage.input_tokens
         words = f"context compacted by {c.by}" + (f" ({c.trigger})" if c.trigger else "")
         if c.tokens_before is not None:
-            words += f": {c.tokens_before:,} tokens before, {after.usage.input_tokens:,} after"
-        management = {"type": "compaction", "by": c.by, "trigger": c.trigger, "tokens_before": c.tokens_before}
+            words += f": {c.tokens_before:,} tokens before, {tokens_after:,} after"
+        management = {
+            "type": "compaction",
+            "by": c.by,
+            "trigger": c.trigger,
+            "tokens_before": c.tokens_before,
+            "tokens_after": c.tokens_after,
+            "summary": c.summary,
+        }
         step = {
             "source": "system",
             "message": words,
             "extra": {"context_management": {k: v for k, v in management.items() if v is not None}},
         }
-        out[c.kept_from] = (step, range(c.kept_from, after.message_count))
+        if c.kept_from is None:  # a context policy's: before the reply to the request it summarised
+            out[after.message_count] = (step, range(0))
+        else:
+            out[c.kept_from] = (step, range(c.kept_from, after.message_count))
     return out
 
 

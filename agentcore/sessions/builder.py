@@ -131,13 +131,31 @@ class SessionBuilder:
         self.model = ""
         self.compaction: Compaction | None = None  # the agent's latest compaction: every later step sends after it
 
-    def compact(self, by: str, trigger: str | None = None, tokens_before: int | None = None) -> None:
+    def compact(
+        self,
+        by: str,
+        trigger: str | None = None,
+        tokens_before: int | None = None,
+        summary: str | None = None,
+        tokens_after: int | None = None,
+    ) -> None:
         """The agent replaced its history here: the next message (its summary) and what follows are what each later
-        model call sent. `tokens_before` is the file's count; else the last step's input, where it has one."""
+        model call sent. `tokens_before` is the file's count; else the last step's input, where it has one.
+
+        With a `summary` it is a context policy's (agentcore's `summarize_older_than`): the next model call alone
+        sent it, in place of messages the file does not name, so it hides none of the history."""
         self._close()
         if tokens_before is None and self.steps and not self.steps[-1].estimated:
             tokens_before = self.steps[-1].usage.input_tokens or None
-        self.compaction = Compaction(by=by, trigger=trigger, tokens_before=tokens_before, kept_from=len(self.messages))
+        kept_from = None if summary is not None else len(self.messages)
+        self.compaction = Compaction(
+            by=by,
+            trigger=trigger,
+            tokens_before=tokens_before,
+            kept_from=kept_from,
+            tokens_after=tokens_after,
+            summary=summary,
+        )
 
     def copied(self, message: Message) -> None:
         """A message of the history a compaction put in place of the old one (not a model call of its own)."""
@@ -204,6 +222,8 @@ class SessionBuilder:
         text = clip("\n".join(turn.texts)) or (None if calls else EMPTY_TURN)
         self._add(AssistantMessage(content=text, tool_calls=tuple(calls), reasoning=tuple(turn.reasoning)))
         self.steps.append(step)
+        if self.compaction is not None and not self.compaction.stands:  # a policy's: this call's alone
+            self.compaction = None
         for call in calls:
             result = (self.results if results is None else results).get(call.id)
             if result is not None:
