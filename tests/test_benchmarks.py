@@ -17,7 +17,7 @@ from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, UserMessage
 from agentcore.providers.reference import ReferenceProvider
 from agentcore.testing import benchmarks, pinned
-from agentcore.testing.pinned import BenchmarkRef, Expectations, PinnedTest
+from agentcore.testing.expectations import BenchmarkRef, Expectations, PinnedTest
 from agentcore.testing.runner import parse_config, play, prepare, reference_departure, run_matrix, said_call
 from agentcore.testing.scoreboard import scoreboard, table
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ...providers.reference import GROUND_TRUTH
-from ..pinned import BenchmarkRef, PinnedTest
+from ..expectations import BenchmarkRef, PinnedTest
 from .episode import INSTALL, Episode, Skipped
 
 __all__ = ["GROUND_TRUTH", "INSTALL", "Episode", "Skipped", "check_available", "episode", "passes_doing_nothing"]

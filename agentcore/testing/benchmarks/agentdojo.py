@@ -22,7 +22,7 @@ from ...errors import UsageError
 from ...messages import AssistantMessage, ToolCall
 from ...run import FINAL_ANSWER_TOOL, Run
 from ...tools import Tool
-from ..pinned import BenchmarkRef, Expectations, PinnedTest
+from ..expectations import BenchmarkRef, Expectations, PinnedTest
 from .episode import Skipped, reference_call
 
 VERSION = "v1.2.2"  # the latest benchmark version the package ships

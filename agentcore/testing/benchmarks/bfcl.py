@@ -33,7 +33,7 @@ from ...errors import UsageError
 from ...messages import ToolCall, UserMessage
 from ...run import Run
 from ...tools import Tool
-from ..pinned import BenchmarkRef, Expectations, PinnedTest
+from ..expectations import BenchmarkRef, Expectations, PinnedTest
 from .episode import Skipped, reference_call
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func", "multi_turn_long_context")
