@@ -262,8 +262,27 @@ def test_compare_with_defaults_to_a_fork_of_a_run_that_has_no_parent(library, pa
     at = page()
     at.selectbox(key="runs_selected").set_value(root.id).run()
     assert at.selectbox(key=f"runs_diff_{root.id}").value == fork.id
-    at.selectbox(key="runs_selected").set_value(other.id).run()  # unrelated to any: the newest other run
-    assert at.selectbox(key=f"runs_diff_{other.id}").value in {root.id, fork.id}
+    at.selectbox(key="runs_selected").set_value(other.id).run()  # unrelated to any: none chosen, and a prompt to choose
+    assert at.selectbox(key=f"runs_diff_{other.id}").value is None
+    assert any("choose a run to compare with" in c.value for c in at.caption)
+    assert len(at.dataframe) == 1  # no diff drawn against a run nobody chose
+
+
+def test_compare_with_defaults_to_the_newest_run_of_the_same_prompt_never_a_newer_unrelated_import(
+    library, page
+) -> None:
+    store, root, fork, other = library
+    agent, again = _run("weather")
+    agent.run(again)
+    store.save_run(again)  # the same prompt as `other`, saved after it
+    imported = _saved(store, "Imported Codex session", "Done.", provider="codex", model="gpt-5-codex")
+    at = page()
+    at.selectbox(key="runs_selected").set_value(other.id).run()
+    assert at.selectbox(key=f"runs_diff_{other.id}").options[0].endswith(imported.id)  # the newest run of all
+    assert at.selectbox(key=f"runs_diff_{other.id}").value == again.id
+    assert not at.exception and len(at.dataframe) == 2  # the diff is drawn
+    at.selectbox(key="runs_selected").set_value(imported.id).run()  # a prompt of its own, no fork: nothing chosen
+    assert at.selectbox(key=f"runs_diff_{imported.id}").value is None
 
 
 def test_a_run_answered_by_two_models_names_each_with_its_provider(tmp_path, monkeypatch, page) -> None:

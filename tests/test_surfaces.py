@@ -146,6 +146,7 @@ STORE_READS: dict[str, Callable[[Store, World, str], set[str]]] = {
     "annotated_runs": lambda s, w, v: w.owners_of(r.id for r, _ in s.annotated_runs()),
     "children": lambda s, w, v: w.owners_of(c.id for o in OWNERS for c in s.children(w.stepped[o])),
     "lineage": lambda s, w, v: w.owners_of(r.id for o in OWNERS for r in s.lineage(w.stepped[o])),
+    "same_prompt": lambda s, w, v: w.owners_of(r.id for o in OWNERS for r in s.same_prompt(w.stepped[o])),
     "fork_tree": lambda s, w, v: {o for o in OWNERS if s.fork_tree(w.stepped[o]) is not None},
     "scanned": lambda s, w, v: w.owners_of(s.scanned([i for ids in w.runs.values() for i in ids])),
     "experiments": lambda s, w, v: w.owners_in(" ".join(e.id for e in s.experiments())),

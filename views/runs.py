@@ -338,17 +338,32 @@ def _diff(store: Store, run: Run, summary: RunSummary) -> None:
         return
     st.markdown("**Compare with another run**")
     ids = [r.id for r in others]
-    # the run it was forked from, else its first fork: the run it is most likely to be compared with
-    related = [summary.parent_id, *(c.id for c in store.children(run.id))]
-    default = next((ids.index(i) for i in related if i in ids), 0)
+    default = next((ids.index(i) for i in _nearest(store, summary) if i in ids), None)
     labels = {r.id: _label(r) for r in others}
-    other_id = st.selectbox("Compare with", ids, index=default, format_func=labels.get, key=f"runs_diff_{run.id}")
+    other_id = st.selectbox(
+        "Compare with",
+        ids,
+        index=default,
+        format_func=labels.get,
+        key=f"runs_diff_{run.id}",
+        placeholder="Choose a run to compare with",
+    )
+    if other_id is None:
+        st.caption("No fork, parent or other run of this prompt is stored: choose a run to compare with.")
+        return
     base = store.read_run(other_id)
     diff = diff_runs(base, run)
     if diff.related:
         st.caption(safe.block(diff.related))
     st.info(safe.block(diff.summary()))
     st.dataframe(_diff_table(diff, base, run), hide_index=True, width="stretch")
+
+
+def _nearest(store: Store, summary: RunSummary) -> list[str]:
+    """The runs this one is most likely compared with, nearest first: the run it was forked from, its forks, then
+    the runs of the same prompt, newest first. An unrelated run (another task, an imported session) is never one."""
+    forks = [c.id for c in store.children(summary.id)]
+    return [i for i in (summary.parent_id, *forks) if i] + [r.id for r in store.same_prompt(summary.id)]
 
 
 def _diff_names(a: Run, b: Run) -> tuple[str, str]:

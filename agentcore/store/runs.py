@@ -535,6 +535,17 @@ class Store(LabelsTable, ExperimentsTable):
         rows = self._all(sql, (run_id, *params))
         return [RunSummary.from_row(r) for r in rows]
 
+    def same_prompt(self, run_id: str, limit: int = 20) -> list[RunSummary]:
+        """Other runs begun with the same first prompt as this one (the same task), most recently saved first; none
+        for a run this Store's viewer may not see."""
+        visible, params = self._visible()
+        prompt = f"SELECT search_text FROM runs WHERE id = ?{visible}"
+        sql = (
+            f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE id <> ? AND search_text <> '' AND search_text = ({prompt})"
+            f"{visible} ORDER BY updated_at DESC, id LIMIT ?"
+        )
+        return [RunSummary.from_row(r) for r in self._all(sql, (run_id, run_id, *params, *params, int(limit)))]
+
     def lineage(self, run_id: str) -> list[RunSummary]:
         """The run and its stored ancestors, root first; stops at a parent that is no longer stored."""
         chain: list[RunSummary] = []
