@@ -19,16 +19,17 @@ import zipfile
 from typing import Any
 
 from .errors import UsageError
-from .messages import numbered
+from .hooks.chain import code_free_request
+from .messages import AssistantMessage, numbered
+from .providers import WIRE_FORMATS, get_info
 from .replay import replay_html
+from .request import base_request, request_settings, settings_refusal, whole_history
 from .run import Run
 from .secrets import redact_fields
 from .secrets.detectors import mask, mask_text
 from .telemetry import OTLP_JSON, require_otel
 from .testing.pinned import PinnedTest, data_text, to_data
 from .transcript import fitted_text, json_text, to_dict
-from .wireformat import FORMATS as WIRE_FORMATS
-from .wireformat import export_request
 
 ATIF = "atif"  # an ATIF v1.7 trajectory (agentcore.sessions.atif_export), with its subagents where they are given
 FORMATS = ("json", *WIRE_FORMATS)  # what `agentcore runs export --format` and the runs page offer
@@ -168,3 +169,41 @@ def export_zip(runs: list[Run], formats: tuple[str, ...] = ("json",), *, content
 def _safe_name(run_id: str) -> str:
     # the id of a run read from a file may hold anything (a path, a NUL): a file name keeps only what is safe
     return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:64].lstrip(".") or "run"
+
+
+# -- a run's request as one provider's body ----------------------------------------------
+
+
+def export_request(run: Run, fmt: str, *, model: str | None = None, stream: bool = False) -> dict[str, Any]:
+    """The request body `fmt` would receive for the run's messages and tools (the final-answer tool included).
+
+    The model is the run's own when the run used that provider, else the registry's default for it.
+    The run's settings go with it as the loop sends them (temperature, max tokens, seed, reasoning, prompt
+    caching's breakpoints); reasoning another provider made is left out (see ReasoningPart), and so is thinking
+    the model would refuse after what the run's policies changed (request.whole_history). For Anthropic
+    a finished run exports the request that got its answer: a body ending on the assistant's turn is a
+    prefill, which current models reject. Settings the model refuses (the catalogue's documented rules) are a
+    UsageError that says why, not a body its API would answer with a 400.
+    """
+    if fmt not in WIRE_FORMATS:
+        raise UsageError(f"unknown wire format {fmt!r}; choose one of {', '.join(WIRE_FORMATS)}")
+    if model is None:
+        model = run.config.model if run.config.provider == fmt and run.config.model else get_info(fmt).default_model
+    messages = tuple(run.messages)
+    if fmt == "anthropic" and messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].tool_calls:
+        messages = messages[:-1]
+    refused = settings_refusal(run, fmt, model)
+    if refused:
+        raise UsageError(f"not exported: {refused}")
+    unbound = whole_history(run, fmt, model)  # thinking a model refuses after what policies changed stays out
+    if unbound is not None:
+        messages = tuple(unbound.messages(messages))
+    # as the run's chain sends it: the loop guard's and the run's named hooks' changes (a redactor's masks) included
+    request = code_free_request(run, base_request(run, messages, request_settings(run.config)))
+    options: dict[str, Any] = {}
+    if fmt == "openai":
+        from .providers.openai import max_tokens_field_for
+
+        # as the adapter sends it: the run's own server when it ran on Chat Completions, else OpenAI's API
+        options["max_tokens_field"] = max_tokens_field_for(run.config.base_url if run.config.provider == fmt else None)
+    return get_info(fmt).body_builder()(model, request, stream=stream, **options)

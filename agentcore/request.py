@@ -1,6 +1,6 @@
 """What a run's next model call sends: its settings from the run's config, its messages under the context policies.
 
-The loop builds each model phase's request here, and the export (wireformat.py) builds a run's request body
+The loop builds each model phase's request here, and the export (exports.export_request) builds a run's request body
 from the same settings, so a body exported from a run is the body its provider was sent. The policies'
 own data and their pure planning are in policies.py; what a policy needs a model for, the summary of the
 older turns, is asked for and priced here, before the model phase.

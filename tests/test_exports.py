@@ -24,6 +24,7 @@ from agentcore.exports import (
     export_filename,
     export_json,
     export_otlp,
+    export_request,
     export_run,
     export_test,
     export_zip,
@@ -36,7 +37,6 @@ from agentcore.store.runs import Store
 from agentcore.telemetry import OTLP_JSON
 from agentcore.testing import pinned
 from agentcore.toolbox import get_tools
-from agentcore.wireformat import export_request
 
 PROMPT = "weather in \ud800 Paris?"  # the CLI takes undecodable bytes in argv as a lone surrogate
 

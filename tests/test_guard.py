@@ -7,6 +7,7 @@ import json
 import pytest
 
 from agentcore import transcript
+from agentcore.exports import export_request
 from agentcore.hooks.guard import default_mode, guard_mode
 from agentcore.loop import Agent
 from agentcore.messages import ToolMessage
@@ -19,7 +20,6 @@ from agentcore.providers.openai_responses import build_body as responses_body
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
-from agentcore.wireformat import export_request
 
 PROMPT = "Find out what a step budget is."
 

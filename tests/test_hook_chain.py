@@ -14,6 +14,7 @@ from agentcore import toolbox
 from agentcore.accounting import sent_at, sent_tokens, step_usage
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
+from agentcore.exports import export_request
 from agentcore.hooks import HookEffect, examples, mocks, protocol
 from agentcore.hooks.chain import ModelChain, model_chain, tools_chain
 from agentcore.loop import Agent
@@ -21,7 +22,6 @@ from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall, UserMe
 from agentcore.providers.base import ModelRequest, estimate_request_tokens
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
-from agentcore.wireformat import export_request
 
 PROMPT = "What is the weather in Paris? Send it to bob@example.com."
 ADDRESS = "bob@example.com"

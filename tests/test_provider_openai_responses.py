@@ -13,13 +13,13 @@ from stand_in import WIRE, Reply, StandIn
 
 from agentcore.cli.main import main
 from agentcore.errors import ProviderError, UsageError
+from agentcore.exports import export_request
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers import create_provider
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.providers.openai_responses import OpenAIResponsesProvider
 from agentcore.run import Run, RunConfig
 from agentcore.tools import ToolSpec
-from agentcore.wireformat import export_request
 
 WEATHER = ToolSpec(name="get_weather", description="Weather", parameters={"type": "object", "properties": {}})
 QUIET = {"api_key": "sk-test-PLANTED-000000000000", "retry_base": 0.001, "retry_cap": 0.002}

@@ -149,7 +149,7 @@ def test_every_scenario_exports_a_body_the_vendor_sdk_accepts(finished_runs, sce
 @pytest.mark.parametrize("fmt", WIRE_FORMATS)
 def test_reasoning_settings_and_streaming_bodies_are_accepted_too(finished_runs, fmt: str):
     needs_sdk(fmt)
-    from agentcore.wireformat import export_request
+    from agentcore.exports import export_request
 
     run = finished_runs["weather"].model_copy(deep=True)
     run.config = run.config.model_copy(update={"thinking_budget": 2048, "reasoning_effort": "high"})

@@ -126,7 +126,7 @@ def test_the_playground_shows_the_line_before_the_next_step(open_app):
 
 
 def test_an_export_of_the_whole_history_leaves_out_the_thinking_the_model_would_refuse():
-    from agentcore.wireformat import export_request
+    from agentcore.exports import export_request
 
     run, _ = run_steps(HAIKU, ContextPolicies(keep_tool_results=1), steps=3)
     body = export_request(run, "anthropic")  # the whole history, as a request with no policy
