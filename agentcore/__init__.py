@@ -10,6 +10,7 @@ except PackageNotFoundError:  # a source tree never installed
 
 from .errors import AgentcoreError, MessageListError, ProviderError, TranscriptError, UsageError
 from .hooks import Answer, Pause, Refuse, Stop
+from .hooks.protocol import HookEffect
 from .hooks.specs import MockRule, parse_breakpoint
 from .loop import Agent, Event, ToolDecision, resolve_schema
 from .messages import (
@@ -28,7 +29,8 @@ from .messages import (
 from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
-from .run import ForkOrigin, Halt, HookEffect, ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRun
+from .run import ForkOrigin, ImportOrigin, Run, RunConfig, SubagentLink
+from .steps import Halt, StepRecord, ToolRun
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
 __all__ = [

@@ -30,7 +30,8 @@ from .messages import (
 )
 from .providers import FREE_PROVIDERS
 from .providers.prices import Pricer, PriceRef, pricer_for, run_price_ref, step_price_ref
-from .run import ModelRef, Run, StepRecord
+from .run import Run
+from .steps import ModelRef, StepRecord
 
 PARTS = ("system", "user", "assistant_text", "tool_calls", "tool_results", "tool_specs")
 PART_LABELS = {

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .messages import AssistantMessage, Message, ToolMessage
-from .run import Run, ToolRun
+from .run import Run
+from .steps import ToolRun
 
 RowKind = Literal["same", "changed", "only_a", "only_b"]
 CELL_WIDTH = 300  # characters of a row's text a table cell shows

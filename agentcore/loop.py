@@ -40,8 +40,9 @@ from .hooks.protocol import (
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .request import base_request, request_settings
-from .run import EXECUTED, FINAL_ANSWER_TOOL, Halt, Phase, Run, StepRecord, ToolRun, ToolSource
+from .run import Run
 from .secrets import StreamScrubber
+from .steps import EXECUTED, FINAL_ANSWER_TOOL, Halt, Phase, StepRecord, ToolRun, ToolSource
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]

@@ -23,8 +23,9 @@ from typing import Any, assert_never
 from .accounting import account
 from .annotations import Annotation
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from .run import Run, StepRecord, ToolRun
+from .run import Run
 from .secrets import redact_fields
+from .steps import StepRecord, ToolRun
 from .transcript import json_text, to_dict
 
 FORMAT = "agentcore.replay"

@@ -36,7 +36,8 @@ from .policies import (
 )
 from .providers.base import ModelRequest, Provider, Settings
 from .providers.prices import price_call
-from .run import ModelRef, Run, RunConfig
+from .run import Run, RunConfig
+from .steps import ModelRef
 
 SUMMARY_PROMPT = (
     "Summarise the earlier part of this agent's conversation for the agent itself: the facts found, "

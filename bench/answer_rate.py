@@ -37,7 +37,7 @@ from agentcore.hooks.guard import LOOP_GUARDS, most_repeated  # noqa: E402
 from agentcore.messages import AssistantMessage  # noqa: E402
 from agentcore.providers.local import LocalProvider  # noqa: E402
 from agentcore.providers.local_chat import CALL_CLOSE, CALL_OPEN, ChatStyle  # noqa: E402
-from agentcore.run import LoopGuard  # noqa: E402
+from agentcore.steps import LoopGuard  # noqa: E402
 
 MAX_STEPS = 5
 TOOLS = "get_weather,calculator"

@@ -35,7 +35,7 @@ def _templates() -> list:
     from agentcore import Agent, Run, RunConfig, create_provider, toolbox
     from agentcore.messages import AssistantMessage, Usage, UserMessage
     from agentcore.providers.scripted import get_scenario
-    from agentcore.run import StepRecord
+    from agentcore.steps import StepRecord
 
     runs = []
     for scenario in ("weather", "weather", "runaway", "tool_error", "research"):

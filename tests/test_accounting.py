@@ -15,7 +15,8 @@ from agentcore.gauge import step_gauges
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.policies import Change, SentRequest
 from agentcore.providers.prices import PriceRef, parse_price_as, price_choices
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 from agentcore.whatif import what_ifs
 
 MINI = PriceRef("openai", "gpt-4o-mini")

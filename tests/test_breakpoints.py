@@ -17,7 +17,8 @@ from agentcore.hooks.specs import MockRule, parse_breakpoint
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolCall, Usage
 from agentcore.providers.scripted import ScriptedProvider, get_scenario
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 
 
 def scenario_run(name: str, **config) -> tuple[Agent, Run]:
@@ -239,7 +240,7 @@ def test_a_pinned_test_with_mocks_plays_them_and_keeps_them_through_pin(tmp_path
 
 def test_a_mocked_call_is_marked_in_every_export():
     from agentcore.exports import REPLAY, export_json, export_run
-    from agentcore.run import MOCKED_WORDS
+    from agentcore.steps import MOCKED_WORDS
 
     agent, run = scenario_run("weather", mocks=[MockRule(tool="get_weather", when="$.city=Rome", result="snow")])
     agent.run(run)

@@ -17,7 +17,8 @@ from agentcore.accounting import step_usage, tool_tokens
 from agentcore.gauge import step_gauges
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage, estimate_tokens
 from agentcore.policies import CLEARED, ContextPolicies
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 from agentcore.toolbox import get_tools
 
 PAGE = "views/cost.py"

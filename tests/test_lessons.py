@@ -13,7 +13,8 @@ from agentcore.errors import UsageError
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ToolMessage
 from agentcore.providers.scripted import ScriptedProvider
-from agentcore.run import ModelRef, Run
+from agentcore.run import Run
+from agentcore.steps import ModelRef
 from agentcore.store.runs import Store
 from agentcore.toolbox import get_tools
 from ui.graph import key_lines, key_lines_html, step_views

@@ -10,7 +10,8 @@ from agentcore import toolbox
 from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest, Settings
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 
 local = pytest.importorskip("agentcore.providers.local")
 pytest.importorskip("llama_cpp")

@@ -325,7 +325,7 @@ def test_a_tool_run_records_its_tools_call_request_and_response_secrets_removed(
 
 
 def test_a_tool_run_without_a_wire_loads_as_before():
-    from agentcore.run import ToolRun
+    from agentcore.steps import ToolRun
 
     old = ToolRun.model_validate({"tool_call_id": "c1", "name": "add", "duration_ms": 1.0, "is_error": False})
     assert old.wire is None

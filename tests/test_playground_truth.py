@@ -14,7 +14,8 @@ from test_app_playground import PLAN, click, session, start, texts
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.policies import ContextPolicies
 from agentcore.providers.local import _provider_error
-from agentcore.run import ModelRef, Run, RunConfig, StepRecord, ToolRun
+from agentcore.run import Run, RunConfig
+from agentcore.steps import ModelRef, StepRecord, ToolRun
 from agentcore.store.runs import LAST_RUN_KEY, Store
 
 app = playground.app  # the fixture: the app on the scripted model, with the test-only planned model registered

@@ -42,8 +42,8 @@ from agentcore.providers.base import ModelRequest, Settings, estimate_request_to
 from agentcore.providers.openai import OpenAIProvider
 from agentcore.providers.prices import Pricer, model_price_ref
 from agentcore.request import SUMMARY_PROMPT, prepare, request_settings, transcript_text
-from agentcore.run import ModelRef, StepRecord
 from agentcore.sessions import read_import
+from agentcore.steps import ModelRef, StepRecord
 from agentcore.toolbox import get_tools
 from agentcore.tools import ToolSpec
 from agentcore.whatif import policy_curves, projected_input

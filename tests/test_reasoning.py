@@ -5,7 +5,8 @@ from __future__ import annotations
 from agentcore.accounting import account
 from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.providers.prices import Pricer, PriceRef
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 
 THOUGHT = ReasoningPart(provider="anthropic", text="t" * 400, signature="sig")  # about 100 tokens
 

@@ -22,7 +22,8 @@ from streamlit.testing.v1 import AppTest
 from agentcore.compare import ColumnSpec, Comparison
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.providers.base import WireExchange
-from agentcore.run import Run, RunConfig, StepRecord, ToolRun
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord, ToolRun
 from agentcore.store.runs import LAST_RUN_KEY, Store
 from agentcore.store.runs import default_path as default_db
 from ui import safe

@@ -25,8 +25,8 @@ from agentcore.policies import ContextPolicies
 from agentcore.providers.base import WireExchange
 from agentcore.providers.scripted import ScriptedProvider, get_scenario
 from agentcore.replay import FORMAT, frames, replay_html
-from agentcore.run import REPEAT_WORDS, StepRecord
 from agentcore.secrets import forget_secrets, register_secret
+from agentcore.steps import REPEAT_WORDS, StepRecord
 from agentcore.store.runs import Store
 
 SECRET = "sk-replay-0123456789abcdefghij"

@@ -199,7 +199,7 @@ def test_the_exports_are_the_stored_run_as_a_transcript_request_bodies_and_a_zip
 def _saved(store: Store, title: str, answer: str, **config) -> Run:
     """A stored one-step run whose answer is `answer`."""
     from agentcore.messages import AssistantMessage, Usage, UserMessage
-    from agentcore.run import StepRecord
+    from agentcore.steps import StepRecord
 
     run = Run(
         config=RunConfig(**{"provider": "scripted", "model": "weather", **config}),
@@ -286,7 +286,7 @@ def test_compare_with_defaults_to_the_newest_run_of_the_same_prompt_never_a_newe
 
 
 def test_a_run_answered_by_two_models_names_each_with_its_provider(tmp_path, monkeypatch, page) -> None:
-    from agentcore.run import StepRecord
+    from agentcore.steps import StepRecord
 
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
     store = Store(tmp_path / "runs.db")

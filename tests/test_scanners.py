@@ -14,7 +14,8 @@ from agentcore.cli.main import main
 from agentcore.errors import UsageError
 from agentcore.hooks.protocol import HookEffect
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 from agentcore.store.runs import Store
 from agentcore.store.scanners import BUILTINS, Finding, Scanner, resolve_scanner, scan_library, scan_run
 from agentcore.toolbox import TOOLBOX

@@ -13,9 +13,10 @@ import pytest
 from agentcore.errors import UsageError
 from agentcore.exports import FORMATS, export_run, export_test, export_zip
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
-from agentcore.run import Run, StepRecord
+from agentcore.run import Run
 from agentcore.secrets.detectors import DETECTORS_VERSION, KINDS, Tally, find_secrets, mask, mask_text, secret_kinds
 from agentcore.sessions import read_import
+from agentcore.steps import StepRecord
 from agentcore.store.scanners import BUILTINS, scan_run
 from agentcore.telemetry import OTLP_JSON
 from agentcore.testing.pinned import propose

@@ -15,7 +15,8 @@ from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, Usage, UserMessage
 from agentcore.providers import create_provider
 from agentcore.providers.scripted import get_scenario
-from agentcore.run import Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import StepRecord
 from agentcore.store.runs import Store
 from agentcore.store.stats import library_stats
 

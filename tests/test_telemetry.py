@@ -191,7 +191,7 @@ def test_export_then_import_gives_the_same_messages_tool_calls_usage_and_decisio
 
 def test_reasoning_signatures_output_items_and_the_models_own_argument_text_survive_the_round_trip():
     from agentcore.messages import OutputItem, ReasoningPart, Usage
-    from agentcore.run import StepRecord, ToolRun
+    from agentcore.steps import StepRecord, ToolRun
 
     call = ToolCall(id="c1", name="get_weather", arguments={"city": "Oslo"}, written_arguments='{"city":"Oslo"}')
     call = call.model_copy(update={"item_id": "fc_1"})

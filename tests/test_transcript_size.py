@@ -16,7 +16,8 @@ from agentcore.loop import Agent
 from agentcore.messages import MAX_SUMMARY_PARTS, AssistantMessage, ReasoningPart, UserMessage
 from agentcore.providers import create_provider
 from agentcore.providers.base import WIRE_TEXT_LIMIT, WireExchange
-from agentcore.run import WIRE_KEEP_CHARS, Run, RunConfig, StepRecord
+from agentcore.run import Run, RunConfig
+from agentcore.steps import WIRE_KEEP_CHARS, StepRecord
 
 MiB = 2**20
 

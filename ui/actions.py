@@ -24,7 +24,8 @@ from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessa
 from agentcore.messages import validate_messages as _validate
 from agentcore.providers.llama_state import report_waits
 from agentcore.providers.scripted import SCENARIOS
-from agentcore.run import ModelRef, Run, RunConfig
+from agentcore.run import Run, RunConfig
+from agentcore.steps import ModelRef
 from agentcore.transcript import read_json
 
 from .live import PhaseJob, PhaseProgress, follow

@@ -25,7 +25,8 @@ from agentcore.annotations import (
 )
 from agentcore.errors import AgentcoreError, TranscriptError
 from agentcore.exports import export_test
-from agentcore.run import Run, StepRecord
+from agentcore.run import Run
+from agentcore.steps import StepRecord
 from agentcore.store.runs import DEFAULT_PATH, Store
 from agentcore.testing.labelled import from_annotation
 from agentcore.transcript import read_json, write_atomic

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from agentcore.loop import Event
-from agentcore.run import Phase, Run
+from agentcore.run import Run
+from agentcore.steps import Phase
 
 from . import safe
 

@@ -17,7 +17,8 @@ from agentcore.messages import (
     first_difference,
     validate_messages,
 )
-from agentcore.run import BY_HOOK, BY_PERSON, MOCKED_WORDS, NO_TOOLS_WORDS, REPEAT_WORDS, Run, StepRecord, ToolRun
+from agentcore.run import Run
+from agentcore.steps import BY_HOOK, BY_PERSON, MOCKED_WORDS, NO_TOOLS_WORDS, REPEAT_WORDS, StepRecord, ToolRun
 
 from . import actions, policy_view, reasoning_view, safe, words
 from .debug_view import render_mock_form

@@ -31,8 +31,9 @@ from agentcore.policies import ContextPolicies
 from agentcore.providers import REGISTRY, ProviderInfo, create_provider, default_provider
 from agentcore.providers.base import Provider
 from agentcore.providers.keys import choose_key
-from agentcore.run import LoopGuard, Run, RunConfig
+from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
+from agentcore.steps import LoopGuard
 from agentcore.store.access import is_teacher, proxy_refusal
 from agentcore.store.runs import (
     LAST_RUN_KEY,

@@ -9,8 +9,9 @@ import streamlit as st
 
 from agentcore.accounting import step_usage
 from agentcore.policies import Compaction, compactions
-from agentcore.run import Run, StepRecord
+from agentcore.run import Run
 from agentcore.secrets import redact_headers
+from agentcore.steps import StepRecord
 from agentcore.transcript import json_text
 
 from . import actions, safe, words

@@ -12,7 +12,8 @@ from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
 from agentcore.policies import Compaction, compactions
 from agentcore.providers.prices import PriceRef, model_price_ref, parse_price_as, price_choices, run_price_ref
-from agentcore.run import Run, models_label
+from agentcore.run import Run
+from agentcore.steps import models_label
 from agentcore.transcript import loads
 from agentcore.whatif import PolicyCurves, WhatIf, policy_curves, what_ifs
 from ui import safe, words

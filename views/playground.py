@@ -12,7 +12,8 @@ from agentcore.exports import REPLAY, export_filename, export_json, export_otlp,
 from agentcore.hooks.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls, reasoning_note
 from agentcore.request import settings_note, thinking_note
-from agentcore.run import Run, models_label
+from agentcore.run import Run
+from agentcore.steps import models_label
 from agentcore.telemetry import OTLP_JSON, otel_missing
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words

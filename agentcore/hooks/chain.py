@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..providers.base import ModelRequest, Provider
-from ..run import Run, StepRecord
+from ..run import Run
+from ..steps import StepRecord
 from . import breakpoints, guard, mocks
 from .context_policies import PolicyHook
 from .examples import named_hooks

@@ -10,7 +10,8 @@ from ..errors import ProviderError, UsageError
 from ..messages import AssistantMessage
 from ..providers.base import ModelRequest, Provider
 from ..request import Outgoing, Prepared, prepare
-from ..run import Run, StepRecord
+from ..run import Run
+from ..steps import StepRecord
 from .protocol import BuiltIn
 
 __all__ = ["CONTEXT_POLICIES_HOOK", "PolicyHook"]

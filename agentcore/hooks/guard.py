@@ -25,7 +25,8 @@ from collections.abc import Iterable
 
 from ..messages import AssistantMessage, ToolCall, ToolMessage, pending_tool_calls
 from ..providers.base import ModelRequest
-from ..run import FINAL_ANSWER_TOOL, LoopGuard, Run, RunConfig, StepRecord
+from ..run import Run, RunConfig
+from ..steps import FINAL_ANSWER_TOOL, LoopGuard, StepRecord
 from ..tools import ToolOutcome
 from .protocol import Answer, BuiltIn, CallItem
 

@@ -48,7 +48,8 @@ from ..secrets import scrub_text
 from ..tools import ToolOutcome
 
 if TYPE_CHECKING:
-    from ..run import Run, StepRecord
+    from ..run import Run
+    from ..steps import StepRecord
 
 __all__ = [
     "EFFECT_KINDS",

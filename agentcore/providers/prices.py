@@ -13,7 +13,8 @@ from typing import Any
 from ..catalogue import CATALOGUED  # agentcore provider -> genai-prices id, the Responses API's as OpenAI's
 from ..errors import UsageError
 from ..messages import Usage
-from ..run import ModelRef, Run, StepRecord
+from ..run import Run
+from ..steps import ModelRef, StepRecord
 from . import FREE_PROVIDERS
 
 

@@ -22,7 +22,8 @@ from .. import __version__
 from ..accounting import step_costs
 from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from ..policies import compactions
-from ..run import Run, StepRecord
+from ..run import Run
+from ..steps import StepRecord
 
 SCHEMA_VERSION = "ATIF-v1.7"
 

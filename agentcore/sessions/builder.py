@@ -33,7 +33,8 @@ from ..messages import (
 )
 from ..policies import Compaction, PolicyCall, SentRequest
 from ..providers.base import WireExchange
-from ..run import ImportOrigin, Run, RunConfig, StepRecord, SubagentLink, ToolRun
+from ..run import ImportOrigin, Run, RunConfig, SubagentLink
+from ..steps import StepRecord, ToolRun
 from ..tools import ToolSpec
 
 NO_RESULT = "(the file has no result for this call)"

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..annotations import MAX_NOTE_CHARS, Annotation
 from ..messages import UserMessage
-from ..run import Run, StepRecord
+from ..run import Run
 from ..secrets import scrub_text
+from ..steps import StepRecord
 from ..transcript import FORMAT, VERSION, from_dict
 from .access import Viewer, is_teacher
 from .experiments import ExperimentsTable

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import AgentcoreError
-from ..run import ModelRef, describe_models, models_label
 from ..secrets import redact_fields
+from ..steps import ModelRef, describe_models, models_label
 from ..transcript import json_text
 
 # Each entry moves the schema one version up; never edit a released entry, append a new one.

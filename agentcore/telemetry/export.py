@@ -23,8 +23,9 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from .. import __version__
 from ..accounting import sent_at, step_costs
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage
-from ..run import Run, StepRecord, ToolRun
+from ..run import Run
 from ..secrets import redacted_url, scrub, scrub_text, split_url
+from ..steps import StepRecord, ToolRun
 from ..tool_output import utf8_safe
 from . import genai as g
 

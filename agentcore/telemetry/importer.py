@@ -32,7 +32,8 @@ from ..messages import (
     UserMessage,
     validate_messages,
 )
-from ..run import ForkOrigin, Run, RunConfig, StepRecord, StopReason, ToolRun, ToolSource
+from ..run import ForkOrigin, Run, RunConfig
+from ..steps import StepRecord, StopReason, ToolRun, ToolSource
 from ..tools import ToolSpec
 from ..transcript import describe_validation
 from . import genai as g

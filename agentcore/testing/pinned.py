@@ -26,9 +26,10 @@ from ..errors import TranscriptError, UsageError
 from ..hooks.examples import HOOKS
 from ..hooks.guard import call_key
 from ..messages import MAX_COUNT, AssistantMessage, ToolCall
-from ..run import FINAL_ANSWER_TOOL, Run
+from ..run import Run
 from ..schemas import SchemaError, check_schema, schema_errors, search
 from ..secrets import scrub_text
+from ..steps import FINAL_ANSWER_TOOL
 from ..transcript import check_header, describe_validation, json_text, read_file, read_json
 from .expectations import (
     AnswerExpect,

@@ -34,8 +34,9 @@ from ..providers import create_provider, get_info
 from ..providers.reference import GROUND_TRUTH, ReferenceProvider
 from ..providers.scripted import ScriptedProvider
 from ..request import settings_refusal
-from ..run import FINAL_ANSWER_TOOL, Run, RunConfig
+from ..run import Run, RunConfig
 from ..secrets import scrub_text
+from ..steps import FINAL_ANSWER_TOOL
 from ..tools import Tool
 from . import benchmarks
 from .benchmarks import Episode

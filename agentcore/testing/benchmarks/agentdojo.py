@@ -20,7 +20,8 @@ from agentdojo.task_suite.load_suites import get_suite, get_suites
 
 from ...errors import UsageError
 from ...messages import AssistantMessage, ToolCall
-from ...run import FINAL_ANSWER_TOOL, Run
+from ...run import Run
+from ...steps import FINAL_ANSWER_TOOL
 from ...tools import Tool
 from ..expectations import BenchmarkRef, Expectations, PinnedTest
 from .episode import Skipped, reference_call
