@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from .errors import MessageListError, ProviderError, UsageError
 from .hooks.chain import ModelChain, model_chain, tools_chain
@@ -37,62 +35,33 @@ from .hooks.protocol import (
     refusal_outcome,
     run_hooks,
 )
-from .messages import AssistantMessage, Message, ToolCall, ToolMessage, pending_tool_calls
+from .messages import AssistantMessage, ToolCall, ToolMessage, pending_tool_calls
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .request import base_request, request_settings
 from .run import Run
+from .schemas import check_final_schema, resolve_schema
 from .secrets import StreamScrubber
-from .steps import EXECUTED, FINAL_ANSWER_TOOL, Halt, Phase, StepRecord, ToolRun, ToolSource
+from .steps import (
+    EXECUTED,
+    FINAL_ANSWER_TOOL,
+    Event,
+    Halt,
+    Observer,
+    Phase,
+    StepRecord,
+    ToolDecision,
+    ToolRun,
+    ToolSource,
+    decision_source,
+)
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
 
-EventKind = Literal[
-    "step_started",
-    "phase_started",
-    "text_delta",
-    "phase_finished",
-    "tool_started",
-    "tool_finished",
-    "step_finished",
-    "run_finished",
-    "error",
-    "halted",  # a hook paused or stopped the run (Run.halt); `error` holds it in words
-    "hook_effect",  # a hook changed the step; `text` says which and what (StepRecord.hook_effects)
-]
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something that happened in the loop, for observers (the CLI, the app)."""
-
-    kind: EventKind
-    run_id: str
-    step: int
-    phase: Phase | None = None
-    text: str | None = None
-    message: Message | None = None
-    tool_call: ToolCall | None = None
-    outcome: ToolOutcome | None = None
-    error: str | None = None
-
-
-Observer = Callable[[Event], None]
 # a call's outcome, how it was resolved, when it started (ms), and the tool's own wire exchange if it kept one
 _Result = tuple[ToolOutcome, ToolSource, float, WireExchange | None]
 # a call a before-tools hook answered: its result, how it is recorded, and the hook (None for a built-in's own source)
 _Answered = tuple[ToolOutcome, ToolSource, str | None]
-
-
-class ToolDecision(BaseModel):
-    """A person's decision on a pending tool call when the run pauses before tools."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    action: Literal["approve", "deny", "result", "edit"] = "approve"
-    arguments: dict[str, Any] | None = None  # for "edit": run the tool with these instead
-    content: str | None = None  # for "result": this text is the tool's result
-    reason: str | None = None  # for "deny": told to the model
 
 
 DEFAULT_MAX_TOOL_WORKERS = 16
@@ -322,7 +291,7 @@ class Agent:
         chain = tools_chain(run, self.before_tools, decided=asked and skip is None)
         run.stop_reason = None  # going on after a Stop
         calls, originals = self._apply_edits(run, calls, decisions)
-        sources = {c.id: _source(decisions.get(c.id), c.id in originals, asked) for c in calls}
+        sources = {c.id: decision_source(decisions.get(c.id), c.id in originals, asked) for c in calls}
         # the hooks see the calls no person decided, within the turn's limit: the loop guard first
         undecided = [c for c in calls[: self.max_tool_calls] if c.id not in decisions]
         try:
@@ -623,36 +592,3 @@ class _Hooked:
         """The hook that answered, refused or changed each call (the loop guard's repeats left out)."""
         named = {i: h for i, (_, _, h) in self.answered.items() if h is not None}
         return named | {i: h for i, (_, h) in self.edits.items()}
-
-
-def _source(decision: ToolDecision | None, edited: bool, asked: bool) -> ToolSource:
-    """How a call is recorded: the person's decision when one was asked, else "ran"."""
-    if decision is not None and decision.action == "deny":
-        return "denied"
-    if decision is not None and decision.action == "result":
-        return "typed"
-    if edited:
-        return "edited"
-    return "approved" if asked else "ran"
-
-
-def check_final_schema(schema: Any, where: str = "final_answer_schema") -> None:
-    """Raise a UsageError unless `schema` is a JSON Schema object that a final answer can be checked against.
-
-    Its references must stay inside it and not loop, and its patterns compile within bounds (see agentcore.schemas).
-    """
-    from .schemas import SchemaError, check_schema
-
-    if not isinstance(schema, dict):
-        raise UsageError(f"{where}: a JSON Schema is a JSON object, not {type(schema).__name__}")
-    try:
-        check_schema(schema)
-    except SchemaError as exc:
-        raise UsageError(f"{where}: {exc}") from None
-
-
-def resolve_schema(schema: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:
-    """A final-answer schema given as a pydantic model or a JSON Schema dict, as JSON Schema."""
-    if schema is None or isinstance(schema, dict):
-        return schema
-    return schema.model_json_schema()

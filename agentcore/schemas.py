@@ -32,8 +32,9 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 import regex
+from pydantic import BaseModel
 
-from .errors import AgentcoreError
+from .errors import AgentcoreError, UsageError
 from .messages import MAX_ARGUMENT_DEPTH, nesting
 
 __all__ = [
@@ -419,3 +420,23 @@ def schema_errors(schema: Any, value: Any) -> list[jsonschema.ValidationError]:
         raise SchemaError(f"checking a value against it took longer than {VALIDATION_TIMEOUT_S:g} s") from None
     finally:
         _DEADLINE.reset(token)
+
+
+def check_final_schema(schema: Any, where: str = "final_answer_schema") -> None:
+    """Raise a UsageError unless `schema` is a JSON Schema object that a final answer can be checked against.
+
+    Its references must stay inside it and not loop, and its patterns compile within bounds (see agentcore.schemas).
+    """
+    if not isinstance(schema, dict):
+        raise UsageError(f"{where}: a JSON Schema is a JSON object, not {type(schema).__name__}")
+    try:
+        check_schema(schema)
+    except SchemaError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def resolve_schema(schema: type[BaseModel] | dict[str, Any] | None) -> dict[str, Any] | None:
+    """A final-answer schema given as a pydantic model or a JSON Schema dict, as JSON Schema."""
+    if schema is None or isinstance(schema, dict):
+        return schema
+    return schema.model_json_schema()

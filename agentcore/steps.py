@@ -6,7 +6,8 @@ for them. agentcore/run.py holds the run these records make up.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
@@ -17,13 +18,16 @@ from .messages import (
     MAX_ARGUMENT_DEPTH,
     MAX_DEPTH,
     Count,
+    Message,
     Millis,
     Name,
+    ToolCall,
     Usage,
     nesting,
 )
 from .policies import PolicyCall, SentRequest
 from .providers.base import WIRE_TEXT_LIMIT, WireExchange
+from .tools import ToolOutcome
 
 StopReason = Literal["answer", "max_steps", "structured", "error", "cancelled", "stopped"]  # stopped: by a hook
 Phase = Literal["model", "tools", "done"]
@@ -295,3 +299,61 @@ def cut_response(wire: WireExchange, most: int) -> WireExchange:
         return wire
     note = f"… [cut: {len(text)} characters of JSON in all; a step keeps {most} whole]"
     return wire.model_copy(update={"response": text[:WIRE_TEXT_LIMIT] + note})
+
+
+# -- what the loop tells its observers, and a person's decision on a pending call ----------
+
+
+EventKind = Literal[
+    "step_started",
+    "phase_started",
+    "text_delta",
+    "phase_finished",
+    "tool_started",
+    "tool_finished",
+    "step_finished",
+    "run_finished",
+    "error",
+    "halted",  # a hook paused or stopped the run (Run.halt); `error` holds it in words
+    "hook_effect",  # a hook changed the step; `text` says which and what (StepRecord.hook_effects)
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened in the loop, for observers (the CLI, the app)."""
+
+    kind: EventKind
+    run_id: str
+    step: int
+    phase: Phase | None = None
+    text: str | None = None
+    message: Message | None = None
+    tool_call: ToolCall | None = None
+    outcome: ToolOutcome | None = None
+    error: str | None = None
+
+
+Observer = Callable[[Event], None]
+
+
+class ToolDecision(BaseModel):
+    """A person's decision on a pending tool call when the run pauses before tools."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["approve", "deny", "result", "edit"] = "approve"
+    arguments: dict[str, Any] | None = None  # for "edit": run the tool with these instead
+    content: str | None = None  # for "result": this text is the tool's result
+    reason: str | None = None  # for "deny": told to the model
+
+
+def decision_source(decision: ToolDecision | None, edited: bool, asked: bool) -> ToolSource:
+    """How a call is recorded: the person's decision when one was asked, else "ran"."""
+    if decision is not None and decision.action == "deny":
+        return "denied"
+    if decision is not None and decision.action == "result":
+        return "typed"
+    if edited:
+        return "edited"
+    return "approved" if asked else "ran"
