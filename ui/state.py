@@ -34,17 +34,8 @@ from agentcore.providers.keys import choose_key
 from agentcore.run import Run, RunConfig
 from agentcore.secrets import register_secret
 from agentcore.steps import LoopGuard
-from agentcore.store.access import is_teacher, proxy_refusal
-from agentcore.store.runs import (
-    LAST_RUN_KEY,
-    RunChanged,
-    RunSummary,
-    Store,
-    default_owner,
-    default_path,
-    is_url,
-    valid_name,
-)
+from agentcore.store.access import default_owner, is_teacher, proxy_refusal, valid_name
+from agentcore.store.runs import LAST_RUN_KEY, RunChanged, RunSummary, Store, default_path, is_url
 
 from .tool_registry import resolve_tools
 

@@ -119,8 +119,8 @@ def build_server(
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
-    from ..store.access import is_teacher
-    from ..store.runs import Store, valid_name
+    from ..store.access import is_teacher, valid_name
+    from ..store.runs import Store
 
     rules = rules if rules is not None else ClientRules.of()
     limits = limits or Limits()

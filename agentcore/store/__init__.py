@@ -5,10 +5,10 @@ its labels and scans, `experiments` its test matrices' results, each a part of t
 the SQL; `access` who may see which runs; `sqlite` and `postgres` are the two backends it speaks through.
 """
 
-from .access import PRIVATE_RUNS_ENV, TEACHERS_ENV, Teachers, Viewer, is_teacher, private_runs
+from .access import PRIVATE_RUNS_ENV, TEACHERS_ENV, Teachers, Viewer, default_owner, is_teacher, private_runs
 from .experiments import CellResult, Experiment
 from .labels import ALLOW_DELETE_OTHERS
-from .runs import DEFAULT_PATH, LAST_RUN_KEY, ForkNode, RunSummary, Store, default_owner, default_path, is_url
+from .runs import DEFAULT_PATH, LAST_RUN_KEY, ForkNode, RunSummary, Store, default_path, is_url
 from .schema import MIGRATIONS, SCHEMA_VERSION, RunChanged, StoreError
 
 __all__ = [

@@ -13,9 +13,11 @@ CLI, an MCP server) gets the same answer without a rule of its own.
 
 from __future__ import annotations
 
+import getpass
 import hmac
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -131,3 +133,29 @@ def proxy_refusal(user_header: str, headers: Mapping[str, str], listening_on: st
         f"{listening_on or 'every address'}, where anyone can send that header; listen on 127.0.0.1 behind the "
         f"proxy, or set {PROXY_SECRET_ENV} and have the proxy send it in {PROXY_SECRET_HEADER}"
     )
+
+
+# -- a person's name --------------------------------------------------------------------
+
+
+_NAME = re.compile(r"\w[\w .@+-]{0,63}")
+
+
+def valid_name(text: str | None) -> str:
+    """A person's name as the runs store records it; ValueError (one line) for anything else.
+
+    1 to 64 letters, digits, spaces and `. _ @ + -`, starting with a letter or digit: a name typed in
+    the app or sent in a header is only ever a name, never markup or a path.
+    """
+    name = (text or "").strip()
+    if not _NAME.fullmatch(name):
+        raise ValueError("a name is 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit")
+    return name
+
+
+def default_owner() -> str:
+    """Whose runs this process saves: AGENTCORE_USER, else the login name."""
+    try:
+        return os.environ.get("AGENTCORE_USER") or getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container
+        return "anonymous"

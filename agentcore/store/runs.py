@@ -15,7 +15,6 @@ so two sessions saving the same run never silently lose one's work.
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import re
@@ -34,7 +33,7 @@ from ..run import Run
 from ..secrets import scrub_text
 from ..steps import StepRecord
 from ..transcript import FORMAT, VERSION, from_dict
-from .access import Viewer, is_teacher
+from .access import Viewer, default_owner, is_teacher
 from .experiments import ExperimentsTable
 from .figures import RunFigures
 from .labels import ALLOW_DELETE_OTHERS, LabelsTable, put_annotations
@@ -77,29 +76,6 @@ def default_path() -> Path | str:
     if env and is_url(env):
         return env
     return Path(env).expanduser() if env else DEFAULT_PATH.expanduser()
-
-
-_NAME = re.compile(r"\w[\w .@+-]{0,63}")
-
-
-def valid_name(text: str | None) -> str:
-    """A person's name as the runs store records it; ValueError (one line) for anything else.
-
-    1 to 64 letters, digits, spaces and `. _ @ + -`, starting with a letter or digit: a name typed in
-    the app or sent in a header is only ever a name, never markup or a path.
-    """
-    name = (text or "").strip()
-    if not _NAME.fullmatch(name):
-        raise ValueError("a name is 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit")
-    return name
-
-
-def default_owner() -> str:
-    """Whose runs this process saves: AGENTCORE_USER, else the login name."""
-    try:
-        return os.environ.get("AGENTCORE_USER") or getpass.getuser()
-    except (KeyError, OSError):  # no login name in a bare container
-        return "anonymous"
 
 
 @dataclass
