@@ -1,5 +1,6 @@
-"""The package's shape: no import cycle inside agentcore/, lazy imports included, and no module that imports
-another module's private name. Both read the source with `ast`, so an import inside a function counts too."""
+"""The package's shape: no import cycle inside agentcore/, lazy imports included, no module that imports
+another module's private name, no module over 600 lines and at most 24 at the top. The import checks read the source
+with `ast`, so an import inside a function counts too."""
 
 from __future__ import annotations
 
@@ -165,3 +166,38 @@ def test_the_checks_find_a_lazy_cycle_and_a_private_import(tmp_path):
     assert find_cycle(import_graph(found)) == ["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]
     assert import_graph(found)["pkg.sub.c"] == {"pkg.a"}  # its TYPE_CHECKING import of d never runs
     assert [(i.importer, i.name) for i in private_imports(found)] == [("pkg.d", "_hidden"), ("pkg.e", "_private")]
+
+
+MOST_LINES = 600  # a module a reader can hold: past this, a module has become two
+MOST_TOP_MODULES = 24  # agentcore/ itself holds the core; each family lives in a folder of its own
+
+
+def oversized(package: Path = PACKAGE) -> list[str]:
+    """The package's modules longer than MOST_LINES lines, each with its length."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MOST_LINES:
+            found.append(f"{path.relative_to(package.parent)}: {lines} lines")
+    return found
+
+
+def top_modules(package: Path = PACKAGE) -> list[str]:
+    """The modules at the package's top, its `__init__` and `__main__` aside."""
+    return sorted(p.name for p in package.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+
+
+def test_no_module_of_agentcore_is_over_600_lines_and_its_top_holds_at_most_24():
+    assert oversized() == []
+    assert len(top_modules()) <= MOST_TOP_MODULES, top_modules()
+
+
+def test_the_shape_checks_count_at_their_limits(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("x = 1\n" * 700)  # counted: a package's own module is a module too
+    (package / "__main__.py").write_text("")
+    (package / "exact.py").write_text("x = 1\n" * MOST_LINES)
+    (package / "over.py").write_text("x = 1\n" * (MOST_LINES + 1))
+    assert oversized(package) == ["pkg/__init__.py: 700 lines", f"pkg/over.py: {MOST_LINES + 1} lines"]
+    assert top_modules(package) == ["exact.py", "over.py"]
