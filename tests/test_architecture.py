@@ -201,3 +201,10 @@ def test_the_shape_checks_count_at_their_limits(tmp_path):
     (package / "over.py").write_text("x = 1\n" * (MOST_LINES + 1))
     assert oversized(package) == ["pkg/__init__.py: 700 lines", f"pkg/over.py: {MOST_LINES + 1} lines"]
     assert top_modules(package) == ["exact.py", "over.py"]
+
+
+def test_the_runs_library_imports_nothing_of_the_test_runner():
+    found = imports(module_names())
+    store = [f"{i.importer}:{i.line} imports {i.source}" for i in found if i.importer.startswith("agentcore.store")]
+    assert store, "no import of the store was read"
+    assert [s for s in store if " imports agentcore.testing" in s] == []
