@@ -98,8 +98,8 @@ bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python -m pytest -m bench -p no:cacheprovider
 
-# Mutation testing: MODULE names one target of bench/mutate.py (guard, hooks, breakpoints, mocks, request,
-# importer, exports); without it, every target, one after another (about an hour on two cores)
+# Mutation testing: MODULE names one target of bench/mutate.py (`bench/mutate.py --list` names them all, with
+# their modules and tests); without it, every target, one after another (hours on two cores: docs/mutation.md)
 mutate: $(VENV)/.installed-test-$(LOCAL)
 	$(BIN)/python bench/mutate.py $(MODULE)
 

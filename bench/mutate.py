@@ -84,13 +84,45 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # where a server's key may go, and who reaches a header-trusting server
     "keys": (["agentcore/providers/keys.py"], ["test_key_gate.py"]),
-    "proxy": (["agentcore/store/access.py"], ["test_proxy_trust.py", "test_class_access.py"]),
+    "proxy": (["agentcore/store/access.py"], ["test_proxy_trust.py", "test_class_access.py", "test_owners.py"]),
     # one way to name an extension
     "registry": (["agentcore/registry.py"], ["test_registry.py", "test_scanners.py", "test_hooks.py"]),
     # a run's figures, the library's statistics
     "figures": (["agentcore/store/figures.py"], ["test_stats.py", "test_dashboard_page.py"]),
     # the credential detectors
     "detectors": (["agentcore/secrets/detectors.py"], ["test_secret_detectors.py", "test_sessions.py"]),
+    # repeated trials, the runner's matrix and its scoreboard
+    "trials": (
+        ["agentcore/testing/trials.py", "agentcore/testing/runner.py", "agentcore/testing/scoreboard.py"],
+        ["test_trials.py", "test_pinned.py", "test_tests_page.py"],
+    ),
+    # experiments: a matrix kept as a record of the library
+    "experiments": (["agentcore/store/experiments.py", "agentcore/testing/experiments.py"], ["test_trials.py"]),
+    # Compare, from the first step or from step k
+    "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
+    # the library's readers: statistics, scanners, and what each step cost
+    "library": (
+        ["agentcore/store/stats.py", "agentcore/store/scanners.py", "agentcore/accounting.py"],
+        ["test_stats.py", "test_scanners.py", "test_accounting.py", "test_cost_page.py"],
+    ),
+    # other agents' sessions read as runs, and the ATIF export
+    "sessions": (
+        [
+            "agentcore/sessions/atif.py",
+            "agentcore/sessions/atif_export.py",
+            "agentcore/sessions/builder.py",
+            "agentcore/sessions/claude_code.py",
+            "agentcore/sessions/codex.py",
+        ],
+        ["test_sessions.py", "test_compaction.py", "test_codex_usage.py", "test_session_limits.py"],
+    ),
+    # the MCP runs server: its arguments, limits and tools
+    "runs-server": (
+        ["agentcore/mcp/runs_args.py", "agentcore/mcp/runs_limits.py", "agentcore/mcp/runs_tools.py"],
+        ["test_mcp_runs_server.py", "test_mcp_shared.py"],
+    ),
+    # the class page's rows and flags
+    "class": (["views/class_page.py"], ["test_class_page.py", "test_class_access.py"]),
 }
 
 # seconds one change's tests may take before it is a timeout. The plugin's own limit is 30 s, and it counts a timeout
