@@ -245,3 +245,18 @@ def test_your_name_does_not_offer_the_servers_login_account(open_app, monkeypatc
     monkeypatch.setenv("AGENTCORE_USER", "ada")  # a name the deployment chose is offered
     at.run()
     assert at.text_input(key="user_name").placeholder == "ada"
+
+
+@pytest.mark.parametrize("failure", [KeyError("uid 4242"), OSError("no login name")])
+def test_a_process_with_no_login_name_saves_its_runs_as_anonymous(tmp_path, monkeypatch, failure) -> None:
+    def no_login() -> str:
+        raise failure
+
+    monkeypatch.delenv("AGENTCORE_USER", raising=False)
+    monkeypatch.setattr("getpass.getuser", no_login)  # a bare container: no passwd entry for the uid
+    store = Store(tmp_path / "runs.db")
+    run = Run.start("hi", RunConfig())
+    store.save_run(run)
+    assert store.owner == "anonymous" and [r.owner for r in store.list_runs()] == ["anonymous"]
+    monkeypatch.setenv("AGENTCORE_USER", "ada")  # the deployment's name comes first, login or none
+    assert Store(tmp_path / "other.db").owner == "ada"
