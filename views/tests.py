@@ -325,10 +325,52 @@ def _files_section(folder: Path) -> list[Path]:
     return files
 
 
+def _rates(cell: Cell) -> str:
+    """A trial cell's pass@1 with its 95% Wilson interval and its pass^N, as `agentcore test --trials` words them."""
+    s = cell.stats
+    low, high = s.interval
+    return (
+        f"pass@1 {s.pass_at_1:.2f} (95% Wilson interval {low:.2f}–{high:.2f}) · "
+        f"pass^{s.trials} {'yes' if s.all_passed else 'no'}"
+    )
+
+
+def _trial_verdict(cell: Cell) -> str:
+    """What a failing trial cell says: ERROR when every failing trial errored, else FAIL, with how many trials
+    failed and how many errored, so a cell mixing both says both."""
+    failing = [t for t in cell.trials if not t.passed]
+    errored = sum(t.errored for t in failing)
+    failed = len(failing) - errored
+    counts = [f"{failed} failed" if failed else "", f"{errored} errored" if errored else ""]
+    head = "ERROR" if cell.errored else "FAIL"
+    return f"{head}: {' and '.join(c for c in counts if c)} of {cell.stats.trials} trials"
+
+
+def _reasons(col, cell: Cell) -> None:
+    """Why a trial cell's failing trials failed, each reason with its count, as the CLI lists them."""
+    if not cell.trials:
+        return
+    for reason, count in cell.reasons:
+        col.markdown(f"{count} of {len(cell.trials)} trials: {safe.inline(reason)}")
+
+
+def _legend(matrix: Matrix) -> str:
+    n = matrix.trials
+    return (
+        f"Each cell ran {n} trials. **pass@1** is the share of its trials that passed: the chance one run passes, "
+        "with its 95% Wilson score interval (the range the true rate likely lies in, given so few trials). "
+        f"**pass^{n}** says whether all {n} trials passed: whether the configuration passes every time. "
+        f"A cell passes when at least {matrix.pass_threshold:.0%} of its trials pass; beside a failing trial, "
+        "how many trials failed for each reason."
+    )
+
+
 def _matrix_section(matrix: Matrix) -> None:
     passed = sum(c.passed for row in matrix.cells for c in row)
     total = len(matrix.tests) * len(matrix.configs)
     st.header(f"Matrix: {passed} of {total} passed in {matrix.wall_s:.2f} s")
+    if matrix.trials > 1:
+        st.caption(_legend(matrix))
     head = st.columns([2] + [3] * len(matrix.configs))
     head[0].markdown("**test**")
     for col, config in zip(head[1:], matrix.configs, strict=True):
@@ -340,15 +382,21 @@ def _matrix_section(matrix: Matrix) -> None:
         if floor[i]:
             cols[0].caption("Passes with no call too: its grader passes an untouched environment.")
         for j, (col, cell) in enumerate(zip(cols[1:], row, strict=True)):
-            if cell.trials:  # the counts, a bar of them, and a badge when the trials disagree
+            if cell.trials:  # the counts, a bar of them, pass@1 with its interval, and a badge when they disagree
                 s = cell.stats
                 col.progress(s.pass_at_1, text=f"{s.passed}/{s.trials} trials passed")
+                col.caption(_rates(cell))
                 if s.flaky:
                     col.markdown(":orange-badge[flaky]")
             if cell.passed:
                 col.success("pass", icon=":material/check:")
+                _reasons(col, cell)  # a cell that passes its threshold says why its other trials failed too
                 continue
-            col.error(f"FAIL: {safe.inline(cell.first_failure or '')}", icon=":material/close:")
+            if cell.trials:
+                col.error(_trial_verdict(cell), icon=":material/close:")
+                _reasons(col, cell)
+            else:
+                col.error(f"FAIL: {safe.inline(cell.first_failure or '')}", icon=":material/close:")
             if cell.reference_move is not None:
                 col.caption(f"At step {cell.departed_at} the reference did {safe.code(cell.reference_move)}.")
             col.button(
