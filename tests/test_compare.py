@@ -358,6 +358,73 @@ def test_cli_compare_keeps_going_past_a_failing_configuration_and_exits_4(tmp_pa
     assert [r["stop_reason"] for r in data["runs"]] == ["answer", "error"]
 
 
+def _chat_reply(text: str):
+    from stand_in import Reply
+
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "stand-in",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+    return Reply(json.dumps(body).encode())
+
+
+def _refused():
+    from stand_in import Reply
+
+    body = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+    return Reply(json.dumps(body).encode(), status=401)
+
+
+def _compare_runs(url: str, runs: int) -> list[str]:
+    return ["compare", "What is 17 × 23?", "--config", f"openai:stand-in@{url}/v1", "--config", "scripted:weather"] + [
+        "--tools",
+        "none",
+        "--runs",
+        str(runs),
+        "--expect",
+        "391",
+    ]
+
+
+def test_cli_compare_with_runs_shows_every_runs_row_named_by_its_run_and_the_summary_reads_those_rows(
+    capsys, monkeypatch
+):
+    from stand_in import StandIn
+
+    from agentcore.cli.main import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
+    # run 1 refused, run 2 right, run 3 wrong: the last run is fine, the first is not
+    with StandIn(_refused(), _chat_reply("17 × 23 = 391."), _chat_reply("17 × 23 = 381.")) as server:
+        code = main(_compare_runs(server.url, 3))
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 4, "a run that failed fails the comparison, whichever run it was"
+    assert "error: run 1 of 3: openai:stand-in@" in captured.err and "Incorrect API key" in captured.err
+    rows = {line.split(": ", 1)[0]: line for line in out.splitlines() if line.startswith("run ")}
+    assert "each of the 3 runs, configuration by configuration" in out
+    mine = [line for line in out.splitlines() if line.startswith("run ") and "openai:stand-in" in line]
+    assert [line.split(": ", 1)[0] for line in mine] == ["run 1 of 3", "run 2 of 3", "run 3 of 3"]
+    assert "401" in mine[0] and "391" in mine[1] and "381" in mine[2]
+    assert sum(" answer " in line for line in mine) == 2 and len(rows) == 3
+    assert not [line for line in out.splitlines() if line.startswith("openai:stand-in@") and " answer " in line]
+    summary = out.split("over 3 runs of each configuration\n", 1)[1].splitlines()
+    stand_in = next(line for line in summary if line.startswith("openai:stand-in"))
+    assert stand_in.split()[1:3] == ["2/3", "1/3"]  # what the three rows above say: two answers, one holds 391
+    assert "for 3 runs, one after another" in out
+    # one run, at the limit: its own table, unnamed, and its wall time, as before
+    with StandIn(_chat_reply("17 × 23 = 391.")) as server:
+        assert main(_compare_runs(server.url, 1)) == 0
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.startswith("run ")]
+    assert next(line for line in out.splitlines() if line.startswith("openai:stand-in@")).split()[2] == "answer"
+    assert "one after another" not in out and "slowest configuration" in out
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

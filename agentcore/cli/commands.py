@@ -273,10 +273,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from ..transcript import write_atomic
 
         write_atomic(args.out, export_bundle(comparison.bundle()))
-    print(format_table(comparison.summary()))
-    slowest = max(c.wall_s for c in comparison.columns)
-    total = sum(c.wall_s for c in comparison.columns)
-    print(f"\nwall time {comparison.wall_s:.2f} s · slowest configuration {slowest:.2f} s · sum {total:.2f} s")
+    if len(done) == 1:
+        print(format_table(comparison.summary()))
+        slowest = max(c.wall_s for c in comparison.columns)
+        total = sum(c.wall_s for c in comparison.columns)
+        print(f"\nwall time {comparison.wall_s:.2f} s · slowest configuration {slowest:.2f} s · sum {total:.2f} s")
+    else:  # every run's row, each named by its run: the summary below reads these rows, not one run's
+        stopped = f" (stopped after {len(done)} of {runs})" if len(done) < runs else ""
+        print(f"\neach of the {len(done)} runs{stopped}, configuration by configuration")
+        rows = [
+            row | {"config": f"run {k} of {len(done)}: {row['config']}"}
+            for k, c in enumerate(done, 1)
+            for row in c.summary()
+        ]
+        print(format_table(rows))
+        slowest = max(c.wall_s for c in done)
+        print(
+            f"\nwall time {sum(c.wall_s for c in done):.2f} s for {len(done)} runs, one after another"
+            f" · slowest run {slowest:.2f} s"
+        )
     if len(done) > 1 or expected is not None:
         rows = [
             repeated_summary(
@@ -291,18 +306,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(format_repeats(rows))
         for row in rows:
             print(f"  {row['config']}: runs {', '.join(row['run_ids'])}")
-    return _compare_ended(comparison, args.out)
+    return _compare_ended(comparison, args.out, done)
 
 
-def _compare_ended(comparison: Any, out: str | None) -> int:
-    """Each failed configuration's error in one line, the bundle's path, and the exit status (4 when any failed)."""
+def _compare_ended(comparison: Any, out: str | None, done: list[Any] | None = None) -> int:
+    """Each failed configuration's error in one line (with --runs, of every run, each named by its run), the
+    bundle's path, and the exit status (4 when any failed)."""
     from ..transcript import one_line
 
-    failed = [c for c in comparison.columns if c.state == "error"]
-    for column in failed:
-        print(f"error: {column.label}: {one_line(column.error or '')}", file=sys.stderr)
+    done = done or [comparison]
+    failed = []
+    for k, each in enumerate(done, 1):
+        which = f"run {k} of {len(done)}: " if len(done) > 1 else ""
+        failed += [(which, c) for c in each.columns if c.state == "error"]
+    for which, column in failed:
+        print(f"error: {which}{column.label}: {one_line(column.error or '')}", file=sys.stderr)
     if out:
-        print(f"bundle: {out}")
+        print(f"bundle: {out}" + (f" (run {len(done)} of {len(done)}, the last)" if len(done) > 1 else ""))
     return EXIT_PROVIDER if failed else 0
 
 
