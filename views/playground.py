@@ -501,10 +501,10 @@ def _page(session: Session) -> None:
         return
     if session.running:
         st.rerun(scope="app")  # Run to end was pressed: it runs where its Stop button can interrupt it
-    slot = st.empty()  # always drawn, so the live box never lands on the controls' place
     if session.action or session.phase_job is not None:
-        _live(session, slot)
-        _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
+        # a click on a widget of this fragment waits for the fragment's run to end, so a phase runs in the app's
+        # own script run, where a click on its Stop interrupts the page at once and ends the call it follows
+        st.rerun(scope="app")
     _run_picker(session, picker)
     _lesson_settings(run)
     _notice(session, notice)
@@ -545,6 +545,9 @@ def main() -> None:
     st.markdown("## Playground")
     if session.running and session.run is not None:
         _run_to_end(session)
+    elif session.run is not None and (session.action or session.phase_job is not None):
+        _live(session, st.empty())
+        _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
     _page(session)
 
 

@@ -175,6 +175,33 @@ def test_one_step_on_the_embedded_model_in_a_browser(local_app, browser):
     page.close()
 
 
+def test_stop_ends_a_long_reply_on_the_embedded_model_within_a_streamed_piece(local_app, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(local_app.url)
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar).to_contain_text(REGISTRY["local"].description, timeout=WAIT)
+    sidebar.get_by_role("button", name="Clear all").first.click()  # no tools: the model answers in words at once
+    expect(sidebar).to_contain_text("No tools: the model can only answer.", timeout=WAIT)
+    page.get_by_label("Prompt", exact=True).fill("Write a long story about the sea, with many chapters.")
+    page.locator(".st-key-start button").click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    expect(step).to_be_enabled(timeout=WAIT)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+    step.click()
+    live = page.locator(".st-key-live")
+    expect(live).to_contain_text("characters", timeout=WAIT)  # the reply streams (the model loaded)
+    page.wait_for_timeout(1000)
+    live.get_by_role("button", name="Stop").click()
+    stopped = time.monotonic()
+    expect(page.get_by_text("Stop reason:")).to_contain_text("stopped by you", timeout=WAIT)
+    took = time.monotonic() - stopped
+    print(f"from Stop to the step's end: {took:.2f} s")
+    assert took < 2, f"the Step ended {took:.1f} s after Stop"
+    expect(page.locator(".st-key-msg_0")).to_contain_text("user")
+    expect(page.locator(".st-key-msg_1")).to_have_count(0)  # the cut reply is not kept
+    page.close()
+
+
 def test_a_step_lists_its_new_messages_by_the_controls_and_marks_them_new(runaway_app, browser):
     url, store, run_id = runaway_app
     page = _reopen(browser, url)
