@@ -202,3 +202,21 @@ def ordered_counts(annotations: Iterable[Annotation]) -> list[tuple[str, int]]:
     """Each label and how many annotations carry it, most frequent first (the one to fix first), ties by name:
     the order a bar chart of the counts reads in, whatever the label's kind."""
     return sorted(count_labels(annotations).items(), key=lambda item: (-item[1], item[0]))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word if n == 1 else word + 's'}"
+
+
+def labels_said(annotations: list[Annotation], runs: int) -> str:
+    """The labels the counts add up to, and how they differ from the annotations (one may carry several, or only a
+    score or a note): what the Error analysis page and `agentcore errors` both say above the counts."""
+    total = sum(len(a.all_labels) for a in annotations)
+    head = f"{_plural(total, 'label')} across {_plural(runs, 'run')}"
+    if all(len(a.all_labels) == 1 for a in annotations):
+        return f"{head}, one on each annotation"
+    several = sum(1 for a in annotations if len(a.all_labels) > 1)
+    none = sum(1 for a in annotations if not a.all_labels)
+    said = f"{head}, on {_plural(len(annotations), 'annotation')}, "
+    said += f"{several:,} of which {'carries' if several == 1 else 'carry'} more than one label"
+    return said + (f" and {none:,} none" if none else "")

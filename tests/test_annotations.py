@@ -302,9 +302,54 @@ def test_the_cli_annotates_a_call_makes_its_test_and_counts_the_labels(tmp_path:
     assert cli.main(["errors", "--db", db, "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)
     labels = {"wrong arguments": 1, "looped": 1, "notes": 1}
-    assert counts == {"runs": 1, "annotations": 2, "labels": labels, "sources": {"people": 2, "scanners": 0}}
+    assert counts == {
+        "runs": 1,
+        "annotations": 2,
+        "labels": labels,
+        "label_total": 3,
+        "with_several_labels": 1,
+        "sources": {"people": 2, "scanners": 0},
+    }
     assert cli.main(["errors", "--db", db, "--tag", "nothing"]) == 0
     assert capsys.readouterr().out.strip() == "no labelled steps match these filters"
+
+
+def _errors_head(db: str, capsys) -> tuple[str, int]:
+    """`agentcore errors`' first line, and what its label counts add up to."""
+    import re
+
+    assert cli.main(["errors", "--db", db]) == 0
+    head, *rows = capsys.readouterr().out.splitlines()
+    return head, sum(int(re.search(r"(\d+)(  \(free label\))?$", row).group(1)) for row in rows)
+
+
+def test_the_errors_command_states_the_label_total_its_counts_add_up_to_as_the_page_does(tmp_path, capsys) -> None:
+    from agentcore.annotations import labels_said
+
+    db = str(tmp_path / "runs.db")
+    store = Store(db)
+    run = scripted_run()
+    store.save_run(run)
+    store.annotate(run.id, make_annotation(step=2, labels=["wrong arguments"]))
+    store.annotate(run.id, make_annotation(step=3, labels=["looped"]))
+    head, added = _errors_head(db, capsys)  # one label on each annotation: the two totals agree
+    assert head == "2 labels across 1 run, one on each annotation (2 by people, 0 by scanners)" and added == 2
+    store.annotate(run.id, make_annotation(step=4, labels=["looped"], tags=["notes", "slow"]))
+    head, added = _errors_head(db, capsys)  # one annotation carries three: 5 labels on 3 annotations
+    assert added == 5
+    assert head == (
+        "5 labels across 1 run, on 3 annotations, 1 of which carries more than one label (3 by people, 0 by scanners)"
+    )
+    store.annotate(run.id, make_annotation(step=5, note="not sure yet"))  # an annotation with no label at all
+    head, added = _errors_head(db, capsys)
+    assert added == 5 and head.startswith("5 labels across 1 run, on 4 annotations, 1 of which carries more than one")
+    assert "and 1 none" in head
+    annotations = store.annotations(run.id)
+    assert head.startswith(labels_said(annotations, 1))  # the Error analysis page's caption says the same words
+    # two labels on one annotation and none on another add up to the annotations, yet are not one on each
+    assert labels_said([make_annotation(step=1, labels=["looped"], tags=["x"]), annotations[-1]], 1) == (
+        "2 labels across 1 run, on 2 annotations, 1 of which carries more than one label and 1 none"
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, ordered_counts
+from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, labels_said, ordered_counts
 from agentcore.errors import AgentcoreError
 from agentcore.run import Run
 from agentcore.store.runs import RunSummary, Store
@@ -45,17 +45,6 @@ BAR_PX = 36  # each label's bar and its gap: a bar a person can read and point a
 def _total(counts: list[tuple[str, int]], runs: int) -> str:
     """The labels the bars add up to: the chart's title and the caption's first words."""
     return f"{words.plural(sum(n for _, n in counts), 'label')} across {words.plural(runs, 'run')}"
-
-
-def _why_more(counts: list[tuple[str, int]], annotations: list[Annotation]) -> str:
-    """How the labels counted differ from the annotations, where they do: an annotation may carry several."""
-    if sum(n for _, n in counts) == len(annotations):
-        return "one on each annotation"
-    several = sum(1 for a in annotations if len(a.all_labels) > 1)
-    return (
-        f"on {words.plural(len(annotations), 'annotation')}, "
-        f"{several:,} of which {'carries' if several == 1 else 'carry'} more than one label"
-    )
 
 
 def _chart(counts: list[tuple[str, int]], title: str) -> go.Figure:
@@ -211,7 +200,7 @@ def main() -> None:
     found = sum(map(by_scanner, annotations))
     total = _total(counts, len(labelled))
     st.caption(
-        f"{total}, {_why_more(counts, annotations)}; {failures:,} of the annotations label a failure. "
+        f"{labels_said(annotations, len(labelled))}; {failures:,} of the annotations label a failure. "
         f"The most frequent failure is the one to fix first. "
         f"Annotations by people: {len(annotations) - found:,}; by scanners: {found:,}."
     )

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..annotations import LABELS, by_scanner, make_annotation, ordered_counts
+from ..annotations import LABELS, by_scanner, labels_said, make_annotation, ordered_counts
 from ..errors import TranscriptError, UsageError
 from ..transcript import read_json
 
@@ -116,6 +116,10 @@ def cmd_errors(args: argparse.Namespace) -> int:
     found = sum(map(by_scanner, annotations))
     if args.json:
         counts = {"runs": len(labelled), "annotations": len(annotations), "labels": dict(ordered)}
+        counts |= {
+            "label_total": sum(n for _, n in ordered),
+            "with_several_labels": sum(len(a.all_labels) > 1 for a in annotations),
+        }
         sources = {"people": len(annotations) - found, "scanners": found}
         print(json.dumps({**counts, "sources": sources}, indent=2))
         return 0
@@ -123,9 +127,8 @@ def cmd_errors(args: argparse.Namespace) -> int:
         filtered = any(getattr(args, k) for k in ("provider", "model", "owner", "tag", "source"))
         print("no labelled steps match these filters" if filtered else "no labelled steps")
         return 0
-    print(
-        f"{len(annotations)} annotations on {len(labelled)} runs ({len(annotations) - found} by people, {found} by scanners)"
-    )
+    # the counts below add up to the labels, not the annotations: an annotation may carry several (as the page says)
+    print(f"{labels_said(annotations, len(labelled))} ({len(annotations) - found} by people, {found} by scanners)")
     width = max(len(k) for k, _ in ordered)
     for label, n in ordered:
         kind = "" if label in LABELS else "  (free label)"
