@@ -184,19 +184,14 @@ def _refused() -> Reply:
     return Reply(json.dumps(refused).encode(), status=401)
 
 
-def _page_trials(url: str, trials: int, threshold: float = 1.0):
-    at = None
-
-    def opened(open_app):
-        nonlocal at
-        at = open_app("views/tests.py")
-        at.text_area(key="tests_configs").set_value(f"openai:stand-in@{url}/v1").run()
-        at.number_input(key="tests_trials").set_value(trials).run()
-        at.number_input(key="tests_threshold").set_value(threshold).run()
-        at.button(key="tests_run").click().run()
-        return at
-
-    return opened
+def _page_trials(open_app, url: str, trials: int, threshold: float = 1.0):
+    """The Tests page after running the test file on the stand-in at `url`, `trials` times a cell."""
+    at = open_app("views/tests.py")
+    at.text_area(key="tests_configs").set_value(f"openai:stand-in@{url}/v1").run()
+    at.number_input(key="tests_trials").set_value(trials).run()
+    at.number_input(key="tests_threshold").set_value(threshold).run()
+    at.button(key="tests_run").click().run()
+    return at
 
 
 def _reason_lines(at) -> list[str]:
@@ -205,7 +200,7 @@ def _reason_lines(at) -> list[str]:
 
 def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_failed_and_how_many(page_env, open_app):
     with StandIn(_refused()) as server:  # every trial errors: ERROR, with the provider's reason on 3 of 3
-        at = _page_trials(server.url, 3)(open_app)
+        at = _page_trials(open_app, server.url, 3)
     assert not at.exception
     (verdict,) = [e.value for e in at.error]
     assert verdict == "ERROR: 3 errored of 3 trials"
@@ -213,7 +208,7 @@ def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_faile
     assert why.startswith("3 of 3 trials: ") and "401" in why and "Incorrect API key provided" in why
     # one error, one wrong answer, one right: both halves said, each reason with its own count, not ERROR
     with StandIn(_refused(), _reply("17 × 23 = 381."), _reply("17 × 23 = 391.")) as server:
-        at = _page_trials(server.url, 3)(open_app)
+        at = _page_trials(open_app, server.url, 3)
     assert not at.exception and len(server.seen) == 3
     (verdict,) = [e.value for e in at.error]
     assert verdict == "FAIL: 1 failed and 1 errored of 3 trials"
@@ -222,21 +217,21 @@ def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_faile
     assert any("401" in r for r in reasons) and any("does not contain" in r and "391" in r for r in reasons)
     # wrong twice, right once: FAIL only; and a threshold it clears still lists why the others failed
     with two_in_three(3) as server:
-        at = _page_trials(server.url, 3)(open_app)
+        at = _page_trials(open_app, server.url, 3)
     assert [e.value for e in at.error] == ["FAIL: 1 failed of 3 trials"]
     assert [r.split(": ")[0] for r in _reason_lines(at)] == ["1 of 3 trials"]
     with two_in_three(3) as server:
-        at = _page_trials(server.url, 3, 0.6)(open_app)
+        at = _page_trials(open_app, server.url, 3, 0.6)
     assert not at.error and [s.value for s in at.success] == ["pass"]
     assert [r.split(": ")[0] for r in _reason_lines(at)] == ["1 of 3 trials"]
     with StandIn(_reply("17 × 23 = 391.")) as server:  # every trial passed: no reason to give
-        at = _page_trials(server.url, 3)(open_app)
+        at = _page_trials(open_app, server.url, 3)
     assert not at.error and not _reason_lines(at)
 
 
 def test_the_tests_page_shows_each_trial_cells_pass_at_1_with_its_wilson_interval_and_a_legend(page_env, open_app):
     with two_in_three(6) as server:
-        at = _page_trials(server.url, 6, 0.6)(open_app)
+        at = _page_trials(open_app, server.url, 6, 0.6)
     assert not at.exception
     captions = [c.value for c in at.caption]
     low, high = wilson(4, 6)
@@ -245,7 +240,7 @@ def test_the_tests_page_shows_each_trial_cells_pass_at_1_with_its_wilson_interva
     (legend,) = [c for c in captions if "**pass@1**" in c]
     assert "**pass^6**" in legend and "all 6 trials passed" in legend and "Wilson" in legend and "60%" in legend
     with StandIn(_reply("17 × 23 = 391.")) as server:  # one trial a cell: no rates, no legend
-        at = _page_trials(server.url, 1)(open_app)
+        at = _page_trials(open_app, server.url, 1)
     assert not [c for c in (c.value for c in at.caption) if "pass@1" in c]
 
 
