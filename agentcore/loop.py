@@ -194,14 +194,21 @@ class Agent:
         _CallStopped when `cancel` was set while it streamed."""
 
         def on_text(delta: str) -> None:
-            if cancel is not None and cancel.is_set():
-                raise _CallStopped  # out through the provider's stream: the call ends here
             self._emit("text_delta", run.id, index, "model", text=delta)
 
         # every provider's stream passes one scrubber here, so no known secret reaches an observer, whatever its source
         streamed = StreamScrubber(on_text) if self.observers else None
+
+        def piece(delta: str) -> None:
+            # checked at every piece, before the scrubber holds any back; a provider may pass an empty piece
+            # for text it does not show (a tool call as it is written), so that a Stop ends that too
+            if cancel is not None and cancel.is_set():
+                raise _CallStopped  # out through the provider's stream: the call ends here
+            if streamed is not None:
+                streamed(delta)
+
         try:
-            response = self.provider.complete(request, streamed)
+            response = self.provider.complete(request, piece if streamed is not None else None)
         except _CallStopped:
             raise
         except ProviderError as exc:

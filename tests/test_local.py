@@ -349,3 +349,45 @@ def test_a_stop_while_the_embedded_model_writes_ends_its_call_within_a_few_token
     Agent(provider, observers=[observe]).model_phase(run, cancel)
     assert run.stop_reason == "cancelled" and len(run.messages) == 1 and not run.steps
     assert 1 <= len(pieces) <= 3  # llama.cpp stopped at the next token, not at the output limit
+
+
+def test_a_stop_while_the_embedded_model_writes_a_tool_call_ends_the_call_at_the_next_token(provider):
+    import threading
+
+    from agentcore.loop import Agent
+    from agentcore.run import Run, RunConfig
+
+    cancel, pieces = threading.Event(), []
+    cancel.set()  # Stop pressed before the first token: the reply is a call, which streams no text
+    run = Run.start("What is the weather in Paris?", RunConfig(provider="local", max_steps=2))
+    agent = Agent(provider, [toolbox.TOOLBOX["get_weather"]], observers=[pieces.append])
+    agent.model_phase(run, cancel)
+    assert run.stop_reason == "cancelled" and len(run.messages) == 1 and not run.steps  # no call kept
+    assert not [e for e in pieces if e.kind == "text_delta"]
+
+
+def test_a_stop_1_s_into_a_long_reply_on_the_embedded_model_ends_the_call_and_keeps_nothing(provider):
+    import threading
+    import time
+
+    from agentcore.loop import Agent
+    from agentcore.run import Run, RunConfig
+
+    cancel, pieces, stopped = threading.Event(), [], []
+    run = Run.start("Write a long story about the sea, with many chapters.", RunConfig(provider="local", max_steps=2))
+    run.config = run.config.model_copy(update={"max_tokens": 4000})
+    timer = threading.Timer(1.0, lambda: (stopped.append(time.monotonic()), cancel.set()))
+
+    def observe(event) -> None:
+        if event.kind == "text_delta":
+            if not pieces:
+                timer.start()  # Stop 1 s into the reply, however long the prompt took on a busy machine
+            pieces.append(event.text)
+
+    Agent(provider, observers=[observe]).model_phase(run, cancel)
+    took = time.monotonic() - stopped[0] if stopped else None
+    timer.cancel()
+    assert took is not None, "the reply ended before the Stop: it was not long enough to stop"
+    assert took < 10  # generous on two busy cores: the output limit of 4000 tokens is minutes away
+    assert run.stop_reason == "cancelled" and run.error is None
+    assert len(run.messages) == 1 and not run.steps  # the cut reply is not kept

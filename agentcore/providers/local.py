@@ -379,13 +379,15 @@ def _generate_text(
             generated += 1  # one chunk per generated token, then a last one with the finish reason
         delta = choice["text"]
         text += delta
-        if on_text is None or not delta:
+        if on_text is None:
             continue
         if streaming:
             on_text(delta)
         elif text.strip() and not text.lstrip().startswith("<"):
             streaming = True  # an answer, not a call: say what has come so far
             on_text(text.lstrip())
+        else:
+            on_text("")  # a call is not shown as it is written: an empty piece still lets a Stop end it here
     return text, finish, generated
 
 
