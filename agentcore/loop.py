@@ -200,8 +200,7 @@ class Agent:
         streamed = StreamScrubber(on_text) if self.observers else None
 
         def piece(delta: str) -> None:
-            # checked at every piece, before the scrubber holds any back; a provider may pass an empty piece
-            # for text it does not show (a tool call as it is written), so that a Stop ends that too
+            # checked at every piece, before the scrubber holds any back; an empty piece (text a provider does not show, a tool call as it is written) lets a Stop end that too
             if cancel is not None and cancel.is_set():
                 raise _CallStopped  # out through the provider's stream: the call ends here
             if streamed is not None:
