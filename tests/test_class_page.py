@@ -181,3 +181,19 @@ def test_a_teacher_is_named_by_the_header_or_a_header_value_and_a_typed_name_nev
     assert not resolve_user({"X-Forwarded-User": "ada"}, None).teacher
     groups = {"X-Forwarded-User": "greta", "X-Forwarded-Groups": "staff,teachers"}
     assert resolve_user(groups, None).teacher
+
+
+def test_the_class_page_counts_its_rows_and_lists_runs_newest_first_with_their_save_time(klass, open_app, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_USER", "tina")
+    at = open_app(CLASS)
+    caption = "2 students · 3 runs · 1 student with a stuck run · updates every 2 s"
+    assert caption in [c.value for c in at.caption]
+    runs = at.dataframe[1].value
+    store = Store(os.environ["AGENTCORE_DB"], owner="tina")
+    saved = {r.id: store.summary(r.id).updated_at for r in klass.values()}
+    newest_first = sorted(saved, key=saved.get, reverse=True)
+    assert list(runs["id"]) == newest_first
+    assert list(runs["saved"]) == [saved[i][:19].replace("T", " ") + " UTC" for i in newest_first]
+    assert list(runs["stuck"]) == [
+        "search_notes called 4× with the same arguments" if i == klass["circles"].id else "" for i in newest_first
+    ]
