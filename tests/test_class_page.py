@@ -185,8 +185,11 @@ def test_a_teacher_is_named_by_the_header_or_a_header_value_and_a_typed_name_nev
 
 def test_the_class_page_counts_its_rows_and_lists_runs_newest_first_with_their_save_time(klass, open_app, monkeypatch):
     monkeypatch.setenv("AGENTCORE_USER", "tina")
+    cy = lesson_run("loop", 2)
+    Store(os.environ["AGENTCORE_DB"], owner="cy").save_run(cy)  # a third student, not stuck
+    klass = {**klass, "cy": cy}
     at = open_app(CLASS)
-    caption = "2 students · 3 runs · 1 student with a stuck run · updates every 2 s"
+    caption = "3 students · 4 runs · 1 student with a stuck run · updates every 2 s"
     assert caption in [c.value for c in at.caption]
     runs = at.dataframe[1].value
     store = Store(os.environ["AGENTCORE_DB"], owner="tina")
