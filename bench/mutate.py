@@ -118,7 +118,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # the MCP runs server: its arguments, limits and tools
     "runs-server": (
-        ["agentcore/mcp/runs_args.py", "agentcore/mcp/runs_limits.py", "agentcore/mcp/runs_tools.py"],
+        ["agentcore/runs_server/args.py", "agentcore/runs_server/limits.py", "agentcore/runs_server/tools.py"],
         ["test_mcp_runs_server.py", "test_mcp_shared.py"],
     ),
     # the class page's rows and flags

@@ -24,13 +24,13 @@ from stand_in import Reply, StandIn
 from test_mcp_runs_server import on_http, research_run, start_http
 
 from agentcore.loop import Agent
-from agentcore.mcp import runs_tools
-from agentcore.mcp.runs_http import StorePool
-from agentcore.mcp.runs_limits import ClientRules, Limits
-from agentcore.mcp.runs_server import build_server
 from agentcore.messages import AssistantMessage, UserMessage
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
+from agentcore.runs_server import tools as runs_tools
+from agentcore.runs_server.http import StorePool
+from agentcore.runs_server.limits import ClientRules, Limits
+from agentcore.runs_server.server import build_server
 from agentcore.store.runs import Store
 
 SECRET_BODY = "internal-service-says-hunter2"

@@ -154,8 +154,8 @@ def test_each_front_end_names_code_only_as_the_operator(user_module, tmp_path, c
 
 
 def test_an_mcp_client_naming_a_module_attribute_scanner_is_refused_and_nothing_is_imported(user_module, tmp_path):
-    from agentcore.mcp.runs_limits import Limits
-    from agentcore.mcp.runs_tools import scan
+    from agentcore.runs_server.limits import Limits
+    from agentcore.runs_server.tools import scan
     from agentcore.store import Store
 
     store = Store(tmp_path / "runs.db")

@@ -383,7 +383,7 @@ def test_a_cache_shared_between_sessions_is_keyed_by_what_its_viewer_may_see(tmp
 
 
 def _mcp(w: World, viewer: str):
-    from agentcore.mcp.runs_server import build_server
+    from agentcore.runs_server.server import build_server
 
     return build_server(w.where, user=viewer)
 
@@ -449,7 +449,7 @@ MCP_OTHERS = {
 def test_every_mcp_tool_and_resource_has_a_row():
     import anyio
 
-    from agentcore.mcp.runs_server import build_server
+    from agentcore.runs_server.server import build_server
 
     server = build_server()
 

@@ -422,8 +422,8 @@ def _add_mcp(sub: Any) -> None:
 
 def cmd_mcp_server(args: argparse.Namespace) -> int:
     from ..mcp.client import require_sdk
-    from ..mcp.runs_limits import Limits
-    from ..mcp.runs_server import serve
+    from ..runs_server.limits import Limits
+    from ..runs_server.server import serve
     from ..store.runs import Store
 
     require_sdk()

@@ -9,10 +9,10 @@ carry.
 
 Safety as in the app: no tool takes an API key (a provider reads its key from the server's environment), a
 run someone else owns is never changed (stepping it steps one's own fork of it), every text it returns is
-bounded (runs_data). A shared server's client is not its operator: it names no file, model path or address of
+bounded (data). A shared server's client is not its operator: it names no file, model path or address of
 the server's, an upstream's failure reaches it without the upstream's reply, and each call's work is bounded in
-time and model calls (runs_limits, runs_tools). Over HTTP each user's Store is pooled, and Host, Origin and the
-proxy's secret are checked (runs_http). A failure is one line to the client and one line to the log.
+time and model calls (limits, tools). Over HTTP each user's Store is pooled, and Host, Origin and the
+proxy's secret are checked (http). A failure is one line to the client and one line to the log.
 """
 
 import functools
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from .. import __version__
 from ..errors import AgentcoreError, UsageError
-from .runs_args import (
+from .args import (
     MAX_LIST,
     Again,
     Configurations,
@@ -56,12 +56,12 @@ from .runs_args import (
     Trials,
     runs_server_class,
 )
-from .runs_data import run_data, summary_data
-from .runs_http import STORES_KEPT, StorePool
-from .runs_limits import ClientRules, Limits
-from .runs_tools import compare, drive, inside, own, read
-from .runs_tools import run_tests as test_runs
-from .runs_tools import scan as scan_runs
+from .data import run_data, summary_data
+from .http import STORES_KEPT, StorePool
+from .limits import ClientRules, Limits
+from .tools import compare, drive, inside, own, read
+from .tools import run_tests as test_runs
+from .tools import scan as scan_runs
 
 SERVER_NAME = "agentcore-runs"
 MAX_EDIT_CHARS = 2_000_000  # the JSON of the messages fork_run takes
@@ -445,7 +445,7 @@ def serve(
     (AGENTCORE_PROXY_SECRET, as for the app); Host and Origin are checked on every address.
     """
     from ..store.runs import Store
-    from .runs_http import allowed_hosts, serve_http
+    from .http import allowed_hosts, serve_http
 
     header = user_header or os.environ.get(USER_HEADER_ENV, "").strip() or None
     rules = ClientRules.of(allow_base_urls)

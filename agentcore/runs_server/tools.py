@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .runs_data import MAX_MESSAGES, cut, message_data, run_data
-from .runs_limits import ClientRules, Deadline, Limits
+from .data import MAX_MESSAGES, cut, message_data, run_data
+from .limits import ClientRules, Deadline, Limits
 
 SCAN_CHUNK = 20  # runs a scan reads between two looks at its deadline
 
