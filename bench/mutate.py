@@ -116,9 +116,15 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["test_sessions.py", "test_compaction.py", "test_codex_usage.py", "test_session_limits.py"],
     ),
-    # the MCP runs server: its arguments, limits and tools
+    # the MCP runs server: its arguments, limits, tools, their groups and the context they share
     "runs-server": (
-        ["agentcore/runs_server/args.py", "agentcore/runs_server/limits.py", "agentcore/runs_server/tools.py"],
+        [
+            "agentcore/runs_server/args.py",
+            "agentcore/runs_server/limits.py",
+            "agentcore/runs_server/tools.py",
+            "agentcore/runs_server/groups.py",
+            "agentcore/runs_server/context.py",
+        ],
         ["test_mcp_runs_server.py", "test_mcp_shared.py"],
     ),
     # the class page's rows and flags

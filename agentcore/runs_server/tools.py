@@ -20,6 +20,8 @@ from .data import MAX_MESSAGES, cut, message_data, run_data
 from .limits import ClientRules, Deadline, Limits
 
 SCAN_CHUNK = 20  # runs a scan reads between two looks at its deadline
+MAX_EDIT_CHARS = 2_000_000  # the JSON of the messages fork_run takes
+MAX_DRIVEN_STEPS = 100  # model calls run_to_end makes in one call
 
 
 def read(store: Any, run_id: str) -> Any:
@@ -82,6 +84,75 @@ def drive(
     data["new_messages"] = len(run.messages) - before
     data["stopped"] = f"this call's {limits.seconds:g} s ran out" if cancel.is_set() else None
     return data
+
+
+def fork(store: Any, run_id: str, step: int, messages: list[Any] | None, mocks: list[Any] | None) -> dict[str, Any]:
+    """fork_run: the run forked before `step`'s model call, or over an edited message list, with `mocks`; saved."""
+    from ..hooks.specs import MockRule
+    from ..messages import MESSAGE_LIST, validate_messages
+
+    if messages is not None and len(json.dumps(messages, default=str)) > MAX_EDIT_CHARS:
+        raise UsageError(f"messages: more than {MAX_EDIT_CHARS:,} characters of JSON")
+    run = read(store, run_id)
+    if messages is None:
+        made = run.fork(step)
+    else:
+        edited = MESSAGE_LIST.validate_python(messages)
+        violations = validate_messages(edited)
+        if violations:
+            raise UsageError(f"messages: {violations[0]}")
+        made = run.fork_with_messages(edited)
+    if mocks is not None:
+        made.config = made.config.model_copy(update={"mocks": [MockRule.model_validate(m) for m in mocks]})
+    store.save_run(made)
+    return {"run_id": made.id, "parent": {"run_id": run.id, "step": made.parent.step}, "next_phase": made.next_phase}
+
+
+def step(store: Any, run_id: str, phase: str, rules: ClientRules, limits: Limits) -> dict[str, Any]:
+    """step_run: one step of the loop (`step`), or its `model` or `tools` phase alone, on one's own run."""
+
+    def how(agent: Any, r: Any, cancel: Any) -> None:
+        if phase == "model":
+            agent.model_phase(r)
+        elif phase == "tools":
+            agent.tools_phase(r)
+        else:
+            agent.step(r)
+
+    run = own(store, run_id, rules)
+    if run.finished and phase != "tools":
+        raise UsageError(f"run {run.id} has ended ({run.ending or 'done'}): fork it to go on")
+    return drive(store, run, how, rules, limits)
+
+
+def to_end(store: Any, run_id: str, rules: ClientRules, limits: Limits) -> dict[str, Any]:
+    """run_to_end: the loop on one's own run until an answer, a pause, its budget or this call's time."""
+    run = own(store, run_id, rules)
+    if run.finished:
+        raise UsageError(f"run {run.id} has ended ({run.ending or 'done'}): fork it to go on")
+    most = min(MAX_DRIVEN_STEPS, limits.calls)
+    if run.budget_left > most:
+        raise UsageError(f"run {run.id} may make {run.budget_left} more calls: step it, at most {most} here")
+    return drive(store, run, lambda agent, r, cancel: agent.run(r, cancel), rules, limits)
+
+
+def pin(store: Any, run_id: str, path: str, name: str | None) -> dict[str, Any]:
+    """pin_test: a test file written from the run under the server's folder, never over an existing file."""
+    from ..exports import export_test
+    from ..testing import pinned
+    from ..transcript import write_atomic
+
+    out = inside(path)
+    if out.suffix.lower() not in (".json", *pinned.YAML_SUFFIXES):
+        raise UsageError(f"{path[:200]!r}: a test file is .json or .yaml")
+    if out.exists():
+        raise UsageError(f"{path[:200]!r} exists: choose another name")
+    run = read(store, run_id)
+    test = pinned.propose(run, name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, export_test(test, yaml_format=out.suffix.lower() in pinned.YAML_SUFFIXES))
+    calls = len(test.expect.tool_calls.calls) if test.expect.tool_calls else 0
+    return {"path": str(out), "test": test.name, "tool_calls": calls, "steps": len(run.steps)}
 
 
 def _bounded_row(row: dict[str, Any]) -> dict[str, Any]:
