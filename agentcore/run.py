@@ -97,6 +97,12 @@ class RunConfig(BaseModel):
             **fields,
         )
 
+    @property
+    def next_model(self) -> ModelRef:
+        """Who the run's next model call goes to: its provider, and its model (the scripted provider's is its
+        scenario). The one answer of the app, the runs server and every other place a stored run goes on."""
+        return ModelRef(self.provider, (self.scenario or self.model) if self.provider == "scripted" else self.model)
+
 
 class ForkOrigin(BaseModel):
     """The run and step a fork was taken from."""

@@ -128,6 +128,20 @@ def test_a_stored_run_that_names_another_address_is_not_stepped_and_get_run_show
     assert read["config"]["base_url"] == f"{listening.url}/v1"
 
 
+def test_a_stored_run_goes_on_with_its_own_model_and_get_run_names_it_with_a_scenario_left_in_its_config(tmp_path):
+    db = tmp_path / "runs.db"
+    with StandIn(openai_reply("hi")) as upstream:
+        config = RunConfig.made_for("openai", "gpt-4o-mini", [], f"{upstream.url}/v1", scenario="weather")
+        run = Run.start("hello", config)
+        Store(db, owner="ada").save_run(run)
+        server = build_server(str(db), rules=ClientRules.of([f"{upstream.url}/v1"]))
+        read = call(server, "get_run", run_id=run.id)
+        stepped = call(server, "step_run", run_id=run.id)
+        assert [s.body["model"] for s in upstream.seen] == ["gpt-4o-mini"]
+    assert read["config"]["model"] == "gpt-4o-mini"  # the model its next call goes to, not the scripted scenario
+    assert stepped["stop_reason"] == "answer" and stepped["new_messages"] == 1
+
+
 # -- each call's work is bounded ------------------------------------------------------------------
 
 

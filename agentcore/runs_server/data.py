@@ -78,7 +78,7 @@ def run_data(store: Any, run: Any, step: int | None = None) -> dict[str, Any]:
         "title": cut(run.title, 200),
         "config": {
             "provider": run.config.provider,
-            "model": run.config.scenario or run.config.model,
+            "model": run.config.next_model.model,
             "base_url": redacted_url(run.config.base_url) if run.config.base_url else None,
             "max_steps": run.config.max_steps,
             "tools": [t.name for t in run.config.tools],

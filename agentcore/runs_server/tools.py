@@ -31,8 +31,10 @@ def read(store: Any, run_id: str) -> Any:
     return store.read_run(run_id)
 
 
-def _model(config: Any) -> str | None:
-    return ((config.scenario or config.model) if config.provider == "scripted" else config.model) or None
+def _checked(run: Any, rules: ClientRules, what: str) -> None:
+    """The run's next model call as a client's configuration: refused when it names what a client may not."""
+    config = run.config
+    rules.check(config.provider, config.next_model.model or None, config.base_url, f"run {what}'s configuration")
 
 
 def own(store: Any, run_id: str, rules: ClientRules) -> Any:
@@ -43,10 +45,10 @@ def own(store: Any, run_id: str, rules: ClientRules) -> Any:
         raise UsageError(f"no run {str(run_id)[:80]!r} in the runs database")
     if summary.owner in (None, store.owner):
         run = store.load_run(run_id)
-        rules.check(run.config.provider, _model(run.config), run.config.base_url, f"run {run.id}'s configuration")
+        _checked(run, rules, run.id)
         return run
     theirs = store.read_run(run_id)
-    rules.check(theirs.config.provider, _model(theirs.config), theirs.config.base_url, f"run {run_id}'s configuration")
+    _checked(theirs, rules, run_id)
     run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
     store.save_run(run)
     return run
@@ -71,7 +73,8 @@ def drive(
 
     config = run.config
     deadline = Deadline(limits.seconds)
-    provider = rules.factory(deadline)(config.provider, _model(config), base_url=config.base_url)
+    going_on = config.next_model
+    provider = rules.factory(deadline)(going_on.provider, going_on.model or None, base_url=config.base_url)
     check_hook_names(config.hooks)
     tools = built_in(config.tools)
     before = len(run.messages)
