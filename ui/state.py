@@ -453,7 +453,7 @@ def make_provider(config: RunConfig, options: dict[str, Any] | None = None) -> P
     info = REGISTRY.get(config.provider)
     if info is None:
         raise AgentcoreError(f"unknown provider {config.provider!r}; available: {', '.join(REGISTRY)}")
-    model = (config.scenario or config.model) if info.name == "scripted" else config.model
+    model = config.next_model.model
     if info.key_env is None:
         return _cached_provider(info.name, model, config.base_url, (options or {}).get("n_ctx"))
     key, _ = resolve_api_key(info, config.base_url)
