@@ -53,9 +53,8 @@ def log_to_stderr() -> None:
         log.propagate = False
 
 
-def tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
-    """Any failure as a one-line tool error and one line in the log: bad arguments never take the server down."""
-    from mcp.server.mcpserver.exceptions import ToolError
+def _one_line_failures(kind: str, error: type[Exception], fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn` whose any failure is raised as `error` with one line, and logged as one line under `kind`."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
@@ -63,9 +62,17 @@ def tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a bug in one call is that call's error, not the server's end
             line = said(exc)
-            log.warning("tool %s: %s", fn.__name__, line)
-            raise ToolError(line) from None
+            log.warning("%s %s: %s", kind, fn.__name__, line)
+            raise error(line) from None
 
+    return wrapper
+
+
+def tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
+    """Any failure as a one-line tool error and one line in the log: bad arguments never take the server down."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    wrapper = _one_line_failures("tool", ToolError, fn)
     wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # a tool's description is its docstring, without the indent
     return wrapper
 
@@ -74,16 +81,7 @@ def resource_errors(fn: Callable[..., T]) -> Callable[..., T]:
     """A failed read as one line to the client and one line in the log, never a traceback."""
     from mcp.server.mcpserver.exceptions import ResourceError
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - one read's failure is that read's error
-            line = said(exc)
-            log.warning("resource %s: %s", fn.__name__, line)
-            raise ResourceError(line) from None
-
-    return wrapper
+    return _one_line_failures("resource", ResourceError, fn)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,13 @@ INSTRUCTIONS = (
 )
 
 
+def store_pool(db: str | None) -> StorePool:
+    """Each user's Store over the runs database `db`, STORES_KEPT of them kept open."""
+    from ..store.runs import Store
+
+    return StorePool(lambda owner, teacher: Store(db, owner=owner, teacher=teacher), STORES_KEPT)
+
+
 def build_server(
     db: str | None = None,
     *,
@@ -53,7 +60,6 @@ def build_server(
     configurations a client may name (default: the providers' own and operator-set addresses), `limits` what
     one call may do, and `stores` keeps each user's Store (default: a pool of STORES_KEPT).
     """
-    from ..store.runs import Store
     from .groups import add_driving, add_library, add_reading, add_tests
 
     log_to_stderr()
@@ -61,7 +67,7 @@ def build_server(
     server = runs_server_class()(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     shared = Shared(
         server,
-        stores or StorePool(lambda owner, teacher: Store(db, owner=owner, teacher=teacher), STORES_KEPT),
+        stores or store_pool(db),
         rules if rules is not None else ClientRules.of(),
         limits or Limits(),
         user=user,
@@ -86,7 +92,6 @@ def serve(
     Over HTTP with a user header on an address other than loopback, the proxy's secret is required
     (AGENTCORE_PROXY_SECRET, as for the app); Host and Origin are checked on every address.
     """
-    from ..store.runs import Store
     from .http import allowed_hosts, serve_http
 
     header = user_header or os.environ.get(USER_HEADER_ENV, "").strip() or None
@@ -99,7 +104,7 @@ def serve(
     if not port.isdigit():
         raise UsageError(f"--http {http!r}: expected HOST:PORT or PORT, e.g. 127.0.0.1:8766")
     host = host.strip("[]") or "127.0.0.1"
-    stores = StorePool(lambda owner, teacher: Store(db, owner=owner, teacher=teacher), STORES_KEPT)
+    stores = store_pool(db)
     server = build_server(db, user_header=header, rules=rules, limits=limits, stores=stores)
     try:
         serve_http(server, host, int(port), allowed_hosts(allow_hosts), header)
