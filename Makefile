@@ -68,7 +68,7 @@ format: $(VENV)/.installed-test-$(LOCAL)
 	$(BIN)/ruff check --fix .
 
 # Arize Phoenix, the OpenTelemetry receiver the export tests send runs to, gets its own venv: its own pins
-# (mcp 1.x, anthropic 1.x) conflict with agentcore's. The tests start it as a server (tests/test_telemetry_phoenix.py).
+# (mcp 1.x, anthropic 1.x) conflict with agentcore's. The tests start it as a server (tests/telemetry/test_telemetry_phoenix.py).
 PHOENIX_VENV := .venv-phoenix
 
 $(PHOENIX_VENV)/.installed:
@@ -78,7 +78,8 @@ $(PHOENIX_VENV)/.installed:
 	touch $@
 
 # The tests run on two pytest-xdist workers (one per core of the machine CI runs on); the tests of one server (llm-katan,
-# llama.cpp's, PostgreSQL, Phoenix, one module's browser and app) share a worker (tests/conftest.py), so each starts once.
+# llama.cpp's, PostgreSQL, Phoenix, one module's app servers) share a worker (tests/conftest.py), so each starts once;
+# each worker starts one Chromium (tests/e2e/conftest.py).
 TEST_WORKERS ?= 2
 
 test: lint $(PHOENIX_VENV)/.installed

@@ -69,7 +69,7 @@ def _one_by_one(specs, steps: int) -> float:
 
 def measure(fast_ms: int = 300, slow_ms: int = 600, steps: int = 3, repeats: int = 3) -> dict[str, float]:
     """Medians of the comparison's wall time, its slowest and summed columns, and the one-by-one time."""
-    from servers import start_katan
+    from support.servers import start_katan
 
     workdir = Path(tempfile.mkdtemp(prefix="agentcore-bench-katan-"))
     flags = ("--max-concurrent", "4")

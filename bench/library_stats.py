@@ -144,10 +144,10 @@ def measure(runs: int = 20_000, pg_runs: int = 2_000) -> list[Row]:
 def _postgres(n: int) -> list[Row]:
     sys.path.insert(0, str(ROOT / "tests"))
     try:
-        from pg import Cluster, _bin_dir
-        from servers import free_port
+        from support.pg import Cluster, _bin_dir
+        from support.servers import free_port
     except ImportError as exc:
-        return [unavailable(FIGURE, "PostgreSQL", f"tests/pg.py cannot be imported: {exc}")]
+        return [unavailable(FIGURE, "PostgreSQL", f"tests/support/pg.py cannot be imported: {exc}")]
     bin_dir = _bin_dir()
     if bin_dir is None:
         return [unavailable(FIGURE, "PostgreSQL", "PostgreSQL is not installed (Debian: apt-get install postgresql)")]

@@ -138,6 +138,14 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
 MUTANT_TIMEOUT = 150
 
 
+def test_path(name: str) -> str:
+    """Where a test module named by its file name lives: the tests are in folders by area, each name once."""
+    found = sorted((ROOT / "tests").glob(f"*/{name}"))
+    if len(found) != 1:
+        sys.exit(f"mutate: {len(found)} test modules are named {name} under tests/ (one expected)")
+    return str(found[0].relative_to(ROOT))
+
+
 def run_target(name: str, workers: int) -> dict:
     modules, tests = TARGETS[name]
     report = OUT / f"{name}.json"
@@ -149,7 +157,7 @@ def run_target(name: str, workers: int) -> dict:
         "--gremlins", f"--gremlin-targets={','.join(modules)}", "--gremlin-report=json",
         f"--gremlin-workers={workers}", f"--gremlins-html-dir={OUT}",
         f"--gremlin-mutant-timeout={MUTANT_TIMEOUT}",
-        *(f"tests/{t}" for t in tests),
+        *(test_path(t) for t in tests),
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)

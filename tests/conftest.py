@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
-from servers import APP_WAIT, ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 from streamlit import config as streamlit_config
 from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
+from support.pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
+from support.servers import APP_WAIT, ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 
 from agentcore import toolbox
 

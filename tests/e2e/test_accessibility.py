@@ -10,44 +10,23 @@ its impact, rule, the elements and what axe says is wrong.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from servers import ROOT
-from test_browser import WAIT, app_over_runs, expect, runaway_run
+from support.browser import (
+    VIEWPORT,
+    WAIT,
+    app_over_runs,
+    check_axe,
+    expect,
+    idle,
+    runaway_run,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARTIFACTS = ROOT / "test-artifacts"
-REPORT = ARTIFACTS / "accessibility.txt"  # every page's violations, whatever their impact
-NPM_DIR = ROOT / "tests" / "npm-mcp"  # the tests' npm packages, axe-core among them; .ci/run installs them
-AXE = NPM_DIR / "node_modules" / "axe-core" / "axe.min.js"
-VIEWPORT = {"width": 1280, "height": 720}
-FAILING = ("serious", "critical")
-# rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
-ALSO_FAILING = ("heading-order", "empty-table-header")
 # the playground is the root; app.py lists them (class: a teacher's, and the app's user here is one)
 PAGES = ("lesson", "runs", "cost", "dashboard", "compare", "tests", "errors", "class")
-
-
-@pytest.fixture(scope="module")
-def axe_source() -> str:
-    """axe-core's script, installed from the lock file in tests/npm-mcp when it is not there yet."""
-    if not AXE.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("axe-core is not installed and there is no npm to install it (Debian: apt-get install npm)")
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=NPM_DIR, capture_output=True, text=True, timeout=300
-        )
-        if done.returncode != 0 or not AXE.exists():
-            pytest.skip(f"`npm ci` in tests/npm-mcp could not install axe-core: {done.stderr.strip()[-500:]}")
-    ARTIFACTS.mkdir(exist_ok=True)
-    REPORT.write_text("")
-    return AXE.read_text("utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -68,76 +47,22 @@ def app(tmp_path_factory):
     server.stop()
 
 
-def _idle(page) -> None:
-    """Wait until the app has finished its script run and the browser has drawn the result."""
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
-    # and nothing is still faded from the run before: Streamlit marks such elements stale and fades them back in
-    # with a CSS transition (`opacity 1s ease-in 0.5s`), so a page measured mid-fade has contrast it never shows at
-    # rest. Reading each element's computed opacity, and its ancestors' (a faded block fades what it holds), makes
-    # the browser compute the style, transitions included: at rest, every one is 1. Run twice, a short wait apart,
-    # so a transition about to start is seen started.
-    settled = """() => {
-        const opaque = e => { for (; e; e = e.parentElement) if (getComputedStyle(e).opacity !== '1') return false;
-                              return true; };
-        // the app's own style (ui/style.py: captions at AA contrast) is in the page: a redraw may take it out a moment
-        const styled = [...document.querySelectorAll('.st-key-agentcore_style style')]
-            .some(s => s.textContent.includes('stCaptionContainer'));
-        return styled && !document.querySelector('[data-stale="true"]')
-            && [...document.querySelectorAll('[data-testid="stElementContainer"]')].every(opaque)
-            && document.getAnimations().every(a => a.playState !== 'running'
-                || (a.effect && a.effect.getTiming().iterations === Infinity));
-    }"""
-    for _ in range(2):
-        page.wait_for_function(settled, timeout=WAIT)
-        page.wait_for_timeout(150)
-
-
-def _violations(page, axe: str) -> list[dict]:
-    """axe-core's violations on the page as it stands."""
-    if not page.evaluate("() => typeof window.axe === 'object'"):
-        page.add_script_tag(content=axe)
-    return page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations")
-
-
-def _report(where: str, violations: list[dict], shown: int | None = 5) -> str:
-    """Counts by impact, then each violation with its first `shown` elements (None: all of them)."""
-    counts = Counter()
-    lines = []
-    for v in violations:
-        counts[v["impact"]] += len(v["nodes"])
-        lines.append(f"  {v['impact']} {v['id']} ({len(v['nodes'])}): {v['help']}")
-        for node in v["nodes"][:shown]:
-            summary = " ".join(node.get("failureSummary", "").split())
-            lines.append(f"    {' '.join(map(str, node['target']))}\n      {node['html'][:200]}\n      {summary[:300]}")
-    head = ", ".join(f"{impact}: {n}" for impact, n in sorted(counts.items())) or "none"
-    return f"{where}: {head}\n" + "\n".join(lines)
-
-
-def _check(page, axe: str, where: str) -> None:
-    """No serious or critical violation on the page; the report names every violation, whatever its impact."""
-    violations = _violations(page, axe)
-    with REPORT.open("a") as report:
-        report.write(_report(where, violations, shown=None) + "\n\n")
-    failing = [v for v in violations if v["impact"] in FAILING or v["id"] in ALSO_FAILING]
-    assert not failing, _report(where, violations)
-
-
 def test_the_playground_passes_axe_before_and_after_a_step(app, browser, axe_source):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
     expect(page.locator(".st-key-start button")).to_be_visible(timeout=WAIT)
-    _idle(page)
-    _check(page, axe_source, "a fresh playground")
+    idle(page)
+    check_axe(page, axe_source, "a fresh playground")
     page.locator(".st-key-start button").click()
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_enabled(timeout=WAIT)
     step.click()
     expect(page.get_by_test_id("stMetricValue").first).to_have_text("1 / 10", timeout=WAIT)
-    _idle(page)
-    _check(page, axe_source, "the playground after a Step")
+    idle(page)
+    check_axe(page, axe_source, "the playground after a Step")
     page.get_by_role("tab", name="Steps").click()
-    _idle(page)
-    _check(page, axe_source, "the playground's Steps tab after a Step")
+    idle(page)
+    check_axe(page, axe_source, "the playground's Steps tab after a Step")
     page.close()
 
 
@@ -145,14 +70,14 @@ def test_the_decision_panel_passes_axe(app, browser, axe_source):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(app)
     expect(page.locator(".st-key-start button")).to_be_visible(timeout=WAIT)
-    _idle(page)
+    idle(page)
     page.get_by_test_id("stSidebar").get_by_text("Pause before tools").click()
-    _idle(page)
+    idle(page)
     page.locator(".st-key-start button").click()
     page.get_by_role("button", name="Step", exact=True).click()
     expect(page.locator(".st-key-pending")).to_be_visible(timeout=WAIT)
-    _idle(page)
-    _check(page, axe_source, "the playground paused before its tools")
+    idle(page)
+    check_axe(page, axe_source, "the playground paused before its tools")
     page.close()
 
 
@@ -168,16 +93,16 @@ def _compare_run(page) -> str:
     column's mark, charts, wire JSON and a code block of fixed height, which scrolls."""
     page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
     page.get_by_role("option", name="scripted", exact=True).click()
-    _idle(page)
+    idle(page)
     # the weather scenario's own prompt: the expected answer it declares is shown, and each column is marked
     prompt = page.get_by_label("Prompt (the same for every configuration)")
     prompt.fill("What is the weather in Paris, Rome and Tokyo?")
     prompt.press("Control+Enter")
     expect(page.locator(".st-key-cmp_expected")).to_contain_text("Expected answer", timeout=WAIT)
-    _idle(page)
+    idle(page)
     page.get_by_role("button", name="Run all").click()
     expect(page.get_by_role("button", name="New comparison")).to_be_enabled(timeout=WAIT)
-    _idle(page)
+    idle(page)
     expect(page.get_by_text("contains the expected answer").first).to_be_visible()
     page.get_by_text("Show the bundle JSON").click()
     expect(page.locator(".stCode pre").last).to_be_visible(timeout=WAIT)
@@ -192,12 +117,12 @@ def test_each_page_passes_axe(app, browser, axe_source, path):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/{path}")
     expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
-    _idle(page)
-    _check(page, axe_source, f"the {path} page")
+    idle(page)
+    check_axe(page, axe_source, f"the {path} page")
     if path in THEN:
         where = THEN[path](page)
-        _idle(page)
-        _check(page, axe_source, where)
+        idle(page)
+        check_axe(page, axe_source, where)
     page.close()
 
 
@@ -211,8 +136,8 @@ def test_the_replay_file_passes_axe(browser, axe_source, tmp_path):
     page.goto(Path(file).as_uri())
     expect(page.locator("body")).not_to_be_empty()
     page.wait_for_timeout(300)
-    _check(page, axe_source, "the replay file")
+    check_axe(page, axe_source, "the replay file")
     page.keyboard.press("End")  # the last frame: every message and step drawn
     page.wait_for_timeout(300)
-    _check(page, axe_source, "the replay file at its last frame")
+    check_axe(page, axe_source, "the replay file at its last frame")
     context.close()

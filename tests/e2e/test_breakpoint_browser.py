@@ -4,7 +4,7 @@ decision panel; running the tools goes on past it to the answer."""
 from __future__ import annotations
 
 import pytest
-from test_browser import WAIT, app_over_runs, expect
+from support.browser import WAIT, app_over_runs, expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
-from servers import ROOT, start_app
+from support.browser import CHROMIUM, WAIT, expect, new_run, runaway_run
+from support.servers import ROOT, start_app
 
 from agentcore.providers import REGISTRY, local_available
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium (install the Debian package chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-expect = sync_api.expect
-# the most a browser test waits for what a load or a click makes the page show (milliseconds): each wait ends at the
-# event it waits for, so this is a ceiling, not a pause; with a second suite on the same two cores a page took past
-# 30 s to draw, and a wait shorter than that failed tests whose behaviour held
-WAIT = 120_000
 
 
 @pytest.fixture(scope="module")
@@ -41,37 +25,6 @@ def scripted_app(tmp_path_factory):
     server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
     yield server.url
     server.stop()
-
-
-def runaway_run(messages: int, budget: int):
-    """An open `runaway` run of `messages` messages made by agentcore's loop, with a step budget of `budget`."""
-    from agentcore import Agent, Run, RunConfig, ScriptedProvider
-    from agentcore.toolbox import TOOLBOX
-
-    run = Run.start("Find out what a step budget is.", RunConfig(scenario="runaway", model="runaway", max_steps=budget))
-    run.config = run.config.model_copy(update={"tools": [TOOLBOX["search_notes"].spec()]})
-    agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
-    while len(run.messages) < messages:
-        agent.step(run)
-    return run
-
-
-def app_over_runs(workdir: Path, runs=(), **env: str) -> object:
-    """The app on the scripted model over a runs database in `workdir` holding `runs`, with `env` set.
-
-    No file watcher: the server must not reload the app's modules when a file in the tree changes mid-test.
-    """
-    from agentcore.store.runs import Store
-
-    store = Store(workdir / "runs.db")
-    for run in runs:
-        store.save_run(run)
-    base = {
-        "AGENTCORE_PROVIDER": "scripted",
-        "AGENTCORE_DB": str(workdir / "runs.db"),
-        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-    }
-    return start_app(workdir, {**base, **env})
 
 
 @pytest.fixture(scope="module")
@@ -115,19 +68,6 @@ def local_app(tmp_path_factory):
     )
     yield server
     server.stop()
-
-
-def new_run(browser, url: str):
-    """Open the app, press New run, and return the page, its Step button and its step counter."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    start = page.locator(".st-key-start button")
-    expect(start).to_be_visible(timeout=WAIT)
-    start.click()
-    step = page.get_by_role("button", name="Step", exact=True)
-    expect(step).to_be_enabled(timeout=WAIT)
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
-    return page, step, page.get_by_test_id("stMetricValue").first
 
 
 def _screenshot(page, name: str) -> None:

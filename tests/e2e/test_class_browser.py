@@ -1,7 +1,7 @@
 """A class on two app servers over one PostgreSQL behind nginx, in real headless Chromium: the teacher's class page
 on one server sees a student's Step on the other, and with private runs another student sees nothing of it.
 
-nginx is started with the block docs/deployment.md gives to copy (tests/proxy.py): it signs each browser in by
+nginx is started with the block docs/deployment.md gives to copy (tests/support/proxy.py): it signs each browser in by
 password, sets the user header from that name, keeps each browser on one server by its cookie, and passes the
 websocket. Each browser's cookie is chosen so the student's session lives on one server and the teacher's on
 the other, and the access log shows that each websocket went where it should.
@@ -13,9 +13,9 @@ import re
 import time
 
 import pytest
-from proxy import start_nginx
-from servers import start_app
-from test_browser import WAIT, expect
+from support.browser import WAIT, expect
+from support.proxy import start_nginx
+from support.servers import start_app
 
 from agentcore.store.runs import Store
 

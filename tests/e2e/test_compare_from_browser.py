@@ -5,8 +5,7 @@ in the runs library under its parent."""
 from __future__ import annotations
 
 import pytest
-from test_accessibility import VIEWPORT, _idle
-from test_browser import WAIT, app_over_runs, expect
+from support.browser import VIEWPORT, WAIT, app_over_runs, expect, idle
 
 from agentcore import toolbox
 from agentcore.loop import Agent
@@ -33,32 +32,32 @@ def test_compare_from_step_3_starts_the_columns_there_beside_the_original(tmp_pa
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(f"{server.url}/runs")
         expect(page.get_by_role("button", name="Open in playground")).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
         page.get_by_role("button", name="Open in playground").click()
         expect(page.get_by_role("tab", name="Steps")).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
         page.get_by_role("tab", name="Steps").click()
-        _idle(page)
+        idle(page)
         picker = page.locator(".st-key-inspect_step").get_by_role("combobox")
         picker.click()
         picker.press("Control+a")
         picker.type("3")
         picker.press("Enter")
         expect(page.get_by_role("button", name="Fork from step 3")).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
         page.get_by_role("button", name="Compare from here").click()
 
         origin = page.locator(".st-key-cmp_origin")
         expect(origin).to_contain_text(f"From step 3 of run {run.id}", timeout=WAIT)
-        _idle(page)
+        idle(page)
         # the first column is the model that answered step 3; the second, the scripted model on another scenario
         provider = page.locator(".st-key-cmp_provider_1").get_by_role("combobox")
         provider.click()
         page.get_by_role("option", name="scripted", exact=True).click()
-        _idle(page)
+        idle(page)
         page.get_by_role("button", name="Run all").click()
         expect(page.get_by_role("heading", name="Summary")).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
         # the original's column: its own messages from step 3's reply on, nothing before it
         original = page.locator(".st-key-cmp_original")
         reply = run.messages[run.steps[2].message_count]

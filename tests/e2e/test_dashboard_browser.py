@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import WAIT, app_over_runs, expect
-from test_stats import priced_run, scripted_run
+from support.browser import WAIT, app_over_runs, expect
+from support.runs import priced_run, scripted_run
 
 from agentcore.cli.main import main
 

@@ -1,6 +1,6 @@
 """A hostile run in a real Chromium: every page that shows it asks nothing of any host but the app's own.
 
-The run (tests/test_rendering.py) carries Markdown images, links, raw HTML, a script and code-span
+The run (tests/app/test_rendering.py) carries Markdown images, links, raw HTML, a script and code-span
 break-outs in its messages, names, ids, title, model, error and wire exchange. It is put in the
 app's database before the app starts, so the playground opens on it; each page is then visited
 while every request the page makes is recorded (and any to another host refused).
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import pytest
-from servers import start_app
-from test_browser import WAIT, expect
-from test_rendering import EVIL, hostile_run
+from support.browser import WAIT, expect
+from support.hostile import EVIL, hostile_run
+from support.servers import start_app
 
 from agentcore.store.runs import LAST_RUN_KEY, Store
 

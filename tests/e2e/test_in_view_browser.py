@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import WAIT, app_over_runs, expect, runaway_run
+from support.browser import WAIT, app_over_runs, expect, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

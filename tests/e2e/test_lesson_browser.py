@@ -11,8 +11,8 @@ import re
 import time
 
 import pytest
-from servers import ROOT
-from test_browser import WAIT, app_over_runs, expect
+from support.browser import WAIT, app_over_runs, expect
+from support.servers import ROOT
 
 from ui.lessons import LESSONS, get_lesson
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_browser import WAIT, app_over_runs, expect, new_run
+from support.browser import WAIT, app_over_runs, expect, new_run
 
 from agentcore.store.runs import Store
 from ui.lessons import get_lesson

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import WAIT, expect
-from test_replay import decided_run
+from support.browser import WAIT, expect
+from support.runs import decisions_run
 
 from agentcore import Agent, AssistantMessage, Run, RunConfig, Settings, StepRecord, Usage, create_provider, toolbox
 from agentcore.accounting import account
@@ -196,7 +196,7 @@ def test_a_hostile_run_shows_as_inert_text_and_holds_no_secret(browser, tmp_path
 
 
 def test_the_page_shows_each_decision_with_the_apps_badge_words_and_each_steps_model(browser, tmp_path):
-    run = decided_run()
+    run = decisions_run()
     replay = Replay(browser, run, tmp_path)
     replay.page.keyboard.press("End")
     badges = replay.page.locator("#messages .badge").all_text_contents()

@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_accessibility import VIEWPORT, _check, _idle, axe_source  # noqa: F401 - the fixture, shared
-from test_browser import WAIT, app_over_runs, expect
+from support.browser import VIEWPORT, WAIT, app_over_runs, check_axe, expect, idle
 
 from agentcore.store.runs import Store
 
@@ -32,26 +31,26 @@ def _stepped(browser, url: str, steps: int = 1):
     page.goto(url)
     start = page.locator(".st-key-start button")
     expect(start).to_be_visible(timeout=WAIT)
-    _idle(page)
+    idle(page)
     start.click()
     step = page.get_by_role("button", name="Step", exact=True)
     for n in range(1, steps + 1):
         expect(step).to_be_enabled(timeout=WAIT)
-        _idle(page)
+        idle(page)
         step.click()
         expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
-    _idle(page)
+    idle(page)
     return page, step
 
 
-def test_every_page_of_a_fresh_install_passes_axe(fresh, browser, axe_source):  # noqa: F811
+def test_every_page_of_a_fresh_install_passes_axe(fresh, browser, axe_source):
     url, _ = fresh
     page = browser.new_page(viewport=VIEWPORT)
     for path in PAGES:
         page.goto(f"{url}/{path}")
         expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
-        _idle(page)
-        _check(page, axe_source, f"the {path or 'playground'} page of a fresh install")
+        idle(page)
+        check_axe(page, axe_source, f"the {path or 'playground'} page of a fresh install")
     page.close()
 
 
@@ -78,7 +77,7 @@ def test_after_each_step_the_live_region_reads_the_new_messages_and_then_the_sto
         n += 1
         step.click()
         expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
-        _idle(page)
+        idle(page)
     page.wait_for_function(f"() => window.agentcoreLive.textContent.startsWith('Step {n} of ')", timeout=WAIT)
     last = heard()
     assert "The model answered:" in last and last.endswith("Stop reason: answered.") and last != first
@@ -110,10 +109,10 @@ def test_moving_to_another_page_puts_the_focus_on_its_heading_and_links_show_a_f
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(url)
     expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
-    _idle(page)
+    idle(page)
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Runs").click()
     expect(page.get_by_role("heading", name="Runs", level=1)).to_be_visible(timeout=WAIT)
-    _idle(page)
+    idle(page)
     page.wait_for_function(
         "() => document.activeElement && document.activeElement.tagName === 'H1'"
         " && document.activeElement.textContent.trim() === 'Runs'",
@@ -137,7 +136,7 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
     url, workdir = fresh
     page, step = _stepped(browser, url, steps=2)
     page.get_by_role("tab", name="Steps").click()
-    _idle(page)
+    idle(page)
 
     def form(n: int, field: str):
         return page.locator(f'[class*="st-key-annotate_playground_"][class*="_{n}_{field}"]')
@@ -149,7 +148,7 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
         picker.type(str(n))
         picker.press("Enter")
         expect(page.get_by_text(f"Annotate step {n}", exact=True)).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
         page.get_by_text(f"Annotate step {n}", exact=True).click()
         expect(form(n, "note").locator("textarea")).to_be_visible(timeout=WAIT)
 
@@ -165,7 +164,7 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
             form(n, "note").locator("textarea").fill(note)
         form(n, "save").get_by_role("button").click()
         expect(page.get_by_text(f"Annotated step {n}.")).to_be_visible(timeout=WAIT)
-        _idle(page)
+        idle(page)
 
     pick_step(1)
     label(1, "wrong arguments", note="asked for the wrong city")

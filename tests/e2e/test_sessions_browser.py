@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import WAIT, app_over_runs
+from support.browser import WAIT, app_over_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")

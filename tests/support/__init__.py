@@ -1,0 +1,1 @@
+"""What the tests share: the real servers they start, stand-ins, scripted runs, the browser and the app."""

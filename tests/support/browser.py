@@ -1,0 +1,153 @@
+"""The browser tests' shared parts: Debian's Chromium through Playwright, the app over a runs database, waits."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from support.servers import ROOT, start_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+if not CHROMIUM.exists():
+    pytest.skip("no Chromium at /usr/bin/chromium (install the Debian package chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+expect = sync_api.expect
+
+
+# the most a browser test waits for what a load or a click makes the page show (milliseconds): each wait ends at the
+# event it waits for, so this is a ceiling, not a pause; with a second suite on the same two cores a page took past
+# 30 s to draw, and a wait shorter than that failed tests whose behaviour held
+WAIT = 120_000
+
+
+def runaway_run(messages: int, budget: int):
+    """An open `runaway` run of `messages` messages made by agentcore's loop, with a step budget of `budget`."""
+    from agentcore import Agent, Run, RunConfig, ScriptedProvider
+    from agentcore.toolbox import TOOLBOX
+
+    run = Run.start("Find out what a step budget is.", RunConfig(scenario="runaway", model="runaway", max_steps=budget))
+    run.config = run.config.model_copy(update={"tools": [TOOLBOX["search_notes"].spec()]})
+    agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
+    while len(run.messages) < messages:
+        agent.step(run)
+    return run
+
+
+def app_over_runs(workdir: Path, runs=(), **env: str) -> object:
+    """The app on the scripted model over a runs database in `workdir` holding `runs`, with `env` set.
+
+    No file watcher: the server must not reload the app's modules when a file in the tree changes mid-test.
+    """
+    from agentcore.store.runs import Store
+
+    store = Store(workdir / "runs.db")
+    for run in runs:
+        store.save_run(run)
+    base = {
+        "AGENTCORE_PROVIDER": "scripted",
+        "AGENTCORE_DB": str(workdir / "runs.db"),
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+    }
+    return start_app(workdir, {**base, **env})
+
+
+def new_run(browser, url: str):
+    """Open the app, press New run, and return the page, its Step button and its step counter."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    start = page.locator(".st-key-start button")
+    expect(start).to_be_visible(timeout=WAIT)
+    start.click()
+    step = page.get_by_role("button", name="Step", exact=True)
+    expect(step).to_be_enabled(timeout=WAIT)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+    return page, step, page.get_by_test_id("stMetricValue").first
+
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+NPM_DIR = ROOT / "tests" / "npm-mcp"  # the tests' npm packages, axe-core among them; .ci/run installs them
+AXE = NPM_DIR / "node_modules" / "axe-core" / "axe.min.js"
+REPORT = ARTIFACTS / "accessibility.txt"  # every page's violations, whatever their impact
+
+
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+FAILING = ("serious", "critical")
+
+
+# rules of lesser impact that every page meets, kept so: a screen reader's outline of headings, named columns
+ALSO_FAILING = ("heading-order", "empty-table-header")
+
+
+def idle(page) -> None:
+    """Wait until the app has finished its script run and the browser has drawn the result."""
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+    # and nothing is still faded from the run before: Streamlit marks such elements stale and fades them back in
+    # with a CSS transition (`opacity 1s ease-in 0.5s`), so a page measured mid-fade has contrast it never shows at
+    # rest. Reading each element's computed opacity, and its ancestors' (a faded block fades what it holds), makes
+    # the browser compute the style, transitions included: at rest, every one is 1. Run twice, a short wait apart,
+    # so a transition about to start is seen started.
+    settled = """() => {
+        const opaque = e => { for (; e; e = e.parentElement) if (getComputedStyle(e).opacity !== '1') return false;
+                              return true; };
+        // the app's own style (ui/style.py: captions at AA contrast) is in the page: a redraw may take it out a moment
+        const styled = [...document.querySelectorAll('.st-key-agentcore_style style')]
+            .some(s => s.textContent.includes('stCaptionContainer'));
+        return styled && !document.querySelector('[data-stale="true"]')
+            && [...document.querySelectorAll('[data-testid="stElementContainer"]')].every(opaque)
+            && document.getAnimations().every(a => a.playState !== 'running'
+                || (a.effect && a.effect.getTiming().iterations === Infinity));
+    }"""
+    for _ in range(2):
+        page.wait_for_function(settled, timeout=WAIT)
+        page.wait_for_timeout(150)
+
+
+def _violations(page, axe: str) -> list[dict]:
+    """axe-core's violations on the page as it stands."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(content=axe)
+    return page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations")
+
+
+def _report(where: str, violations: list[dict], shown: int | None = 5) -> str:
+    """Counts by impact, then each violation with its first `shown` elements (None: all of them)."""
+    counts = Counter()
+    lines = []
+    for v in violations:
+        counts[v["impact"]] += len(v["nodes"])
+        lines.append(f"  {v['impact']} {v['id']} ({len(v['nodes'])}): {v['help']}")
+        for node in v["nodes"][:shown]:
+            summary = " ".join(node.get("failureSummary", "").split())
+            lines.append(f"    {' '.join(map(str, node['target']))}\n      {node['html'][:200]}\n      {summary[:300]}")
+    head = ", ".join(f"{impact}: {n}" for impact, n in sorted(counts.items())) or "none"
+    return f"{where}: {head}\n" + "\n".join(lines)
+
+
+def check_axe(page, axe: str, where: str) -> None:
+    """No serious or critical violation on the page; the report names every violation, whatever its impact."""
+    violations = _violations(page, axe)
+    with REPORT.open("a") as report:
+        report.write(_report(where, violations, shown=None) + "\n\n")
+    failing = [v for v in violations if v["impact"] in FAILING or v["id"] in ALSO_FAILING]
+    assert not failing, _report(where, violations)

@@ -1,0 +1,83 @@
+"""A stand-in model server on 127.0.0.1: answers each POST with the next recorded reply and keeps the requests.
+
+For wire formats no test peer speaks (the Responses API, thinking blocks): the adapter under test
+talks real HTTP to it, and the test reads back exactly what was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+WIRE = Path(__file__).parents[1] / "fixtures" / "wire"
+TYPES = {".json": "application/json", ".sse": "text/event-stream", ".ndjson": "application/x-ndjson"}
+
+
+@dataclass
+class Reply:
+    """One answer: a status, a body and its content type, and any extra headers."""
+
+    body: bytes
+    content_type: str = "application/json"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def fixture(cls, name: str, status: int = 200, **headers: str) -> Reply:
+        """A fixture file under tests/fixtures/wire as the body, typed by its suffix."""
+        path = WIRE / name
+        return cls(path.read_bytes(), TYPES[path.suffix], status, headers)
+
+
+@dataclass
+class Seen:
+    """One request the server answered: its path, headers and JSON body."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class StandIn:
+    """The server: `url` to point a provider at, `seen` the requests in order. Use as a context manager."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.seen: list[Seen] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the name http.server calls
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                owner.seen.append(Seen(self.path, dict(self.headers), json.loads(raw or b"null")))
+                reply = owner.replies.pop(0) if len(owner.replies) > 1 else owner.replies[0]
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.content_type)
+                self.send_header("content-length", str(len(reply.body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(reply.body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self) -> StandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of the requests, in order."""
+        return [s.body for s in self.seen]
