@@ -121,7 +121,7 @@ class CompareState(PageState):
     def prefill(cls, run: Run) -> None:
         """A new comparison of `run`'s prompt on its model twice, the second column with the run's context policies."""
         config = run.config
-        column = ColumnSpec(provider=config.provider, model=config.scenario or config.model, base_url=config.base_url)
+        column = ColumnSpec(provider=config.provider, model=config.next_model.model, base_url=config.base_url)
         setup = CompareSetup(
             prompt=next((m.content or "" for m in run.messages if m.role == "user"), ""),
             system_prompt=config.system_prompt or "",
@@ -141,7 +141,7 @@ class CompareState(PageState):
         config = test.pinned.config if test.pinned is not None else None
         columns = []
         if config is not None and config.provider in REGISTRY:
-            columns = [ColumnSpec(config.provider, config.scenario or config.model, base_url=config.base_url)]
+            columns = [ColumnSpec(config.provider, config.next_model.model, base_url=config.base_url)]
         answer = test.expect.answer
         expected = None
         if answer is not None and answer.contains:
