@@ -22,7 +22,7 @@ from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
 from agentcore.testing.experiments import Experiment, from_matrix
 from agentcore.testing.runner import REPLAY, Cell, Matrix, parse_config, run_matrix
-from agentcore.testing.scoreboard import Score, floor_line, scoreboard
+from agentcore.testing.scoreboard import Score, floor_line, scoreboard, time_line
 from agentcore.transcript import write_atomic
 from ui import safe, words
 from ui.page_state import CompareState, TestsState
@@ -338,12 +338,7 @@ def _rates(cell: Cell) -> str:
 def _trial_verdict(cell: Cell) -> str:
     """What a failing trial cell says: ERROR when every failing trial errored, else FAIL, with how many trials
     failed and how many errored, so a cell mixing both says both."""
-    failing = [t for t in cell.trials if not t.passed]
-    errored = sum(t.errored for t in failing)
-    failed = len(failing) - errored
-    counts = [f"{failed} failed" if failed else "", f"{errored} errored" if errored else ""]
-    head = "ERROR" if cell.errored else "FAIL"
-    return f"{head}: {' and '.join(c for c in counts if c)} of {cell.stats.trials} trials"
+    return f"{'ERROR' if cell.errored else 'FAIL'}: {cell.trial_counts}"
 
 
 def _reasons(col, cell: Cell) -> None:
@@ -418,7 +413,7 @@ def _scoreboard_chart(scores: list[Score], floor: tuple[int, int] | None) -> go.
         text=[f"{s.passed}/{s.tests}" for s in scores],
         customdata=[[s.steps, s.input_tokens + s.output_tokens, s.cost_text, round(s.wall_s, 1)] for s in scores],
         hovertemplate="%{x}: %{text} passed<br>%{customdata[0]} steps, %{customdata[1]} tokens, "
-        "%{customdata[2]}, %{customdata[3]} s<extra></extra>",
+        "%{customdata[2]}, %{customdata[3]} s of run time<extra></extra>",
         name="passed",
     )
     figure = go.Figure(bar)
@@ -457,14 +452,14 @@ def _scoreboard_section(matrix: Matrix) -> None:
             "input tokens": s.input_tokens,
             "output tokens": s.output_tokens,
             "cost": s.cost_text,
-            "time (s)": round(s.wall_s, 1),
+            "run time (s)": round(s.wall_s, 1),
         }
         for s in scores
     ]
     st.dataframe(rows, hide_index=True, width="stretch", key="tests_scoreboard_table")
-    line = floor_line(matrix)
-    if line:
-        st.caption(line[0].upper() + line[1:] + ".")
+    for line in (time_line(matrix), floor_line(matrix)):
+        if line:
+            st.caption(line[0].upper() + line[1:] + ".")
     st.plotly_chart(_scoreboard_chart(scores, floor), key="tests_scoreboard")
 
 

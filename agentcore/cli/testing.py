@@ -107,11 +107,13 @@ def cmd_test(args: argparse.Namespace) -> int:
     shown = [c for c in (c for row in matrix.cells for c in row) if not c.passed or c.flaky]
     for cell in shown:
         verdict = "FLAKY" if cell.passed else "ERROR" if cell.errored else "FAIL"
-        first = cell.first_failure or next(t.first_failure for t in cell.trials if not t.passed)
-        print(f"\n{verdict} {cell.test} × {cell.config}: {first}")
-        if cell.trials:  # the threshold says how many; these say why, each with its count
+        if cell.trials:  # the threshold, how many trials failed and how many errored; then why, each with its count
+            said = [cell.first_failure] if not cell.passed else []
+            print(f"\n{verdict} {cell.test} × {cell.config}: {' · '.join([*said, cell.trial_counts])}")
             for reason, count in cell.reasons:
                 print(f"  {count} of {len(cell.trials)} trials: {shorten(reason, 300)}")
+        else:
+            print(f"\n{verdict} {cell.test} × {cell.config}: {cell.first_failure}")
         if cell.departed_at is not None:
             path = "the reference calls" if cell.test in tasks else "the pinned run"
             print(f"  departed from {path} at step {cell.departed_at}")
@@ -135,9 +137,9 @@ def cmd_test(args: argparse.Namespace) -> int:
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
     print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix), matrix.floor_count))
-    floor = scoreboard.floor_line(matrix)
-    if floor:
-        print(floor)
+    for line in (scoreboard.time_line(matrix), scoreboard.floor_line(matrix)):
+        if line:
+            print(line)
     if store is not None:
         from ..testing.experiments import from_matrix
 

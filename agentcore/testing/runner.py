@@ -102,6 +102,19 @@ class Cell:
         return str(self.failures[0]) if self.failures else None
 
     @property
+    def trial_counts(self) -> str:
+        """How many of the trials failed and how many errored, in words (`1 failed and 1 errored of 3 trials`): a cell
+        mixing both says both; "" for a cell without trials, or whose every trial passed."""
+        failing = [t for t in self.trials if not t.passed]
+        if not failing:
+            return ""
+        errored = sum(t.errored for t in failing)
+        failed = len(failing) - errored
+        counts = [f"{failed} failed"] if failed else []
+        counts += [f"{errored} errored"] if errored else []
+        return f"{' and '.join(counts)} of {len(self.trials)} trials"
+
+    @property
     def reasons(self) -> list[tuple[str, int]]:
         """Why the failing trials failed, each reason with how many trials it stopped, most frequent first (one
         trial: its own first failure): what a cell under its threshold says beside its count."""

@@ -23,7 +23,7 @@ class Score:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None  # None when some run's price is unknown
-    wall_s: float  # the cells' own times added up, as the JUnit suite reports them
+    wall_s: float  # the runs' own times added up (every trial's), as the JUnit suite reports them: not wall time
     # of the tests passed, those a benchmark's grader passes when the model does nothing
     passed_doing_nothing: int = 0
     trials: int = 1  # each cell's trials
@@ -85,13 +85,25 @@ def floor_line(matrix: Matrix) -> str | None:
     )
 
 
+def time_line(matrix: Matrix) -> str | None:
+    """What the scoreboard's run time is, beside the matrix's wall time; None when each configuration made one run,
+    whose own time is the matrix's."""
+    runs = len(matrix.tests) * matrix.trials
+    if runs == 1:
+        return None
+    return (
+        f"run time: each configuration's {runs} runs' own times added up; the runs ran concurrently, and the whole "
+        f"matrix took {matrix.wall_s:.2f} s"
+    )
+
+
 def table(scores: list[Score], floor: tuple[int, int] | None = None) -> str:
     """The scoreboard as text, one row per configuration; with a floor (tasks passing doing nothing, of how
     many), each configuration's passes above it beside its passes."""
     trials = max((s.trials for s in scores), default=1)
     head = ["configuration", "passed", *(["above floor"] if floor else [])]
     head += ["trials passed", "pass@1", f"pass^{trials}", "flaky"] if trials > 1 else []
-    head += ["steps", "input tokens", "output tokens", "cost", "time"]
+    head += ["steps", "input tokens", "output tokens", "cost", "run time"]
     rows = [
         [
             s.config,

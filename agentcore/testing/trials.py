@@ -70,7 +70,7 @@ class Spread:
         def shown(v: float) -> str:
             return f"{v:,.{digits}f}{unit}"
 
-        if self.low == self.high:
+        if shown(self.low) == shown(self.high):  # a range that rounds to one figure says that figure once
             return shown(self.median)
         return f"{shown(self.median)} ({shown(self.low)}–{shown(self.high)})"
 
