@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from agentcore import AssistantMessage, ToolMessage
-from agentcore.accounting import account, cache_saving
+from agentcore.accounting import account, cache_saving, sent_at
 from agentcore.annotations import Annotation
 from agentcore.cli.main import main
 from agentcore.errors import TranscriptError
 from agentcore.exports import export_run
 from agentcore.loop import Agent
 from agentcore.messages import validate_messages
+from agentcore.policies import compactions
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
 from agentcore.sessions import read_import, store_imported
@@ -436,16 +437,53 @@ def test_the_cost_page_says_what_the_cache_saved_an_imported_claude_code_session
     assert f"**What the cache saved:** ${saving.saved_usd:,.4f} of ${saving.uncached_usd:,.4f}" in text
 
 
-@needs_reference
-@pytest.mark.parametrize("name", list(SAMPLES))
-def test_every_real_sample_exports_as_atif_and_imports_back_with_the_same_messages(name: str) -> None:
+def every_sample() -> list:
+    """Every session file: the project's own fixtures and, where ../shared is here, every reference file (a
+    subagent's, a continuation's and a summariser's file each a sample of its own); a clear skip where it is not."""
+    own = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".json", ".jsonl"))
+    params = [pytest.param(p, id=str(p.relative_to(FIXTURES))) for p in own]
+    if not REFERENCE.is_dir():
+        absent = pytest.mark.skip(reason=f"the real session files are not here ({REFERENCE} is absent)")
+        return [*params, pytest.param(None, id="reference", marks=absent)]
+    real = sorted(p for p in REFERENCE.rglob("*") if p.suffix in (".json", ".jsonl"))
+    return params + [pytest.param(p, id=str(p.relative_to(REFERENCE))) for p in real]
+
+
+@pytest.mark.parametrize("path", every_sample())
+def test_every_export_of_every_sample_validates_and_imports_back_with_the_same_messages(path: Path) -> None:
+    """Each run a sample makes, with its subagents embedded: what each step sent, its usage and its compaction too."""
     atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
-    main, *subagents = imported(REFERENCE / name).runs
-    text = export_run(main, "atif", subagents=subagents)
-    assert len(atif.Trajectory.model_validate_json(text).subagent_trajectories or []) == len(subagents)
-    back = read_import(text, "t.atif.json").runs
-    assert [r.messages for r in back] == [main.messages, *(r.messages for r in subagents)]
-    assert [s.usage for s in back[0].steps] == [s.usage for s in main.steps]
+    main, *subagents = imported(path).runs
+    for run in (main, *subagents):
+        own = [r for r in subagents if any(link.run_id == r.id for link in run.subagents)]
+        text = export_run(run, "atif", subagents=own)
+        assert len(atif.Trajectory.model_validate_json(text).subagent_trajectories or []) == len(own)
+        back, *back_subagents = read_import(text, "t.atif.json").runs
+        assert [r.messages for r in (back, *back_subagents)] == [run.messages, *(r.messages for r in own)]
+        assert [(s.usage, s.estimated) for s in back.steps] == [(s.usage, s.estimated) for s in run.steps]
+        assert compactions(back) == compactions(run)
+        assert all(sent_at(back, k) == sent_at(run, k) for k in range(1, len(run.steps) + 1))
+
+
+@pytest.mark.parametrize("fixture", [CLAUDE_FIXTURE, CODEX_FIXTURE], ids=["claude", "codex"])
+def test_a_session_cut_mid_call_gains_no_result_on_the_atif_round_trip(fixture: Path) -> None:
+    """Cut after every line: a call the file has no result for at its end stays pending, read back from ATIF."""
+    atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
+    lines = fixture.read_text().splitlines()
+    cut_mid_call = 0
+    for end in range(1, len(lines) + 1):
+        try:
+            run = read_import("\n".join(lines[:end]).encode(), fixture.name).runs[0]
+        except TranscriptError:  # cut before the file says what it is: refused, as any such file is
+            continue
+        pending = calls_of(run)[len(results_of(run)) :]
+        text = export_run(run, "atif")
+        atif.Trajectory.model_validate_json(text)
+        back = read_import(text, "t.atif.json").runs[0]
+        assert back.messages == run.messages
+        assert calls_of(back)[len(results_of(back)) :] == pending
+        cut_mid_call += bool(pending)
+    assert cut_mid_call  # some cut left a call without its result
 
 
 def test_media_parts_continuations_absent_subagents_and_odd_timestamps_are_kept_or_named() -> None:
