@@ -16,7 +16,7 @@ import pytest
 from agentcore.accounting import sent_at, sent_tokens
 from agentcore.exports import export_run
 from agentcore.loop import Agent
-from agentcore.messages import SystemMessage, UserMessage, validate_messages
+from agentcore.messages import Message, SystemMessage, UserMessage, estimate_tokens, validate_messages
 from agentcore.policies import Compaction, ContextPolicies, compactions
 from agentcore.providers.scripted import ScriptedProvider
 from agentcore.request import prepare
@@ -48,12 +48,6 @@ def test_after_claude_codes_compaction_a_step_sends_the_summary_and_what_followe
         sent = sent_at(run, k)
         assert sent[0] is summary
         assert sent == run.messages[compaction.kept_from : run.steps[k - 1].message_count]
-    # the file's own count: 42,603 tokens after, 167,731 before. The request as estimated (four characters a token)
-    # with what every request sends that the file does not hold (the system prompt and tools: the first call's
-    # count less its messages) claims no more than the file counts, by at most 10%; the whole history was 100k+
-    unseen = run.steps[0].usage.input_tokens - sent_tokens(run, 1)
-    assert sent_tokens(run, n) + unseen <= 1.1 * run.steps[n - 1].usage.input_tokens == 1.1 * 42_603
-    assert sum(m.tokens for m in run.messages[: run.steps[n - 1].message_count]) + unseen > 2.2 * 42_603
 
 
 def test_claude_codes_summariser_file_is_the_compactions_own_call_not_a_subagent() -> None:
@@ -87,9 +81,42 @@ def test_after_codexs_compaction_a_step_sends_the_replacement_history_and_what_f
     # file) and the encrypted summary
     assert len(kept) == 37 and kept[-1].content.startswith("(the compaction's summary, which Codex keeps encrypted")
     assert len(sent_at(run, n - 1)) == run.steps[n - 2].message_count == 460
-    # the file is redacted: counted at the lengths the redaction names, the request after is a tenth of the one before
-    before, after = (sum(redaction_hinted(m.text) for m in sent_at(run, k)) / 4 for k in (n - 1, n))
-    assert after < before / 5
+
+
+def message_tokens(message: Message, redacted: bool) -> int:
+    """agentcore's estimate of a message (four characters a token); of a redacted one, at the lengths it names."""
+    return 4 + estimate_tokens("x" * redaction_hinted(message.text)) if redacted else message.tokens
+
+
+@pytest.mark.parametrize(("path", "redacted"), [(CLAUDE, False), (CODEX, True)], ids=["claude-code", "codex"])
+def test_the_request_after_the_point_is_estimated_within_the_files_own_count_not_at_the_old_history(
+    path: Path, redacted: bool
+) -> None:
+    """The file's own count of the first call after the point against agentcore's estimate of what that step
+    reports sending, with what every request of the session sends that no session file holds (the agent's system
+    prompt, its tool definitions, its injected context: the first call's count less its messages' estimate).
+
+    Measured (docs/sessions.md): Claude Code 28,906 of 42,603 (68%), Codex 29,451 of 48,297 (61%); the old history
+    would claim 105,199 (247%) and 187,184 (388%). The estimate is low, never high: the files do not hold what the
+    agents add after compacting (Claude Code attaches the files it last read again and runs its SessionStart:compact
+    hooks; Codex sends its summary encrypted, and an image), and four characters a token undercounts code (the
+    step before the point reads 61% and 82%). Within 10% above the count is what can be checked; within 10% below
+    cannot be reached from what the files hold. The Codex file is redacted: every text is a `[REDACTED_… len=…]`
+    placeholder, so it is measured at the lengths the redaction names, not the words, and an image's tokens,
+    which no length gives, are left out.
+    """
+    run = imported(path)[0]
+    [(n, _)] = compactions(run)
+    count = run.steps[n - 1].usage.input_tokens
+
+    def sent(k: int) -> int:  # the project's estimate of what step k sent (accounting.sent_tokens)
+        return sum(message_tokens(m, redacted) for m in sent_at(run, k)) if redacted else sent_tokens(run, k)
+
+    unseen = run.steps[0].usage.input_tokens - sent(1)
+    assert unseen > 0
+    assert sent(n) + unseen <= 1.1 * count
+    history = run.messages[: run.steps[n - 1].message_count]
+    assert sum(message_tokens(m, redacted) for m in history) + unseen > 2 * count  # the old history
 
 
 @pytest.mark.parametrize("path", [CLAUDE, CODEX], ids=["claude-code", "codex"])
