@@ -1,7 +1,7 @@
 """Both generations of MCP: a server that speaks only the 2026-07-28 revision (stateless, no `initialize`,
 `server/discover`) is listed and called as a handshake-era one is, and the app and the CLI say which each speaks.
 
-The modern-only server is built on the official SDK (tests/support/modern_mcp_server.py); the SDK's own servers speak both
+The modern-only server is built on the official SDK (tests/support/mcp_servers/modern_mcp_server.py); the SDK's own servers speak both
 eras, and the npm reference servers (tests/mcp/test_mcp_interop.py) the handshake alone.
 """
 
@@ -17,20 +17,14 @@ pytest.importorskip("mcp", reason="the `mcp` extra is not installed: pip install
 from support.servers import ROOT
 
 from agentcore.cli.main import main
-from agentcore.mcp.client import MCPServerError, close_all, connect, mcp_tools
+from agentcore.mcp.client import MCPServerError, connect, mcp_tools
 from agentcore.mcp.config import stdio_server
 from agentcore.messages import ToolCall
 
-pytestmark = pytest.mark.slow  # each test starts a server process
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("stop_servers")]  # each test starts a server process
 
-MODERN = shlex.join([sys.executable, str(ROOT / "tests" / "support" / "modern_mcp_server.py")])
+MODERN = shlex.join([sys.executable, str(ROOT / "tests" / "support" / "mcp_servers" / "modern_mcp_server.py")])
 DEMO = shlex.join([sys.executable, "-m", "agentcore.mcp.demo"])
-
-
-@pytest.fixture(autouse=True)
-def _stop_servers():
-    yield
-    close_all()
 
 
 def test_a_modern_only_server_is_listed_by_agentcore_tools_and_says_what_it_speaks(capsys):

@@ -1,6 +1,6 @@
 """MCP servers that attack the client: stray stdout, floods, gzip bombs, huge results, clashing names, secrets in URLs.
 
-Each server is tests/support/hostile_mcp.py (raw JSON-RPC, over stdio or streamable HTTP on 127.0.0.1),
+Each server is tests/support/mcp_servers/hostile_mcp.py (raw JSON-RPC, over stdio or streamable HTTP on 127.0.0.1),
 started by the test that needs it.
 """
 
@@ -23,7 +23,7 @@ pytest.importorskip("mcp", reason="the `mcp` extra is not installed: pip install
 
 from support.servers import ROOT, free_port
 
-from agentcore.mcp.client import close_all, mcp_tools
+from agentcore.mcp.client import mcp_tools
 from agentcore.mcp.config import ServerConfig, http_server, parse_config, stdio_server
 from agentcore.mcp.limits import WIRE_MESSAGE_CHARS, kept
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
@@ -31,8 +31,12 @@ from agentcore.run import Run
 from agentcore.secrets import scrub_text
 from agentcore.transcript import save
 
-HOSTILE = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'support' / 'hostile_mcp.py'))}"
+HOSTILE = (
+    f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'support' / 'mcp_servers' / 'hostile_mcp.py'))}"
+)
 MiB = 2**20
+
+pytestmark = pytest.mark.usefixtures("stop_servers")  # each test's servers end with it
 
 
 def hostile(*flags: str, name: str | None = None) -> ServerConfig:
@@ -44,7 +48,13 @@ def start_http(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, int]:
     """The hostile server over streamable HTTP on 127.0.0.1, once it accepts connections."""
     port = free_port()
     log = (tmp_path / f"hostile-{port}.log").open("wb")
-    cmd = [sys.executable, str(ROOT / "tests" / "support" / "hostile_mcp.py"), "--http", str(port), *flags]
+    cmd = [
+        sys.executable,
+        str(ROOT / "tests" / "support" / "mcp_servers" / "hostile_mcp.py"),
+        "--http",
+        str(port),
+        *flags,
+    ]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -70,12 +80,6 @@ def agentcore(*args: str, env: dict | None = None) -> subprocess.CompletedProces
     return subprocess.run(
         [sys.executable, "-m", "agentcore", *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
     )
-
-
-@pytest.fixture(autouse=True)
-def _stop_servers():
-    yield
-    close_all()
 
 
 def call(tool, arguments, call_id="c1"):
@@ -207,7 +211,7 @@ def test_the_sidebar_draws_a_servers_tool_descriptions_as_text_that_fetches_and_
     from ui import tool_registry
 
     path = tmp_path / "mcp.json"
-    command = [sys.executable, str(ROOT / "tests" / "support" / "hostile_mcp.py"), "--names"]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_servers" / "hostile_mcp.py"), "--names"]
     path.write_text(json.dumps({"mcpServers": {"hostile": {"command": command[0], "args": command[1:]}}}))
     monkeypatch.setenv(tool_registry.CONFIG_ENV, str(path))
     tool_registry.restart_servers()

@@ -30,7 +30,7 @@ from agentcore.mcp.client import close_all, mcp_tools
 from agentcore.mcp.config import http_server, stdio_server
 from agentcore.messages import AssistantMessage, ToolCall
 
-pytestmark = pytest.mark.slow  # each test starts Node servers
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("stop_servers")]  # each test starts Node servers
 
 NPM_DIR = ROOT / "tests" / "npm-mcp"
 BIN = NPM_DIR / "node_modules" / ".bin"
@@ -52,12 +52,6 @@ def npm_bin() -> Path:
         )
         assert done.returncode == 0, f"npm ci in {NPM_DIR} failed: {done.stderr[-2000:]}"
     return BIN
-
-
-@pytest.fixture(autouse=True)
-def _stop_servers():
-    yield
-    close_all()
 
 
 def server(npm_bin: Path, name: str, *args: str) -> str:

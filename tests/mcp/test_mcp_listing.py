@@ -21,13 +21,16 @@ from support.servers import ROOT
 
 import agentcore
 from agentcore.cli.main import main
-from agentcore.mcp.client import MCPServerError, close_all, connect, mcp_tools
+from agentcore.mcp.client import MCPServerError, connect, mcp_tools
 from agentcore.mcp.config import stdio_server
 from agentcore.mcp.listing import MAX_PAGES, MAX_TOOLS
 from agentcore.messages import AssistantMessage, ToolCall
 
-pytestmark = pytest.mark.slow  # each test starts MCP servers, Python processes of their own
-PAGED = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'support' / 'paged_mcp_server.py'))}"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("stop_servers"),
+]  # each test starts MCP servers, Python processes of their own
+PAGED = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'support' / 'mcp_servers' / 'paged_mcp_server.py'))}"
 # the SDK's own `python -m mcp.server` (a Server with no handlers), on asyncio: its __main__ asks for trio
 SDK_SERVER = f"{shlex.quote(sys.executable)} -c 'import anyio; from mcp.server.__main__ import main; anyio.run(main)'"
 SECRET = "sk-paged-0123456789abcdef0123"  # what paged_mcp_server.py --die writes on its stderr
@@ -35,12 +38,6 @@ SECRET = "sk-paged-0123456789abcdef0123"  # what paged_mcp_server.py --die write
 
 def paged(options: str = ""):
     return stdio_server(f"{PAGED} {options}")
-
-
-@pytest.fixture(autouse=True)
-def _stop_servers():
-    yield
-    close_all()
 
 
 def call(tool, arguments=None):

@@ -18,7 +18,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from support.mcp import on_http, research_run, start_http
+from support.runs_server import on_http, research_run, start_http
 
 from agentcore import toolbox
 from agentcore.annotations import LABELS

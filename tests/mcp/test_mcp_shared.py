@@ -19,7 +19,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -
 
 import httpx2
 from mcp.server.mcpserver.exceptions import ToolError
-from support.mcp import on_http, research_run, start_http
+from support.runs_server import on_http, research_run, start_http
 from support.servers import free_port
 from support.stand_in import Reply, StandIn
 

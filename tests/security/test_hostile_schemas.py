@@ -1,6 +1,6 @@
 """Hostile JSON Schemas and patterns in the four places agentcore applies a schema it did not write.
 
-The places: an MCP tool's inputSchema (a real server, tests/support/schema_mcp_server.py), a pinned test's argument and
+The places: an MCP tool's inputSchema (a real server, tests/support/mcp_servers/schema_mcp_server.py), a pinned test's argument and
 answer schemas and regex matchers, `--final-schema`, and an imported transcript's final-answer schema. A `$ref`
 to a real HTTP server on 127.0.0.1 must make no request, one to a file must not put the file's text anywhere,
 a reference loop must be a one-line error that keeps the run's finished phases, and a catastrophic pattern
@@ -259,7 +259,7 @@ def server_tools(schema: dict):
     from agentcore.mcp.client import mcp_tools
     from agentcore.mcp.config import stdio_server
 
-    script = Path(__file__).parents[1] / "support" / "schema_mcp_server.py"
+    script = Path(__file__).parents[1] / "support" / "mcp_servers" / "schema_mcp_server.py"
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(json.dumps(schema))}"
     return mcp_tools([stdio_server(command)])
 

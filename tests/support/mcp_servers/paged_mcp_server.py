@@ -1,6 +1,6 @@
 """An MCP server on the official SDK's low-level API whose `tools/list` comes in pages, for the client's tests.
 
-    python tests/support/paged_mcp_server.py [--tools N] [--page-size K] [--unusable] [--endless] [--no-tools] [--die]
+    python tests/support/mcp_servers/paged_mcp_server.py [--tools N] [--page-size K] [--unusable] [--endless] [--no-tools] [--die]
 
 It lists `whoami` (which answers the client's `clientInfo` as the server read it) and N tools
 (`t000`, `t001`, ...; each answers `ran tNNN`), K to a page, each page's `nextCursor` the offset of

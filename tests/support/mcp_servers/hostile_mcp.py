@@ -1,6 +1,6 @@
 """A hostile MCP server in raw JSON-RPC, over stdio or streamable HTTP, for the tests of the MCP client's defences.
 
-    python tests/support/hostile_mcp.py [--http PORT] [--noise] [--names] [--bomb-mb N]
+    python tests/support/mcp_servers/hostile_mcp.py [--http PORT] [--noise] [--names] [--bomb-mb N]
 
 It answers `initialize`, `tools/list` and `tools/call` by hand, so it can do what a server built
 on the SDK would not: list two tools of one name, put non-JSON and very deep JSON on stdout

@@ -1,6 +1,6 @@
 """An MCP server that speaks only the 2026-07-28 revision: stateless, no `initialize` handshake, `server/discover`.
 
-Run as `python tests/support/modern_mcp_server.py [--speaks VERSION]` (stdio); `--speaks` makes it a server of a revision
+Run as `python tests/support/mcp_servers/modern_mcp_server.py [--speaks VERSION]` (stdio); `--speaks` makes it a server of a revision
 no client here knows, which answers both `server/discover` and `initialize` with -32022 naming VERSION alone. Built on the official SDK's low-level server, which serves both
 eras; in front of it, the one thing a modern-only server does differently: an `initialize` is answered with the
 spec's -32022 error naming the versions it supports, as a server that dropped the handshake answers it.

@@ -1,6 +1,6 @@
 """An MCP server whose one tool, `echo`, declares whatever inputSchema it is given: a hostile server for the tests.
 
-Run as `python tests/support/schema_mcp_server.py SCHEMA_JSON` (stdio). Built on the official SDK's low-level server API,
+Run as `python tests/support/mcp_servers/schema_mcp_server.py SCHEMA_JSON` (stdio). Built on the official SDK's low-level server API,
 which sends a tool's inputSchema as written, where MCPServer would derive it from a function's signature.
 A call that reaches it answers `echoed: ARGUMENTS`, so a test can tell a call that ran from one refused before.
 """
