@@ -76,6 +76,28 @@ def scenario_expectation(prompt: str, specs: Sequence[ColumnSpec]) -> ExpectedAn
     return None
 
 
+# why a run stopped, in the words a person reads (a used-up budget is said by `stop_words` with its number)
+STOP_WORDS = {
+    "answer": "answered",
+    "output limit": "cut off at the output limit",
+    "structured": "filled the schema",
+    "error": "the model call failed",
+    "cancelled": "stopped by you",
+    "stopped": "stopped by a hook",
+}
+
+
+def stop_words(run: Run, first_step: int = 1) -> str | None:
+    """Why the run stopped, in words; None while it is open. A used-up step budget says the steps it was given
+    from `first_step` on: a fork asked to make one step from step 4 "made the 1 step it was given from step 4"."""
+    reason = run.ending
+    if reason != "max_steps":
+        return None if reason is None else STOP_WORDS.get(reason, reason)
+    given = max(0, run.config.max_steps - first_step + 1)
+    since = f" from step {first_step}" if first_step > 1 else ""
+    return f"made the {given} step{'s' if given != 1 else ''} it was given{since}"
+
+
 def summarize(
     run: Run,
     label: str,
@@ -86,8 +108,9 @@ def summarize(
 ) -> dict[str, Any]:
     """A run as one summary row: steps, stop reason, tokens, cost, latency, tool errors, final answer.
 
-    With an expected answer, `contains_expected` says whether the final answer holds it (None: no answer).
-    From `first_step` on only: a fork compared from step k counts the steps it made, not those it kept.
+    With an expected answer, `contains_expected` says whether the final answer holds it (None: no answer); `stop`
+    says why it stopped, in words (stop_words). From `first_step` on only: a fork compared from step k counts the
+    steps it made, not those it kept.
     """
     steps = run.steps[first_step - 1 :]
     costs = priced_steps(run)[first_step - 1 :]
@@ -100,6 +123,7 @@ def summarize(
         "state": state or ("error" if run.stop_reason == "error" else "done" if run.finished else "ready"),
         "steps": n,
         "stop_reason": run.stop_reason,
+        "stop": stop_words(run, first_step),
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "estimated": any(s.estimated for s in steps),

@@ -236,9 +236,10 @@ def _message_extras(m: Message, reasoning_tokens: int | None = None) -> None:
     _fold(m.content or "")
 
 
-def show_messages(messages: Sequence[Message], run: Run | None = None) -> None:
-    """Draw a message list to read, without edit controls (the compare page's columns)."""
-    for i, m in enumerate(messages):
+def show_messages(messages: Sequence[Message], run: Run | None = None, start: int = 0) -> None:
+    """Draw a message list to read, without edit controls (the compare page's columns); `start` is the first
+    message's number in the run, so a column shown from step k keeps the run's own numbers."""
+    for i, m in enumerate(messages, start):
         with st.container(border=True):
             st.markdown(f"{_header(i, m)}\n\n{message_markdown(m)}")
             _message_extras(m, reasoning_view.reported_tokens(run, i, m))

@@ -18,7 +18,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from agentcore.compare import MAX_COLUMNS, MIN_COLUMNS, Column, ColumnSpec, Comparison, Origin
-from agentcore.compare_report import ExpectedAnswer, final_result, repeated_summary, scenario_expectation
+from agentcore.compare_report import (
+    ExpectedAnswer,
+    final_result,
+    repeated_summary,
+    scenario_expectation,
+    stop_words,
+)
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
@@ -380,16 +386,21 @@ def _original_view(comparison: Comparison) -> None:
     assert origin is not None
     run, first = origin.run, _first_shown(comparison)
     st.markdown(f"**{safe.inline(comparison.original_label)}**  :gray-badge[recorded]")
-    st.caption(f"steps {origin.step}–{len(run.steps)} of run {safe.code(run.id)} · stop: {run.stop_reason or 'open'}")
+    stop = stop_words(run, origin.step) or "open"
+    st.caption(f"steps {origin.step}–{len(run.steps)} of run {safe.code(run.id)} · stop: {safe.inline(stop)}")
     with st.container(height=460, key="cmp_original"):
-        show_messages(list(run.messages[first:]), run)
+        show_messages(run.messages[first:], run, start=first)
     final = final_result(run)
     if final is not None:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
         st.success(f"**Final answer**  \n{safe.block(text)}", icon=":material/flag:")
 
 
-def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | None = None, first: int = 0) -> None:
+def _column_view(
+    column: Column, sharing: list[int], expected: ExpectedAnswer | None = None, first: int = 0, first_step: int = 1
+) -> None:
+    """One configuration's column: its state, where it is, its messages (numbered as in the run) from `first` on,
+    and its final answer; `first_step` is the first step it made (k, from a stored run's step k)."""
     run = column.run
     state = column.state
     st.markdown(f"**{safe.inline(column.label)}**  :{STATE_COLOURS[state]}-badge[{state}]")
@@ -399,13 +410,13 @@ def _column_view(column: Column, sharing: list[int], expected: ExpectedAnswer | 
     if column.busy:
         where += f" · {column.activity}"
     elif run.stop_reason:
-        where += f" · stop: {run.stop_reason}"
+        where += f" · stop: {stop_words(run, first_step)}"
     st.caption(safe.inline(where))
     _say_sharing(sharing)
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")
     with st.container(height=460, autoscroll=True):
-        show_messages(list(run.messages[first:]), run)  # the run gives each turn's reported reasoning tokens
+        show_messages(run.messages[first:], run, start=first)  # the run gives each turn's reported reasoning tokens
         if column.live_text:
             with st.chat_message("assistant"):
                 st.markdown(safe.markdown(column.live_text + " ▌"))
@@ -427,7 +438,7 @@ def _columns_view(comparison: Comparison) -> None:
     first = _first_shown(comparison)
     for i, (slot, column) in enumerate(zip(slots, comparison.columns, strict=True)):
         with slot:
-            _column_view(column, _sharing(specs, i), comparison.expected, first)
+            _column_view(column, _sharing(specs, i), comparison.expected, first, comparison.first_step)
 
 
 @st.fragment(run_every=POLL_S)
@@ -453,7 +464,7 @@ def _summary(comparison: Comparison) -> None:
         for r in rows
     ]
     # a column that has not stopped, or has no price or no step yet: a dash, not None
-    table["stop reason"] = [words.text(r["stop_reason"]) for r in rows]
+    table["stop reason"] = [words.text(r["stop"]) for r in rows]
     table["cost (USD)"] = [words.usd(r["cost_usd"]) for r in rows]
     table["ms per step"] = [words.shown(r["ms_per_step"]) for r in rows]
     if comparison.expected is not None:  # beside the answers: whether each holds the expected texts

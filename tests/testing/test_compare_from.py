@@ -185,6 +185,19 @@ def test_the_summary_series_and_bundle_count_from_step_k_with_the_original_first
     assert prompt == RESEARCH.prompt and labels[0] == "original (scripted:research)" and runs[0].id == run.id
 
 
+def test_the_summary_says_why_each_run_stopped_in_words_a_used_budget_with_the_steps_it_was_given():
+    run = research_run()
+    specs = [parse_spec("scripted:research"), parse_spec("scripted:weather")]
+    comparison = Comparison.from_step(Origin(run, 4, steps=1), specs, tools=toolbox.get_tools(list(RESEARCH.tools)))
+    comparison.step_to_end()
+    original, research, weather = comparison.summary()
+    assert (research["stop_reason"], research["stop"]) == ("max_steps", "made the 1 step it was given from step 4")
+    assert original["stop"] == "answered" and weather["stop"] == "answered"
+    fresh = Comparison("Go on forever.", [parse_spec("scripted:runaway")] * 2, max_steps=3)
+    fresh.step_to_end()
+    assert [row["stop"] for row in fresh.summary()] == ["made the 3 steps it was given"] * 2
+
+
 # -- the command line ------------------------------------------------------------------
 
 
