@@ -56,6 +56,7 @@ HOOKS_HELP = "Code run around each model call; each step records what a hook cha
     f"{name}: {h.description}" for name, h in HOOKS.items()
 )
 DEFAULT_MAX_STEPS = 10
+MAX_OUTPUT_TOKENS = 1_000_000  # above any model's own limit: the provider refuses what its model cannot write
 
 
 def _seed_defaults() -> None:
@@ -255,6 +256,16 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         key="cfg_temperature",
         placeholder="provider default",
     )
+    max_tokens = sb.number_input(
+        "Max output tokens",
+        min_value=1,
+        max_value=MAX_OUTPUT_TOKENS,
+        value=None,
+        step=256,
+        key="cfg_max_tokens",
+        placeholder="provider default",
+        help="The most tokens one reply may write; a reply cut there stops the run at the output limit",
+    )
     concurrency = sb.toggle("Run tool calls concurrently", key="cfg_concurrency")
     pause = sb.toggle("Pause before tools", key="cfg_pause", help="Approve, edit, deny or answer each tool call")
     loop_guard = sb.selectbox("Loop guard", LOOP_GUARDS, key="cfg_loop_guard", help=LOOP_GUARD_HELP)
@@ -265,6 +276,7 @@ def render_sidebar(session: Session, *, folded: bool = False) -> None:
         "concurrency": concurrency,
         "pause_before_tools": pause,
         "temperature": temperature,
+        "max_tokens": None if max_tokens is None else int(max_tokens),
         "loop_guard": loop_guard,
         "hooks": list(hooks),
         "breakpoints": breakpoint_settings(sb, session),

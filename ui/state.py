@@ -73,6 +73,7 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
     RunSetting("concurrency", "cfg_concurrency"),
     RunSetting("pause_before_tools", "cfg_pause"),
     RunSetting("temperature", "cfg_temperature"),
+    RunSetting("max_tokens", "cfg_max_tokens"),
     RunSetting("loop_guard", "cfg_loop_guard", guard_mode),
     RunSetting("hooks", "cfg_hooks", _hooks_shown),
     RunSetting("breakpoints", "cfg_breakpoints", lambda c: "\n".join(c.breakpoints)),
@@ -94,6 +95,7 @@ class AppConfig:
     concurrency: bool = True
     pause_before_tools: bool = False
     temperature: float | None = None
+    max_tokens: int | None = None  # the most tokens one reply may write; None: the provider's default
     final_answer_schema: dict[str, Any] | None = None
     n_ctx: int = DEFAULT_N_CTX  # the embedded model's context size, in tokens
     policies: ContextPolicies | None = None  # what each model call sends of the history

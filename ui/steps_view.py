@@ -48,7 +48,7 @@ def inherited_steps(run: Run) -> int:
 def run_label(session: Session, run: Run) -> str:
     """A run's name in the picker: its title, step count and where it was forked from."""
     depth = len(lineage(session, run)) - 1
-    status = run.stop_reason or run.next_phase
+    status = run.ending or run.next_phase  # a reply cut at the output limit is no answer
     return f"{'↳ ' * depth}{run.title or run.id} · {len(run.steps)} step{'s' if len(run.steps) != 1 else ''} · {status}"
 
 

@@ -38,13 +38,19 @@ from ui.style import announce
 STOP_LABELS = {"answer": "answered", "output limit": "stopped at the output limit"}
 STOP_REASONS = {
     "answer": "the model replied without asking for a tool; whether the reply is right is for you to judge",
-    "output limit": "the reply reached the most tokens a call may write and was cut off there: raise max tokens, "
-    "or fork from here",
+    "output limit": "the reply reached the most tokens a call may write and was cut off there: raise Max output "
+    "tokens in the sidebar, then fork before this step (the Steps tab) to have the reply written again",
     "max_steps": "the step budget was used up",
     "structured": "the final answer matched the schema",
     "error": "the model call failed",
     "cancelled": "stopped by you",
     "stopped": "a hook stopped the run",
+}
+# how each stop is drawn: an answer in blue, a filled schema in green, a Stop or a used-up budget in orange
+STOP_LOOKS = {
+    "answer": (":material/flag:", "blue"),
+    "structured": (":material/flag:", "green"),
+    "cancelled": (":material/pause_circle:", "orange"),
 }
 SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
 PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
@@ -164,14 +170,10 @@ def _status(session: Session, run: Run) -> None:
     if run.stop_reason and run.stop_reason != "error":
         why = STOP_REASONS.get(run.ending or "", "")
         label = STOP_LABELS.get(run.ending or "", run.ending)
-        line = f"Stop reason: **{safe.inline(label)}** — {why}."
-        if run.stop_reason == "answer":  # not green: the loop ended, which says nothing of the answer
-            st.info(line, icon=":material/flag:")
-        elif run.stop_reason == "structured":  # the schema checked the answer's shape
-            st.success(line, icon=":material/flag:")
-        else:  # a used-up budget or a Stop is an interruption, not a success
-            icon = ":material/pause_circle:" if run.stop_reason == "cancelled" else ":material/hourglass_bottom:"
-            st.warning(line, icon=icon)
+        # not green for an answer: the loop ended, which says nothing of the answer; green for a filled schema,
+        # whose shape was checked; a used-up budget or a Stop is an interruption
+        icon, colour = STOP_LOOKS.get(run.ending or "", (":material/hourglass_bottom:", "orange"))
+        _said_once(f"{icon} Stop reason: :{colour}-badge[{safe.inline(label or '')}] — {why}.", "stop_reason")
     if run.halt is not None and (run.paused or run.stop_reason == "stopped"):
         then = "Step goes on from here without asking that hook again." if run.paused else ""
         if run.paused and run.halt.breakpoint is not None:
@@ -180,6 +182,13 @@ def _status(session: Session, run: Run) -> None:
             f"{safe.inline(run.halt.words[0].upper() + run.halt.words[1:])}. {then}", icon=":material/front_hand:"
         )
     _loop_guard(run)
+
+
+def _said_once(line: str, key: str) -> None:
+    """Where the run stands, drawn as text in a box and not as an alert: Streamlit's st.info and st.warning are
+    live regions, and the page's one live region (`announcement`) already reads it after the Step."""
+    with st.container(border=True, key=key):
+        st.markdown(line)
 
 
 def announcement(run: Run) -> str:
@@ -204,12 +213,28 @@ def announcement(run: Run) -> str:
 
 
 _LINK = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]{1,20}://|www\.)\S+")
+# Markdown a screen reader would read out as marks: emphasis, code spans and fences, headings, quotes, list
+# bullets, a link's or an image's brackets (its words are kept)
+_MARKED = (
+    (re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s[^)]*)?\)"), r"\1"),
+    (re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+|`{3,}[^\n]*$|~{3,}[^\n]*$)"), ""),
+    (re.compile(r"(?<!\w)(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)"), r"\2"),
+    (re.compile(r"`+"), ""),
+    (re.compile(r"\*{2,}|_{2,}|~~"), ""),
+)
+
+
+def plain_words(text: str) -> str:
+    """A model's Markdown as the words it shows, for a screen reader: no asterisk, backtick or hash read out."""
+    for pattern, kept in _MARKED:
+        text = pattern.sub(kept, text)
+    return text
 
 
 def _said(m) -> str:
     """One message in a sentence a screen reader can read: who said it and what, cut short."""
     said = m.content if m.role == "assistant" else m.text
-    text = " ".join((said if isinstance(said, str) else "").split())
+    text = " ".join(plain_words(said if isinstance(said, str) else "").split())
     cut = text if len(text) <= 100 else text[:99] + "…"
     if m.role == "assistant" and getattr(m, "tool_calls", ()):
         names = ", ".join(c.name for c in m.tool_calls)

@@ -89,8 +89,10 @@ def test_stepping_runs_whole_iterations_until_the_answer(app):
     assert run.stop_reason == "answer"
     assert app.button(key="step").disabled
     # the loop ended on a reply: said as "answered", and not in green, which would claim the reply is right
-    assert any("Stop reason: **answered**" in s.value and "for you to judge" in s.value for s in app.info)
-    assert not any("Stop reason" in s.value for s in app.success)
+    said = [m.value for m in app.markdown if "Stop reason" in m.value]
+    assert len(said) == 1 and ":blue-badge[answered]" in said[0] and "for you to judge" in said[0]
+    # and said as text, not in an alert: st.info and st.success are live regions, and the page's own reads it
+    assert not any("Stop reason" in s.value for s in [*app.info, *app.success, *app.warning])
     assert "Here is the weather" in texts(app)
 
 
@@ -122,7 +124,7 @@ def test_stop_takes_effect_between_phases(app):
     # the phase during which Stop was pressed finished; the next one never started
     assert run.stop_reason == "cancelled"
     assert len(run.steps) == 2 and run.next_phase == "tools"
-    assert any("cancelled" in w.value for w in app.warning) and not app.success
+    assert any("Stop reason: :orange-badge[cancelled]" in m.value for m in app.markdown) and not app.success
     click(app, "step")  # going on after a Stop works
     assert run.stop_reason is None and run.next_phase == "model"
 
@@ -405,7 +407,7 @@ def test_stepping_stops_at_the_step_budget(app):
         presses += 1
     assert presses == 3 and len(run.steps) == 3
     assert run.stop_reason == "max_steps"
-    assert any("Stop reason: **max_steps**" in w.value for w in app.warning) and not app.success
+    assert any("Stop reason: :orange-badge[max_steps]" in m.value for m in app.markdown) and not app.success
     assert any("step budget is used up" in c.value for c in app.caption)
     assert app.button(key="model_phase").disabled and app.button(key="run_to_end").disabled
     assert stored(run.id).stop_reason == "max_steps"

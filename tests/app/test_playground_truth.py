@@ -352,7 +352,7 @@ def test_the_playground_says_nothing_half_made(app):
     run = start(app, "runaway", cfg_max_steps=2)
     click(app, "run_to_end")
     assert run.stop_reason == "max_steps" and not app.success
-    assert any("max_steps" in w.value for w in app.warning)
+    assert any(":orange-badge[max_steps]" in m.value for m in app.markdown)
     click(app, "del_1")  # one problem: the results of the deleted turn answer nothing
     shown = [*map(str, (m.value for m in app.markdown)), captions(app), *(e.value for e in app.error)]
     shown += [w.value for w in app.warning] + [f"{m.label} {m.value}" for m in app.metric]
@@ -394,7 +394,7 @@ def test_the_loop_guard_set_in_the_sidebar_answers_repeats_and_the_page_says_so(
     click(app, "step")
     assert run.stop_reason == "answer" and run.steps[-1].tools_withheld
     assert "no tools: the loop guard asked for an answer" in texts(app)
-    assert any("Stop reason: **answered**" in i.value for i in app.info)
+    assert any("Stop reason: :blue-badge[answered]" in m.value for m in app.markdown)
 
 
 def test_the_sidebar_says_what_the_embedded_model_is_for(app):

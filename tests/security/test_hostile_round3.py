@@ -335,7 +335,7 @@ def test_a_reply_cut_at_the_output_limit_never_reads_answered(capsys, open_app):
     session = Session()
     session.add_run(run)
     app = open_app(session=session)
-    shown = [i.value for i in app.info if "Stop reason" in i.value]
+    shown = [m.value for m in app.markdown if "Stop reason" in m.value]
     assert shown and "stopped at the output limit" in shown[0] and "answered" not in shown[0]
     from ui.lessons import LESSONS
 
