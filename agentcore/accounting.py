@@ -229,27 +229,23 @@ class CacheSaving:
         return self.saved_usd / self.uncached_usd if self.uncached_usd else 0.0
 
 
-def cache_saving(run: Run) -> CacheSaving | None:
-    """What the cache reads and writes the steps reported saved, at each step's model's price: the run's own cost
-    (`run_cost`, the one every page and command says) beside the same run with its cached tokens billed as plain
-    input. None when no step reported any, or a price is unknown."""
-    cost = run_cost(run)
+def cache_saving(run: Run, report: CostReport | None = None) -> CacheSaving | None:
+    """What the cache reads and writes the steps reported saved: the run's cost as `report` prices it (the Cost
+    page's headline; `account(run)`, so `run_cost`, when no report is given) beside the same tokens with the cached
+    ones billed as plain input, each step at its own price. None when no priced step reported any, or a price is
+    unknown."""
+    report = report or account(run)
+    cost = report.total_cost_usd
     if cost is None:
         return None
     extra, cached = 0.0, False
-    for n, step in enumerate(run.steps, start=1):
-        u = step_usage(run, n)[0]
-        if not (u.cache_read_tokens or u.cache_write_tokens):
+    for step, pricer in zip(report.steps, report.pricers, strict=True):
+        reads, writes = step.cache_read_tokens, step.cache_write_tokens
+        if not (reads or writes) or not isinstance(pricer, Pricer):  # a free step saves nothing
             continue
-        pricer = _step_pricer(run, step, None)
-        if not isinstance(pricer, Pricer):
-            if pricer == "free":
-                continue
-            return None
         cached = True
-        extra += _price(pricer, u.input_tokens, u.output_tokens, 0, 0) - _price(
-            pricer, u.input_tokens, u.output_tokens, *_cached(u)
-        )
+        inp, out = step.input_tokens, step.output_tokens
+        extra += _price(pricer, inp, out, 0, 0) - _price(pricer, inp, out, reads, writes)
     return CacheSaving(cost, cost + extra) if cached else None
 
 
@@ -356,6 +352,7 @@ class CostReport:
     requests: list[list[Message]] = field(default_factory=list, repr=False)  # what each step sent
     scales: list[float] = field(default_factory=list, repr=False)  # each step's reported/estimated input ratio
     spec_tokens: int = 0  # estimated tokens of the tool definitions, sent with every request
+    pricers: list[Pricer | str | None] = field(default_factory=list, repr=False)  # each step's, as `_pricing` says
 
     models: list[ModelRef] = field(default_factory=list)  # who answered the steps, in step order
 
@@ -508,5 +505,6 @@ def account(run: Run, price_as: PriceRef | None = None) -> CostReport:
         requests=requests,
         scales=scales,
         spec_tokens=spec_tokens,
+        pricers=pricers,
         models=run.models,
     )

@@ -57,9 +57,10 @@ def what_ifs(
     """The run's curves recomputed from its recorded messages under trimming strategies and prompt caching.
 
     Trimmed requests are counted with the same estimate, scaled by each step's reported/estimated ratio;
-    a trimmed history changes the prefix every step, so those curves assume no cache. Caching bills the
-    previous step's request (the prefix already sent) at the cache-read price and the rest at the cache-write
-    price (genai-prices uses the input price where a provider has none).
+    a trimmed history changes the prefix every step, so those curves assume no cache. Caching bills what each
+    request shares with the one before it (the prefix already sent), or what the step did read from the cache
+    where that is more, at the cache-read price and the rest at the cache-write price (genai-prices uses the input
+    price where a provider has none): its saving is against the run as it was billed, its own cache reads included.
     """
     pricer = Pricer.find(report.price) if report.price else None
     outputs = [s.output_tokens for s in report.steps]
@@ -88,14 +89,40 @@ def what_ifs(
         zeros = [0] * len(ins)
         out.append(finish(key, label, ins, zeros, zeros))
 
-    # each request is a prefix of the next (both are slices of the run's messages), so the whole
-    # previous request is the cached prefix
     ins = [s.input_tokens for s in report.steps]
-    reads = [0, *(min(a, b) for a, b in zip(ins, ins[1:], strict=False))][: len(ins)]
+    reads = _cache_reads(report)
     writes = [i - r for i, r in zip(ins, reads, strict=True)]
-    label = "prompt caching (the previous request billed at the cache-read price)"
-    out.append(finish("caching", label, ins, reads, writes))
+    out.append(finish("caching", _caching_label(report), ins, reads, writes))
     return out
+
+
+def _cache_reads(report: CostReport) -> list[int]:
+    """Each step's cache reads had every request read what it shares with the one before it from the cache, and
+    never fewer than the step reported: what the run already cached is counted, not offered again."""
+    reads = []
+    for i, step in enumerate(report.steps):
+        shared = _shared_prefix(report, i) if i else 0
+        reads.append(min(max(shared, step.cache_read_tokens), step.input_tokens))
+    return reads
+
+
+def _shared_prefix(report: CostReport, i: int) -> int:
+    """The input tokens step `i` (0-based) sent as the step before it had: the whole previous request where the
+    history only grew, the part before the first change where a policy or a compaction rewrote it."""
+    before, now = report.requests[i - 1], report.requests[i]
+    same = next((k for k, (a, b) in enumerate(zip(before, now, strict=False)) if a is not b and a != b), None)
+    if same is None and len(before) <= len(now):
+        return min(report.steps[i - 1].input_tokens, report.steps[i].input_tokens)
+    return report.rescaled_input(i, now[: len(before) if same is None else same])
+
+
+def _caching_label(report: CostReport) -> str:
+    """The caching strategy in words, with the share of its input the run already read from the cache."""
+    label = "prompt caching (the previous request billed at the cache-read price)"
+    read, sent = sum(s.cache_read_tokens for s in report.steps), report.total_input_tokens
+    if not read or not sent:
+        return label
+    return f"{label[:-1]}; the run already read {read / sent:.0%} of its input from the cache)"
 
 
 def projected_input(run: Run, report: CostReport, policies: ContextPolicies) -> list[int]:

@@ -253,6 +253,11 @@ def _compare_policy(run: Run) -> None:
     CostState.get().open_compare = True
 
 
+def _dollars(value: float | None) -> str:
+    """A cost as the headline says it, its dollar sign kept from Markdown's formulas."""
+    return words.shown(value, ",.6f", prefix="\\$")
+
+
 def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
     """Cache writes and reads per step as reported, against the what-if caching curve."""
     reported = any(s.cache_read_tokens or s.cache_write_tokens for s in report.steps)
@@ -269,11 +274,11 @@ def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:
     fig.add_scatter(x=steps, y=caching.cache_write_tokens, name="what-if: write", line={"dash": "dot"})
     fig.update_layout(barmode="group", title="Cached tokens per step", xaxis_title="step", yaxis_title="tokens")
     st.plotly_chart(fig, key="cost_caching")
-    saving = cache_saving(run) if reported else None
+    saving = cache_saving(run, report) if reported else None
     if saving is not None:
         st.markdown(
-            f"**What the cache saved:** ${saving.saved_usd:,.4f} of ${saving.uncached_usd:,.4f} "
-            f"({saving.saved_share:.0%}): the run cost ${saving.cost_usd:,.4f} with its cache reads and writes "
+            f"**What the cache saved:** {_dollars(saving.saved_usd)} of {_dollars(saving.uncached_usd)} "
+            f"({saving.saved_share:.0%}): the run cost {_dollars(saving.cost_usd)} with its cache reads and writes "
             "as reported, against every prompt token billed as plain input."
         )
     if reported and run.config.provider == "local":
@@ -324,6 +329,10 @@ def _what_if(run: Run, report: CostReport) -> list[WhatIf]:
     if not report.priced:
         st.caption("Prompt caching changes the price, not the tokens: pick a model under Price as to see its saving.")
     st.dataframe(_savings_table(whatifs), hide_index=True, key="cost_savings")
+    if report.priced:
+        read = sum(s.cache_read_tokens for s in report.steps)
+        cached = f", its {read:,} cache-read tokens billed as they were" if read else ""
+        st.caption(f"Each cost saving is against what the run cost, {_dollars(report.total_cost_usd)}{cached}.")
     return whatifs
 
 

@@ -74,8 +74,8 @@ def _table(groups: list[GroupStats]) -> pd.DataFrame:
                 "cache read": g.cache_read_tokens,
                 "cache write": g.cache_write_tokens,
                 "cache hit (%)": words.shown(g.cache_hit_rate and g.cache_hit_rate * 100, ".1f"),
-                "cost ($)": words.shown(g.cost_usd, ".6f"),
-                "$ / answered run": words.shown(g.cost_per_answered_run, ".6f"),
+                "cost ($)": words.shown(g.cost_usd, ",.6f"),
+                "$ / answered run": words.shown(g.cost_per_answered_run, ",.6f"),
                 "p50 step (ms)": words.shown(g.latency_ms(0.5)),
                 "p95 step (ms)": words.shown(g.latency_ms(0.95)),
                 "budget reached": g.budget_runs,
@@ -97,7 +97,7 @@ def _expensive(store: Store, runs: list[RunSummary]) -> None:
                     "model": safe.plain(r.models_label),
                     "steps": r.steps,
                     "stop": r.stop_reason or "open",
-                    "cost ($)": words.shown(r.cost_usd, ".6f"),
+                    "cost ($)": words.shown(r.cost_usd, ",.6f"),
                     "tokens": r.total_tokens,
                     "id": r.id,
                 }
@@ -116,7 +116,7 @@ def _expensive(store: Store, runs: list[RunSummary]) -> None:
         index=None,
         key="dash_open_pick",
         placeholder="Choose a run",
-        format_func=lambda k: safe.plain(f"{by_id[k].title or k} · {words.shown(by_id[k].cost_usd, '.6f')} $ · {k}"),
+        format_func=lambda k: safe.plain(f"{by_id[k].title or k} · {words.shown(by_id[k].cost_usd, ',.6f')} $ · {k}"),
     )
     go_on.button(
         "Open in the playground",
@@ -148,7 +148,7 @@ def main() -> None:
     cols = st.columns(4)
     cols[0].metric("Runs", f"{len(rows):,}")
     cols[1].metric("Answered", f"{answered:,}")
-    cols[2].metric("Cost ($)", words.shown(whole["cost_usd"], ",.4f"))
+    cols[2].metric("Cost ($)", words.shown(whole["cost_usd"], ",.6f"))  # to the millionth, as every page says a cost
     hit = whole["cache_read_tokens"] / whole["input_tokens"] if whole["input_tokens"] else None
     cols[3].metric(
         "Cache hit rate", words.shown(hit and hit * 100, ".1f", prefix="") + ("%" if hit is not None else "")

@@ -20,7 +20,7 @@ from agentcore.exports import (
 )
 from agentcore.run import Run
 from agentcore.sessions import read_import, store_imported
-from agentcore.store.runs import LAST_RUN_KEY, RunSummary, Store
+from agentcore.store.runs import RunSummary, Store
 from agentcore.telemetry import OTLP_JSON, otel_missing
 from ui import safe, words
 from ui.annotate_view import render_annotations
@@ -58,7 +58,7 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
                 "steps": r.steps,
                 "stop": r.stop_reason or "open",
                 "tokens": r.total_tokens,
-                "cost ($)": words.shown(r.cost_usd, ".6f"),
+                "cost ($)": words.shown(r.cost_usd, ",.6f"),  # as the Cost page's headline says it
                 "time (s)": round(r.duration_ms / 1000, 2),
                 "saved": r.updated_at[:19].replace("T", " "),
                 "forked from": f"{r.parent_id} @ step {r.parent_step}" if r.parent_id else "",
@@ -208,7 +208,7 @@ def _show_notice(state: RunsState, which: str) -> None:
 def _details(store: Store, summary: RunSummary) -> None:
     run_id = summary.id
     st.header(safe.inline(summary.title or "(untitled)"))
-    cost = "unknown" if summary.cost_usd is None else f"\\${summary.cost_usd:.4f}"
+    cost = "unknown" if summary.cost_usd is None else words.usd(summary.cost_usd).replace("$", "\\$")
     what = f"{run_id} · {summary.models_label}"
     stop = summary.stop_reason or "open"
     st.caption(
@@ -444,9 +444,8 @@ def main() -> None:
 
     ids = [r.id for r in runs]
     by_id = {r.id: r for r in runs}
-    wanted = st.session_state.get("runs_selected") or store.get_meta(LAST_RUN_KEY)
-    if st.session_state.get("runs_selected") not in ids:
-        st.session_state["runs_selected"] = wanted if wanted in ids else ids[0]
+    if st.session_state.get("runs_selected") not in ids:  # nothing chosen, or a run the filters now hide
+        st.session_state["runs_selected"] = ids[0]  # the table's first row, whoever's runs are listed
     selected = st.selectbox("Run", ids, format_func=lambda i: _label(by_id[i]), key="runs_selected")
     state.keep(["runs_selected"])
 

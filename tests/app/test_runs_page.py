@@ -105,8 +105,8 @@ def test_opening_a_run_makes_it_current_and_remembers_it(library, page) -> None:
     assert session.run.id == root.id and session.run.messages == root.messages
     assert any("Playground" in m.value for m in at.main.markdown)  # and the app went there
     assert at.main.metric[0].value == f"{len(root.steps)} / {root.config.max_steps}"
-    fresh = page()  # a new session over the same database opens on the last run viewed
-    assert fresh.selectbox(key="runs_selected").value == root.id
+    fresh = page()  # a new session's picker is on the table's first row; the playground offers the last run
+    assert fresh.selectbox(key="runs_selected").value == fresh.dataframe[0].value["id"].iloc[0] != root.id
 
 
 def test_an_upload_is_imported_and_a_bad_one_refused_without_changes(library, page, tmp_path: Path) -> None:
@@ -336,3 +336,30 @@ def test_an_uploaded_session_is_imported_with_its_subagent_and_downloads_as_atif
     assert exported["schema_version"] == "ATIF-v1.7" and exported["trajectory_id"] == run_id
     sub = store.load_run(exported["subagent_trajectories"][0]["trajectory_id"])
     assert sub.spawned_by.run_id == run_id and sub.spawned_by.tool_call_id == "c2"
+
+
+def test_a_teachers_run_picker_starts_on_the_tables_first_row_whoever_viewed_a_run_last(
+    tmp_path: Path, open_app, monkeypatch
+) -> None:
+    """The teacher sees several students' runs; a student's last viewed run is not the picker's default."""
+    monkeypatch.setenv("AGENTCORE_TEACHERS", "tina")
+    db = tmp_path / "class.db"
+    monkeypatch.setenv("AGENTCORE_DB", str(db))
+    runs = {}
+    for owner, scenario in (("ada", "weather"), ("bob", "research"), ("ada", "recovery")):
+        agent, run = _run(scenario)
+        agent.run(run)
+        Store(db, owner=owner).save_run(run)
+        runs[scenario] = run
+    Store(db, owner="bob").set_meta(LAST_RUN_KEY, runs["weather"].id)  # a student opened one, not the newest
+    monkeypatch.setenv("AGENTCORE_USER", "tina")
+    at = open_app(PAGE)
+    first = list(at.dataframe[0].value["id"])
+    assert len(first) == 3 and first[0] != runs["weather"].id
+    assert at.selectbox(key="runs_selected").value == first[0]
+    at.selectbox(key="runs_owner").set_value("ada").run()  # one student's runs: still the first row
+    mine = list(at.dataframe[0].value["id"])
+    assert at.selectbox(key="runs_selected").value == mine[0] and set(mine) == {
+        runs["weather"].id,
+        runs["recovery"].id,
+    }

@@ -314,6 +314,47 @@ def test_prompt_caching_bills_the_previous_request_at_the_cache_price():
     assert w.cost_saving_pct == pytest.approx((actual - cached) / actual * 100)
 
 
+def test_prompt_caching_reads_only_what_a_rewritten_request_shares_with_the_one_before():
+    run = hand_run([13, 122, 231, 242])
+    # step 4 sent its first tool result cleared: only the prompt and the first call (13 + 6) are as step 3 sent them
+    cleared = SentRequest(policies=["keep_tool_results=1"], changes={2: Change(mark="cleared", content="-")})
+    run.steps[3] = run.steps[3].model_copy(update={"sent": cleared})
+    w = _by_key(run)["caching"]
+    assert w.cache_read_tokens == [0, 13, 122, 19]
+    assert w.cache_write_tokens == [13, 109, 109, 223]
+
+
+def test_prompt_caching_never_reads_fewer_tokens_than_the_run_did_and_says_what_it_read():
+    run = hand_run()
+    reads = [0, 20, 130, 300]  # more than each previous request: the reply before it was cached too
+    for i, read in enumerate(reads):
+        run.steps[i] = run.steps[i].model_copy(
+            update={
+                "usage": Usage(input_tokens=run.steps[i].usage.input_tokens, output_tokens=10, cache_read_tokens=read)
+            }
+        )
+    w = _by_key(run)["caching"]
+    assert w.cache_read_tokens == reads
+    assert w.cost_saving_pct == pytest.approx(0) and w.label.endswith(
+        f"the run already read {450 / 706:.0%} of its input from the cache)"
+    )
+
+
+def test_what_the_cache_saved_is_said_at_the_price_the_report_is_in():
+    from agentcore.accounting import cache_saving
+
+    run = hand_run()
+    run.steps[3] = run.steps[3].model_copy(
+        update={"usage": Usage(input_tokens=340, output_tokens=10, cache_read_tokens=231)}
+    )
+    own, other = account(run), account(run, PriceRef("openai", "gpt-4o"))
+    assert cache_saving(run).cost_usd == own.total_cost_usd == run_cost(run)
+    saving = cache_saving(run, other)  # the page priced as another model: its paragraph says that price too
+    assert saving.cost_usd == other.total_cost_usd != own.total_cost_usd
+    p_in, p_read, _ = prices(PriceRef("openai", "gpt-4o"))
+    assert saving.saved_usd == pytest.approx(231 * (p_in - p_read))
+
+
 def test_unpriced_what_ifs_still_save_tokens_but_have_no_cost():
     ws = _by_key(hand_run(provider="scripted", model="research"), keep_turns=1)
     assert ws["drop_turns"].token_saving_pct > 0
