@@ -451,7 +451,8 @@ def every_sample() -> list:
 
 @pytest.mark.parametrize("path", every_sample())
 def test_every_export_of_every_sample_validates_and_imports_back_with_the_same_messages(path: Path) -> None:
-    """Each run a sample makes, with its subagents embedded: what each step sent, its usage and its compaction too."""
+    """Each run a sample makes, as ATIF with its subagents embedded and as agentcore's own transcript: what each step
+    sent, its usage and its compaction come back too."""
     atif = pytest.importorskip("atif", reason="the atif package (the test extra) judges ATIF exports")
     main, *subagents = imported(path).runs
     for run in (main, *subagents):
@@ -463,6 +464,9 @@ def test_every_export_of_every_sample_validates_and_imports_back_with_the_same_m
         assert [(s.usage, s.estimated) for s in back.steps] == [(s.usage, s.estimated) for s in run.steps]
         assert compactions(back) == compactions(run)
         assert all(sent_at(back, k) == sent_at(run, k) for k in range(1, len(run.steps) + 1))
+        again = read_import(export_run(run, "json"), "t.json").runs[0]  # agentcore's own transcript, likewise
+        assert again.messages == run.messages and [s.usage for s in again.steps] == [s.usage for s in run.steps]
+        assert all(sent_at(again, k) == sent_at(run, k) for k in range(1, len(run.steps) + 1))
 
 
 @pytest.mark.parametrize("fixture", [CLAUDE_FIXTURE, CODEX_FIXTURE], ids=["claude", "codex"])
