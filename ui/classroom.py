@@ -20,7 +20,7 @@ from agentcore.run import Run
 from agentcore.store.runs import RunSummary
 from agentcore.toolbox import get_tools
 
-from .lessons import LESSONS, Lesson
+from .lessons import LESSONS, Lesson, lesson_titled
 
 NOT_STARTED, DONE = "not started", "done"
 REPEATS_STUCK = 3  # the same call with the same arguments this often: the model is going round in circles
@@ -45,8 +45,7 @@ def since(window: str, now: datetime | None = None) -> str:
 
 def lesson_of_summary(summary: RunSummary) -> Lesson | None:
     """The lesson whose run (or a fork of it) this is, known by its title."""
-    title = summary.title or ""
-    return next((lesson for lesson in LESSONS.values() if title.startswith(f"Lesson: {lesson.title}")), None)
+    return lesson_titled(summary.title)
 
 
 @functools.cache

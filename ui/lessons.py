@@ -16,7 +16,17 @@ from agentcore.messages import ToolMessage
 from agentcore.run import Run, RunConfig
 from agentcore.toolbox import get_tools
 
-__all__ = ["LESSONS", "Lesson", "StepTokens", "edited_result", "fork_with_result", "get_lesson", "step_tokens"]
+__all__ = [
+    "LESSONS",
+    "Lesson",
+    "StepTokens",
+    "edited_result",
+    "fork_with_result",
+    "get_lesson",
+    "lesson_of",
+    "lesson_titled",
+    "step_tokens",
+]
 
 
 @dataclass(frozen=True)
@@ -366,10 +376,15 @@ LESSONS: dict[str, Lesson] = {
 FIRST_LESSON = "loop"
 
 
+def lesson_titled(title: str | None) -> Lesson | None:
+    """The lesson whose run (or a fork of it) has this title: "Lesson: TITLE", as Lesson.start names its run."""
+    title = title or ""
+    return next((lesson for lesson in LESSONS.values() if title.startswith(f"Lesson: {lesson.title}")), None)
+
+
 def lesson_of(run: Run) -> Lesson | None:
     """The lesson whose run (or a fork of it) `run` is, known by the title a lesson gives its run."""
-    title = run.title or ""
-    return next((lesson for lesson in LESSONS.values() if title.startswith(f"Lesson: {lesson.title}")), None)
+    return lesson_titled(run.title)
 
 
 def get_lesson(lesson_id: str | None) -> Lesson:

@@ -2,6 +2,11 @@
 
 The diagram with the current node and the edge just taken, the newest messages, the key lines of
 both phases of the step that just ran, and what the step sent: all on one screen.
+
+A lesson goes on from its saved run: a browser session that has no run of the lesson yet (a new tab, or the
+session another app server opened when the student's own stopped) takes up the student's own unfinished run of it
+from the runs database, at its last saved step, and says so; a finished one is offered to reopen. The lesson in the
+picker is in the page's address (?lesson=ID), so a reload or a reconnection opens the same lesson.
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ import streamlit as st
 from agentcore.errors import AgentcoreError
 from agentcore.messages import AssistantMessage, Message, ToolMessage
 from agentcore.run import Run
-from ui import actions, safe
+from ui import actions, safe, words
+from ui.classroom import lesson_done
 from ui.graph import key_lines_html, loop_html, step_views
+from ui.lesson_offer import Saved, last_lesson_run, left_off
 from ui.lessons import LESSONS, Lesson, edited_result, fork_with_result, get_lesson, step_tokens
 from ui.page_state import LessonState
-from ui.state import Session, get_session, in_app_words, on_run_changed
+from ui.state import Session, get_session, get_store, in_app_words, on_run_changed
 from ui.style import announce
 
 LESSON_KEY = "lesson_id"  # the lesson picker
+LESSON_PARAM = "lesson"  # the page address's query parameter naming the lesson in the picker
 FORK_TEXT_KEY = "lesson_fork_result"
 MOCK_TEXT_KEY = "lesson_mock_result"
 WIDGETS = {LESSON_KEY: next(iter(LESSONS))}  # kept while another page is open, with their first values
@@ -56,6 +64,76 @@ def lesson_run(session: Session, lesson: Lesson) -> Run | None:
     return session.runs.get(run_id) if run_id else None
 
 
+def _place(state: LessonState) -> None:
+    """On the page's first draw in a session: the lesson the address names, else the one the user left unfinished.
+
+    A browser that reconnects to another app server keeps its address but not its widgets' values.
+    """
+    saved = Saved.get()
+    if saved.placed:
+        return
+    saved.placed = True
+    if LESSON_KEY in st.session_state or LESSON_KEY in state.widgets:
+        return
+    named = st.query_params.get(LESSON_PARAM)
+    if named in LESSONS:
+        st.session_state[LESSON_KEY] = named
+        return
+    try:
+        lesson = left_off(get_store())
+    except Exception:  # noqa: BLE001 - the same store is read again for the lesson's own run, which says what failed
+        return
+    if lesson is not None:
+        st.session_state[LESSON_KEY] = lesson.id
+
+
+def _take_up(session: Session, lesson: Lesson, run: Run, how: str, saved_at: str) -> None:
+    """Make a run loaded from the database the lesson's run and the current one, and say from where it goes on."""
+    LessonState.get().runs[lesson.id] = run.id
+    session.add_run(run)
+    actions.apply_settings(session, pause_before_tools=False)  # as _adopt: the lesson runs its tools as asked
+    Saved.get().said = (
+        f"{how} your run of this lesson as it was last saved: {words.plural(len(run.steps), 'step')}, "
+        f"saved {_time(saved_at)}. "
+        "**Restart** begins the lesson again."
+    )
+
+
+def _from_saved(session: Session, lesson: Lesson) -> Run | None:
+    """Once per lesson in a session: the user's own unfinished saved run of it, taken up as the lesson's run; a
+    finished one is offered to reopen instead. None when there is nothing to take up."""
+    saved = Saved.get()
+    if lesson.id in saved.looked:
+        return None
+    saved.looked.add(lesson.id)
+    try:
+        store = get_store()
+        last = last_lesson_run(store, lesson)
+        if last is None:
+            return None
+        if lesson_done(lesson, last):
+            saved.offers[lesson.id] = last
+            return None
+        run = store.load_run(last.id)
+    except Exception as exc:  # noqa: BLE001 - an unreadable store leaves the lesson to start afresh, and says why
+        LessonState.get().notice = f"Your saved run of this lesson could not be read: {type(exc).__name__}: {exc}"
+        return None
+    _take_up(session, lesson, run, "Resumed", last.updated_at)
+    return run
+
+
+def _time(saved_at: str) -> str:
+    return f"{saved_at[:16].replace('T', ' ')} UTC"
+
+
+def _waits(lesson: Lesson, run: Run | None) -> bool:
+    """Whether a Step cannot go on with the lesson's run: it is done, waits for a fork or a mock, or failed."""
+    if run is None:
+        return False
+    waits = lesson.wants_fork(run) or lesson.wants_mock(run)
+    return lesson.done(run) or waits or run.stop_reason == "error"
+
+
 def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
     """Make `run` the lesson's run and the current one, so the Step drives it and the Cost page shows it."""
     LessonState.get().runs[lesson.id] = run.id
@@ -71,10 +149,13 @@ def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
 def _step() -> None:
     """Step the lesson's run; the first Step starts it."""
     session, lesson = get_session(), _chosen()
-    LessonState.get().notice = None
-    run = lesson_run(session, lesson)
+    LessonState.get().notice = Saved.get().said = None
+    # a click that reaches a new session before its first draw goes on with the saved run, as the draw would
+    run = lesson_run(session, lesson) or _from_saved(session, lesson)
     if run is None:
         _adopt(session, lesson, lesson.start())
+    elif _waits(lesson, run):
+        return
     elif session.current_id != run.id:
         session.add_run(run)
     actions.request("step")
@@ -82,10 +163,32 @@ def _step() -> None:
 
 def _restart() -> None:
     """Start the lesson again; its old run stays in the runs library."""
-    state = LessonState.get()
-    state.runs.pop(_chosen().id, None)
-    state.notice = None
+    state, lesson, saved = LessonState.get(), _chosen(), Saved.get()
+    left = state.runs.pop(lesson.id, None)
+    state.notice = saved.said = None
     st.session_state.pop(FORK_TEXT_KEY, None)  # the box is filled in again for the new run
+    if left is not None:  # the run just left is the one to offer back
+        try:
+            last = last_lesson_run(get_store(), lesson)
+        except Exception:  # noqa: BLE001 - no offer is all that is lost; the store's trouble shows in the sidebar
+            last = None
+        saved.offers.pop(lesson.id, None)
+        if last is not None:
+            saved.offers[lesson.id] = last
+
+
+def _reopen() -> None:
+    """Make the user's last saved run of the lesson, offered under the first message, the lesson's run again."""
+    session, lesson, saved = get_session(), _chosen(), Saved.get()
+    offered = saved.offers.pop(lesson.id, None)
+    if offered is None:
+        return
+    try:
+        run = get_store().load_run(offered.id)
+    except Exception as exc:  # noqa: BLE001 - a run deleted or unreadable since is said, not raised
+        LessonState.get().notice = f"Your last run of this lesson could not be reopened: {type(exc).__name__}: {exc}"
+        return
+    _take_up(session, lesson, run, "Reopened", offered.updated_at)
 
 
 def _fork() -> None:
@@ -129,14 +232,12 @@ def _header(lesson: Lesson, run: Run | None) -> None:
         format_func=lambda i: f"{list(LESSONS).index(i) + 1}. {LESSONS[i].title}",
         label_visibility="collapsed",
     )
-    waits = run is not None and (lesson.wants_fork(run) or lesson.wants_mock(run))
-    done = run is not None and (lesson.done(run) or waits or run.stop_reason == "error")
     step.button(
         "Step",
         key="lesson_step",
         type="primary",
         icon=":material/skip_next:",
-        disabled=done,
+        disabled=_waits(lesson, run),
         on_click=_step,
         width="stretch",
     )
@@ -231,6 +332,28 @@ def _newest(lesson: Lesson, run: Run | None) -> None:
             st.caption(f"and {len(new) - SHOWN_MESSAGES} more")
 
 
+def _taken_up() -> None:
+    """The line about a run just taken up from the database: a student whose server stopped sees where they are."""
+    said = Saved.get().said
+    if said:
+        st.info(said, icon=":material/history:")
+
+
+def _offer(lesson: Lesson) -> None:
+    """Before the lesson's first Step here: the user's own last run of it, finished or left, one click away."""
+    last = Saved.get().offers.get(lesson.id)
+    if last is None:
+        return
+    stop = f" · {safe.inline(last.stop_reason)}" if last.stop_reason else ""
+    st.button(
+        f"Reopen your last run of this lesson: {words.plural(last.steps, 'step')}{stop}",
+        key="lesson_reopen",
+        icon=":material/history:",
+        on_click=_reopen,
+        help=f"Saved {_time(last.updated_at)}; Step starts a new run instead",
+    )
+
+
 def _code(run: Run | None) -> None:
     """The key lines of each phase the newest step ran: the model phase, then the tools phase."""
     for view in step_views(run):
@@ -264,9 +387,12 @@ def main() -> None:
     """Draw the lesson chosen in the picker, running a requested Step first."""
     st.html(PAGE_STYLE)
     session, state = get_session(), LessonState.get()
+    _place(state)
     state.restore(WIDGETS)
     lesson = _chosen()
-    run = lesson_run(session, lesson)
+    if st.query_params.get(LESSON_PARAM) != lesson.id:
+        st.query_params[LESSON_PARAM] = lesson.id  # a reload, or another server after this one stops, opens it
+    run = lesson_run(session, lesson) or _from_saved(session, lesson)
     slot = st.empty()  # always drawn, so the box of a running step never takes the place of the page below it
     if run is not None and session.current_id == run.id and (session.action or session.phase_job is not None):
         with slot.container(border=True, key="lesson_live"):
@@ -281,7 +407,10 @@ def main() -> None:
             if run is not None and lesson.done(run):
                 _onward(lesson)
         with right:
+            _taken_up()
             _newest(lesson, run)
+            if run is None:
+                _offer(lesson)
             if run is not None and lesson.wants_fork(run):
                 _fork_box(run)
             if run is not None and lesson.wants_mock(run):
