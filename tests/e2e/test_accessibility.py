@@ -3,7 +3,9 @@
 axe-core (npm, pinned in tests/npm-mcp/package-lock.json) is injected into each page as it stands: the
 playground fresh and after a Step (the message list, then the Steps tab with the wire JSON), with the
 tools paused (the decision panel), each other page with a run in the database, the lesson after its
-first Step, and the replay file exported from a run. A serious or critical violation fails the test, as
+first Step, Compare after Run all and from a stored run's step, every page again over an empty runs
+database (what a first visit shows: no run, no table, no chart), Compare there after one Step all, and
+the replay file exported from a run. A serious or critical violation fails the test, as
 does a heading out of order or a table header with no name; the message lists every violation found, with
 its impact, rule, the elements and what axe says is wrong.
 """
@@ -112,6 +114,36 @@ def _compare_run(page) -> str:
 THEN = {"lesson": _lesson_step, "compare": _compare_run}  # what fills a page further after its first look
 
 
+@pytest.fixture(scope="module")
+def empty_app(tmp_path_factory):
+    """The app over a runs database that holds nothing yet, its user a teacher, so the class page is drawn too."""
+    server = app_over_runs(tmp_path_factory.mktemp("a11y-empty"), AGENTCORE_USER="tina", AGENTCORE_TEACHERS="tina")
+    yield server.url
+    server.stop()
+
+
+def _compare_step(page) -> str:
+    """One Step all on the page's first configurations: each column partway, its messages, the summary and the
+    wire JSON of step 1."""
+    page.get_by_role("button", name="Step all").click()
+    expect(page.get_by_role("heading", name="Summary")).to_be_visible(timeout=WAIT)
+    return "the compare page after one Step all"
+
+
+@pytest.mark.parametrize("path", ("", *PAGES))
+def test_each_page_passes_axe_over_an_empty_runs_database(empty_app, browser, axe_source, path):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{empty_app}/{path}")
+    expect(page.get_by_test_id("stSidebar")).to_be_visible(timeout=WAIT)
+    idle(page)
+    check_axe(page, axe_source, f"the {path or 'playground'} page over an empty runs database")
+    if path == "compare":
+        where = _compare_step(page)
+        idle(page)
+        check_axe(page, axe_source, where)
+    page.close()
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_each_page_passes_axe(app, browser, axe_source, path):
     page = browser.new_page(viewport=VIEWPORT)
@@ -123,6 +155,29 @@ def test_each_page_passes_axe(app, browser, axe_source, path):
         where = THEN[path](page)
         idle(page)
         check_axe(page, axe_source, where)
+    page.close()
+
+
+def test_compare_from_a_stored_runs_step_passes_axe(app, browser, axe_source):
+    """From the Runs page's Compare from here: the origin's box, then the original beside each fork after Run all.
+
+    Last of the tests over `app`: the forks it saves would be more rows on the Runs and class pages."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/runs")
+    expect(page.get_by_role("button", name="Compare from here")).to_be_visible(timeout=WAIT)
+    idle(page)
+    page.get_by_role("button", name="Compare from here").click()
+    expect(page.locator(".st-key-cmp_origin")).to_contain_text("From step 1 of run", timeout=WAIT)
+    idle(page)
+    check_axe(page, axe_source, "the compare page set up from step 1 of a stored run")
+    page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
+    page.get_by_role("option", name="scripted", exact=True).click()
+    idle(page)
+    page.get_by_role("button", name="Run all").click()
+    expect(page.get_by_role("heading", name="Summary")).to_be_visible(timeout=WAIT)
+    expect(page.locator(".st-key-cmp_original")).to_be_visible()
+    idle(page)
+    check_axe(page, axe_source, "the compare page from step 1 of a stored run after Run all")
     page.close()
 
 
