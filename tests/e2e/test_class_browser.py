@@ -144,12 +144,22 @@ def test_a_step_on_one_server_reaches_the_teachers_class_page_on_the_other_and_n
 
 def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(tmp_path, pg_cluster, browser):
     """nginx sends a browser whose server has stopped to the other one; the new session offers the student's last
-    run, saved in PostgreSQL by every Step, and the student goes on from its last step."""
+    run, saved in PostgreSQL by every Step, and the student goes on from its last step; the lesson they were in goes
+    on from its saved run by itself, and stays one run."""
     db = pg_cluster.new_database()
     servers, upstreams, proxy = _servers(tmp_path, db, ["ada"])
     try:
         context = _browser_on(browser, proxy, "ada", upstreams[0])
         page = context.new_page()
+        page.goto(f"{proxy.url}/lesson")
+        lesson_step = page.locator(".st-key-lesson_step button")
+        expect(lesson_step).to_be_enabled(timeout=WAIT)
+        _idle(page)
+        lesson_step.click()
+        expect(page.get_by_role("heading", name=re.compile(r"^Step 1: sent"))).to_be_visible(timeout=WAIT)
+        _idle(page)
+        (lesson,) = Store(db, owner="ada").list_runs()
+
         page.goto(proxy.url)
         start = page.locator(".st-key-start button")
         expect(start).to_be_visible(timeout=WAIT)
@@ -161,8 +171,8 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
         step.click()
         expect(budget).to_have_text(re.compile(r"^1 / \d+$"), timeout=WAIT)
         _idle(page)
-        (before,) = Store(db, owner="ada").list_runs()
-        assert before.steps == 1 and before.owner == "ada"
+        before, _ = Store(db, owner="ada").list_runs()
+        assert before.steps == 1 and before.owner == "ada" and before.id != lesson.id
 
         servers[0].stop()  # server A is gone; the browser's websocket with it
         page.reload()  # what a student does on "Connection error"; nginx now finds A down and passes to B
@@ -177,8 +187,18 @@ def test_a_student_whose_server_stops_goes_on_on_the_other_with_every_step_kept(
         expect(budget).to_have_text(re.compile(r"^2 / \d+$"), timeout=WAIT)
         _idle(page)
 
-        (after,) = Store(db, owner="ada").list_runs()
+        after, _ = Store(db, owner="ada").list_runs()
         assert (after.id, after.steps, after.owner) == (before.id, 2, "ada")  # the same run, one step further
+
+        page.goto(f"{proxy.url}/lesson")  # a session of its own on B, which never saw the lesson
+        expect(page.get_by_text("Resumed your run of this lesson")).to_be_visible(timeout=WAIT)
+        expect(page.get_by_role("heading", name=re.compile(r"^Step 1: sent"))).to_be_visible()
+        _idle(page)
+        lesson_step.click()
+        expect(page.get_by_role("heading", name=re.compile(r"^Step 2: sent"))).to_be_visible(timeout=WAIT)
+        _idle(page)
+        runs = {r.id: r.steps for r in Store(db, owner="ada").list_runs()}
+        assert runs == {before.id: 2, lesson.id: 2}  # the lesson's run one step further, no new run
         context.close()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and upstreams[1] not in _websockets(proxy, "ada"):
