@@ -626,7 +626,7 @@ def _repeats(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str])
         key="cmp_repeat_pick",
         format_func=lambda key: safe.plain(
             f"{done[0].columns[int(key.split(':')[0])].label} · run {int(key.split(':')[1]) + 1} · "
-            f"{runs[key].stop_reason or 'open'} · {runs[key].id}"
+            f"{stop_words(runs[key]) or 'open'} · {runs[key].id}"
         ),
         placeholder="Choose a configuration's run",
     )

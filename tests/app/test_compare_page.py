@@ -310,7 +310,7 @@ def test_runs_per_configuration_runs_each_again_and_opens_any_run_in_the_playgro
     assert list(table["steps"]) == ["2", "3"]
     picks = at.selectbox(key="cmp_repeat_pick").options
     assert len(picks) == 6 and all(" · run " in p for p in picks)
-    assert any(o.startswith("scripted:runaway · run 3 · max_steps · ") for o in picks)
+    assert any(o.startswith("scripted:runaway · run 3 · made the 3 steps it was given · ") for o in picks)
     at.selectbox(key="cmp_repeat_pick").set_value("1:2").run()  # the runaway's third run
     at.button(key="cmp_repeat_open").click().run()
     assert not at.exception
