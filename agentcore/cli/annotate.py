@@ -105,8 +105,9 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Print each label and how many annotations carry it, over the runs the filters keep."""
+    """Print each label and how many annotations carry it, over the runs the filters keep, then where each is."""
     from ..store.runs import Store
+    from ..store.scanners import MAX_LISTED
 
     labelled = Store(args.db).annotated_runs(
         provider=args.provider, model=args.model, owner=args.owner, tag=args.tag, source=args.source
@@ -133,4 +134,11 @@ def cmd_errors(args: argparse.Namespace) -> int:
     for label, n in ordered:
         kind = "" if label in LABELS else "  (free label)"
         print(f"  {label:<{width}}  {n:>4}{kind}")
+    # where each one is, to open with runs show RUN_ID: the first MAX_LISTED, then how many more
+    where = [(r.id, a) for r, found in labelled for a in found]
+    print("where they are:")
+    for run_id, a in where[:MAX_LISTED]:
+        print(f"  run {run_id} {a.target}: {', '.join(a.all_labels) or 'no label'} (by {a.author or 'unknown'})")
+    if len(where) > MAX_LISTED:
+        print(f"  … and {len(where) - MAX_LISTED:,} more not listed (narrow them with --provider, --tag or --source)")
     return 0

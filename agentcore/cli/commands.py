@@ -164,7 +164,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = Store(getattr(args, "db", None))
     if action == "list":
         for r in store.list_runs(args.search, args.provider, args.limit):
-            cost = "?" if r.cost_usd is None else f"${r.cost_usd:.4f}"
+            cost = "?" if r.cost_usd is None else f"${r.cost_usd:,.6f}"  # to the millionth, as every page says it
             mixed = " (mixed)" if r.mixed else ""
             print(
                 f"{r.id}  {r.updated_at[:19]}  {r.models_label}{mixed}  {r.steps} steps  {r.stop_reason or 'open'}  "
@@ -411,7 +411,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         return 0
 
     def usd(x: float | None) -> str:
-        return "-" if x is None else f"{x:.6f}"
+        return "-" if x is None else f"{x:,.6f}"
 
     priced = f"priced as {report.price_label}" if report.priced else f"not priced: {report.price_note}"
     print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
@@ -428,7 +428,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if f is not None:
         print(f"fit: cumulative input = a + b·n + c·n², a={f.a:.2f} b={f.b:.2f} c={f.c:.2f} R²={f.r2:.5f}")
     print(report.explanation())
-    cost = f" · ${report.total_cost_usd:.6f}" if report.total_cost_usd is not None else ""
+    cost = f" · ${report.total_cost_usd:,.6f}" if report.total_cost_usd is not None else ""
     print(f"total: {report.total_input_tokens} input + {report.total_output_tokens} output tokens{cost}")
     print("what-if (recomputed from the recorded messages, no model calls):")
     for w in whatifs:

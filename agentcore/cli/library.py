@@ -63,7 +63,7 @@ def add_library(sub: Any) -> None:
 
 def _cells(g: Any) -> list[str]:
     def money(v: float | None) -> str:
-        return "unpriced" if v is None else f"{v:.6f}"
+        return "unpriced" if v is None else f"{v:,.6f}"
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v:,.1f}"

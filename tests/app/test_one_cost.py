@@ -13,6 +13,7 @@ from agentcore.accounting import account, cache_saving
 from agentcore.cli.main import main
 from agentcore.sessions import read_import, store_imported
 from agentcore.store.runs import Store
+from agentcore.transcript import dumps
 from agentcore.whatif import what_ifs
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "sessions"
@@ -85,8 +86,19 @@ def stats(db: Path, capsys) -> dict[str, list[str]]:
     return {"stats": said(row[heading.index("cost ($)")])}
 
 
+def terminal(db: Path, run, tmp_path: Path, capsys) -> dict[str, list[str]]:
+    """`runs list`'s line for the run, and the total `agentcore cost` prints for its transcript."""
+    assert main(["runs", "list", "--db", str(db)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(run.id))
+    transcript = tmp_path / "run.json"
+    transcript.write_text(dumps(run), encoding="utf-8")
+    assert main(["cost", str(transcript)]) == 0
+    total = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("total:"))
+    return {"runs list": said(line), "cost total": said(total.split(" · ", 1)[1])}
+
+
 def test_an_imported_codex_rollout_reads_one_cost_on_the_cost_page_runs_the_dashboard_and_stats(
-    imported, open_app, capsys
+    imported, open_app, capsys, tmp_path
 ) -> None:
     db, store, run = imported
     report = account(run)
@@ -98,6 +110,7 @@ def test_an_imported_codex_rollout_reads_one_cost_on_the_cost_page_runs_the_dash
         **runs_page(open_app, run.id),
         **dashboard(open_app, run.id),
         **stats(db, capsys),
+        **terminal(db, run, tmp_path, capsys),
     }
     assert seen == dict.fromkeys(seen, [one])
     assert store.summary(run.id).cost_usd == report.total_cost_usd

@@ -50,3 +50,29 @@ def test_a_long_list_of_findings_stops_at_its_bound_and_says_how_many_more(tmp_p
     listed = [line for line in out.splitlines() if FINDING.match(line)]
     assert len(listed) == 2 and set(listed) <= set(whole)
     assert f"  … and {len(whole) - 2:,} more findings not listed" in out
+
+
+def test_errors_prints_where_each_label_is_run_id_and_step_and_bounds_the_list(tmp_path, capsys, monkeypatch):
+    from agentcore.annotations import make_annotation
+    from agentcore.store import scanners
+
+    db = str(tmp_path / "runs.db")
+    store = Store(db)
+    looped, weather = scripted_run("runaway"), scripted_run("weather")
+    for run in (looped, weather):
+        store.save_run(run)
+    store.annotate(weather.id, make_annotation(step=1, labels=["good"]))
+    _scan(capsys, db)
+    assert main(["errors", "--db", db]) == 0
+    out = capsys.readouterr().out
+    where = out.split("where they are:\n", 1)[1].splitlines()
+    kept = [(r.id, a) for r, found in store.annotated_runs() for a in found]
+    assert len(where) == len(kept) > 2
+    assert f"  run {weather.id} step 1: good (by {store.annotations(weather.id)[0].author})" in where
+    assert any(
+        line.startswith(f"  run {looped.id} step 3") and line.endswith(": looped (by scanner:loop)") for line in where
+    )
+    monkeypatch.setattr(scanners, "MAX_LISTED", 1)
+    assert main(["errors", "--db", db]) == 0
+    where = capsys.readouterr().out.split("where they are:\n", 1)[1].splitlines()
+    assert len(where) == 2 and where[1].startswith(f"  … and {len(kept) - 1:,} more not listed")
