@@ -271,12 +271,17 @@ _READS = (
 
 def _check_roles(data: Any) -> None:
     """A message list none of whose messages has a role is another tool's format, not a broken message list: it is
-    said so (a Gemini CLI session's messages are `type: user` and `type: gemini`), not refused by a message's role."""
+    said so (a Gemini CLI session's messages are `type: user` and `type: gemini`, a saved chat's `role: model` with
+    `parts`), not refused by a message's role."""
     messages = data if isinstance(data, list) else data.get("messages")
     head = messages[:50] if isinstance(messages, list) else []
     if head and all(isinstance(m, dict) and "role" not in m for m in head):
         gemini = any(m.get("type") == "gemini" for m in head)
         said = " (a Gemini CLI session, by its messages of type gemini)" if gemini else ""
+        raise TranscriptError(f"(top level): not a format agentcore reads{said}: {_READS}")
+    # Gemini's own contents (Gemini CLI's saved chats, `checkpoint-*.json`): roles `user` and `model`, text in `parts`
+    if any(isinstance(m, dict) and m.get("role") == "model" and "parts" in m for m in head):
+        said = " (a Gemini conversation, by its messages of role model with parts: Gemini CLI's saved chats write it)"
         raise TranscriptError(f"(top level): not a format agentcore reads{said}: {_READS}")
 
 

@@ -243,5 +243,17 @@ def test_a_file_of_another_tools_format_is_named_as_one_agentcore_does_not_read(
     assert "role" not in said and "Claude Code session" in said
     with pytest.raises(TranscriptError, match=r"not a format agentcore reads: it reads"):
         read_import(json.dumps([{"kind": "x"}]).encode(), "other.json")
+    saved_chat = [  # Gemini CLI's `/chat save` (checkpoint-NAME.json): the Gemini API's contents
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"text": "hello"}, {"functionCall": {"name": "ls", "args": {}}}]},
+    ]
+    with pytest.raises(TranscriptError) as refused:
+        read_import(json.dumps(saved_chat).encode(), "checkpoint-a.json")
+    said = str(refused.value)
+    assert said.startswith("checkpoint-a.json: (top level): not a format agentcore reads (a Gemini conversation")
+    assert "expected" not in said and "Codex rollout" in said
+    # a message list whose assistant is called `model` but holds content is refused by its role, as before
+    with pytest.raises(TranscriptError, match="role"):
+        read_import(json.dumps([{"role": "model", "content": "x"}]).encode(), "odd.json")
     with pytest.raises(TranscriptError, match=r"messages\[1\]\.role"):  # a message list with one bad role: as before
         read_import(json.dumps([{"role": "user", "content": "a"}, {"content": "b"}]).encode(), "list.json")
