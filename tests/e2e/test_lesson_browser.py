@@ -173,3 +173,38 @@ def test_every_step_of_each_lesson_fits_a_projector_and_shows_the_answer_whole(f
         for city in ("Paris", "Rome", "Tokyo"):
             expect(newest).to_contain_text(re.compile(rf"{city}: -?[\d.]+° celsius, \w+"))
     page.close()
+
+
+def test_a_lesson_taken_up_in_a_new_session_says_so_and_still_fits_a_projector(fresh_app, browser):
+    """A new session (a new tab, or another app server after the student's stopped) goes on from the saved run: at
+    the debugging lesson's breakpoint, the tallest screen, with the line that says so on top of it."""
+    first = browser.new_page(viewport=VIEWPORT)
+    first.goto(f"{fresh_app}/lesson")
+    expect(first.locator(".st-key-lesson_step button")).to_be_enabled(timeout=WAIT)
+    _pick_lesson(first, "debug")
+    first.locator(".st-key-lesson_step button").click()
+    expect(first.locator(".st-key-lesson_mock_button button")).to_be_visible(timeout=WAIT)
+    _idle(first)
+    first.close()
+
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{fresh_app}/lesson")
+    expect(page.get_by_text("Resumed your run of this lesson")).to_be_visible(timeout=WAIT)
+    expect(page.locator(".stMain h3")).to_contain_text(LESSONS["debug"].title)
+    mock = page.locator(".st-key-lesson_mock_button button")
+    expect(mock).to_be_visible()
+    _idle(page)
+    page.wait_for_timeout(300)  # let the redraw settle
+    _shot(page, "lesson-resumed.png")
+    assert _parts_off_screen(page) == [], "the resumed lesson at its breakpoint"
+    mock.click()  # to the lesson's end, so the other tests open on no unfinished run
+    expect(mock).to_have_count(0, timeout=WAIT)
+    step = page.locator(".st-key-lesson_step button")
+    while True:
+        _idle(page)
+        if not step.is_enabled():
+            break
+        step.click()
+        page.wait_for_timeout(300)
+    expect(page.locator(".st-key-lesson_ending")).to_contain_text("What you saw", timeout=WAIT)
+    page.close()
