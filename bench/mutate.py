@@ -149,20 +149,22 @@ def test_path(name: str) -> str:
 def run_target(name: str, workers: int) -> dict:
     modules, tests = TARGETS[name]
     report = OUT / f"{name}.json"
+    work = OUT / name  # the plugin's own report, a folder a target: two targets can run at once
+    work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}  # each of the many pytest processes reads compiled code
     command = [
         sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
         "-o", "addopts=",
         "-m", "not slow and not browser and not bench",
         "--gremlins", f"--gremlin-targets={','.join(modules)}", "--gremlin-report=json",
-        f"--gremlin-workers={workers}", f"--gremlins-html-dir={OUT}",
+        f"--gremlin-workers={workers}", f"--gremlins-html-dir={work}",
         f"--gremlin-mutant-timeout={MUTANT_TIMEOUT}",
         *(test_path(t) for t in tests),
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     took = time.monotonic() - started
-    written = OUT / "gremlins.json"
+    written = work / "gremlins.json"
     if not written.exists():
         sys.exit(f"mutate {name}: pytest-gremlins wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}")
     written.replace(report)
