@@ -20,10 +20,14 @@ import streamlit as st
 from agentcore.errors import AgentcoreError, TranscriptError
 from agentcore.hooks.examples import check_hook_names
 from agentcore.loop import Agent, Event, Observer, ToolDecision
-from agentcore.messages import AssistantMessage, Message, ToolMessage, UserMessage, pending_tool_calls
+from agentcore.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage, pending_tool_calls
 from agentcore.messages import validate_messages as _validate
+from agentcore.providers import FREE_PROVIDERS
+from agentcore.providers.base import estimate_request_tokens
 from agentcore.providers.llama_state import report_waits
+from agentcore.providers.prices import price_call
 from agentcore.providers.scripted import SCENARIOS
+from agentcore.request import base_request, prepare, request_settings
 from agentcore.run import Run, RunConfig
 from agentcore.steps import ModelRef
 from agentcore.transcript import read_json
@@ -104,13 +108,38 @@ def fork_at(step: int) -> None:
     on_run_changed(fork)
 
 
+# -- an imported run: read-only until a person chooses who goes on with it -------------------------
+
+READ_ONLY = (
+    "This run is an imported session, read-only here: choose a provider in the sidebar, then press Go on with it, "
+    "before anything is sent to a model or a tool is run."
+)
+
+
+def go_on() -> None:
+    """The person chose the sidebar's provider and model to go on with the imported run on screen."""
+    session = get_session()
+    if session.run is not None and not _busy(session):
+        session.going_on.add(session.run.id)
+        session.notice = None
+
+
+def _held(session: Session) -> bool:
+    """Whether the current run may not call a model or run a tool yet: then the page says why, once."""
+    if session.held_import() is None:
+        return False
+    session.notice = READ_ONLY
+    session.action, session.running = None, False
+    return True
+
+
 # -- stepping ---------------------------------------------------------------------------------
 
 
 def request(action: Action) -> None:
     """Ask the page to run a phase on its next draw; for tools, take the decisions from the form."""
     session = get_session()
-    if _busy(session):
+    if _busy(session) or _held(session):
         return
     session.notice, session.refused = None, None
     apply_settings(session)
@@ -126,7 +155,7 @@ def request(action: Action) -> None:
 def start_run_to_end() -> None:
     """Step until the run stops, showing progress; Stop ends it between phases."""
     session = get_session()
-    if _busy(session):
+    if _busy(session) or _held(session):
         return
     session.notice = session.info = None
     apply_settings(session)
@@ -271,6 +300,31 @@ def next_call(session: Session) -> NextCall | None:
     return NextCall(model, tools, changed)
 
 
+@dataclass(frozen=True)
+class CallEstimate:
+    """What the next model call would send to a provider that charges for it, estimated before it goes."""
+
+    model: ModelRef
+    tokens: int  # the request's input tokens, estimated from its text and tool definitions
+    cost: float | None  # USD for those tokens at the model's price; None where no price is known
+    after_tools: bool  # the tools phase runs first: its results add to what the call sends
+
+
+def next_call_estimate(session: Session) -> CallEstimate | None:
+    """The next model call's input tokens and their price (genai-prices, as the Cost page prices); None when there
+    is no next call or its provider is free (the embedded and scripted models)."""
+    nxt, run = next_call(session), upcoming(session)
+    if nxt is None or run is None or nxt.model.provider in FREE_PROVIDERS:
+        return None
+    try:
+        messages = prepare(run).messages  # the history as the run's context policies would send it
+    except AgentcoreError:  # a summary they would ask the model for: the whole history, its most
+        messages = run.messages
+    tokens = estimate_request_tokens(base_request(run, messages, request_settings(run.config)))
+    cost = price_call(run, nxt.model, Usage(input_tokens=tokens))
+    return CallEstimate(nxt.model, tokens, cost, run.next_phase == "tools")
+
+
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:
     provider = make_provider(run.config, session.config.provider_options)
     # a run's hooks are names of registered ones; an unknown name (from someone else's file) is a one-line notice
@@ -332,7 +386,7 @@ def start_phase(session: Session, action: Action) -> PhaseJob | None:
     None when there is nothing to run, or the provider could not be made (that failure is shown).
     """
     run = session.run
-    if run is None:
+    if run is None or _held(session):  # the one gate before a phase: every button that steps comes here
         return None
     decisions, session.decisions = session.decisions, {}
     progress = PhaseProgress("tools" if action in ("tools", "step") and run.next_phase == "tools" else "model")
@@ -388,7 +442,7 @@ def run_requested(session: Session, slot) -> list[PhaseJob]:
 def run_to_end(session: Session, progress: Callable[[Run], None]) -> None:
     """Agent.run on the current run, saving and showing progress after each phase; Stop ends it between phases."""
     run = session.run
-    if run is None:
+    if run is None or _held(session):  # the gate of Run to end and of a replay from a mocked result
         return
     cancel = threading.Event()
 

@@ -18,7 +18,7 @@ from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
 from agentcore.transcript import describe_validation
 
 from . import safe
-from .actions import apply_settings
+from .actions import READ_ONLY, apply_settings
 from .state import Session, get_session, on_run_changed
 
 BREAKPOINTS_HELP = (
@@ -122,6 +122,9 @@ def mock_from_here(i: int) -> None:
 def replay_with_mock(i: int) -> None:
     """Fork the run at the call behind message `i`, with its result mocked, and run the fork to its end."""
     session = get_session()
+    if session.held_import() is not None:  # the replay runs the fork to its end: not before a person chose who
+        session.notice = READ_ONLY
+        return
     asked = _asked_rule(session, i)
     if asked is None:
         return

@@ -8,6 +8,7 @@ next script run follows it where the last one left off.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -139,3 +140,79 @@ def follow(job: PhaseJob, slot) -> None:
     show_progress(slot, job.progress.now())
     while not job.wait(REDRAW_S):
         show_progress(slot, job.progress.now())
+
+
+# -- the keyboard's focus after a phase ---------------------------------------------------------------------------
+
+# The control pressed to run a phase keeps the focus while it stays on the page and enabled, as Step does after a
+# Step that leaves the run open. A Step that ends the run disables it, and the browser then drops the focus to the
+# page's start; a Stop or a Retry is gone after its draw. The focus then goes to the first of these that is there and
+# enabled: Step (it came back), the decision panel's Run, Retry, or New run, the next action of a run that ended.
+NEXT_FOCUS = ("step", "run_tools", "retry", "go_on", "start")
+PHASE_CONTROLS = (
+    "step",
+    "model_phase",
+    "tools_phase",
+    "run_to_end",
+    "run_tools",
+    "retry",
+    "go_on",
+    "stop",
+    "stop_phase",
+)
+KEEP_FOCUS_SCRIPT = """<script>
+(() => {
+  if (window.agentcoreKeepFocus) return;
+  window.agentcoreKeepFocus = true;
+  const CONTROLS = __CONTROLS__, NEXT = __NEXT__;
+  let pressed = null, since = 0;  // the phase's control last pressed, until the focus has somewhere to be
+  const keyOf = (el) => {
+    const box = el && el.closest ? el.closest('[class*="st-key-"]') : null;
+    const name = box ? [...box.classList].find((c) => c.startsWith("st-key-")) : null;
+    return name ? name.slice("st-key-".length) : null;
+  };
+  document.addEventListener("mousedown", () => { pressed = null; }, true);  // a click elsewhere: the person's
+  document.addEventListener("click", (event) => {  // a mouse click or Enter and Space on the button
+    const key = keyOf(event.target.closest ? event.target.closest("button") : null);
+    pressed = key && CONTROLS.includes(key) ? key : null;
+    since = performance.now();
+  }, true);
+  const settle = () => {
+    if (pressed === null) return;
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute("data-test-script-state") !== "notRunning") {
+      since = performance.now();  // the draw goes on: the while to look again counts from its end
+      return;
+    }
+    const active = document.activeElement;  // a button just disabled may still hold it until the next frame
+    if (active && active !== document.body && active.isConnected && !active.disabled) {
+      if (keyOf(active) !== pressed) pressed = null;  // the person moved it: leave it there
+      // still on the control pressed: a draw may yet take it away, so look again a while
+      else if (performance.now() - since < 3000) setTimeout(later, 200);
+      return;
+    }
+    for (const key of [pressed, ...NEXT]) {
+      const button = document.querySelector(`.st-key-${key} button:not(:disabled)`);
+      if (button) {
+        button.focus();
+        break;
+      }
+    }
+    pressed = null;
+  };
+  let queued = false;
+  const later = () => {
+    if (!queued) {
+      queued = true;
+      requestAnimationFrame(() => { queued = false; settle(); });
+    }
+  };
+  new MutationObserver(later).observe(document.body, { childList: true, subtree: true, attributeFilter: ["data-test-script-state", "disabled"] });
+})();
+</script>""".replace("__CONTROLS__", json.dumps(PHASE_CONTROLS)).replace("__NEXT__", json.dumps(NEXT_FOCUS))
+
+
+def keep_focus() -> None:
+    """Keep the keyboard's focus on a control after the draw a phase's button started (KEEP_FOCUS_SCRIPT)."""
+    with st.container(key="keep_focus"):
+        st.html(KEEP_FOCUS_SCRIPT, unsafe_allow_javascript=True)

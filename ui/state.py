@@ -159,11 +159,30 @@ class Session:
     user: str | None = None  # the name typed in the sidebar, kept for this browser session
     conflict: str | None = None  # a run whose save was refused: someone else saved it since this session read it
     remembered: str | None = None  # the run this session last recorded as its user's last run
+    going_on: set[str] = field(default_factory=set)  # imported runs a person here chose a provider to go on with
 
     @property
     def run(self) -> Run | None:
         """The current run, if there is one."""
         return self.runs.get(self.current_id) if self.current_id else None
+
+    def held_import(self, run: Run | None = None) -> Run | None:
+        """The imported run that `run` (the current one by default) is, or was forked from in this session, while
+        nobody here has chosen a provider to go on with it; None when `run` may go on.
+
+        An imported session is someone's real work on a paid model: it opens read-only, and nothing sends its
+        history to a model or runs its tools (which may not exist here) until a person chooses who goes on.
+        """
+        run = run or self.run
+        seen: set[str] = set()
+        while run is not None and run.id not in seen:
+            if run.id in self.going_on:
+                return None
+            if run.origin is not None:
+                return run
+            seen.add(run.id)
+            run = self.runs.get(run.parent.run_id) if run.parent is not None else None
+        return None
 
     def show_step(self, step: int) -> None:
         """Have the playground open on one step of the current run: its Steps tab, with that step picked."""

@@ -20,6 +20,7 @@ from ui import actions, otel, safe, words
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
 from ui.lessons import lesson_of
+from ui.live import keep_focus
 from ui.messages_view import (
     mark_new,
     message_line,
@@ -33,6 +34,7 @@ from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
 from ui.style import announce
+from ui.tool_registry import available_tools
 
 # the reason as the page says it: an answer is not a right answer, and a reply cut off is not an answer
 STOP_LABELS = {"answer": "answered", "output limit": "stopped at the output limit"}
@@ -58,7 +60,11 @@ PACE_KEY = "pace"
 VIEWS = ("Messages", "Steps")
 # less room above the title than Streamlit's 6rem: a Step's controls, its new messages and the decision panel
 # share the first screen at 1280x720
-PAGE_STYLE = "<style>.stMainBlockContainer{padding-top:3rem}.st-key-pending h3{padding-top:0.25rem}</style>"
+PAGE_STYLE = (
+    "<style>.stMainBlockContainer{padding-top:3rem}.st-key-pending h3{padding-top:0.25rem}"
+    ".st-key-keep_focus,[data-testid=stElementContainer]:has(> .st-key-keep_focus),"
+    "[data-testid=stLayoutWrapper]:has(> .st-key-keep_focus){display:none}</style>"
+)
 HOW_IT_WORKS = (
     "**The loop.** ① *Model phase*: the whole message list goes to the model, which answers or asks for tools. "
     "② *Tools phase*: each requested tool runs and its result is appended. Repeat until the model answers "
@@ -294,6 +300,9 @@ def _next_call(session: Session, run: Run) -> None:
     if nxt.changed:
         line += f" :orange-badge[changed: {' and '.join(nxt.changed)}]"
     st.caption(line)
+    estimate = actions.next_call_estimate(session)
+    if estimate is not None:
+        st.caption(f":material/payments: {estimate_words(estimate)}")
     note = reasoning_note(run.messages, nxt.model.provider)  # reasoning goes back only to its own provider
     if note:
         st.caption(f":material/psychology: {safe.inline(note)}")
@@ -304,7 +313,59 @@ def _next_call(session: Session, run: Run) -> None:
             st.caption(f":material/rule: {safe.inline(line)}")
 
 
+def estimate_words(estimate: actions.CallEstimate) -> str:
+    """The next paid call's estimate in one line, each estimated figure marked with ~."""
+    tokens = f"~{estimate.tokens:,} tokens"
+    if estimate.after_tools:  # the tools' results are not known yet: the call sends at least this
+        tokens = f"more than {tokens}"
+    where = safe.code(estimate.model.label)
+    if estimate.cost is None:
+        cost = "no price is known for it, so its cost is unknown"
+    else:
+        cost = f"{'more than ' if estimate.after_tools else ''}~{words.shown(estimate.cost, ',.6f', prefix='$')}"
+        cost += " for that input, before what its reply costs"
+    then = "The model call after the tools" if estimate.after_tools else "The next model call"
+    return f"{then} sends {tokens} to {where} (estimated from the text): {cost}."
+
+
+def _read_only(session: Session, run: Run, imported: Run) -> None:
+    """An imported session, or a fork of one: what it is, and the one control that goes on with it."""
+    with st.container(border=True, key="read_only"):
+        st.markdown("### :material/lock: Imported: read-only")
+        origin = imported.link_lines[0] if imported.link_lines else "imported"
+        forked = "" if imported is run else f" (this run is a fork of {safe.code(imported.id)})"
+        st.markdown(
+            f"This run was {safe.inline(origin)}{forked}. Nothing here sends it to a model or runs its tools until "
+            "you choose who goes on with it."
+        )
+        nxt = actions.next_call(session)
+        if nxt is None:
+            st.caption("It has ended: insert a user message after its last one to have a model go on.")
+            _exports(st.container(horizontal=True), run)
+            return
+        st.caption(
+            f"To go on, choose a provider and model in the sidebar (now {safe.code(nxt.model.label)}), then press "
+            "the button: the scripted and embedded models cost nothing."
+        )
+        estimate = actions.next_call_estimate(session)
+        if estimate is not None:
+            st.caption(f":material/payments: {estimate_words(estimate)}")
+        bar = st.container(horizontal=True)
+        bar.button(
+            f"Go on with {nxt.model.label}",
+            key="go_on",
+            type="primary",
+            icon=":material/play_arrow:",
+            on_click=actions.go_on,
+        )
+        _exports(bar, run)
+
+
 def _controls(session: Session, run: Run) -> None:
+    imported = session.held_import(run)
+    if imported is not None:
+        _read_only(session, run, imported)
+        return
     editing = session.draft is not None
     # a structured answer ends the run for good; a used-up budget can still be raised in the sidebar
     can_model = actions.upcoming(session).can_call_model and not editing
@@ -339,7 +400,23 @@ def _controls(session: Session, run: Run) -> None:
         help="How long Run to end waits after each phase, so that each change can be followed",
     )
     bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
-    # the two exports share one button, so the controls fit one row at 1280 px
+    _exports(bar, run)  # the exports share one button, so the controls fit one row at 1280 px
+    live_problem = otel.problem()
+    if live_problem:
+        st.caption(f":material/warning: {safe.inline(live_problem)}")
+    if editing:
+        st.caption("Apply or discard the edits below before stepping.")
+    elif run.next_phase == "model" and actions.upcoming(session).budget_left == 0:
+        st.caption("The step budget is used up: raise **Max steps** in the sidebar to go on.")
+    elif run.next_phase == "done" and not run.stop_reason:
+        st.caption(
+            "The list ends with the model's answer, so the loop has nothing to do: delete that answer, or insert "
+            "a user message after it, to have the model go on."
+        )
+
+
+def _exports(bar, run: Run) -> None:
+    """The run's exports in one popover of the controls' row."""
     exports = bar.popover("Export", icon=":material/download:", key="exports")
     exports.download_button(
         "Export JSON",
@@ -375,18 +452,6 @@ def _controls(session: Session, run: Run) -> None:
         else "The run's OpenTelemetry GenAI trace with its messages (OTLP-JSON): opens in Jaeger, Tempo and Phoenix, "
         "and imports back on the Runs page",
     )
-    live_problem = otel.problem()
-    if live_problem:
-        st.caption(f":material/warning: {safe.inline(live_problem)}")
-    if editing:
-        st.caption("Apply or discard the edits below before stepping.")
-    elif run.next_phase == "model" and actions.upcoming(session).budget_left == 0:
-        st.caption("The step budget is used up: raise **Max steps** in the sidebar to go on.")
-    elif run.next_phase == "done" and not run.stop_reason:
-        st.caption(
-            "The list ends with the model's answer, so the loop has nothing to do: delete that answer, or insert "
-            "a user message after it, to have the model go on."
-        )
 
 
 def _error(session: Session, run: Run) -> None:
@@ -394,7 +459,12 @@ def _error(session: Session, run: Run) -> None:
         st.error(f"The model call failed: {safe.block(in_app_words(run.error or ''))}", icon=":material/error:")
         nxt = actions.next_call(session)
         again = f" with {safe.code(nxt.model.label)}" if nxt else ""
+        if session.held_import(run) is not None:  # read-only: the panel above says how to go on
+            return
         st.caption(f"Nothing in the run was lost. Retry makes the call again{again}, as the sidebar is set now.")
+        estimate = actions.next_call_estimate(session)
+        if estimate is not None:
+            st.caption(f":material/payments: {estimate_words(estimate)}")
         st.button(
             "Retry", key="retry", type="primary", icon=":material/refresh:", on_click=actions.request, args=("retry",)
         )
@@ -402,6 +472,7 @@ def _error(session: Session, run: Run) -> None:
 
 def _pending(session: Session, run: Run) -> None:
     calls = pending_tool_calls(run.messages)
+    held = session.held_import(run) is not None  # listed to read, with no decision and no button that runs them
     with st.container(border=True, key="pending"):
         st.markdown(
             f"### :material/pause_circle: {len(calls)} tool call{'s' if len(calls) != 1 else ''} waiting",
@@ -411,8 +482,19 @@ def _pending(session: Session, run: Run) -> None:
         asked = next((i for i in range(len(run.messages) - 1, -1, -1) if run.messages[i].role == "assistant"), None)
         if asked is not None and run.messages[asked].content:  # what the model said with its calls
             st.markdown(message_line(asked, run.messages[asked], calls=False))
+        missing = sorted({call.name for call in calls} - set(available_tools()))
+        if missing:
+            names = ", ".join(safe.code(name) for name in missing)
+            st.caption(
+                f":material/help: Not a tool of this app: {names}. Approved, "
+                f"{'it answers' if len(missing) == 1 else 'they answer'} with an error the model reads; "
+                "Type the result to answer as the tool would have."
+            )
         for call in calls:
             args = call.arguments_text
+            if held:
+                show_tool_call(call, args)
+                continue
             # the call and its decision side by side: the panel stays in view with the Step that made it
             what, decision = st.columns([4, 5], vertical_alignment="center")
             with what:
@@ -431,6 +513,8 @@ def _pending(session: Session, run: Run) -> None:
                 st.text_input("Reason told to the model (optional)", key=f"dec_reason_{call.id}")
             elif choice == "Type the result":
                 st.text_area("The result the model will read", key=f"dec_result_{call.id}", height=80)
+        if held:
+            return
         st.button(
             "Run tools with these decisions",
             key="run_tools",
@@ -567,6 +651,7 @@ def main() -> None:
     session = get_session()
     st.session_state[SIDEBAR_DRAWN_FOR] = _sidebar_key(session)  # the sidebar was drawn just before this
     st.html(PAGE_STYLE)
+    keep_focus()
     st.markdown("## Playground")
     if session.running and session.run is not None:
         _run_to_end(session)

@@ -81,6 +81,33 @@ def test_after_each_step_the_live_region_reads_the_new_messages_and_then_the_sto
     page.wait_for_function(f"() => window.agentcoreLive.textContent.startsWith('Step {n} of ')", timeout=WAIT)
     last = heard()
     assert "The model answered:" in last and last.endswith("Stop reason: answered.") and last != first
+    # said once: the page draws the stop reason as text, in no alert or status of its own that would say it again
+    expect(page.get_by_text("Stop reason:")).to_be_visible(timeout=WAIT)
+    assert page.locator('[role="status"], [role="alert"]').filter(has_text="Stop reason").count() == 0
+    page.close()
+
+
+FOCUSED = """() => { const e = document.activeElement;
+    const box = e && e.closest ? e.closest('[class*="st-key-"]') : null;
+    return box ? [...box.classList].find(c => c.startsWith('st-key-')) : (e ? e.tagName : null); }"""
+
+
+def test_the_focus_stays_on_step_and_after_the_step_that_ends_the_run_moves_to_new_run(fresh, browser):
+    url, _ = fresh
+    page, step = _stepped(browser, url, steps=0)
+    n = 0
+    while True:
+        expect(step).to_be_enabled(timeout=WAIT)
+        step.focus()
+        page.keyboard.press("Enter")  # as a keyboard user steps
+        n += 1
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text(re.compile(rf"^{n} / \d+$"), timeout=WAIT)
+        idle(page)
+        if not step.is_enabled():
+            break
+        assert page.evaluate(FOCUSED) == "st-key-step", f"after step {n}"
+    # the Step that ended the run disabled its own button: the focus goes to the next action, not the page's start
+    page.wait_for_function(f"() => ({FOCUSED})() === 'st-key-start'", timeout=WAIT)
     page.close()
 
 
