@@ -30,6 +30,7 @@ LESSON_PARAM = "lesson"  # the page address's query parameter naming the lesson 
 FORK_TEXT_KEY = "lesson_fork_result"
 MOCK_TEXT_KEY = "lesson_mock_result"
 WIDGETS = {LESSON_KEY: next(iter(LESSONS))}  # kept while another page is open, with their first values
+STEPPED_KEY = "lesson_stepped"  # set by the Step button's callback, for the draw to know that it ran
 SHOWN_MESSAGES = 4
 SHOWN_CHARS = 90  # a tool result is cut to about one line (what the model said is not): the newest must fit
 
@@ -149,9 +150,9 @@ def _adopt(session: Session, lesson: Lesson, run: Run) -> None:
 def _step() -> None:
     """Step the lesson's run; the first Step starts it."""
     session, lesson = get_session(), _chosen()
+    st.session_state[STEPPED_KEY] = True
     LessonState.get().notice = Saved.get().said = None
-    # a click that reaches a new session before its first draw goes on with the saved run, as the draw would
-    run = lesson_run(session, lesson) or _from_saved(session, lesson)
+    run = lesson_run(session, lesson)
     if run is None:
         _adopt(session, lesson, lesson.start())
     elif _waits(lesson, run):
@@ -222,7 +223,12 @@ def _mock() -> None:
 # -- the parts of the screen -------------------------------------------------------------------
 
 
-def _header(lesson: Lesson, run: Run | None) -> None:
+def _header(lesson: Lesson, run: Run | None) -> bool:
+    """The title, the picker, Step and Restart; whether Step was clicked without its callback having run.
+
+    Streamlit calls a button's callback only in a session that drew the button before: a click from a page that
+    another app server drew (the browser's own server stopped, and it reconnected here) comes with no callback.
+    """
     title, pick, step, restart = st.columns([5, 3, 1.3, 1.3], vertical_alignment="center")
     title.markdown(f"### :material/school: {lesson.title}")
     pick.selectbox(
@@ -232,7 +238,7 @@ def _header(lesson: Lesson, run: Run | None) -> None:
         format_func=lambda i: f"{list(LESSONS).index(i) + 1}. {LESSONS[i].title}",
         label_visibility="collapsed",
     )
-    step.button(
+    clicked = step.button(
         "Step",
         key="lesson_step",
         type="primary",
@@ -242,6 +248,8 @@ def _header(lesson: Lesson, run: Run | None) -> None:
         width="stretch",
     )
     restart.button("Restart", key="lesson_restart", icon=":material/restart_alt:", on_click=_restart, width="stretch")
+    stepped = st.session_state.pop(STEPPED_KEY, False)
+    return clicked and not stepped
 
 
 def _narration(session: Session, lesson: Lesson, run: Run | None) -> None:
@@ -399,7 +407,12 @@ def main() -> None:
             actions.run_requested(session, st.empty())  # the time so far and the streamed text, as the step runs
         slot.empty()
     with st.container(key="lesson_page"):
-        _header(lesson, run)
+        if _header(lesson, run):  # the click is done here, not lost: the page is drawn again with its step
+            said = Saved.get().said
+            _step()
+            Saved.get().said = said  # the line about the run taken up stays above the step it goes on with
+            if session.action:
+                st.rerun()
         left, right = st.columns([5, 6], gap="medium")
         with left:
             _narration(session, lesson, run)
