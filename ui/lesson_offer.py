@@ -74,7 +74,7 @@ def last_lesson_run(store: Store, lesson: Lesson) -> RunSummary | None:
 
 
 def left_off(store: Store) -> Lesson | None:
-    """The lesson the Store user was last in the middle of: the lesson of their newest run, when it is not done."""
+    """The lesson the Store user was last in the middle of: that of their newest lesson run, when it is not done."""
     newest = next(iter(_own_lesson_runs(store)), None)
     lesson = lesson_titled(newest.title) if newest else None
     return lesson if newest is not None and lesson is not None and not lesson_done(lesson, newest) else None

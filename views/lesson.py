@@ -6,7 +6,8 @@ both phases of the step that just ran, and what the step sent: all on one screen
 A lesson goes on from its saved run: a browser session that has no run of the lesson yet (a new tab, or the
 session another app server opened when the student's own stopped) takes up the student's own unfinished run of it
 from the runs database, at its last saved step, and says so; a finished one is offered to reopen. The lesson in the
-picker is in the page's address (?lesson=ID), so a reload or a reconnection opens the same lesson.
+picker is in the page's address (?lesson=ID), so a reload or a reconnection opens the same lesson, and a Step clicked
+on a page another server drew is taken (Streamlit has no callback to call for it there), not lost.
 """
 
 from __future__ import annotations
