@@ -207,3 +207,29 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
         (2, ["good"], ""),
     ]
     page.close()
+
+
+def test_an_imported_session_opens_read_only_with_the_estimate_and_passes_axe(fresh, browser, axe_source):
+    from pathlib import Path
+
+    from agentcore.sessions import read_import, store_imported
+
+    url, workdir = fresh  # last in this module: the library is no longer empty after it
+    rollout = Path(__file__).parents[1] / "fixtures" / "sessions" / "codex_rollout.jsonl"
+    raw = "\n".join(rollout.read_text().splitlines()[:9])  # a session left on a call with no result
+    (run,) = store_imported(Store(workdir / "runs.db"), read_import(raw, "rollout.jsonl"))
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{url}/runs?run={run.id}")
+    opener = page.locator(".st-key-runs_open_current button")
+    expect(opener).to_be_visible(timeout=WAIT)
+    idle(page)
+    opener.click()
+    panel = page.locator(".st-key-read_only")
+    expect(panel).to_contain_text("Imported: read-only", timeout=WAIT)
+    idle(page)
+    expect(panel).to_contain_text(re.compile(r"sends more than ~[\d,]+ tokens to openai-responses/gpt-5\.5"))
+    expect(panel.get_by_role("button", name="Go on with openai-responses/gpt-5.5")).to_be_enabled()
+    for name in ("Step", "Run to end", "Run tools with these decisions"):
+        assert page.get_by_role("button", name=name, exact=True).count() == 0, name
+    check_axe(page, axe_source, "the playground on an imported session, read-only")
+    page.close()
