@@ -36,8 +36,17 @@ SERVER_FIXTURES = {"katan", "katan_pool", "llama_server", "pg_cluster", "pg_url"
 SERVER_GROUPS = {"katan": "katan", "katan_pool": "katan", "llama_server": "llama", "pg_cluster": "pg", "pg_url": "pg"}
 
 
+def _on_postgresql(item: pytest.Item) -> bool:
+    """A case of a fixture parametrised by backend whose value is "postgresql": it asks for the cluster by
+    `request.getfixturevalue`, so the fixture's name is not among the test's."""
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
+
+
 def _group(item: pytest.Item) -> str | None:
     fixtures = set(getattr(item, "fixturenames", ()))
+    if _on_postgresql(item):
+        return "pg"
     for fixture, group in SERVER_GROUPS.items():
         if fixture in fixtures:
             return group
@@ -48,7 +57,7 @@ def _group(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or _on_postgresql(item):
             item.add_marker(pytest.mark.slow)
         group = _group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
