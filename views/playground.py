@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import re
 import time
-from functools import partial
 
 import streamlit as st
 
-from agentcore.exports import REPLAY, export_filename, export_json, export_otlp, export_run
 from agentcore.hooks.guard import REPEAT, guard_mode, withholds_tools
-from agentcore.messages import pending_tool_calls, reasoning_note
-from agentcore.request import settings_note, thinking_note
+from agentcore.messages import pending_tool_calls
 from agentcore.run import Run
-from agentcore.steps import models_label
-from agentcore.telemetry import OTLP_JSON, otel_missing
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words
 from ui.graph import loop_html, source_html, source_view
@@ -30,6 +25,7 @@ from ui.messages_view import (
     show_refusal,
     show_tool_call,
 )
+from ui.next_call_view import estimate_words, render_exports, render_read_only, show_next_call
 from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
@@ -286,91 +282,16 @@ def _loop_guard(run: Run) -> None:
         )
 
 
-def _next_call(session: Session, run: Run) -> None:
-    """Who answers the next step, and who answered the run so far: a switch in the sidebar shows here first."""
-    nxt = actions.next_call(session)
-    if nxt is None:
-        return
-    tools = ", ".join(safe.code(n) for n in nxt.tools) if nxt.tools else "no tools"
-    line = f"Next step: {safe.code(nxt.model.label)} with {tools}"
-    if run.next_phase == "tools":
-        line = f"Next: the tools phase, then {safe.code(nxt.model.label)} with {tools}"
-    if run.steps:
-        line += f" — the run so far: {safe.code(models_label(run.models))}"
-    if nxt.changed:
-        line += f" :orange-badge[changed: {' and '.join(nxt.changed)}]"
-    st.caption(line)
-    estimate = actions.next_call_estimate(session)
-    if estimate is not None:
-        st.caption(f":material/payments: {estimate_words(estimate)}")
-    note = reasoning_note(run.messages, nxt.model.provider)  # reasoning goes back only to its own provider
-    if note:
-        st.caption(f":material/psychology: {safe.inline(note)}")
-    # the model's documented rules: a setting it refuses, a setting sent for it, thinking it would refuse
-    ahead, (provider, model) = actions.upcoming(session) or run, nxt.model
-    for line in (settings_note(ahead, provider, model), thinking_note(ahead, provider, model)):
-        if line:
-            st.caption(f":material/rule: {safe.inline(line)}")
-
-
-def estimate_words(estimate: actions.CallEstimate) -> str:
-    """The next paid call's estimate in one line, each estimated figure marked with ~."""
-    tokens = f"~{estimate.tokens:,} tokens"
-    if estimate.after_tools:  # the tools' results are not known yet: the call sends at least this
-        tokens = f"more than {tokens}"
-    where = safe.code(estimate.model.label)
-    if estimate.cost is None:
-        cost = "no price is known for it, so its cost is unknown"
-    else:
-        cost = f"{'more than ' if estimate.after_tools else ''}~{words.shown(estimate.cost, ',.6f', prefix='$')}"
-        cost += " for that input, before what its reply costs"
-    then = "The model call after the tools" if estimate.after_tools else "The next model call"
-    return f"{then} sends {tokens} to {where} (estimated from the text): {cost}."
-
-
-def _read_only(session: Session, run: Run, imported: Run) -> None:
-    """An imported session, or a fork of one: what it is, and the one control that goes on with it."""
-    with st.container(border=True, key="read_only"):
-        st.markdown("### :material/lock: Imported: read-only")
-        origin = imported.link_lines[0] if imported.link_lines else "imported"
-        forked = "" if imported is run else f" (this run is a fork of {safe.code(imported.id)})"
-        st.markdown(
-            f"This run was {safe.inline(origin)}{forked}. Nothing here sends it to a model or runs its tools until "
-            "you choose who goes on with it."
-        )
-        nxt = actions.next_call(session)
-        if nxt is None:
-            st.caption("It has ended: insert a user message after its last one to have a model go on.")
-            _exports(st.container(horizontal=True), run)
-            return
-        st.caption(
-            f"To go on, choose a provider and model in the sidebar (now {safe.code(nxt.model.label)}), then press "
-            "the button: the scripted and embedded models cost nothing."
-        )
-        estimate = actions.next_call_estimate(session)
-        if estimate is not None:
-            st.caption(f":material/payments: {estimate_words(estimate)}")
-        bar = st.container(horizontal=True)
-        bar.button(
-            f"Go on with {nxt.model.label}",
-            key="go_on",
-            type="primary",
-            icon=":material/play_arrow:",
-            on_click=actions.go_on,
-        )
-        _exports(bar, run)
-
-
 def _controls(session: Session, run: Run) -> None:
     imported = session.held_import(run)
     if imported is not None:
-        _read_only(session, run, imported)
+        render_read_only(session, run, imported)
         return
     editing = session.draft is not None
     # a structured answer ends the run for good; a used-up budget can still be raised in the sidebar
     can_model = actions.upcoming(session).can_call_model and not editing
     can_tools = run.next_phase == "tools" and not editing
-    _next_call(session, run)
+    show_next_call(session, run)
     bar = st.container(horizontal=True, key="controls")
     bar.button(
         "Step",
@@ -400,7 +321,7 @@ def _controls(session: Session, run: Run) -> None:
         help="How long Run to end waits after each phase, so that each change can be followed",
     )
     bar.button("Reset", key="reset", icon=":material/restart_alt:", on_click=actions.reset_run, help="Start again")
-    _exports(bar, run)  # the exports share one button, so the controls fit one row at 1280 px
+    render_exports(bar, run)  # the exports share one button, so the controls fit one row at 1280 px
     live_problem = otel.problem()
     if live_problem:
         st.caption(f":material/warning: {safe.inline(live_problem)}")
@@ -413,45 +334,6 @@ def _controls(session: Session, run: Run) -> None:
             "The list ends with the model's answer, so the loop has nothing to do: delete that answer, or insert "
             "a user message after it, to have the model go on."
         )
-
-
-def _exports(bar, run: Run) -> None:
-    """The run's exports in one popover of the controls' row."""
-    exports = bar.popover("Export", icon=":material/download:", key="exports")
-    exports.download_button(
-        "Export JSON",
-        data=partial(export_json, run),  # built on click: a long run's transcript is megabytes
-        file_name=export_filename(run, "json"),
-        mime="application/json",
-        key="export",
-        icon=":material/download:",
-        on_click="ignore",
-    )
-    exports.download_button(
-        "Replay HTML",
-        data=partial(export_run, run, REPLAY),  # built on click, as the JSON export
-        file_name=export_filename(run, REPLAY),
-        mime="text/html",
-        key="export_replay",
-        icon=":material/slideshow:",
-        on_click="ignore",
-        help="One self-contained page that steps through the run in any browser, offline: to share",
-    )
-    missing = otel_missing()
-    exports.download_button(
-        "OpenTelemetry",
-        data=partial(export_otlp, run),  # built on click, as the JSON export
-        file_name=export_filename(run, OTLP_JSON),
-        mime="application/json",
-        key="export_otlp",
-        icon=":material/timeline:",
-        on_click="ignore",
-        disabled=missing is not None,
-        help=f"Needs the otel extra: pip install 'agentcore[otel]' (missing {missing})"
-        if missing
-        else "The run's OpenTelemetry GenAI trace with its messages (OTLP-JSON): opens in Jaeger, Tempo and Phoenix, "
-        "and imports back on the Runs page",
-    )
 
 
 def _error(session: Session, run: Run) -> None:
