@@ -5,6 +5,7 @@ with `ast`, so an import inside a function counts too."""
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,12 @@ def imports(modules: dict[str, Path]) -> list[Import]:
     return found
 
 
+@functools.cache
+def package_imports() -> tuple[Import, ...]:
+    """Every import of agentcore's modules, read once for the tests that each ask a question of them."""
+    return tuple(imports(module_names()))
+
+
 def _existing(name: str, modules: dict[str, Path]) -> str:
     while name not in modules and "." in name:
         name = name.rpartition(".")[0]
@@ -136,13 +143,13 @@ def private_imports(found: list[Import]) -> list[Import]:
 
 
 def test_no_module_of_agentcore_imports_itself_back_through_a_cycle():
-    found = imports(module_names())
+    found = package_imports()
     cycle = find_cycle(import_graph(found))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_no_module_of_agentcore_imports_another_modules_private_name():
-    bad = [f"{i.importer}:{i.line} imports {i.name} from {i.source}" for i in private_imports(imports(module_names()))]
+    bad = [f"{i.importer}:{i.line} imports {i.name} from {i.source}" for i in private_imports(package_imports())]
     assert bad == []
 
 
@@ -204,7 +211,7 @@ def test_the_shape_checks_count_at_their_limits(tmp_path):
 
 
 def test_the_runs_library_imports_nothing_of_the_test_runner():
-    found = imports(module_names())
+    found = package_imports()
     store = [f"{i.importer}:{i.line} imports {i.source}" for i in found if i.importer.startswith("agentcore.store")]
     assert store, "no import of the store was read"
     assert [s for s in store if " imports agentcore.testing" in s] == []

@@ -59,6 +59,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
 def test_an_isolated_tool_that_computes_past_its_time_limit_is_killed(tmp_path):
     from agentcore.workers import PROCESSES
 

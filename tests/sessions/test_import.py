@@ -166,6 +166,7 @@ HOSTILE = (
 )
 
 
+@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=HOSTILE)
 @example(data={"messages": [{"role": "user", "content": "x"}], "tools": True})
