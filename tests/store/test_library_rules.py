@@ -1,0 +1,190 @@
+"""The library's readers at their limits: how statistics add runs up per group, and the quantiles, rates and totals
+they give, each rule on both sides of its edge."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentcore.errors import UsageError
+from agentcore.store.figures import ModelFigures, RunFigures
+from agentcore.store.schema import RunSummary
+from agentcore.store.stats import GroupStats, add_up, first_day, most_expensive, totals
+
+
+def summary(run_id: str, *, stop: str | None = "answer", owner: str | None = None, cost: float | None = 0.0):
+    return RunSummary(
+        id=run_id,
+        title=None,
+        created_at="2026-12-01T23:59:59.000+00:00",
+        updated_at="2026-12-02T00:00:00.000+00:00",
+        provider="openai",
+        model="gpt-4o-mini",
+        steps=1,
+        messages=2,
+        stop_reason=stop,
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=cost,
+        duration_ms=0.0,
+        parent_id=None,
+        parent_step=None,
+        owner=owner,
+    )
+
+
+def tally(provider: str = "openai", model: str = "gpt-4o-mini", **counts) -> ModelFigures:
+    values = {"steps": 1, "input_tokens": 100, "output_tokens": 10, "cost_usd": 0.5, "latency_ms": (100.0,)}
+    return ModelFigures(provider, model, **{**values, **counts})
+
+
+def figures(*tallies: ModelFigures) -> RunFigures:
+    return RunFigures(tallies, 0.0)
+
+
+def test_a_groups_cache_hit_rate_and_cost_per_answer_are_none_without_input_answers_or_a_price():
+    assert GroupStats({}, input_tokens=0, cache_read_tokens=0).cache_hit_rate is None
+    assert GroupStats({}, input_tokens=1, cache_read_tokens=0).cache_hit_rate == 0.0
+    assert GroupStats({}, input_tokens=400, cache_read_tokens=100).cache_hit_rate == 0.25
+    assert GroupStats({}, cost_usd=3.0, answered_runs=0).cost_per_answered_run is None
+    assert GroupStats({}, cost_usd=None, answered_runs=2).cost_per_answered_run is None
+    assert GroupStats({}, cost_usd=3.0, answered_runs=2).cost_per_answered_run == 1.5
+    assert GroupStats({}, cost_usd=0.0, answered_runs=1).cost_per_answered_run == 0.0
+    assert GroupStats({}, estimated_steps=0).estimated is False
+    assert GroupStats({}, estimated_steps=1).estimated is True
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [(0.0, 10.0), (0.25, 10.0), (0.26, 20.0), (0.5, 20.0), (0.51, 30.0), (0.75, 30.0), (0.95, 40.0), (1.0, 40.0)],
+)
+def test_a_latency_quantile_is_the_nearest_rank_of_the_sorted_latencies(q, expected):
+    g = GroupStats({}, latencies_ms=[40.0, 10.0, 30.0, 20.0])
+    assert g.latency_ms(q) == expected
+    assert GroupStats({}).latency_ms(q) is None  # no step, no latency
+
+
+def test_a_groups_json_leaves_out_its_raw_latencies_and_run_ids_and_says_its_quantiles():
+    [g] = add_up([(summary("r1"), figures(tally(latency_ms=(100.0, 300.0), input_tokens=200, cache_read_tokens=50)))])
+    data = g.to_dict()
+    assert "latencies_ms" not in data and "run_ids" not in data
+    assert data["key"] == {"model": "openai/gpt-4o-mini"} and data["runs"] == 1
+    assert (data["p50_step_latency_ms"], data["p95_step_latency_ms"]) == (100.0, 300.0)
+    assert data["cache_hit_rate"] == 0.25 and data["cost_per_answered_run"] == 0.5 and data["estimated"] is False
+
+
+def test_a_run_answered_by_two_models_counts_once_in_a_group_that_holds_both_and_in_each_of_two_groups():
+    both = figures(tally(steps=2, input_tokens=100), tally(model="gpt-4o", steps=3, input_tokens=1000, cost_usd=2.0))
+    rows = [(summary("r1", stop="max_steps"), both), (summary("r2", stop="error"), figures(tally()))]
+    [provider] = add_up(rows, ["provider"])
+    assert (provider.runs, provider.steps, provider.input_tokens) == (2, 6, 1200)
+    assert (provider.answered_runs, provider.budget_runs, provider.failed_runs) == (0, 1, 1)
+    assert provider.cost_usd == 3.0 and provider.run_ids == {"r1", "r2"}
+    by_model = {g.key["model"]: g for g in add_up(rows, ["model"])}
+    assert (by_model["openai/gpt-4o"].runs, by_model["openai/gpt-4o"].steps) == (1, 3)
+    assert (by_model["openai/gpt-4o-mini"].runs, by_model["openai/gpt-4o-mini"].steps) == (2, 3)
+    assert by_model["openai/gpt-4o"].budget_runs == 1 and by_model["openai/gpt-4o-mini"].budget_runs == 1
+
+
+def test_each_figure_of_a_tally_is_added_to_its_own_field():
+    one = tally(input_tokens=1, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4, estimated=1, steps=5)
+    two = tally(input_tokens=10, output_tokens=20, cache_read_tokens=30, cache_write_tokens=40, estimated=0, steps=50)
+    [g] = add_up([(summary("r1"), figures(one)), (summary("r2", stop="structured"), figures(two))])
+    assert (g.input_tokens, g.output_tokens, g.cache_read_tokens, g.cache_write_tokens) == (11, 22, 33, 44)
+    assert (g.steps, g.estimated_steps, g.answered_runs) == (55, 1, 2)  # a structured answer is an answer
+    assert (g.budget_runs, g.failed_runs) == (0, 0)
+    assert sorted(g.latencies_ms) == [100.0, 100.0]
+
+
+@pytest.mark.parametrize("unpriced", [0, 1, 2])
+def test_a_group_with_one_unpriced_tally_has_no_cost_wherever_it_comes(unpriced):
+    tallies = [tally(cost_usd=0.25) for _ in range(3)]
+    tallies[unpriced] = tally(cost_usd=None)
+    [g] = add_up([(summary(f"r{i}"), figures(t)) for i, t in enumerate(tallies)])
+    assert g.cost_usd is None and g.runs == 3
+    [priced] = add_up([(summary(f"r{i}"), figures(tally(cost_usd=0.25))) for i in range(3)])
+    assert priced.cost_usd == 0.75
+
+
+def test_the_library_figures_of_one_provider_keep_that_providers_steps_alone(tmp_path):
+    from support.runs import priced_run
+
+    from agentcore.store.runs import Store
+    from agentcore.store.stats import library_figures, library_stats
+
+    store = Store(tmp_path / "runs.db")
+    mixed = priced_run([(1000, 10, 0, 100.0), (2000, 20, 0, 200.0)])
+    mixed.steps[1].provider, mixed.steps[1].model = "anthropic", "claude-sonnet-4-5"
+    store.save_run(mixed)
+    everything = library_stats(store, ["provider"])
+    assert [(g.key["provider"], g.steps, g.input_tokens) for g in everything] == [
+        ("anthropic", 1, 2000),
+        ("openai", 1, 1000),
+    ]
+    [openai] = library_stats(store, ["provider"], provider="openai")
+    assert (openai.key, openai.steps, openai.input_tokens, openai.runs) == ({"provider": "openai"}, 1, 1000, 1)
+    [(_, kept)] = library_figures(store, provider="openai")
+    assert [m.provider for m in kept.models] == ["openai"]
+    [(_, whole)] = library_figures(store)
+    assert [m.provider for m in whole.models] == ["openai", "anthropic"]
+
+
+def test_a_run_is_grouped_by_its_day_its_owner_or_none_and_each_of_its_labels_sorted():
+    from agentcore.annotations import make_annotation
+
+    rows = [(summary("r1", owner="ada"), figures(tally())), (summary("r2"), figures(tally(provider="anthropic")))]
+    days = add_up(rows, ["day", "provider"])
+    assert [g.key for g in days] == [
+        {"day": "2026-12-01", "provider": "anthropic"},
+        {"day": "2026-12-01", "provider": "openai"},
+    ]
+    assert [(g.key["owner"], g.runs) for g in add_up(rows, ["owner"])] == [("(none)", 1), ("ada", 1)]
+    labelled = {"r1": [make_annotation(step=1, labels=["wrong tool", "looped"], tags=["b", "a"])]}
+    by_label = add_up(rows, ["label"], labelled)
+    assert [(g.key["label"], sorted(g.run_ids)) for g in by_label] == [
+        ("(none)", ["r2"]),
+        ("looped", ["r1"]),
+        ("wrong tool", ["r1"]),
+    ]
+    assert [g.key["tag"] for g in add_up(rows, ["tag"], labelled)] == ["(none)", "a", "b"]
+    with pytest.raises(UsageError, match="cannot group by 'week'"):
+        add_up(rows, ["model", "week"])
+    with pytest.raises(UsageError, match="cannot group by 'week'"):
+        add_up([], ["week"])  # refused before any run is read
+
+
+def test_most_expensive_lists_ten_runs_by_cost_then_id_an_unpriced_one_as_free():
+    rows = [(summary(f"r{i:02}", cost=float(i % 4)), figures()) for i in range(12)]
+    rows.append((summary("unpriced", cost=None), figures()))
+    top = most_expensive(rows)
+    assert [s.id for s in top] == ["r03", "r07", "r11", "r02", "r06", "r10", "r01", "r05", "r09", "r00"]
+    assert [s.id for s in most_expensive(rows, 13)][-4:] == ["r00", "r04", "r08", "unpriced"]
+    assert most_expensive(rows, 1)[0].id == "r03"
+
+
+def test_totals_add_every_groups_figures_and_lose_the_cost_to_one_unpriced_group():
+    a = GroupStats({}, steps=1, input_tokens=2, output_tokens=3, cache_read_tokens=4, cache_write_tokens=5)
+    b = GroupStats({}, steps=10, input_tokens=20, output_tokens=30, cache_read_tokens=40, cache_write_tokens=50)
+    a.cost_usd, b.cost_usd, a.estimated_steps = 0.5, 0.25, 1
+    said = totals([a, b])
+    assert said == {
+        "steps": 11,
+        "input_tokens": 22,
+        "output_tokens": 33,
+        "cache_read_tokens": 44,
+        "cache_write_tokens": 55,
+        "estimated_steps": 1,
+        "cost_usd": 0.75,
+    }
+    for order in ([a, GroupStats({}, cost_usd=None)], [GroupStats({}, cost_usd=None), a]):
+        assert totals(order)["cost_usd"] is None
+    assert totals([])["cost_usd"] == 0.0
+
+
+def test_a_since_day_is_a_date_and_anything_else_is_refused_naming_the_option_and_forty_characters_of_it():
+    assert first_day(None) is None
+    assert first_day("2026-12-01") == "2026-12-01"
+    with pytest.raises(UsageError) as refused:
+        first_day("x" * 41, "--from")
+    assert str(refused.value) == f"--from {'x' * 40!r}: a date, YYYY-MM-DD"
+    with pytest.raises(UsageError, match="^--since 'yesterday': a date"):
+        first_day("yesterday")
