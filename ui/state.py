@@ -160,6 +160,8 @@ class Session:
     conflict: str | None = None  # a run whose save was refused: someone else saved it since this session read it
     remembered: str | None = None  # the run this session last recorded as its user's last run
     going_on: set[str] = field(default_factory=set)  # imported runs a person here chose a provider to go on with
+    # someone else's imported runs that a run here is a copy of (open_stored_run): not in `runs`, still its origin
+    imports: dict[str, Run] = field(default_factory=dict)
 
     @property
     def run(self) -> Run | None:
@@ -181,7 +183,8 @@ class Session:
             if run.origin is not None:
                 return run
             seen.add(run.id)
-            run = self.runs.get(run.parent.run_id) if run.parent is not None else None
+            parent = run.parent.run_id if run.parent is not None else ""
+            run = self.runs.get(parent) or self.imports.get(parent)
         return None
 
     def show_step(self, step: int) -> None:
@@ -374,6 +377,8 @@ def open_stored_run(store: Store, run_id: str) -> Run:
         theirs = store.read_run(run_id)
         run = theirs.fork_with_messages(list(theirs.messages), keep_later=True)
         store.save_run(run)
+        if theirs.origin is not None:  # a copy of an imported session is read-only as the session is
+            get_session().imports[theirs.id] = theirs
     remember_last_run(store, run.id)
     session = get_session()
     session.add_run(run)

@@ -101,3 +101,22 @@ def test_every_step_that_would_call_a_paid_model_shows_its_estimate_first(open_a
     # a free model's call is not priced
     at.selectbox(key="cfg_provider").set_value("scripted").run()
     assert "The next model call sends" not in _captions(at)
+
+
+def test_a_copy_of_someone_elses_imported_session_opens_read_only(tmp_path, monkeypatch, open_app):
+    raw = "\n".join(ROLLOUT.read_text().splitlines()[:9])
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    (theirs,) = store_imported(Store(tmp_path / "runs.db", owner="alice"), read_import(raw, "rollout.jsonl"))
+    at = open_app()
+    at.query_params["run"] = theirs.id  # a link to alice's run, opened by this session's user
+    at.switch_page("views/runs.py").run()
+    assert at.selectbox(key="runs_selected").value == theirs.id
+    click(at, "runs_open_current")  # opens one's own copy of it, forked from its end
+    kept = session(at)
+    copy = kept.run
+    assert copy.id != theirs.id and copy.origin is None and copy.parent.run_id == theirs.id
+    assert kept.held_import(copy).id == theirs.id
+    kept.sync_sidebar = True
+    at = open_app(session=kept)
+    assert not _keys(at) & set(STEPPERS) and "go_on" in _keys(at)
+    assert any(f"a fork of `{theirs.id}`" in m.value for m in at.main.markdown)
