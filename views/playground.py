@@ -25,7 +25,7 @@ from ui.messages_view import (
     show_refusal,
     show_tool_call,
 )
-from ui.next_call_view import estimate_words, render_exports, render_read_only, show_next_call
+from ui.next_call_view import render_exports, render_read_only, show_next_call
 from ui.page_state import PLAYGROUND_VIEW_KEY
 from ui.state import Session, get_session, in_app_words
 from ui.steps_view import render_steps, run_label
@@ -344,9 +344,6 @@ def _error(session: Session, run: Run) -> None:
         if session.held_import(run) is not None:  # read-only: the panel above says how to go on
             return
         st.caption(f"Nothing in the run was lost. Retry makes the call again{again}, as the sidebar is set now.")
-        estimate = actions.next_call_estimate(session)
-        if estimate is not None:
-            st.caption(f":material/payments: {estimate_words(estimate)}")
         st.button(
             "Retry", key="retry", type="primary", icon=":material/refresh:", on_click=actions.request, args=("retry",)
         )

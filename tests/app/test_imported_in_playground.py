@@ -120,3 +120,20 @@ def test_a_copy_of_someone_elses_imported_session_opens_read_only(tmp_path, monk
     at = open_app(session=kept)
     assert not _keys(at) & set(STEPPERS) and "go_on" in _keys(at)
     assert any(f"a fork of `{theirs.id}`" in m.value for m in at.main.markdown)
+
+
+def test_retry_of_a_failed_call_to_a_paid_model_shows_its_estimate(open_app):
+    from agentcore.providers import REGISTRY
+    from agentcore.run import Run, RunConfig
+    from ui.state import Session
+
+    model = REGISTRY["anthropic"].default_model
+    run = Run.start("What is the weather in Paris?", RunConfig(provider="anthropic", model=model))
+    run.stop_reason, run.error = "error", "anthropic: 529 overloaded"
+    kept = Session()
+    kept.add_run(run)
+    at = open_app(session=kept)
+    assert at.button(key="retry")
+    expected = estimate_request_tokens(ModelRequest(messages=tuple(run.messages)))
+    # said once, over Step and Retry alike
+    assert _captions(at).count(f"The next model call sends ~{expected:,} tokens to `anthropic/{model}`") == 1
