@@ -97,7 +97,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["test_trials.py", "test_pinned.py", "test_tests_page.py"],
     ),
     # experiments: a matrix kept as a record of the library
-    "experiments": (["agentcore/store/experiments.py", "agentcore/testing/experiments.py"], ["test_trials.py"]),
+    "experiments": (
+        ["agentcore/store/experiments.py", "agentcore/testing/experiments.py"],
+        ["test_trials.py", "test_experiment_rules.py"],
+    ),
     # Compare, from the first step or from step k
     "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
     # the library's readers: statistics, scanners, and what each step cost
