@@ -65,11 +65,17 @@ def render_read_only(session: Session, run: Run, imported: Run) -> None:
     """An imported session, or a fork of one: what it is, and the one control that goes on with it."""
     with st.container(border=True, key="read_only"):
         st.markdown("### :material/lock: Imported: read-only")
-        origin = imported.link_lines[0] if imported.link_lines else "imported"
+        origin = imported.origin
+        came = (
+            f"a {safe.inline(origin.format)} session, from the file {safe.code(origin.file)}"
+            + (f" written by {safe.inline(origin.agent)}" if origin.agent else "")
+            if origin is not None
+            else "an imported session"
+        )
         forked = "" if imported is run else f" (this run is a fork of {safe.code(imported.id)})"
         st.markdown(
-            f"This run was {safe.inline(origin)}{forked}. Nothing here sends it to a model or runs its tools until "
-            "you choose who goes on with it."
+            f"This is {came}{forked}. Nothing here sends it to a model or runs its tools until you choose who goes "
+            "on with it."
         )
         nxt = next_call(session)
         if nxt is None:

@@ -73,6 +73,10 @@ def test_an_imported_claude_code_session_steps_and_forks_in_a_browser(session_ap
     page.get_by_role("combobox", name="Provider").click()  # the fork goes on with another provider
     page.get_by_role("option", name="scripted", exact=True).click()
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+    # a fork of an imported session is read-only until a person chooses who goes on with it
+    assert page.get_by_role("button", name="Step", exact=True).count() == 0
+    page.get_by_role("button", name="Go on with scripted/weather").click()
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.get_by_role("tab", name="Messages").click()
     step = page.get_by_role("button", name="Step", exact=True)
     expect(step).to_be_enabled(timeout=WAIT)
