@@ -229,7 +229,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     heads = ("config", "steps", "stop", "in", "out", "cost $", "total ms", "ms/step", "tool err", "final answer")
 
     def cost(v: float | None) -> str:
-        return "?" if v is None else f"{v:.6f}"
+        return "?" if v is None else f"{v:,.6f}"  # to the millionth, as every page says a cost
 
     def answer(row: dict[str, Any]) -> str:
         text = f"error: {row['error']}" if row["error"] else str(row["final_answer"] or "")
