@@ -1,0 +1,325 @@
+"""The rules of repeated trials, the matrix and its scoreboard at their limits, on cells and runs made here: what
+a cell's trials say together, when a cell passes its threshold, which trial stands for it, how many failed and
+errored, the scoreboard's totals and lines, and the bounds a test run is held to."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from support.runs import priced_run
+
+from agentcore.errors import UsageError
+from agentcore.messages import AssistantMessage, ToolCall, UserMessage
+from agentcore.run import Run, RunConfig
+from agentcore.testing.pinned import Failure, PinnedTest
+from agentcore.testing.runner import (
+    MAX_TRIALS,
+    Cell,
+    Matrix,
+    combine_trials,
+    parse_config,
+    reference_turn,
+    replay_failures,
+    run_matrix,
+    said_call,
+)
+from agentcore.testing.scoreboard import Score, floor_line, scoreboard, table, time_line
+from agentcore.testing.trials import Spread, TrialStats, pass_hat_k, stats, threshold_failure, wilson
+
+WRONG = Failure("answer", "'381' does not contain '391'")
+DOWN = Failure("setup", "the provider did not start")
+
+
+def _cell(test="t", config="c", *, failures=(), run: Run | None = None, wall_s=0.0) -> Cell:
+    return Cell(test, config, run=run, failures=list(failures), wall_s=wall_s)
+
+
+def _errored(reply: str = "boom") -> Cell:
+    run = Run.start("hi", RunConfig(provider="openai", model="gpt-4o-mini"))
+    run.stop_reason, run.error = "error", reply
+    return _cell(failures=[Failure("run", reply)], run=run)
+
+
+# -- the statistics --------------------------------------------------------------------------------------------
+
+
+def test_pass_hat_k_is_asked_of_k_from_1_to_n_only():
+    assert pass_hat_k(2, 3, 1) == pytest.approx(2 / 3) and pass_hat_k(3, 3, 3) == 1
+    for k in (0, 4):
+        with pytest.raises(ValueError, match=f"k={k}, n=3"):
+            pass_hat_k(2, 3, k)
+
+
+def test_the_wilson_interval_takes_a_count_from_0_to_n_and_nothing_of_no_trials():
+    assert wilson(0, 1)[0] == 0.0 and wilson(1, 1)[1] == 1.0
+    assert wilson(1, 2) == pytest.approx((0.0945, 0.9055), abs=1e-4)  # Wilson's interval of 1 in 2
+    assert wilson(2, 0) == wilson(0, -1) == (0.0, 1.0)
+    for passed in (-1, 4):
+        with pytest.raises(ValueError, match=f"{passed} passed of 3 trials"):
+            wilson(passed, 3)
+
+
+def test_a_spread_of_nothing_is_unknown_and_one_of_values_says_its_median_and_range():
+    assert Spread.of([]) == Spread(None, None, None) and Spread.of([None]).words() == "unknown"
+    assert Spread.of([4, 1, 2, 10]) == Spread(3, 1, 10)  # the median of an even count: the middle two's mean
+    assert Spread.of([1234.5, 1000]).words(" s", 1) == "1,117.2 s (1,000.0 s–1,234.5 s)"
+
+
+@pytest.mark.parametrize(
+    ("passed", "trials", "flaky", "every", "any_"),
+    [(0, 3, False, False, False), (1, 3, True, False, True), (2, 3, True, False, True), (3, 3, False, True, True)],
+)
+def test_trials_are_flaky_only_when_some_passed_and_some_failed(passed, trials, flaky, every, any_):
+    unknown = Spread.of([])
+    s = TrialStats(passed, trials, unknown, unknown, unknown, unknown)
+    assert (s.flaky, s.all_passed, s.any_passed, s.pass_at_1) == (flaky, every, any_, passed / trials)
+
+
+def test_no_trials_pass_at_a_rate_of_nothing():
+    unknown = Spread.of([])
+    assert TrialStats(0, 0, unknown, unknown, unknown, unknown).pass_at_1 == 0.0
+
+
+def test_a_cells_trials_read_in_one_line_their_counts_rates_interval_and_spreads():
+    runs = [priced_run([(1000, 200, 0, 50.0)]), priced_run([(1000, 200, 0, 50.0), (3000, 100, 0, 50.0)])]
+    trials = [_cell(run=runs[0], wall_s=0.25), _cell(run=runs[1], wall_s=1.0, failures=[WRONG])]
+    s = stats(trials)
+    assert (s.passed, s.trials) == (1, 2)
+    assert (s.steps, s.tokens) == (Spread(1.5, 1, 2), Spread(2750, 1200, 4300))
+    assert s.wall_s == Spread(0.625, 0.25, 1.0) and s.cost_usd.low < s.cost_usd.high
+    said = s.words()
+    assert said.startswith(
+        "1/2 passed, flaky · pass@1 0.50, pass^2 no, pass@2 yes · 95% Wilson interval 0.09–0.91 · "
+        "steps 2 (1–2) · tokens 2,750 (1,200–4,300) · cost "
+    )
+    assert said.endswith(" · time 0.6 s (0.2 s–1.0 s)")
+    assert stats([_cell(failures=[DOWN])]).cost_usd.words() == "unknown"  # a trial that made no run
+
+
+@pytest.mark.parametrize(
+    ("passed", "n", "threshold", "holds"),
+    [(3, 6, 0.5, True), (2, 6, 0.5, False), (6, 6, 1.0, True), (5, 6, 1.0, False), (0, 0, 0.5, False)],
+)
+def test_a_cell_passes_at_its_threshold_exactly_and_fails_under_it(passed, n, threshold, holds):
+    found = threshold_failure(passed, n, threshold)
+    assert (found is None) == holds
+    if not holds:
+        assert str(found) == f"trials: {passed}/{n} passed, under the pass threshold of {threshold:g}"
+
+
+# -- a cell and its trials -------------------------------------------------------------------------------------
+
+
+def test_the_first_failing_trial_stands_for_the_cell_with_the_threshold_first_and_every_trials_time():
+    first, failing, other = _cell(wall_s=1.0), _cell(failures=[WRONG], wall_s=2.0), _cell(failures=[DOWN], wall_s=4.0)
+    failing.departed_at, failing.reference_move = 2, "it answered, with no call left to make"
+    cell = combine_trials([first, failing, other], 1.0)
+    assert [str(f) for f in cell.failures] == [
+        "trials: 1/3 passed, under the pass threshold of 1",
+        str(WRONG),
+    ]
+    assert (cell.departed_at, cell.reference_move, cell.wall_s) == (2, failing.reference_move, 7.0)
+    assert cell.trials == [first, failing, other]
+    passing = combine_trials([first, failing, other], 1 / 3)
+    assert passing.passed and passing.departed_at == 2  # passed at its threshold: still the failing trial shown
+    alike = combine_trials([first, _cell(wall_s=3.0)], 1.0)
+    assert alike.passed and alike.failures == [] and alike.wall_s == 4.0
+
+
+def test_a_cell_errored_only_when_it_failed_for_want_of_a_verdict():
+    assert _cell(failures=[DOWN]).errored  # no run: the provider did not start
+    assert _errored().errored  # the run ended in an error
+    finished = priced_run([(10, 2, 0, 5.0)])
+    assert not _cell(failures=[WRONG], run=finished).errored  # a run that answered wrong
+    assert not _cell(run=finished).errored and not _cell().errored  # no failure, no error
+    both = combine_trials([_errored(), _errored()], 1.0)
+    assert both.errored
+    assert not combine_trials([_errored(), _cell(failures=[WRONG], run=finished)], 1.0).errored
+    assert not combine_trials([_cell(), _cell()], 1.0).errored
+
+
+def test_a_cell_counts_its_failed_and_errored_trials_and_says_none_when_all_passed():
+    wrong = _cell(failures=[WRONG], run=priced_run([(10, 2, 0, 5.0)]))
+    assert _cell().trial_counts == "" and combine_trials([_cell(), _cell()], 1.0).trial_counts == ""
+    assert combine_trials([_cell(), wrong], 1.0).trial_counts == "1 failed of 2 trials"
+    assert combine_trials([_errored(), _cell()], 1.0).trial_counts == "1 errored of 2 trials"
+    assert combine_trials([wrong, _errored(), _cell()], 1.0).trial_counts == "1 failed and 1 errored of 3 trials"
+
+
+def test_a_cells_reasons_are_counted_most_frequent_first_then_in_order_of_their_words():
+    b, a = Failure("b", "x"), Failure("a", "x")
+    trials = [_cell(failures=[b]), _cell(failures=[a]), _cell(), _cell(failures=[b]), _cell(failures=[WRONG])]
+    assert combine_trials(trials, 1.0).reasons == [("b: x", 2), ("a: x", 1), (str(WRONG), 1)]
+    assert _cell(failures=[WRONG, DOWN]).reasons == [(str(WRONG), 1)]  # one trial: its first failure
+    assert _cell().reasons == []
+
+
+# -- where a run left its reference or its pinned run ------------------------------------------------------------
+
+
+def test_a_references_move_is_shown_whole_up_to_300_characters_then_cut():
+    assert said_call(None) == "it answered, with no call left to make"
+    fits = ToolCall(id="1", name="f", arguments={"k": "é" * 288})  # f({"k": "…"}) is 300 characters
+    assert len(said_call(fits)) == 300 and said_call(fits).endswith('é"})') and "\\u" not in said_call(fits)
+    over = ToolCall(id="1", name="f", arguments={"k": "é" * 289})
+    assert said_call(over) == 'f({"k": "' + "é" * 289 + '"…'  # 300 characters, the last of them "…"
+    assert said_call(ToolCall(id="1", name="f", arguments={"b": 1, "a": 2})) == 'f({"a": 2, "b": 1})'
+
+
+def _run_of(*turns) -> Run:
+    run = Run.start("go", RunConfig(provider="scripted", model="m"))
+    run.messages = [UserMessage(content="go")]
+    for t in turns:
+        run.messages.append(t)
+    return run
+
+
+def test_a_run_leaves_its_reference_at_a_call_it_did_not_make_next_or_an_answer_before_its_last_call():
+    a, b = ToolCall(id="1", name="a", arguments={}), ToolCall(id="2", name="b", arguments={"x": 1})
+    reference = [[a, b]]
+    kept = _run_of(AssistantMessage(content="", tool_calls=[a]), AssistantMessage(content="", tool_calls=[b]))
+    assert reference_turn(reference, kept) is None
+    early = _run_of(AssistantMessage(content="", tool_calls=[a]), AssistantMessage(content="done"))
+    assert reference_turn(reference, early) == (2, b)  # answered with b still to call
+    other = _run_of(AssistantMessage(content="", tool_calls=[b]))
+    assert reference_turn(reference, other) == (1, a)
+    extra = _run_of(AssistantMessage(content="", tool_calls=[a, b, a]))
+    assert reference_turn(reference, extra) == (1, None)  # a call past the reference's last
+    second = _run_of(AssistantMessage(content="", tool_calls=[a, b]), UserMessage(content="more"))
+    second.messages.append(AssistantMessage(content="", tool_calls=[a]))
+    assert reference_turn(reference, second) == (2, None)  # a turn the reference has no calls for
+
+
+def test_a_replayed_run_that_differs_says_where_and_cuts_each_text_at_100_characters():
+    pinned = _run_of(AssistantMessage(content="x" * 100), AssistantMessage(content="y" * 101))
+    same = _run_of(*pinned.messages[1:])
+    assert replay_failures(pinned, same) == []
+    short = _run_of(pinned.messages[1])
+    assert [f.message for f in replay_failures(pinned, short)] == [
+        "the run ended at message 2; the pinned run went on to 3"
+    ]
+    changed = _run_of(pinned.messages[1], AssistantMessage(content="z" * 100))
+    (said,) = replay_failures(pinned, changed)
+    assert said.message == f"message 2 (assistant) differs from the pinned run: {'z' * 100!r}, was '{'y' * 99}…"
+    longer = _run_of(*pinned.messages[1:], AssistantMessage(content="more"))
+    assert replay_failures(pinned, longer)[0].message.endswith(", was nothing")
+
+
+# -- the matrix, and the bounds a test run is held to ----------------------------------------------------------------
+
+
+def test_the_matrix_marks_each_cell_in_a_column_at_least_five_wide_with_the_do_nothing_column_for_tasks():
+    flaky = combine_trials([_cell(), _cell(failures=[WRONG])], 0.5)
+    stopped = _cell(failures=[Failure("stopped", "not run: the test run was stopped")])
+    cells = [[_cell(), _cell(failures=[WRONG], run=priced_run([(1, 1, 0, 1.0)]))], [stopped, _cell(failures=[DOWN])]]
+    matrix = Matrix(["t", "a-long-test"], ["c", "d"], cells, floor=[None, True])
+    assert matrix.floor_count == (1, 1)
+    assert matrix.table().splitlines() == [
+        "test         c        d      no call",
+        "t            pass     FAIL",
+        "a-long-test  STOPPED  ERROR  pass",
+    ]
+    assert Matrix(["t"], ["c"], [[flaky]], floor=[None]).table().splitlines() == [
+        "test  c",
+        "t     1/2 pass flaky",
+    ]
+    assert Matrix(["t"], ["c"], [[flaky]], floor=[None]).floor_count is None
+
+
+def test_a_test_run_takes_1_to_1000_trials_and_a_threshold_above_0_up_to_1():
+    needs = PinnedTest(name="n", prompt="hi", tools=["missing_tool"])  # refused after the bounds are checked
+    spec = [parse_config("scripted")]
+    for trials, threshold in ((1, 1.0), (MAX_TRIALS, 1.0), (2, 1e-9)):
+        with pytest.raises(UsageError, match="needs the tool 'missing_tool'"):
+            run_matrix([needs], spec, tools=[], trials=trials, pass_threshold=threshold)
+    for trials, threshold, said in ((0, 1.0, "--trials"), (MAX_TRIALS + 1, 1.0, "--trials"), (2, 0, "--pass")):
+        with pytest.raises(UsageError, match=said):
+            run_matrix([needs], spec, tools=[], trials=trials, pass_threshold=threshold)
+    with pytest.raises(UsageError, match="--pass-threshold .* not 1.0001"):
+        run_matrix([needs], spec, tools=[], pass_threshold=1.0001)
+    with pytest.raises(UsageError, match="at least one test and one configuration"):
+        run_matrix([], spec)
+    with pytest.raises(UsageError, match="at least one test and one configuration"):
+        run_matrix([needs], [])
+
+
+# -- the scoreboard ----------------------------------------------------------------------------------------------
+
+
+def _board_matrix() -> Matrix:
+    """Two tests on two configurations, two trials a cell; the first test a task that passes doing nothing."""
+    cheap = [priced_run([(100, 10, 0, 5.0)]), priced_run([(200, 20, 0, 5.0), (300, 30, 0, 5.0)])]
+    dear = [priced_run([(1000, 100, 0, 5.0)], model="an-unpriced-model"), priced_run([(10, 1, 0, 5.0)])]
+    cells = [
+        [
+            combine_trials([_cell(run=cheap[0], wall_s=1.0), _cell(run=cheap[1], wall_s=2.0)], 1.0),
+            combine_trials([_cell(run=dear[0], wall_s=0.5), _cell(failures=[DOWN])], 1.0),
+        ],
+        [
+            combine_trials([_cell(wall_s=0.25), _cell(failures=[WRONG], wall_s=0.25)], 0.5),
+            combine_trials([_cell(run=dear[1], wall_s=3.0), _cell(wall_s=1.0)], 1.0),
+        ],
+    ]
+    return Matrix(["task", "plain"], ["cheap", "dear"], cells, wall_s=2.5, floor=[True, None], trials=2)
+
+
+def test_the_scoreboard_adds_up_each_configurations_runs_trials_and_passes_above_the_floor():
+    cheap, dear = scoreboard(_board_matrix())
+    assert (cheap.config, cheap.passed, cheap.tests, cheap.steps) == ("cheap", 2, 2, 3)
+    assert (cheap.input_tokens, cheap.output_tokens, cheap.wall_s) == (600, 60, 3.5)
+    assert (cheap.trials, cheap.trials_passed, cheap.all_trials_passed, cheap.flaky) == (2, 3, 1, 1)
+    assert cheap.passed_doing_nothing == 1 and cheap.cost_usd > 0
+    assert (dear.passed, dear.passed_doing_nothing, dear.steps, dear.input_tokens) == (1, 0, 2, 1010)
+    assert dear.cost_usd is None and dear.cost_text == "unknown"  # one run's price is unknown
+    assert (dear.trials_passed, dear.all_trials_passed, dear.flaky, dear.wall_s) == (3, 1, 1, 4.5)
+    assert cheap.pass_at_1 == 3 / 4 and cheap.pass_rate == 1.0
+
+
+def test_a_score_of_no_tests_is_0_and_a_known_cost_is_shown_to_four_places():
+    empty = Score("c", passed=0, tests=0, steps=0, input_tokens=0, output_tokens=0, cost_usd=0.00012, wall_s=0.0)
+    assert (empty.pass_at_1, empty.pass_rate, empty.cost_text) == (0.0, 0.0, "$0.0001")
+
+
+def test_the_scoreboards_table_has_trial_columns_past_one_trial_and_passes_above_the_floor_with_one():
+    matrix = _board_matrix()
+    scores = scoreboard(matrix)
+    lines = table(scores, matrix.floor_count).splitlines()
+    assert re.split(r"\s{2,}", lines[0]) == [
+        "configuration",
+        "passed",
+        "above floor",
+        "trials passed",
+        "pass@1",
+        "pass^2",
+        "flaky",
+        "steps",
+        "input tokens",
+        "output tokens",
+        "cost",
+        "run time",
+    ]
+    assert lines[2].split() == ["dear", "1/2", "(50%)", "1/1", "3/4", "0.75", "1/2", "1", "2", "1010", "101"] + [
+        "unknown",
+        "4.5",
+        "s",
+    ]
+    assert lines[1].startswith("cheap          2/2 (100%)  1/1 ")
+    one = Score("c", passed=1, tests=1, steps=1, input_tokens=5, output_tokens=1, cost_usd=None, wall_s=0.04)
+    assert table([one]).splitlines() == [
+        "configuration  passed      steps  input tokens  output tokens  cost     run time",
+        "c              1/1 (100%)  1      5             1              unknown  0.0 s",
+    ]
+
+
+def test_the_floor_and_time_lines_are_said_only_where_they_mean_something():
+    matrix = _board_matrix()
+    assert floor_line(matrix).startswith("floor: 1 of 1 benchmark tasks pass when the model makes no call")
+    assert floor_line(Matrix(["t"], ["c"], [[_cell()]], floor=[None])) is None
+    assert time_line(matrix) == (
+        "run time: each configuration's 4 runs' own times added up; the runs ran concurrently, and the whole "
+        "matrix took 2.50 s"
+    )
+    assert time_line(Matrix(["t"], ["c"], [[_cell()]], wall_s=1.0)) is None
+    assert "each configuration's 2 runs'" in time_line(Matrix(["t", "u"], ["c"], [[_cell()], [_cell()]]))
+    assert "each configuration's 2 runs'" in time_line(Matrix(["t"], ["c"], [[_cell()]], trials=2))
