@@ -158,7 +158,7 @@ def run_target(name: str, workers: int) -> dict:
     command = [
         sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
         "-o", "addopts=",
-        "-m", "not slow and not browser and not bench",
+        "-m", "(not slow or long) and not browser and not bench",  # long: slow only by its time
         "--gremlins", f"--gremlin-targets={','.join(modules)}", "--gremlin-report=json",
         f"--gremlin-workers={workers}", f"--gremlins-html-dir={work}",
         f"--gremlin-mutant-timeout={MUTANT_TIMEOUT}",

@@ -59,6 +59,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or _on_postgresql(item):
             item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("long") is not None:  # slow for the fast subset; make mutate selects it
+            item.add_marker(pytest.mark.slow)
         group = _group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))

@@ -45,7 +45,7 @@ def fill(at: AppTest, step: int = 1, **values) -> None:
         at.session_state[form(at, step) + field] = value
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_tool_call_is_annotated_under_its_step_and_made_a_test_that_fails_on_the_run(
     open_app, steps_tab, tests_folder
 ):
@@ -175,7 +175,7 @@ def test_the_error_analysis_counts_labels_across_runs_and_filters_them(library, 
     assert not at.exception
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_runs_page_lists_each_runs_labels_and_annotates_the_chosen_step(library, open_app):
     store, research, weather = library
     at = open_app("views/runs.py")
@@ -242,7 +242,7 @@ def test_the_error_analysis_says_how_to_begin_on_a_library_without_labels(open_a
     assert any("No labelled steps yet" in i.value for i in at.info)
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_form_is_empty_after_save_and_on_each_other_step_so_no_label_is_copied_onto_another(
     open_app, steps_tab, tests_folder
 ):

@@ -432,7 +432,7 @@ def test_new_runs_start_from_the_sidebar_config(app):
     assert fresh.max_steps == 10  # the sidebar did not change the library's defaults
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_long_run_draws_one_page_of_messages_at_a_time(app):
     from ui.messages_view import PAGE_SIZE
 

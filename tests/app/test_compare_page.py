@@ -63,7 +63,7 @@ def test_run_all_runs_each_column_to_its_end_with_summary_charts_and_wire_view(p
     assert [len(r["messages"]) for r in requests] == [3, 3]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_an_erroring_column_shows_its_error_and_never_stops_the_others(page):
     dead = f"http://127.0.0.1:{free_port()}/v1"
     at = page(("scripted", "weather"), ("openai", dead), ("scripted", "runaway"), max_steps=2)
@@ -83,7 +83,7 @@ def test_an_erroring_column_shows_its_error_and_never_stops_the_others(page):
     assert table["final answer"][1].startswith("error: openai connection_error")
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_export_gives_one_bundle_of_transcripts_and_opens_a_column_in_the_playground(page, downloads):
     at = page(("scripted", "weather"), ("scripted", "recovery"), tools=("get_weather", "calculator"))
     button(at, "Run all").click()
@@ -202,7 +202,7 @@ def test_the_summary_shows_a_dash_where_a_column_has_no_value(page):
     assert not {"None", "nan"} & {str(v) for v in table.to_numpy().ravel()}
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_cost_pages_comparison_runs_the_run_twice_the_second_column_with_its_policies(open_app):
     from agentcore import Agent, Run, RunConfig, ScriptedProvider
     from agentcore.policies import ContextPolicies

@@ -97,7 +97,7 @@ def terminal(db: Path, run, tmp_path: Path, capsys) -> dict[str, list[str]]:
     return {"runs list": said(line), "cost total": said(total.split(" · ", 1)[1])}
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_an_imported_codex_rollout_reads_one_cost_on_the_cost_page_runs_the_dashboard_and_stats(
     imported, open_app, capsys, tmp_path
 ) -> None:

@@ -69,7 +69,7 @@ def test_switching_the_sidebar_mid_run_switches_provider_model_and_tools_from_th
     assert not app.exception
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_tools_already_asked_for_run_with_the_tools_the_model_was_offered(app):
     app.toggle(key="cfg_pause").set_value(True).run()
     run = _planned_run(app, 1)

@@ -81,7 +81,7 @@ def test_plotly_names_show_markup_as_text():
     assert safe.plotly(f'<a href="http://{EVIL}">x</a>') == f'&lt;a href="http://{EVIL}"&gt;x&lt;/a&gt;'
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=12))
 def test_no_combination_of_hostile_fragments_comes_out_live(parts):

@@ -90,7 +90,7 @@ def test_pinning_a_run_that_did_not_finish_warns_first(stored_run, open_app, tmp
     assert "did not finish" in warning.value and "still open after 1 step" in warning.value
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_two_tests_pinned_from_the_same_prompt_get_different_names(stored_run, open_app, tmp_path) -> None:
     at = open_app(PAGE)
     at.selectbox(key="tests_pin").set_value(stored_run.id).run()

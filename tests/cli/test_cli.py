@@ -15,7 +15,7 @@ from agentcore import transcript as tr
 from agentcore.cli.main import main
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_parallel_weather_run_exits_0_and_writes_the_documented_transcript(tmp_path, capsys):
     out = tmp_path / "t.json"
     code = main(

@@ -162,7 +162,7 @@ def test_the_trace_marks_every_step_after_the_compaction_compacted() -> None:
     assert marked == [None] * (n - 1) + [True] * (len(run.steps) - n + 1)
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_cost_chart_and_the_steps_table_draw_the_compaction_where_it_happened(open_app) -> None:
     import json
 

@@ -294,7 +294,7 @@ policy_sets = st.builds(
 )
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @settings(max_examples=150, deadline=None)
 @given(random_runs(), policy_sets)
 def test_no_policy_ever_separates_a_call_from_its_result(run, policies):

@@ -68,7 +68,7 @@ def _registries() -> dict[str, Registry]:
     return found
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_every_registry_is_a_named_extension_point():
     kinds = {r.kind for r in _registries().values()}
     assert kinds == set(POINTS), f"an extension point this test does not name: {sorted(kinds - set(POINTS))}"

@@ -59,7 +59,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_an_isolated_tool_that_computes_past_its_time_limit_is_killed(tmp_path):
     from agentcore.workers import PROCESSES
 

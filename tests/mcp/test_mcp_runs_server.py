@@ -94,7 +94,7 @@ def check_fork(db: Path, run: Run, fork: dict, stepped: dict, read: dict) -> Non
     )
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_over_stdio_a_client_lists_forks_steps_and_reads_a_run_back_and_the_fork_is_stored(library, tmp_path):
     db, run = library
 
@@ -108,7 +108,7 @@ def test_over_stdio_a_client_lists_forks_steps_and_reads_a_run_back_and_the_fork
     assert Store(db).summary(fork["run_id"]).owner == "ada"  # owned by the server's user
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_over_streamable_http_the_same_session_works_and_the_server_listens_on_loopback(library, tmp_path):
     db, run = library
     process, url = start_http(db, tmp_path)
@@ -124,7 +124,7 @@ def test_over_streamable_http_the_same_session_works_and_the_server_listens_on_l
         process.wait(10)
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_over_http_with_a_user_header_each_call_is_that_users_and_one_without_it_is_refused(library, tmp_path):
     db, run = library
     process, url = start_http(db, tmp_path, "--user-header", "X-Forwarded-User")
@@ -140,7 +140,7 @@ def test_over_http_with_a_user_header_each_call_is_that_users_and_one_without_it
         process.wait(10)
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_someone_elses_run_is_stepped_as_ones_own_fork_and_theirs_is_left_as_it_was(tmp_path):
     db = tmp_path / "runs.db"
     tools = toolbox.get_tools(["get_weather"])
@@ -156,7 +156,7 @@ def test_someone_elses_run_is_stepped_as_ones_own_fork_and_theirs_is_left_as_it_
     assert store.read_run(theirs.id).steps == [] and store.summary(stepped["run_id"]).owner == "bob"
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_with_private_runs_a_student_cannot_see_anothers_run_and_a_teacher_can(tmp_path, monkeypatch):
     db = tmp_path / "runs.db"
     theirs = research_run("ada", db, prompt="Ada's private question about costs")
@@ -180,7 +180,7 @@ def test_with_private_runs_a_student_cannot_see_anothers_run_and_a_teacher_can(t
     assert [r["run_id"] for r in listed["runs"]] == [theirs.id] and read["run_id"] == theirs.id
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(library, tmp_path):
     db, run = library
     orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "name": "x", "content": "r"}]
@@ -217,7 +217,7 @@ def test_hostile_arguments_are_one_line_tool_errors_and_the_server_goes_on(libra
     assert [r["run_id"] for r in after["runs"]] == [run.id]  # nothing was made by the refused calls
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_each_tools_arguments_have_a_description_bounds_and_enums_and_a_bad_one_is_one_line_naming_it(
     library, tmp_path
 ):
@@ -273,7 +273,7 @@ def test_each_tools_arguments_have_a_description_bounds_and_enums_and_a_bad_one_
     assert Store(db).annotations(run.id) == []  # the refused labels were not kept
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_fork_with_a_mock_rule_reads_the_mocked_result_when_stepped(tmp_path):
     db = tmp_path / "runs.db"
     tools = toolbox.get_tools(["get_weather"])
@@ -295,7 +295,7 @@ def test_a_fork_with_a_mock_rule_reads_the_mocked_result_when_stepped(tmp_path):
     assert bad.startswith("error: ") and "\n" not in bad
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_long_texts_come_back_cut_with_a_note(tmp_path):
     db = tmp_path / "runs.db"
     run = research_run("ada", db, prompt="Research this: " + "long words " * 20_000)
@@ -309,7 +309,7 @@ def test_long_texts_come_back_cut_with_a_note(tmp_path):
     assert isinstance(run.messages[0], UserMessage) and len(run.messages[0].content) > 200_000
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_pin_a_run_as_a_test_and_run_it_through_the_server(library, tmp_path):
     db, run = library
 
@@ -328,7 +328,7 @@ def test_pin_a_run_as_a_test_and_run_it_through_the_server(library, tmp_path):
     assert labelled["author"] == "ada" and [a.labels for a in Store(db).annotations(run.id)] == [["wrong arguments"]]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_stats_and_scan_through_the_server_are_the_commands_figures_and_labels(tmp_path):
     db = tmp_path / "runs.db"
     research_run("ada", db)
@@ -359,7 +359,7 @@ def test_stats_and_scan_through_the_server_are_the_commands_figures_and_labels(t
     assert refused.startswith("error: ") and "code is loaded only when whoever runs agentcore names it" in refused
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_transcript_resource_is_the_runs_export(library, tmp_path):
     db, run = library
 
@@ -373,7 +373,7 @@ def test_the_transcript_resource_is_the_runs_export(library, tmp_path):
     assert json.loads(text)["id"] == run.id
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.skipif(not INSPECTOR.exists(), reason="the MCP Inspector is not installed: npm ci --prefix tests/npm-mcp")
 def test_the_mcp_inspector_cli_lists_and_calls_the_tools(library, tmp_path):
     db, run = library
@@ -394,7 +394,7 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools(library, tmp_path):
     assert result["structuredContent"]["run_id"] == run.id and not result.get("isError")
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_server_says_its_name_and_agentcores_version_to_a_client(tmp_path):
     import agentcore
 

@@ -96,7 +96,7 @@ def test_a_client_names_no_file_and_no_address_the_operator_did_not_allow(tmp_pa
     assert [r.id for r in Store(db).list_runs()] == [run.id]  # no fork was made
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_an_allowed_address_is_called_and_its_error_body_is_not_quoted_back(tmp_path):
     db = tmp_path / "runs.db"
     run = research_run("ada", db)
@@ -201,7 +201,7 @@ def replies_run(texts: list[str]) -> Run:
     return run
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_catastrophic_regex_scan_over_300_replies_stops_at_its_bound_and_frees_its_thread(tmp_path):
     db = tmp_path / "runs.db"
     # each reply a text of its own, so every one takes the pattern's whole second: unbounded, 300 s
@@ -222,7 +222,7 @@ def test_a_catastrophic_regex_scan_over_300_replies_stops_at_its_bound_and_frees
     assert again["stopped"] is None and again["runs"] == 1
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_scan_stops_when_its_client_cancels_the_call(tmp_path, monkeypatch):
     db = tmp_path / "runs.db"
     store = Store(db, owner="ada")
@@ -285,7 +285,7 @@ def test_300_user_names_keep_the_open_stores_at_the_bound_and_close_the_evicted(
 # -- over HTTP -------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_resources_read_as_the_requesting_user_and_a_failed_read_is_one_line(tmp_path):
     db = tmp_path / "runs.db"
     theirs = research_run("ada", db)
@@ -316,7 +316,7 @@ def test_resources_read_as_the_requesting_user_and_a_failed_read_is_one_line(tmp
     assert len([line for line in log if theirs.id in line]) == 1, log
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_host_and_origin_are_checked_and_the_operator_allows_its_proxys_name(tmp_path):
     db = tmp_path / "runs.db"
     process, url = start_http(db, tmp_path, "--allow-host", "agents.example.org")
@@ -338,7 +338,7 @@ def test_host_and_origin_are_checked_and_the_operator_allows_its_proxys_name(tmp
     assert proxied not in (403, 421) and local not in (403, 421)
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_server_that_trusts_a_user_header_off_loopback_needs_the_proxys_secret(tmp_path, monkeypatch):
     db = tmp_path / "runs.db"
     research_run("ada", db)

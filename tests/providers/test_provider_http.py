@@ -150,7 +150,7 @@ def test_blank_lines_between_ndjson_lines_are_not_events():
     assert result.message.content == "Hello" and result.wire.response == [first, done]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_base_urls_user_password_and_query_key_are_kept_out_of_the_wire_and_its_errors():
     from agentcore.secrets import forget_secrets
 

@@ -52,7 +52,7 @@ def exported(run: Run, fmt: str) -> dict[str, Any]:
     return json.loads(export_run(run, fmt))
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("fmt", WIRE_FORMATS)
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_every_scenario_exports_a_body_the_vendor_sdk_accepts(finished_runs, scenario: str, fmt: str):

@@ -54,7 +54,7 @@ def test_a_file_past_the_limit_is_refused_by_its_size_before_a_byte_is_read(tmp_
     assert transcript.read_file(big, limit=transcript.MAX_FILE_BYTES + 1)[:1] == b"\0"  # the limit is exact
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_yaml_mock_file_of_many_small_mappings_is_refused_by_its_count_of_values(tmp_path, capsys):
     pytest.importorskip("yaml", reason="YAML files need PyYAML")
     path = tmp_path / "mocks.yaml"
@@ -67,7 +67,7 @@ def test_a_yaml_mock_file_of_many_small_mappings_is_refused_by_its_count_of_valu
     assert main(args) == 0
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_pinned_yaml_test_past_the_count_of_values_is_refused_before_it_is_built():
     pytest.importorskip("yaml", reason="YAML files need PyYAML")
     from agentcore.testing.yaml_file import MAX_YAML_NODES, read_yaml
@@ -81,7 +81,7 @@ def test_a_pinned_yaml_test_past_the_count_of_values_is_refused_before_it_is_bui
 # -- a trace read in linear time ---------------------------------------------------------------
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_long_traces_steps_each_get_their_own_tool_runs_back():
     pytest.importorskip("opentelemetry.sdk", reason="the trace needs the otel extra")
     from agentcore.telemetry.importer import from_otlp
@@ -264,7 +264,7 @@ def test_an_otlp_base_url_gets_the_traces_path_on_its_path(url, expected):
     assert traces_url(url) == expected
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_live_export_of_a_run_with_a_user_and_password_in_its_base_url_does_not_stop_it():
     pytest.importorskip("opentelemetry.sdk", reason="the trace needs the otel extra")
     from support.servers import free_port
@@ -286,7 +286,7 @@ def test_a_live_export_of_a_run_with_a_user_and_password_in_its_base_url_does_no
         live.close()
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_live_export_that_cannot_build_a_span_says_so_and_the_run_goes_on(monkeypatch):
     pytest.importorskip("opentelemetry.sdk", reason="the trace needs the otel extra")
     from support.servers import free_port

@@ -178,7 +178,7 @@ def test_a_loop_through_in_place_keywords_is_named_with_its_path():
         schema_errors(schema, "anything")  # applied unchecked, the loop is an error, not a RecursionError
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_schema_whose_check_branches_without_end_runs_out_of_time_not_forever():
     # no loop, but each level doubles the work: 2**40 checks of one value
     defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]} for i in range(40)}
@@ -207,7 +207,7 @@ def test_patterns_and_schemas_that_cannot_be_bounded_are_refused_quickly(schema,
     assert time.monotonic() - started < HANG_GUARD_S
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_pattern_that_runs_too_long_is_an_error_while_other_threads_go_on():
     ticks = 0
     stop = threading.Event()

@@ -78,7 +78,7 @@ def test_the_operators_base_url_gets_the_key_in_any_spelling_of_it(listener, mon
     assert carried(listener) == [f"Bearer {OPENAI_KEY}"] * 2
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_key_the_caller_gave_goes_where_the_caller_points(listener):
     ask(create_provider("openai", "gpt-4o-mini", base_url=listener.url + "/v1", api_key=TYPED, stream=False))
     assert carried(listener) == [f"Bearer {TYPED}"]

@@ -229,7 +229,7 @@ def test_scrub_copies_what_holds_a_secret_and_returns_the_rest_unchanged():
     assert OPENAI_KEY not in json.dumps(scrub(nested))
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_key_anywhere_in_a_large_answer_is_removed_in_each_form_its_json_text_holds():
     # a large answer is searched once as JSON text before it is walked: every form must still be found there
     key = 'pass"word\\with é and 42'

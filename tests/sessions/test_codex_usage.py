@@ -62,7 +62,7 @@ def usage_of(lines: list[str]) -> list:
     return run, [(s.usage, s.estimated) for s in run.steps]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("name", list(ROLLOUTS))
 def test_a_file_that_writes_each_count_before_its_call_gets_each_calls_usage_on_its_own_step(name: str) -> None:
     path, totals = ROLLOUTS[name]

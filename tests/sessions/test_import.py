@@ -166,7 +166,7 @@ HOSTILE = (
 )
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=HOSTILE)
 @example(data={"messages": [{"role": "user", "content": "x"}], "tools": True})

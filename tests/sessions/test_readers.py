@@ -308,7 +308,7 @@ def test_tool_arguments_nested_hundreds_of_levels_deep_from_a_model_are_an_error
     assert store.load_run(run.id).messages == run.messages
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize(
     "path",
     [
@@ -332,7 +332,7 @@ def test_token_counts_are_whole_non_negative_numbers(value, tmp_path, capsys):
     assert_all_refused(every_reader(raw, tmp_path, capsys), "steps[0].usage.output_tokens: ")
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-1.0"])
 @pytest.mark.parametrize(
     "path",
@@ -379,7 +379,7 @@ def test_the_cost_of_a_run_without_steps_is_a_report_of_nothing(tmp_path, capsys
     assert report["steps"] == [] and report["total_input_tokens"] == 0 and report["what_if"] == []
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_run_id_that_is_no_file_name_names_no_path_in_an_exported_zip(tmp_path, capsys):
     ids = ["\x00", "../../etc/passwd", "a/b", "a_b", ""]
     raw = [edited(WEATHER, ["id"], run_id) for run_id in ids]
@@ -399,7 +399,7 @@ def test_the_version_is_the_integer_1(version, tmp_path, capsys):
     )
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_every_reader_refuses_a_file_over_the_size_limit(tmp_path, capsys, monkeypatch):
     assert tr.MAX_FILE_BYTES == 64 * 2**20 and "64 MB" in (ROOT / "README.md").read_text(encoding="utf-8")
     monkeypatch.setattr(tr, "MAX_FILE_BYTES", 2**20)
@@ -528,7 +528,7 @@ FUZZ = settings(
 )
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @FUZZ
 @given(raw=structural_mutants())
 def test_every_reader_survives_structural_mutants_of_valid_transcripts(raw, tmp_path, capsys):
@@ -536,7 +536,7 @@ def test_every_reader_survives_structural_mutants_of_valid_transcripts(raw, tmp_
     event("accepted" if "ok" in outcomes.values() else "refused")
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @FUZZ
 @given(raw=byte_mutants())
 def test_every_reader_survives_byte_mutants_of_valid_transcripts(raw, tmp_path, capsys):

@@ -178,7 +178,7 @@ def test_an_uploaded_session_says_its_subagent_files_were_not_read() -> None:
     assert "subagent files not read" in got.notes
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @needs_reference
 @pytest.mark.parametrize("name", list(SAMPLES))
 def test_every_real_sample_forks_onto_another_provider_and_steps(name: str) -> None:
@@ -451,7 +451,7 @@ def every_sample() -> list:
     return params + [pytest.param(p, id=str(p.relative_to(REFERENCE))) for p in real]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("path", every_sample())
 def test_every_export_of_every_sample_validates_and_imports_back_with_the_same_messages(path: Path) -> None:
     """Each run a sample makes, as ATIF with its subagents embedded and as agentcore's own transcript: what each step

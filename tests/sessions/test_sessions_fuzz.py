@@ -113,7 +113,7 @@ def mutate(raw: bytes, rng: random.Random) -> bytes:
     return json.dumps(data).encode()
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.timeout(max(600, 2 * FUZZ_CASES))  # a longer run takes up to about a second a case on the larger files
 def test_every_mutated_session_gives_a_run_or_a_one_line_refusal() -> None:
     files = corpus()

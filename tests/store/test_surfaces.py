@@ -350,7 +350,7 @@ def test_every_page_has_a_row():
     assert not missing, f"a page without a row in this table: {sorted(missing)}"
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("private", [True, False], ids=["private", "shared"])
 @pytest.mark.parametrize("row", sorted(PAGE_READS))
 def test_each_page_shows_a_viewer_what_the_rule_allows(world, row, private, monkeypatch, open_app):
@@ -463,7 +463,7 @@ def test_every_mcp_tool_and_resource_has_a_row():
     assert not missing, f"an MCP tool or resource without a row in this table: {sorted(missing)}"
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("private", [True, False], ids=["private", "shared"])
 @pytest.mark.parametrize("row", sorted(MCP_READS))
 def test_each_mcp_tool_and_resource_shows_a_viewer_what_the_rule_allows(world, row, private, monkeypatch):

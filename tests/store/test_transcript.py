@@ -199,7 +199,7 @@ def _like(value: object) -> st.SearchStrategy:
     return json_values
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(edit=hostile_edits())
 def test_hostile_edits_either_load_cleanly_or_fail_with_a_transcript_error(edit):

@@ -74,7 +74,7 @@ def test_a_transcript_over_the_readers_limit_is_written_with_its_largest_wire_bo
     assert not isinstance(run.steps[0].wire.request, str)  # the run itself keeps its bodies
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_transcript_over_the_limit_only_when_indented_is_written_whole_without_indentation(tmp_path, monkeypatch):
     monkeypatch.setattr(transcript, "MAX_FILE_BYTES", MiB)
     run = steps_with_requests(3, 200_000)

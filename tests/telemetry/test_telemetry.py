@@ -390,7 +390,7 @@ def pydantic_ai_messages(result) -> list:
     return out
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_pydantic_ai_trace_imports_with_the_messages_pydantic_ai_recorded_and_steps_again(tmp_path):
     result, text = pydantic_ai_trace()
     path = tmp_path / "pydantic-ai.otlp.json"

@@ -54,7 +54,7 @@ def banking() -> list[PinnedTest]:
     return tests
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_ground_truth_passes_every_task_of_the_ci_slice_and_the_scripted_model_none(bfcl_slice, banking):
     matrix = run_matrix([*bfcl_slice, *banking], [GROUND_TRUTH, SCRIPTED])
     assert [row[0].failures for row in matrix.cells] == [[]] * 36

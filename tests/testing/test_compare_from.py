@@ -112,7 +112,7 @@ def test_without_steps_each_fork_goes_on_to_the_end_of_the_runs_budget():
         assert column.run.stop_reason == "answer" and len(column.run.steps) == 10
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_configuration_that_cannot_take_the_history_fails_in_one_line_and_the_others_finish():
     tools = toolbox.get_tools(["get_weather"])
     huge = MockRule(tool="get_weather", result="rain, " * 40_000)  # three results of 240,000 characters each
@@ -250,7 +250,7 @@ def test_cli_compare_from_step_4_stores_one_fork_per_configuration_and_prints_th
     assert f"{echo.id} at step 4 · scripted/research → openai/echo · 4 steps" in shown.stdout
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_cli_compare_from_saves_a_failing_configurations_fork_and_exits_4(stored_research):
     db, run = stored_research
     done = agentcore(
@@ -267,7 +267,7 @@ def test_cli_compare_from_saves_a_failing_configurations_fork_and_exits_4(stored
     assert "error: openai:m@http://127.0.0.1:9/v1" in done.stderr
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize(
     ("args", "words"),
     [

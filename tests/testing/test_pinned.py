@@ -291,7 +291,7 @@ def check_junit(root: ET.Element, tests: int, failed: int, errors: int = 0) -> N
     assert found == {"failure": failed, "error": errors}
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_junit_says_a_provider_that_cannot_be_reached_is_an_error_and_a_missed_expectation_a_failure(monkeypatch):
     from support.servers import free_port
 

@@ -198,7 +198,7 @@ def _reason_lines(at) -> list[str]:
     return [m.value for m in at.markdown if " trials: " in m.value]
 
 
-@pytest.mark.slow  # over a second on two cores: kept out of the fast subset
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_failed_and_how_many(page_env, open_app):
     with StandIn(_refused()) as server:  # every trial errors: ERROR, with the provider's reason on 3 of 3
         at = _page_trials(open_app, server.url, 3)
