@@ -318,7 +318,7 @@ def next_call_estimate(session: Session) -> CallEstimate | None:
         return None
     try:
         messages = prepare(run).messages  # the history as the run's context policies would send it
-    except AgentcoreError:  # a summary they would ask the model for: the whole history, its most
+    except AgentcoreError:  # they would ask the model for a summary first: the whole history, the most it sends
         messages = run.messages
     tokens = estimate_request_tokens(base_request(run, messages, request_settings(run.config)))
     cost = price_call(run, nxt.model, Usage(input_tokens=tokens))
