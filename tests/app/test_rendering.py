@@ -32,7 +32,7 @@ from support.hostile import (
 from agentcore.compare import ColumnSpec, Comparison
 from agentcore.messages import ToolMessage
 from agentcore.run import Run
-from agentcore.store.runs import LAST_RUN_KEY, Store
+from agentcore.store.runs import Store
 from agentcore.store.runs import default_path as default_db
 from ui import safe
 from ui.page_state import CompareState
@@ -145,20 +145,19 @@ def test_a_draft_with_a_broken_list_shows_its_problems_inert(playground):
 
 @pytest.fixture
 def library(open_app):
-    """The runs page over a database holding the hostile run and a fork of it, the fork selected."""
+    """The runs page over a database holding the hostile run, a fork of it and a run left pending."""
     store = Store(default_db())
     run = hostile_run()
     fork = run.fork(1)
     for r in (run, fork, hostile_run(pending=True)):
         store.save_run(r)
-    store.set_meta(LAST_RUN_KEY, fork.id)
     return run, fork, lambda: open_app("views/runs.py")
 
 
 def test_the_runs_page_shows_a_hostile_run_its_fork_and_their_diff_inert(library):
     run, fork, page = library
     at = page()
-    assert at.selectbox(key="runs_selected").value == fork.id
+    at.selectbox(key="runs_selected").set_value(fork.id).run()  # the picker starts on the table's first row
     assert at.selectbox(key=f"runs_diff_{fork.id}").value == run.id  # the parent is compared by default
     assert_inert(at, shows=f"{EVIL}/title-img")
     at.selectbox(key="runs_selected").set_value(run.id).run()
