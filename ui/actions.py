@@ -314,15 +314,21 @@ def next_call_estimate(session: Session) -> CallEstimate | None:
     """The next model call's input tokens and their price (genai-prices, as the Cost page prices); None when there
     is no next call or its provider is free (the embedded and scripted models)."""
     nxt, run = next_call(session), upcoming(session)
-    if nxt is None or run is None or nxt.model.provider in FREE_PROVIDERS:
+    return None if nxt is None or run is None else call_estimate(run, nxt.model)
+
+
+def call_estimate(run: Run, model: ModelRef) -> CallEstimate | None:
+    """What `run`'s next model call would send to `model`, and its price; None when its provider is free or the run
+    can make no call (the playground's next call, and each column of a comparison, are estimated alike)."""
+    if model.provider in FREE_PROVIDERS or run.stop_reason == "structured" or run.next_phase == "done":
         return None
     try:
         messages = prepare(run).messages  # the history as the run's context policies would send it
     except AgentcoreError:  # they would ask the model for a summary first: the whole history, the most it sends
         messages = run.messages
     tokens = estimate_request_tokens(base_request(run, messages, request_settings(run.config)))
-    cost = price_call(run, nxt.model, Usage(input_tokens=tokens))
-    return CallEstimate(nxt.model, tokens, cost, run.next_phase == "tools")
+    cost = price_call(run, model, Usage(input_tokens=tokens))
+    return CallEstimate(model, tokens, cost, run.next_phase == "tools")
 
 
 def _agent(session: Session, run: Run, observers: list[Observer]) -> Agent:

@@ -28,13 +28,16 @@ from agentcore.compare_report import (
 from agentcore.errors import AgentcoreError
 from agentcore.exports import export_bundle, export_filename
 from agentcore.messages import Message, reasoning_note, reasoning_sent
-from agentcore.providers import REGISTRY, local_available
+from agentcore.providers import FREE_PROVIDERS, REGISTRY, local_available
 from agentcore.providers.keys import choose_key
 from agentcore.providers.scripted import SCENARIOS
-from agentcore.run import Run
+from agentcore.run import Run, RunConfig
+from agentcore.steps import ModelRef
 from agentcore.transcript import from_dict, to_dict
 from ui import safe, words
+from ui.actions import call_estimate
 from ui.messages_view import show_messages
+from ui.next_call_view import estimate_words
 from ui.page_state import CompareState
 from ui.policy_view import with_policies
 from ui.state import get_session, get_store, open_stored_run
@@ -264,7 +267,32 @@ def _setup(state: CompareState, locked: bool) -> tuple[list[ColumnSpec], dict[in
         with slot:
             _say_sharing(_sharing(specs, i))
             _say_missing_tools(specs[i], st.session_state["cmp_tools"])
+            if not locked:
+                _say_first_call(state, specs[i])
     return specs, keys
+
+
+def _say_first_call(state: CompareState, spec: ColumnSpec) -> None:
+    """Before Step all or Run all sends anything: what a paid column's first call would send, and its price."""
+    if spec.provider in FREE_PROVIDERS:
+        return
+    model = spec.model or REGISTRY[spec.provider].default_model or ""
+    if state.origin is not None:  # the fork before step k: the run's history as it stood there
+        try:
+            run = Origin(state.origin.run, state.origin.step).fork(spec, model, spec.name)
+        except AgentcoreError:  # a step the run does not have: Step all says so in one line
+            return
+    elif (st.session_state.get("cmp_prompt") or "").strip():
+        tools = resolve_tools(st.session_state["cmp_tools"])
+        config = RunConfig.made_for(
+            spec.provider, model, tools, spec.base_url, system_prompt=st.session_state["cmp_system"] or None
+        )
+        run = Run.start(st.session_state["cmp_prompt"], config)
+    else:
+        return
+    estimate = call_estimate(run, ModelRef(spec.provider, model))
+    if estimate is not None:
+        st.caption(f":material/payments: {estimate_words(estimate)}")
 
 
 def _origin_setup(origin: Origin, locked: bool) -> None:
@@ -412,6 +440,13 @@ def _column_view(
     elif run.stop_reason:
         where += f" · stop: {stop_words(run, first_step)}"
     st.caption(safe.inline(where))
+    estimate = (
+        None
+        if column.busy
+        else call_estimate(run, ModelRef(column.spec.provider, run.config.model or column.spec.model or ""))
+    )
+    if estimate is not None:  # a paid model: what its next call would send, before Step all or Run all sends it
+        st.caption(f":material/payments: {estimate_words(estimate)}")
     _say_sharing(sharing)
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -399,3 +400,46 @@ def test_compare_from_step_4_with_one_step_says_the_step_it_was_given_and_keeps_
     cut = run.steps[3].message_count
     heads = [m.value.split(" ", 1)[0] for m in at.main.markdown if m.value.startswith("**#")]
     assert heads.count(f"**#{cut}**") == 3 and "**#0**" not in heads
+
+
+def test_a_paid_column_says_what_its_first_call_would_send_and_cost_before_anything_is_sent(page):
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens: the estimate is made without a call
+    at = page(("scripted", "weather"), ("openai", dead))
+    at.text_input(key="cmp_model_1").set_value("gpt-4o-mini").run()
+    estimates = [c.value for c in at.main.caption if "The next model call sends" in c.value]
+    assert len(estimates) == 1  # the paid column's, not the scripted one's
+    [said] = estimates
+    tokens = int(re.search(r"~([0-9,]+) tokens", said)[1].replace(",", ""))  # type: ignore[index]
+    assert "`openai/gpt-4o-mini`" in said and re.search(r"~\$0\.[0-9]{6}", said)
+    at.text_area(key="cmp_prompt").set_value(
+        at.session_state["cmp_prompt"] + " Answer in one short line, please."
+    ).run()
+    [longer] = [c.value for c in at.main.caption if "The next model call sends" in c.value]
+    assert int(re.search(r"~([0-9,]+) tokens", longer)[1].replace(",", "")) > tokens  # type: ignore[index]
+    assert comparison(at) is None  # nothing was built or sent
+
+
+def test_compare_from_a_stored_step_says_what_a_paid_columns_fork_would_send_from_the_history_there(
+    open_app, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    tools = toolbox.get_tools("search_notes,read_note")
+    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
+    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    Store(tmp_path / "runs.db").save_run(run)
+
+    def estimate_from(step: int) -> int:
+        at = open_app("views/runs.py")
+        at.selectbox(key="runs_selected").set_value(run.id).run()
+        at.selectbox(key=f"runs_compare_step_{run.id}").set_value(step).run()
+        at.button(key="runs_compare_from").click().run()
+        at.switch_page(PAGE)
+        at.run()
+        at.selectbox(key="cmp_provider_1").set_value("openai").run()
+        at.text_input(key="cmp_model_1").set_value("gpt-4o-mini").run()
+        [said] = [c.value for c in at.main.caption if "The next model call sends" in c.value]
+        assert "`openai/gpt-4o-mini`" in said and comparison(at) is None
+        return int(re.search(r"~([0-9,]+) tokens", said)[1].replace(",", ""))  # type: ignore[index]
+
+    # the fork sends the history as it stood before step k's call: a later step, more of it
+    assert estimate_from(2) < estimate_from(5)
