@@ -94,7 +94,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     # repeated trials, the runner's matrix and its scoreboard
     "trials": (
         ["agentcore/testing/trials.py", "agentcore/testing/runner.py", "agentcore/testing/scoreboard.py"],
-        ["test_trials.py", "test_pinned.py", "test_tests_page.py"],
+        ["test_trials.py", "test_pinned.py", "test_tests_page.py", "test_trial_verdicts.py", "test_trial_rules.py"],
     ),
     # experiments: a matrix kept as a record of the library
     "experiments": (
