@@ -323,3 +323,13 @@ def test_the_floor_and_time_lines_are_said_only_where_they_mean_something():
     assert time_line(Matrix(["t"], ["c"], [[_cell()]], wall_s=1.0)) is None
     assert "each configuration's 2 runs'" in time_line(Matrix(["t", "u"], ["c"], [[_cell()], [_cell()]]))
     assert "each configuration's 2 runs'" in time_line(Matrix(["t"], ["c"], [[_cell()]], trials=2))
+
+
+def test_a_score_a_spread_and_a_cells_statistics_are_values_no_reader_can_change():
+    import dataclasses
+
+    unknown = Spread.of([])
+    one = Score("c", passed=1, tests=1, steps=1, input_tokens=5, output_tokens=1, cost_usd=None, wall_s=0.0)
+    for value, name in ((one, "passed"), (unknown, "median"), (TrialStats(0, 1, *[unknown] * 4), "passed")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, 2)
