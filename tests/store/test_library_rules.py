@@ -67,6 +67,8 @@ def test_a_groups_json_leaves_out_its_raw_latencies_and_run_ids_and_says_its_qua
     [g] = add_up([(summary("r1"), figures(tally(latency_ms=(100.0, 300.0), input_tokens=200, cache_read_tokens=50)))])
     data = g.to_dict()
     assert "latencies_ms" not in data and "run_ids" not in data
+    shown = repr(g)  # a group of a large library holds thousands of each: its repr says the figures alone
+    assert "latencies_ms" not in shown and "run_ids" not in shown and "input_tokens=200" in shown
     assert data["key"] == {"model": "openai/gpt-4o-mini"} and data["runs"] == 1
     assert (data["p50_step_latency_ms"], data["p95_step_latency_ms"]) == (100.0, 300.0)
     assert data["cache_hit_rate"] == 0.25 and data["cost_per_answered_run"] == 0.5 and data["estimated"] is False
