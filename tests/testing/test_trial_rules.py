@@ -333,3 +333,10 @@ def test_a_score_a_spread_and_a_cells_statistics_are_values_no_reader_can_change
     for value, name in ((one, "passed"), (unknown, "median"), (TrialStats(0, 1, *[unknown] * 4), "passed")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, name, 2)
+
+
+def test_the_json_record_keeps_a_tests_letters_as_they_are():
+    from agentcore.testing.runner import results_json
+
+    written = results_json(Matrix(["Zürich"], ["c"], [[_cell("Zürich")]]))
+    assert '"test": "Zürich"' in written and "\\u00fc" not in written
