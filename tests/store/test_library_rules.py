@@ -190,3 +190,58 @@ def test_a_since_day_is_a_date_and_anything_else_is_refused_naming_the_option_an
     assert str(refused.value) == f"--from {'x' * 40!r}: a date, YYYY-MM-DD"
     with pytest.raises(UsageError, match="^--since 'yesterday': a date"):
         first_day("yesterday")
+
+
+# -- scanners ---------------------------------------------------------------------------
+
+
+def _scanned_run(replies):
+    from agentcore.run import Run, RunConfig
+    from agentcore.steps import StepRecord
+    from agentcore.toolbox import TOOLBOX
+
+    run = Run.start(
+        "What is 17 × 23?", RunConfig(provider="scripted", model="made", tools=[TOOLBOX["calculator"].spec()])
+    )
+    for item in replies:
+        if isinstance(item, list):
+            run.messages.extend(item)
+            continue
+        run.steps.append(StepRecord(index=len(run.steps) + 1, message_count=len(run.messages)))
+        run.messages.append(item)
+    run.stop_reason = "answer"
+    return run
+
+
+def _calc(call_id: str, expression: str):
+    from agentcore.messages import AssistantMessage, ToolCall
+
+    call = ToolCall(id=call_id, name="calculator", arguments={"expression": expression})
+    return AssistantMessage(content="I'll compute it.", tool_calls=(call,))
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_loops_evidence_shows_a_call_whole_up_to_120_characters_then_cut_with_an_ellipsis(extra):
+    from agentcore.hooks.guard import call_key
+    from agentcore.store.scanners import scan_loop
+
+    base = _calc("x", "")
+    name, args = call_key(base.tool_calls[0])
+    expression = "1" * (120 - len(f"{name}({args})") + extra)
+    run = _scanned_run([_calc(f"c{i}", expression) for i in range(3)])
+    [finding] = scan_loop(run)
+    name, args = call_key(_calc("x", expression).tool_calls[0])
+    whole = f"{name}({args})"
+    shown = whole if extra == 0 else whole[:120] + "…"
+    assert finding.evidence == f"{shown} made with the same arguments at steps 1, 2, 3"
+    assert (finding.step, finding.tool_call_id) == (3, "c2")
+
+
+def test_a_scanners_finding_and_the_scanner_itself_are_values_no_reader_changes():
+    from agentcore.store.scanners import BUILTINS, Finding
+
+    finding = Finding(1, "looped", "evidence")
+    for record, name in ((finding, "step"), (BUILTINS["loop"], "name")):
+        with pytest.raises(AttributeError):
+            setattr(record, name, None)
+    assert "scan=" not in repr(BUILTINS["loop"])  # a function's address says nothing to a reader
