@@ -245,3 +245,27 @@ def test_a_scanners_finding_and_the_scanner_itself_are_values_no_reader_changes(
         with pytest.raises(AttributeError):
             setattr(record, name, None)
     assert "scan=" not in repr(BUILTINS["loop"])  # a function's address says nothing to a reader
+
+
+def test_an_ignored_errors_evidence_names_the_failed_step_and_the_one_after_it():
+    from agentcore.messages import AssistantMessage, ToolMessage
+    from agentcore.store.scanners import scan_ignored_error
+
+    error = [ToolMessage(tool_call_id="a", name="calculator", content="Error: cannot read ×", is_error=True)]
+    again = _scanned_run([_calc("a", "17 × 23"), error, _calc("b", "17 × 23"), [], AssistantMessage(content="391")])
+    [finding] = scan_ignored_error(again)
+    assert finding.evidence.endswith("failed at step 1 (Error: cannot read ×) and step 2 made it again, unchanged")
+    silent = _scanned_run([_calc("a", "17 × 23"), error, AssistantMessage(content="17 × 23 = 391.")])
+    [finding] = scan_ignored_error(silent)
+    assert finding.evidence == "a tool failed at step 1 (Error: cannot read ×) and step 2 answered without a word of it"
+
+
+def test_a_context_findings_evidence_says_the_share_of_the_window_sent():
+    from agentcore.messages import AssistantMessage, Usage
+    from agentcore.store.scanners import scan_context
+
+    run = _scanned_run([AssistantMessage(content="part")])
+    step = run.steps[0]
+    step.provider, step.model, step.usage = "openai", "gpt-4o-mini", Usage(input_tokens=120_000, output_tokens=9)
+    [finding] = scan_context(run)
+    assert finding.evidence == "step 1 sent 120,000 of gpt-4o-mini's 128,000 tokens (94%)"
