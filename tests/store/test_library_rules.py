@@ -269,3 +269,11 @@ def test_a_context_findings_evidence_says_the_share_of_the_window_sent():
     step.provider, step.model, step.usage = "openai", "gpt-4o-mini", Usage(input_tokens=120_000, output_tokens=9)
     [finding] = scan_context(run)
     assert finding.evidence == "step 1 sent 120,000 of gpt-4o-mini's 128,000 tokens (94%)"
+
+
+def test_a_scanner_named_as_module_and_function_is_loaded_only_when_the_caller_says_code_may_be():
+    from agentcore.store.scanners import resolve_scanner
+
+    with pytest.raises(UsageError, match="code is loaded only when whoever runs agentcore names it"):
+        resolve_scanner("json:dumps")
+    assert resolve_scanner("json:dumps", code=True).name == "json:dumps"
