@@ -277,3 +277,14 @@ def test_a_scanner_named_as_module_and_function_is_loaded_only_when_the_caller_s
     with pytest.raises(UsageError, match="code is loaded only when whoever runs agentcore names it"):
         resolve_scanner("json:dumps")
     assert resolve_scanner("json:dumps", code=True).name == "json:dumps"
+
+
+def test_a_user_scanners_description_is_its_docstrings_first_line_or_empty_without_one():
+    import json
+
+    from agentcore.store.scanners import _scanner_of, resolve_scanner
+
+    assert resolve_scanner("json:dumps", code=True).description == json.dumps.__doc__.strip().split("\n")[0]
+    assert _scanner_of("mine:bare", lambda run: []).description == ""
+    with pytest.raises(UsageError, match="scanner 'json:JSONDecodeError.msg' is not a function"):
+        _scanner_of("json:JSONDecodeError.msg", "not callable")
