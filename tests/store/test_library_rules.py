@@ -288,3 +288,15 @@ def test_a_user_scanners_description_is_its_docstrings_first_line_or_empty_witho
     assert _scanner_of("mine:bare", lambda run: []).description == ""
     with pytest.raises(UsageError, match="scanner 'json:JSONDecodeError.msg' is not a function"):
         _scanner_of("json:JSONDecodeError.msg", "not callable")
+
+
+def test_a_finding_on_a_call_of_the_last_step_is_kept_and_one_past_the_last_step_refused():
+    from agentcore.store.scanners import Finding, Scanner, scan_run
+
+    run = _scanned_run([_calc("a", "1+1"), [], _calc("b", "2+2")])
+    on_last = Scanner("mine", lambda r: [Finding(2, "looped", "the last call", "b")])
+    [annotation] = scan_run(run, [on_last])["scanner:mine"]
+    assert (annotation.step, annotation.tool_call_id) == (2, "b")
+    past = Scanner("mine", lambda r: [Finding(3, "looped", "no such step")])
+    with pytest.raises(UsageError, match="scanner mine on run"):
+        scan_run(run, [past])
