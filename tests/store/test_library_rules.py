@@ -300,3 +300,33 @@ def test_a_finding_on_a_call_of_the_last_step_is_kept_and_one_past_the_last_step
     past = Scanner("mine", lambda r: [Finding(3, "looped", "no such step")])
     with pytest.raises(UsageError, match="scanner mine on run"):
         scan_run(run, [past])
+
+
+def test_a_tool_error_is_held_against_the_step_after_its_own_call_only():
+    from agentcore.messages import AssistantMessage, ToolMessage
+    from agentcore.store.scanners import scan_ignored_error
+
+    ok = [ToolMessage(tool_call_id="a", name="calculator", content="2")]
+    later = [ToolMessage(tool_call_id="b", name="calculator", content="Error: cannot read ×", is_error=True)]
+    run = _scanned_run(
+        [_calc("a", "1+1"), ok, AssistantMessage(content="391."), later, AssistantMessage(content="It failed.")]
+    )
+    assert list(scan_ignored_error(run)) == []  # step 2's answer came before the error it is not answering
+
+
+def test_a_scan_writes_its_findings_a_full_batch_at_a_time_and_the_rest_at_the_end(tmp_path, monkeypatch):
+    from support.runs import scripted_run
+
+    from agentcore.store import scanners
+    from agentcore.store.runs import Store
+
+    monkeypatch.setattr(scanners, "WRITE_BATCH", 2)
+    store = Store(tmp_path / "runs.db")
+    runs = [scripted_run("runaway") for _ in range(3)]
+    for run in runs:
+        store.save_run(run)
+    written: list[int] = []
+    replace = store.replace_findings_of
+    monkeypatch.setattr(store, "replace_findings_of", lambda batch: (written.append(len(batch)), replace(batch))[1])
+    report = scanners.scan_library(store, [scanners.BUILTINS["loop"]], [r.id for r in runs])
+    assert written == [2, 1] and report.added == 3
