@@ -330,3 +330,15 @@ def test_a_scan_writes_its_findings_a_full_batch_at_a_time_and_the_rest_at_the_e
     monkeypatch.setattr(store, "replace_findings_of", lambda batch: (written.append(len(batch)), replace(batch))[1])
     report = scanners.scan_library(store, [scanners.BUILTINS["loop"]], [r.id for r in runs])
     assert written == [2, 1] and report.added == 3
+
+
+def test_a_finding_given_as_a_dict_of_its_fields_is_a_finding_and_any_other_key_is_refused():
+    from agentcore.store.scanners import Finding, Scanner, scan_run
+
+    run = _scanned_run([_calc("a", "1+1")])
+    as_dict = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "tool_call_id": "a"}])
+    as_finding = Scanner("mine", lambda r: [Finding(1, "looped", "e", "a")])
+    assert scan_run(run, [as_dict]) == scan_run(run, [as_finding])
+    odd = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "why": "?"}])
+    with pytest.raises(UsageError, match="scanner mine: a finding is step, label, evidence"):
+        scan_run(run, [odd])
