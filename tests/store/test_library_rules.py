@@ -342,3 +342,16 @@ def test_a_finding_given_as_a_dict_of_its_fields_is_a_finding_and_any_other_key_
     odd = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "why": "?"}])
     with pytest.raises(UsageError, match="scanner mine: a finding is step, label, evidence"):
         scan_run(run, [odd])
+
+
+def test_a_regex_scan_stops_at_its_deadline_exactly_and_not_before(monkeypatch):
+    from agentcore.messages import AssistantMessage
+    from agentcore.store import scanners
+
+    monkeypatch.setattr(scanners.time, "monotonic", lambda: 100.0)
+    run = _scanned_run([AssistantMessage(content="Tokyo 21")])
+    before = scanners.regex_scanner("Tokyo", deadline=100.5)
+    assert [f.label for f in before.scan(run)] == ["regex match"]
+    at = scanners.regex_scanner("Tokyo", deadline=100.0)
+    with pytest.raises(scanners.ScanStopped, match="ran out of time at step 1"):
+        list(at.scan(run))
