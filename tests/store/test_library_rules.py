@@ -271,18 +271,22 @@ def test_a_context_findings_evidence_says_the_share_of_the_window_sent():
     assert finding.evidence == "step 1 sent 120,000 of gpt-4o-mini's 128,000 tokens (94%)"
 
 
-def test_a_scanner_named_as_module_and_function_is_loaded_only_when_the_caller_says_code_may_be():
-    from agentcore.store.scanners import resolve_scanner
+def test_a_scanner_named_as_module_and_function_is_loaded_only_when_the_caller_says_code_may_be(monkeypatch):
+    from agentcore.store.scanners import BUILTINS, resolve_scanner
+
+    monkeypatch.setattr(BUILTINS, "_entries", dict(BUILTINS._entries))  # what a test loads is not kept for others
 
     with pytest.raises(UsageError, match="code is loaded only when whoever runs agentcore names it"):
         resolve_scanner("json:dumps")
     assert resolve_scanner("json:dumps", code=True).name == "json:dumps"
 
 
-def test_a_user_scanners_description_is_its_docstrings_first_line_or_empty_without_one():
+def test_a_user_scanners_description_is_its_docstrings_first_line_or_empty_without_one(monkeypatch):
     import json
 
-    from agentcore.store.scanners import _scanner_of, resolve_scanner
+    from agentcore.store.scanners import BUILTINS, _scanner_of, resolve_scanner
+
+    monkeypatch.setattr(BUILTINS, "_entries", dict(BUILTINS._entries))
 
     assert resolve_scanner("json:dumps", code=True).description == json.dumps.__doc__.strip().split("\n")[0]
     assert _scanner_of("mine:bare", lambda run: []).description == ""
@@ -338,7 +342,9 @@ def test_a_finding_given_as_a_dict_of_its_fields_is_a_finding_and_any_other_key_
     run = _scanned_run([_calc("a", "1+1")])
     as_dict = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "tool_call_id": "a"}])
     as_finding = Scanner("mine", lambda r: [Finding(1, "looped", "e", "a")])
-    assert scan_run(run, [as_dict]) == scan_run(run, [as_finding])
+    [(one,)] = scan_run(run, [as_dict]).values()
+    [(two,)] = scan_run(run, [as_finding]).values()
+    assert (one.id, one.step, one.tool_call_id, one.labels, one.note) == (two.id, 1, "a", ["looped"], "e")
     odd = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "why": "?"}])
     with pytest.raises(UsageError, match="scanner mine: a finding is step, label, evidence"):
         scan_run(run, [odd])
