@@ -275,3 +275,72 @@ def test_an_assignment_is_found_in_text_whose_lower_case_is_longer():
     # "İ" lowers to two characters: the names are then searched in the text itself, case ignored
     for text in ('DB_PASSWORD = "hunt3rHunter"', 'İstanbul DB_PASSWORD = "hunt3rHunter"'):
         assert mask_text(text).endswith('DB_PASSWORD = "[redacted: Secret Keyword]"'), text
+
+
+def test_a_value_of_four_characters_is_masked_and_one_of_three_is_not():
+    assert find_secrets('{"token": "abcd"}') == [("Secret Keyword", "abcd")]
+    assert find_secrets('{"token": "abc"}') == []
+
+
+def test_a_credential_field_that_is_blank_or_already_masked_is_left_as_it_is():
+    for value in ("   ", "[redacted: GitHub Token]"):
+        assert mask({"token": value}) == {"token": value}
+    assert mask({"token": " x "}) == {"token": "[redacted: Secret Keyword]"}
+
+
+def test_a_value_is_masked_200_levels_deep_and_left_past_them():
+    def nested(depth: int) -> list:
+        value: list | str = SHAPES["GitHub token"]
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    def innermost(value: list | str) -> str:
+        while isinstance(value, list):
+            [value] = value
+        return value
+
+    assert innermost(mask(nested(200))) == "[redacted: GitHub Token]"
+    assert innermost(mask(nested(201))) == SHAPES["GitHub token"]
+
+
+def test_what_holds_no_credential_comes_back_as_the_same_object_and_what_does_is_a_copy():
+    clean = {"user": "ada", "steps": ["one", ("two",)]}
+    assert mask(clean) is clean
+    held = {"user": "ada", "notes": [f"key {SHAPES['GitHub token']}"]}
+    masked = mask(held)
+    assert masked is not held and masked["notes"] == ["key [redacted: GitHub Token]"]
+    assert held["notes"] == [f"key {SHAPES['GitHub token']}"]
+
+
+def test_the_keyword_plugin_reads_200_characters_from_a_credentials_name_either_way():
+    # `x; ` keeps the line from reading as a dotenv line, which is read whole
+    def assigned(value: str) -> str:
+        return f'x; password = "{value}"'
+
+    def compared(value: str) -> str:
+        return f'"{value}" == password'
+
+    for written, padding in ((assigned, len('password = ""')), (compared, len('"" == password'))):
+        fits = "Q" * (200 - padding - 2) + "w9"
+        assert find_secrets(written(fits)) == [("Secret Keyword", fits)]
+        assert find_secrets(written("Q" + fits)) == []
+
+
+def test_the_import_note_counts_kinds_most_frequent_first_then_by_name_and_says_secret_for_one():
+    from collections import Counter
+
+    from agentcore.secrets.detectors import masked_note
+
+    assert masked_note(Counter()) is None
+    assert masked_note(Counter({"Slack Token": 1})) == "1 secret masked (1 Slack Token)"
+    counts = Counter({"Slack Token": 1, "AWS Access Key": 1, "GitHub Token": 2})
+    assert masked_note(counts) == "4 secrets masked (2 GitHub Token, 1 AWS Access Key, 1 Slack Token)"
+
+
+def test_a_tally_counts_each_value_once_under_its_first_kind():
+    tally = Tally()
+    assert tally.masked("GitHub Token", "ghp_a") == "[redacted: GitHub Token]"
+    tally.masked("Secret Keyword", "ghp_a")
+    tally.masked("GitHub Token", "ghp_b")
+    assert tally.counts == {"GitHub Token": 2}
