@@ -344,3 +344,23 @@ def test_a_tally_counts_each_value_once_under_its_first_kind():
     tally.masked("Secret Keyword", "ghp_a")
     tally.masked("GitHub Token", "ghp_b")
     assert tally.counts == {"GitHub Token": 2}
+
+
+def test_a_dicts_value_and_key_are_masked_200_levels_deep_and_left_past_them():
+    key = SHAPES["GitHub token"]
+
+    def nested(depth: int, as_key: bool) -> dict:
+        value = {key: 1} if as_key else {"v": key}
+        for _ in range(depth - 1):
+            value = {"v": value}
+        return value
+
+    def innermost(value: dict) -> dict:
+        while isinstance(value.get("v"), dict):
+            value = value["v"]
+        return value
+
+    for as_key in (False, True):
+        masked = {"[redacted: GitHub Token]": 1} if as_key else {"v": "[redacted: GitHub Token]"}
+        assert innermost(mask(nested(200, as_key))) == masked
+        assert innermost(mask(nested(201, as_key))) == nested(1, as_key)
