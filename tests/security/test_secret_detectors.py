@@ -364,3 +364,9 @@ def test_a_dicts_value_and_key_are_masked_200_levels_deep_and_left_past_them():
         masked = {"[redacted: GitHub Token]": 1} if as_key else {"v": "[redacted: GitHub Token]"}
         assert innermost(mask(nested(200, as_key))) == masked
         assert innermost(mask(nested(201, as_key))) == nested(1, as_key)
+
+
+def test_an_assignment_after_a_long_line_whose_lower_case_is_longer_is_found_where_it_is():
+    # 250 "İ" lower to 500 characters: a search of the lower-cased text would read 250 characters too early
+    text = "İ" * 250 + '\nx; DB_PASSWORD = "hunt3rHunter"'
+    assert mask_text(text).endswith('\nx; DB_PASSWORD = "[redacted: Secret Keyword]"')
