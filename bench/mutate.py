@@ -152,7 +152,7 @@ def test_path(name: str) -> str:
 def run_target(name: str, workers: int) -> dict:
     modules, tests = TARGETS[name]
     report = OUT / f"{name}.json"
-    work = OUT / name  # the plugin's own report, a folder a target: two targets can run at once
+    work = OUT / name  # the plugin's HTML report, a folder a target
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}  # each of the many pytest processes reads compiled code
     command = [
@@ -167,7 +167,7 @@ def run_target(name: str, workers: int) -> dict:
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     took = time.monotonic() - started
-    written = work / "gremlins.json"
+    written = OUT / "gremlins.json"  # the plugin writes its JSON here whatever the HTML folder: one target at a time
     if not written.exists():
         sys.exit(f"mutate {name}: pytest-gremlins wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}")
     written.replace(report)
