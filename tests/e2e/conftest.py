@@ -1,4 +1,4 @@
-"""What the browser tests share: one headless Chromium per worker, each module's pages closed as it ends."""
+"""What the browser tests share: one headless Chromium per module, each module's pages closed as it ends."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import subprocess
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """Debian's Chromium through Playwright, headless, with no background network: started once per worker."""
+    """Debian's Chromium through Playwright, headless, with no background network: one per module, as Playwright's
+    sync API keeps an event loop running in the thread while it is open, and the tests after a browser module on
+    the same worker run event loops of their own (the MCP clients, asyncio.run)."""
     # imported here: support.browser skips a module that has no Chromium or Playwright before any of this runs
     from support.browser import CHROMIUM, CHROMIUM_ARGS, sync_api
 
