@@ -78,8 +78,8 @@ $(PHOENIX_VENV)/.installed:
 	touch $@
 
 # The tests run on two pytest-xdist workers (one per core of the machine CI runs on); the tests of one server (llm-katan,
-# llama.cpp's, PostgreSQL, Phoenix, one module's app servers) share a worker (tests/conftest.py), so each starts once;
-# each worker starts one Chromium (tests/e2e/conftest.py).
+# llama.cpp's, PostgreSQL, Phoenix, one module's browser and app servers) share a worker (tests/conftest.py), so each
+# starts once.
 TEST_WORKERS ?= 2
 
 test: lint $(PHOENIX_VENV)/.installed
