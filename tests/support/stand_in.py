@@ -27,6 +27,25 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
+    def chat(cls, text: str) -> Reply:
+        """An OpenAI Chat Completions answer of `text`, with the usage a small call reports."""
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "stand-in",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+        }
+        return cls(json.dumps(body).encode())
+
+    @classmethod
+    def refused(cls) -> Reply:
+        """OpenAI's 401 for a wrong key, as its API words it."""
+        body = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+        return cls(json.dumps(body).encode(), status=401)
+
+    @classmethod
     def fixture(cls, name: str, status: int = 200, **headers: str) -> Reply:
         """A fixture file under tests/fixtures/wire as the body, typed by its suffix."""
         path = WIRE / name

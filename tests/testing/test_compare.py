@@ -331,27 +331,6 @@ def test_cli_compare_keeps_going_past_a_failing_configuration_and_exits_4(tmp_pa
     assert [r["stop_reason"] for r in data["runs"]] == ["answer", "error"]
 
 
-def _chat_reply(text: str):
-    from support.stand_in import Reply
-
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "stand-in",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
-    }
-    return Reply(json.dumps(body).encode())
-
-
-def _refused():
-    from support.stand_in import Reply
-
-    body = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    return Reply(json.dumps(body).encode(), status=401)
-
-
 def _compare_runs(url: str, runs: int) -> list[str]:
     return ["compare", "What is 17 × 23?", "--config", f"openai:stand-in@{url}/v1", "--config", "scripted:weather"] + [
         "--tools",
@@ -366,13 +345,13 @@ def _compare_runs(url: str, runs: int) -> list[str]:
 def test_cli_compare_with_runs_shows_every_runs_row_named_by_its_run_and_the_summary_reads_those_rows(
     capsys, monkeypatch
 ):
-    from support.stand_in import StandIn
+    from support.stand_in import Reply, StandIn
 
     from agentcore.cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
     # run 1 refused, run 2 right, run 3 wrong: the last run is fine, the first is not
-    with StandIn(_refused(), _chat_reply("17 × 23 = 391."), _chat_reply("17 × 23 = 381.")) as server:
+    with StandIn(Reply.refused(), Reply.chat("17 × 23 = 391."), Reply.chat("17 × 23 = 381.")) as server:
         code = main(_compare_runs(server.url, 3))
     captured = capsys.readouterr()
     out = captured.out
@@ -390,7 +369,7 @@ def test_cli_compare_with_runs_shows_every_runs_row_named_by_its_run_and_the_sum
     assert stand_in.split()[1:3] == ["2/3", "1/3"]  # what the three rows above say: two answers, one holds 391
     assert "for 3 runs, one after another" in out
     # one run, at the limit: its own table, unnamed, and its wall time, as before
-    with StandIn(_chat_reply("17 × 23 = 391.")) as server:
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:
         assert main(_compare_runs(server.url, 1)) == 0
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("run ")]

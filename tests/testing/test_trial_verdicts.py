@@ -4,7 +4,6 @@ scoreboard's time is beside the matrix's wall time. Against an OpenAI-compatible
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,23 +15,6 @@ from agentcore.testing.pinned import AnswerExpect, Expectations, PinnedTest
 from agentcore.testing.trials import Spread
 
 KEY = "stand-in-key-0123456789"
-
-
-def _answer(text: str) -> Reply:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "stand-in",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
-    }
-    return Reply(json.dumps(body).encode())
-
-
-def _refused() -> Reply:
-    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    return Reply(json.dumps(refused).encode(), status=401)
 
 
 @pytest.fixture
@@ -61,7 +43,7 @@ def _reasons(lines: list[str], trials: int) -> list[str]:
 
 
 def test_three_trials_refused_with_a_401_say_the_reason_and_that_all_three_errored(test_file, capsys):
-    with StandIn(_refused()) as server:
+    with StandIn(Reply.refused()) as server:
         lines = _printed(capsys, test_file, server, "--trials", "3")
     assert len(server.seen) == 3
     assert _head(lines, "ERROR") == "trials: 0/3 passed, under the pass threshold of 1 · 3 errored of 3 trials"
@@ -71,7 +53,7 @@ def test_three_trials_refused_with_a_401_say_the_reason_and_that_all_three_error
 
 
 def test_a_cell_mixing_an_error_and_a_wrong_answer_says_how_many_of_each_and_reads_fail(test_file, capsys):
-    with StandIn(_refused(), _answer("17 × 23 = 381."), _answer("17 × 23 = 391.")) as server:
+    with StandIn(Reply.refused(), Reply.chat("17 × 23 = 381."), Reply.chat("17 × 23 = 391.")) as server:
         lines = _printed(capsys, test_file, server, "--trials", "3")
     assert len(server.seen) == 3
     assert _head(lines, "FAIL").endswith(" · 1 failed and 1 errored of 3 trials")
@@ -79,7 +61,7 @@ def test_a_cell_mixing_an_error_and_a_wrong_answer_says_how_many_of_each_and_rea
     assert wrong == "  1 of 3 trials: answer: '17 × 23 = 381.' does not contain '391'"
     assert refused.startswith("  1 of 3 trials: ") and "401" in refused
     # two wrong, one right, against a threshold it clears: FLAKY, how many failed, and why, once each
-    replies = (_answer("17 × 23 = 381."), _answer("17 × 23 = 381."), _answer("17 × 23 = 391."))
+    replies = (Reply.chat("17 × 23 = 381."), Reply.chat("17 × 23 = 381."), Reply.chat("17 × 23 = 391."))
     with StandIn(*replies) as server:
         lines = _printed(capsys, test_file, server, "--trials", "3", "--pass-threshold", "0.3")
     assert _head(lines, "FLAKY") == "2 failed of 3 trials"
@@ -87,7 +69,7 @@ def test_a_cell_mixing_an_error_and_a_wrong_answer_says_how_many_of_each_and_rea
 
 
 def test_the_scoreboards_time_is_named_run_time_and_set_beside_the_matrixs_wall_time(test_file, capsys):
-    with StandIn(_answer("17 × 23 = 391.")) as server:
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:
         lines = _printed(capsys, test_file, server, "--trials", "3")
     board = lines.index("scoreboard")
     assert lines[board + 1].split()[-2:] == ["run", "time"]
@@ -97,7 +79,7 @@ def test_the_scoreboards_time_is_named_run_time_and_set_beside_the_matrixs_wall_
         "run time: each configuration's 3 runs' own times added up; the runs ran concurrently, "
         f"and the whole matrix took {wall}"
     )
-    with StandIn(_answer("17 × 23 = 391.")) as server:  # one run a configuration: its time is the matrix's
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:  # one run a configuration: its time is the matrix's
         lines = _printed(capsys, test_file, server)
     assert not [line for line in lines if line.startswith("run time: ")]
 
@@ -112,7 +94,7 @@ def test_the_tests_page_says_its_scoreboards_time_is_run_time_beside_the_matrixs
 ):
     monkeypatch.setenv("AGENTCORE_TESTS", str(test_file.parent))
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
-    with StandIn(_refused(), _answer("17 × 23 = 381."), _answer("17 × 23 = 391.")) as server:
+    with StandIn(Reply.refused(), Reply.chat("17 × 23 = 381."), Reply.chat("17 × 23 = 391.")) as server:
         at = open_app("views/tests.py")
         at.text_area(key="tests_configs").set_value(f"openai:stand-in@{server.url}/v1").run()
         at.number_input(key="tests_trials").set_value(3).run()

@@ -50,21 +50,9 @@ def test_the_interval_stays_in_zero_to_one_and_pass_hat_k_is_tau_benchs():
 # -- a model that is right two times in three ------------------------------------------------------------------
 
 
-def _reply(text: str) -> Reply:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "stand-in",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
-    }
-    return Reply(json.dumps(body).encode())
-
-
 def two_in_three(trials: int) -> StandIn:
     """Right, right, wrong, ...: of 6 requests, in whatever order the trials make them, 4 get the right answer."""
-    cycle = [_reply("17 × 23 = 391."), _reply("17 × 23 = 391."), _reply("17 × 23 = 381.")]
+    cycle = [Reply.chat("17 × 23 = 391."), Reply.chat("17 × 23 = 391."), Reply.chat("17 × 23 = 381.")]
     return StandIn(*(cycle * (trials // 3)))
 
 
@@ -179,11 +167,6 @@ def test_the_tests_page_runs_trials_and_shows_the_counts_a_bar_and_a_flaky_badge
     assert list(board["trials passed"]) == ["4/6"] and list(board["flaky"]) == [1]
 
 
-def _refused() -> Reply:
-    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    return Reply(json.dumps(refused).encode(), status=401)
-
-
 def _page_trials(open_app, url: str, trials: int, threshold: float = 1.0):
     """The Tests page after running the test file on the stand-in at `url`, `trials` times a cell."""
     at = open_app("views/tests.py")
@@ -200,7 +183,7 @@ def _reason_lines(at) -> list[str]:
 
 @pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_failed_and_how_many(page_env, open_app):
-    with StandIn(_refused()) as server:  # every trial errors: ERROR, with the provider's reason on 3 of 3
+    with StandIn(Reply.refused()) as server:  # every trial errors: ERROR, with the provider's reason on 3 of 3
         at = _page_trials(open_app, server.url, 3)
     assert not at.exception
     (verdict,) = [e.value for e in at.error]
@@ -208,7 +191,7 @@ def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_faile
     (why,) = _reason_lines(at)
     assert why.startswith("3 of 3 trials: ") and "401" in why and "Incorrect API key provided" in why
     # one error, one wrong answer, one right: both halves said, each reason with its own count, not ERROR
-    with StandIn(_refused(), _reply("17 × 23 = 381."), _reply("17 × 23 = 391.")) as server:
+    with StandIn(Reply.refused(), Reply.chat("17 × 23 = 381."), Reply.chat("17 × 23 = 391.")) as server:
         at = _page_trials(open_app, server.url, 3)
     assert not at.exception and len(server.seen) == 3
     (verdict,) = [e.value for e in at.error]
@@ -225,7 +208,7 @@ def test_the_tests_page_says_beside_each_failing_trial_cell_why_its_trials_faile
         at = _page_trials(open_app, server.url, 3, 0.6)
     assert not at.error and [s.value for s in at.success] == ["pass"]
     assert [r.split(": ")[0] for r in _reason_lines(at)] == ["1 of 3 trials"]
-    with StandIn(_reply("17 × 23 = 391.")) as server:  # every trial passed: no reason to give
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:  # every trial passed: no reason to give
         at = _page_trials(open_app, server.url, 3)
     assert not at.error and not _reason_lines(at)
 
@@ -240,7 +223,7 @@ def test_the_tests_page_shows_each_trial_cells_pass_at_1_with_its_wilson_interva
     assert "pass@1 0.67 (95% Wilson interval 0.30–0.90) · pass^6 no" in captions
     (legend,) = [c for c in captions if "**pass@1**" in c]
     assert "**pass^6**" in legend and "all 6 trials passed" in legend and "Wilson" in legend and "60%" in legend
-    with StandIn(_reply("17 × 23 = 391.")) as server:  # one trial a cell: no rates, no legend
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:  # one trial a cell: no rates, no legend
         at = _page_trials(open_app, server.url, 1)
     assert not [c for c in (c.value for c in at.caption) if "pass@1" in c]
 
@@ -263,7 +246,7 @@ def test_each_test_matrix_written_to_a_database_is_an_experiment_listed_shown_an
 
     with two_in_three(6) as server:
         assert main(with_db(server.url, "6")) == 1
-    with StandIn(_reply("It is 391.")) as always:  # a fixed model: right every time
+    with StandIn(Reply.chat("It is 391.")) as always:  # a fixed model: right every time
         assert main(with_db(always.url, "3")) == 0
     printed = capsys.readouterr().out
     first, second = [line.split()[1] for line in printed.splitlines() if line.startswith("experiment ")]
@@ -342,7 +325,7 @@ def test_the_tests_page_keeps_each_run_as_an_experiment_and_charts_the_pass_rate
 
 def test_trials_that_all_made_the_same_run_are_said_to_be_one_sample(tmp_path, capsys, test_file, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
-    with StandIn(_reply("17 × 23 = 391.")) as server:  # a model that answers alike each time
+    with StandIn(Reply.chat("17 × 23 = 391.")) as server:  # a model that answers alike each time
         assert main(_test(test_file, server.url, "--trials", "3")) == 0
     out = capsys.readouterr().out
     assert "note: in 1 of 1 cells every trial made the same run" in out and "(a cell passes when at least 100%" in out
@@ -355,16 +338,14 @@ def test_trials_that_all_made_the_same_run_are_said_to_be_one_sample(tmp_path, c
     path.write_text(export_test(test))
     assert main(["test", str(path), "--config", "scripted:weather", "--trials", "3", "--no-db"]) == 0
     assert "every trial made the same run" not in capsys.readouterr().out
-    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    with StandIn(Reply(json.dumps(refused).encode(), status=401)) as server:
+    with StandIn(Reply.refused()) as server:
         main(_test(test_file, server.url, "--trials", "3"))
     assert "every trial made the same run" not in capsys.readouterr().out
 
 
 def test_a_cell_under_its_threshold_says_why_each_trial_failed_and_how_many(test_file, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "stand-in-key-0123456789")
-    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    with StandIn(Reply(json.dumps(refused).encode(), status=401)) as server:
+    with StandIn(Reply.refused()) as server:
         assert main(_test(test_file, server.url, "--trials", "3")) == 1
     out = capsys.readouterr().out
     assert "ERROR times × openai:stand-in@" in out and "trials: 0/3 passed, under the pass threshold" in out
