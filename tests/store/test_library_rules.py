@@ -4,6 +4,7 @@ they give, each rule on both sides of its edge."""
 from __future__ import annotations
 
 import pytest
+from support.runs import made_run
 
 from agentcore.errors import UsageError
 from agentcore.store.figures import ModelFigures, RunFigures
@@ -195,24 +196,6 @@ def test_a_since_day_is_a_date_and_anything_else_is_refused_naming_the_option_an
 # -- scanners ---------------------------------------------------------------------------
 
 
-def _scanned_run(replies):
-    from agentcore.run import Run, RunConfig
-    from agentcore.steps import StepRecord
-    from agentcore.toolbox import TOOLBOX
-
-    run = Run.start(
-        "What is 17 × 23?", RunConfig(provider="scripted", model="made", tools=[TOOLBOX["calculator"].spec()])
-    )
-    for item in replies:
-        if isinstance(item, list):
-            run.messages.extend(item)
-            continue
-        run.steps.append(StepRecord(index=len(run.steps) + 1, message_count=len(run.messages)))
-        run.messages.append(item)
-    run.stop_reason = "answer"
-    return run
-
-
 def _calc(call_id: str, expression: str):
     from agentcore.messages import AssistantMessage, ToolCall
 
@@ -228,7 +211,7 @@ def test_a_loops_evidence_shows_a_call_whole_up_to_120_characters_then_cut_with_
     base = _calc("x", "")
     name, args = call_key(base.tool_calls[0])
     expression = "1" * (120 - len(f"{name}({args})") + extra)
-    run = _scanned_run([_calc(f"c{i}", expression) for i in range(3)])
+    run = made_run([_calc(f"c{i}", expression) for i in range(3)])
     [finding] = scan_loop(run)
     name, args = call_key(_calc("x", expression).tool_calls[0])
     whole = f"{name}({args})"
@@ -252,10 +235,10 @@ def test_an_ignored_errors_evidence_names_the_failed_step_and_the_one_after_it()
     from agentcore.store.scanners import scan_ignored_error
 
     error = [ToolMessage(tool_call_id="a", name="calculator", content="Error: cannot read ×", is_error=True)]
-    again = _scanned_run([_calc("a", "17 × 23"), error, _calc("b", "17 × 23"), [], AssistantMessage(content="391")])
+    again = made_run([_calc("a", "17 × 23"), error, _calc("b", "17 × 23"), [], AssistantMessage(content="391")])
     [finding] = scan_ignored_error(again)
     assert finding.evidence.endswith("failed at step 1 (Error: cannot read ×) and step 2 made it again, unchanged")
-    silent = _scanned_run([_calc("a", "17 × 23"), error, AssistantMessage(content="17 × 23 = 391.")])
+    silent = made_run([_calc("a", "17 × 23"), error, AssistantMessage(content="17 × 23 = 391.")])
     [finding] = scan_ignored_error(silent)
     assert finding.evidence == "a tool failed at step 1 (Error: cannot read ×) and step 2 answered without a word of it"
 
@@ -264,7 +247,7 @@ def test_a_context_findings_evidence_says_the_share_of_the_window_sent():
     from agentcore.messages import AssistantMessage, Usage
     from agentcore.store.scanners import scan_context
 
-    run = _scanned_run([AssistantMessage(content="part")])
+    run = made_run([AssistantMessage(content="part")])
     step = run.steps[0]
     step.provider, step.model, step.usage = "openai", "gpt-4o-mini", Usage(input_tokens=120_000, output_tokens=9)
     [finding] = scan_context(run)
@@ -297,7 +280,7 @@ def test_a_user_scanners_description_is_its_docstrings_first_line_or_empty_witho
 def test_a_finding_on_a_call_of_the_last_step_is_kept_and_one_past_the_last_step_refused():
     from agentcore.store.scanners import Finding, Scanner, scan_run
 
-    run = _scanned_run([_calc("a", "1+1"), [], _calc("b", "2+2")])
+    run = made_run([_calc("a", "1+1"), [], _calc("b", "2+2")])
     on_last = Scanner("mine", lambda r: [Finding(2, "looped", "the last call", "b")])
     [annotation] = scan_run(run, [on_last])["scanner:mine"]
     assert (annotation.step, annotation.tool_call_id) == (2, "b")
@@ -312,7 +295,7 @@ def test_a_tool_error_is_held_against_the_step_after_its_own_call_only():
 
     ok = [ToolMessage(tool_call_id="a", name="calculator", content="2")]
     later = [ToolMessage(tool_call_id="b", name="calculator", content="Error: cannot read ×", is_error=True)]
-    run = _scanned_run(
+    run = made_run(
         [_calc("a", "1+1"), ok, AssistantMessage(content="391."), later, AssistantMessage(content="It failed.")]
     )
     assert list(scan_ignored_error(run)) == []  # step 2's answer came before the error it is not answering
@@ -339,7 +322,7 @@ def test_a_scan_writes_its_findings_a_full_batch_at_a_time_and_the_rest_at_the_e
 def test_a_finding_given_as_a_dict_of_its_fields_is_a_finding_and_any_other_key_is_refused():
     from agentcore.store.scanners import Finding, Scanner, scan_run
 
-    run = _scanned_run([_calc("a", "1+1")])
+    run = made_run([_calc("a", "1+1")])
     as_dict = Scanner("mine", lambda r: [{"step": 1, "label": "looped", "evidence": "e", "tool_call_id": "a"}])
     as_finding = Scanner("mine", lambda r: [Finding(1, "looped", "e", "a")])
     [(one,)] = scan_run(run, [as_dict]).values()
@@ -355,7 +338,7 @@ def test_a_regex_scan_stops_at_its_deadline_exactly_and_not_before(monkeypatch):
     from agentcore.store import scanners
 
     monkeypatch.setattr(scanners.time, "monotonic", lambda: 100.0)
-    run = _scanned_run([AssistantMessage(content="Tokyo 21")])
+    run = made_run([AssistantMessage(content="Tokyo 21")])
     before = scanners.regex_scanner("Tokyo", deadline=100.5)
     assert [f.label for f in before.scan(run)] == ["regex match"]
     at = scanners.regex_scanner("Tokyo", deadline=100.0)

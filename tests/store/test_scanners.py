@@ -7,37 +7,22 @@ import sys
 import textwrap
 
 import pytest
-from support.runs import FIVE, scripted_run
+from support.runs import FIVE, made_run, scripted_run
 
 from agentcore.annotations import make_annotation
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
 from agentcore.hooks.protocol import HookEffect
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage
-from agentcore.run import Run, RunConfig
+from agentcore.run import Run
 from agentcore.steps import StepRecord
 from agentcore.store.runs import Store
 from agentcore.store.scanners import BUILTINS, Finding, Scanner, resolve_scanner, scan_library, scan_run
-from agentcore.toolbox import TOOLBOX
 
 
 def found(run: Run, name: str) -> list[tuple[int, str]]:
     """(step, label) of each finding of built-in `name` on the run."""
     return [(a.step, a.all_labels[0]) for a in scan_run(run, [BUILTINS[name]])[f"scanner:{name}"]]
-
-
-def made(replies: list[AssistantMessage | list[ToolMessage]], tools=("calculator",), **config) -> Run:
-    """A run of these replies, each followed by its tool results (a list) where the next item is one."""
-    specs = [TOOLBOX[t].spec() for t in tools]
-    run = Run.start("What is 17 × 23?", RunConfig(provider="scripted", model="made", tools=specs, **config))
-    for item in replies:
-        if isinstance(item, list):
-            run.messages.extend(item)
-            continue
-        run.steps.append(StepRecord(index=len(run.steps) + 1, message_count=len(run.messages)))
-        run.messages.append(item)
-    run.stop_reason = "answer"
-    return run
 
 
 def calc(call_id: str, expression: str, text: str = "I'll compute it.") -> AssistantMessage:
@@ -59,20 +44,22 @@ def test_loop_names_the_runaway_run_at_its_third_identical_call_and_no_other_sce
     assert found(scripted["runaway"], "loop") == [(3, "looped")]
     for name in ("weather", "tool_error", "research", "recovery"):
         assert found(scripted[name], "loop") == [], name
-    twice = made([calc("a", "1+1"), [], calc("b", "1+1"), [], calc("c", "2+2"), [], AssistantMessage(content="2")])
+    twice = made_run([calc("a", "1+1"), [], calc("b", "1+1"), [], calc("c", "2+2"), [], AssistantMessage(content="2")])
     assert found(twice, "loop") == []  # two identical calls are not yet a loop
-    thrice = made([calc("a", "1+1"), [], calc("b", "1+1"), [], calc("c", "1+1"), [], AssistantMessage(content="2")])
+    thrice = made_run([calc("a", "1+1"), [], calc("b", "1+1"), [], calc("c", "1+1"), [], AssistantMessage(content="2")])
     assert found(thrice, "loop") == [(3, "looped")]
 
 
 def test_ignored_error_finds_a_failed_call_made_again_or_an_answer_that_says_nothing_of_it(scripted):
     assert found(scripted["tool_error"], "ignored_error") == []  # it read the error and corrected the call
     assert found(scripted["recovery"], "ignored_error") == []
-    again = made([calc("a", "17 × 23"), failed("a"), calc("b", "17 × 23"), [], AssistantMessage(content="391")])
+    again = made_run([calc("a", "17 × 23"), failed("a"), calc("b", "17 × 23"), [], AssistantMessage(content="391")])
     assert found(again, "ignored_error") == [(2, "ignored the result")]
-    silent = made([calc("a", "17 × 23"), failed("a"), AssistantMessage(content="17 × 23 = 391.")])
+    silent = made_run([calc("a", "17 × 23"), failed("a"), AssistantMessage(content="17 × 23 = 391.")])
     assert found(silent, "ignored_error") == [(2, "ignored the result")]
-    honest = made([calc("a", "17 × 23"), failed("a"), AssistantMessage(content="The calculator failed; I cannot say.")])
+    honest = made_run(
+        [calc("a", "17 × 23"), failed("a"), AssistantMessage(content="The calculator failed; I cannot say.")]
+    )
     assert found(honest, "ignored_error") == []
 
 
@@ -80,7 +67,7 @@ def test_unknown_tool_finds_a_call_to_a_tool_not_offered_and_judges_no_run_witho
     assert found(scripted["recovery"], "unknown_tool") == [(2, "wrong tool")]  # `calculater`
     for name in ("weather", "runaway", "tool_error", "research"):
         assert found(scripted[name], "unknown_tool") == [], name
-    offered_nothing = made([calc("a", "1+1"), [], AssistantMessage(content="2")], tools=())
+    offered_nothing = made_run([calc("a", "1+1"), [], AssistantMessage(content="2")], tools=())
     assert found(offered_nothing, "unknown_tool") == []
 
 
@@ -88,14 +75,14 @@ def test_step_budget_finds_the_run_that_stopped_at_its_budget(scripted):
     assert found(scripted["runaway"], "step_budget") == [(10, "step budget reached")]
     for name in ("weather", "tool_error", "research", "recovery"):
         assert found(scripted[name], "step_budget") == [], name
-    provider_failed = made([calc("a", "1+1")])
+    provider_failed = made_run([calc("a", "1+1")])
     provider_failed.stop_reason = "error"
     assert found(provider_failed, "step_budget") == []
 
 
 def test_context_finds_the_first_request_past_80_percent_of_the_models_window():
     def sized(*inputs: int) -> Run:
-        run = made([AssistantMessage(content=f"part {i}") for i in range(len(inputs))], tools=())
+        run = made_run([AssistantMessage(content=f"part {i}") for i in range(len(inputs))], tools=())
         for step, tokens in zip(run.steps, inputs, strict=True):
             step.provider, step.model, step.usage = "openai", "gpt-4o-mini", Usage(input_tokens=tokens, output_tokens=9)
         return run
@@ -112,7 +99,7 @@ def test_unread_results_finds_an_answer_whose_request_never_held_a_tool_result(s
     result = [ToolMessage(tool_call_id="a", name="calculator", content="17 * 23 = 391")]
 
     def answered_after(effect_messages) -> Run:
-        run = made([calc("a", "17 * 23"), result, AssistantMessage(content="391.")])
+        run = made_run([calc("a", "17 * 23"), result, AssistantMessage(content="391.")])
         if effect_messages is not None:
             kept = [m.model_dump(mode="json") for m in effect_messages(run.messages)]
             effect = HookEffect(
@@ -129,11 +116,11 @@ def test_unread_results_finds_an_answer_whose_request_never_held_a_tool_result(s
 
 
 def test_key_in_reply_finds_key_shaped_text_and_not_ordinary_words(scripted):
-    leaked = made([AssistantMessage(content="Use sk-proj1234567890abcdefXYZ to call it.")], tools=())
+    leaked = made_run([AssistantMessage(content="Use sk-proj1234567890abcdefXYZ to call it.")], tools=())
     assert found(leaked, "key_in_reply") == [(1, "key in reply")]
-    bearer = made([AssistantMessage(content="Send Bearer 9f8e7d6c5b4a3210 along.")], tools=())
+    bearer = made_run([AssistantMessage(content="Send Bearer 9f8e7d6c5b4a3210 along.")], tools=())
     assert found(bearer, "key_in_reply") == [(1, "key in reply")]
-    words = made([AssistantMessage(content="Basic arithmetic and Bearer instructions: 17 × 23 = 391.")], tools=())
+    words = made_run([AssistantMessage(content="Basic arithmetic and Bearer instructions: 17 × 23 = 391.")], tools=())
     assert found(words, "key_in_reply") == []
     for name in ("weather", "tool_error", "research", "recovery"):
         assert found(scripted[name], "key_in_reply") == [], name

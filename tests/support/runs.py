@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, ToolDecision, toolbox
-from agentcore.messages import AssistantMessage, ToolCall, Usage, UserMessage
+from agentcore.messages import AssistantMessage, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentcore.providers import create_provider
 from agentcore.providers.scripted import SCENARIOS, get_scenario
 from agentcore.steps import StepRecord
@@ -87,4 +87,18 @@ def decisions_run() -> Run:
     agent.tools_phase(run, decisions)
     run.steps[0].tool_runs[0].result_edited("0+0 = 0")  # a person changed the approved call's result afterwards
     agent.step(run)
+    return run
+
+
+def made_run(replies: list[Message | list[ToolMessage]], tools=("calculator",), **config) -> Run:
+    """A run of these replies, each followed by its tool results (a list) where the next item is one."""
+    specs = [TOOLBOX[t].spec() for t in tools]
+    run = Run.start("What is 17 × 23?", RunConfig(provider="scripted", model="made", tools=specs, **config))
+    for item in replies:
+        if isinstance(item, list):
+            run.messages.extend(item)
+            continue
+        run.steps.append(StepRecord(index=len(run.steps) + 1, message_count=len(run.messages)))
+        run.messages.append(item)
+    run.stop_reason = "answer"
     return run
