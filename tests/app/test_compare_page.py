@@ -322,22 +322,34 @@ def test_runs_per_configuration_runs_each_again_and_opens_any_run_in_the_playgro
     assert opened.stop_reason == "max_steps" and len(opened.steps) == 3
 
 
-def test_compare_from_the_runs_page_forks_the_chosen_step_and_keeps_each_fork_under_the_run(
-    open_app, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+def research_run() -> Run:
+    """The scripted research scenario run to its answer, reading notes step after step."""
     tools = toolbox.get_tools("search_notes,read_note")
     run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
     Agent(ScriptedProvider(scenario="research"), tools).run(run)
-    store = Store(tmp_path / "runs.db")
-    store.save_run(run)
+    return run
+
+
+def compare_from_runs_page(open_app, run: Run, step: int) -> AppTest:
+    """The Compare page as the Runs page's Compare from step `step` of the stored `run` opens it."""
     at = open_app("views/runs.py")
     at.selectbox(key="runs_selected").set_value(run.id).run()
-    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(4).run()
+    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(step).run()
     at.button(key="runs_compare_from").click().run()
     assert not at.exception, at.exception
     at.switch_page(PAGE)  # AppTest draws the page it was last sent to, as a browser does after the switch
     at.run()
+    return at
+
+
+def test_compare_from_the_runs_page_forks_the_chosen_step_and_keeps_each_fork_under_the_run(
+    open_app, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
+    run = research_run()
+    store = Store(tmp_path / "runs.db")
+    store.save_run(run)
+    at = compare_from_runs_page(open_app, run, 4)
     assert any("From step 4 of run" in m.value and run.id in m.value for m in at.main.markdown)
     assert at.selectbox(key="cmp_provider_0").value == "scripted"
     assert at.selectbox(key="cmp_scenario_0").value == "research"  # the model that answered step 4, asked again
@@ -355,9 +367,7 @@ def test_compare_from_the_runs_page_forks_the_chosen_step_and_keeps_each_fork_un
 
 def test_compare_from_a_model_turn_in_the_message_list(open_app, tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
-    tools = toolbox.get_tools("search_notes,read_note")
-    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
-    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    run = research_run()
     session = Session()
     session.add_run(run)
     at = open_app(session=session, view="Messages")
@@ -374,16 +384,9 @@ def test_compare_from_step_4_with_one_step_says_the_step_it_was_given_and_keeps_
     open_app, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
-    tools = toolbox.get_tools("search_notes,read_note")
-    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
-    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    run = research_run()
     Store(tmp_path / "runs.db").save_run(run)
-    at = open_app("views/runs.py")
-    at.selectbox(key="runs_selected").set_value(run.id).run()
-    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(4).run()
-    at.button(key="runs_compare_from").click().run()
-    at.switch_page(PAGE)
-    at.run()
+    at = compare_from_runs_page(open_app, run, 4)
     at.selectbox(key="cmp_provider_1").set_value("scripted").run()
     at.number_input(key="cmp_from_steps").set_value(1).run()
     button(at, "Run all").click()
@@ -423,18 +426,11 @@ def test_compare_from_a_stored_step_says_what_a_paid_columns_fork_would_send_fro
     open_app, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "runs.db"))
-    tools = toolbox.get_tools("search_notes,read_note")
-    run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
-    Agent(ScriptedProvider(scenario="research"), tools).run(run)
+    run = research_run()
     Store(tmp_path / "runs.db").save_run(run)
 
     def estimate_from(step: int) -> int:
-        at = open_app("views/runs.py")
-        at.selectbox(key="runs_selected").set_value(run.id).run()
-        at.selectbox(key=f"runs_compare_step_{run.id}").set_value(step).run()
-        at.button(key="runs_compare_from").click().run()
-        at.switch_page(PAGE)
-        at.run()
+        at = compare_from_runs_page(open_app, run, step)
         at.selectbox(key="cmp_provider_1").set_value("openai").run()
         at.text_input(key="cmp_model_1").set_value("gpt-4o-mini").run()
         [said] = [c.value for c in at.main.caption if "The next model call sends" in c.value]
