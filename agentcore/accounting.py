@@ -213,6 +213,11 @@ def step_costs(run: Run, price_as: PriceRef | None = None) -> list[float | None]
     return out
 
 
+# how every page and command says a cost in US dollars: to the millionth (a step on a small model costs a few of
+# them), thousands separated, so one run reads the same wherever it is said
+COST_FORMAT = ",.6f"
+
+
 @dataclass(frozen=True)
 class CacheSaving:
     """What the prompt cache saved a run, as reported: its cost with and without the cached tokens' rates."""

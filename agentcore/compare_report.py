@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .accounting import run_cost, step_costs
+from .accounting import COST_FORMAT, run_cost, step_costs
 from .errors import TranscriptError
 from .messages import AssistantMessage, Usage, numbered
 from .providers import FREE_PROVIDERS  # noqa: F401  re-exported by compare
@@ -229,7 +229,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     heads = ("config", "steps", "stop", "in", "out", "cost $", "total ms", "ms/step", "tool err", "final answer")
 
     def cost(v: float | None) -> str:
-        return "?" if v is None else f"{v:,.6f}"  # to the millionth, as every page says a cost
+        return "?" if v is None else f"{v:{COST_FORMAT}}"
 
     def answer(row: dict[str, Any]) -> str:
         text = f"error: {row['error']}" if row["error"] else str(row["final_answer"] or "")

@@ -7,6 +7,7 @@ from functools import partial
 
 import streamlit as st
 
+from agentcore.accounting import COST_FORMAT
 from agentcore.exports import REPLAY, export_filename, export_json, export_otlp, export_run
 from agentcore.messages import reasoning_note
 from agentcore.request import settings_note, thinking_note
@@ -55,7 +56,7 @@ def estimate_words(estimate: CallEstimate) -> str:
     if estimate.cost is None:
         cost = "no price is known for it, so its cost is unknown"
     else:
-        cost = f"{'more than ' if estimate.after_tools else ''}~{words.shown(estimate.cost, ',.6f', prefix='$')}"
+        cost = f"{'more than ' if estimate.after_tools else ''}~{words.shown(estimate.cost, COST_FORMAT, prefix='$')}"
         cost += " for that input, before what its reply costs"
     then = "The model call after the tools" if estimate.after_tools else "The next model call"
     return f"{then} sends {tokens} to {where} (estimated from the text): {cost}."

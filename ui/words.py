@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from agentcore.accounting import COST_FORMAT
+
 MISSING = "—"  # a value a table or caption does not have (an unknown cost, a step without a finish reason)
 
 
@@ -56,7 +58,7 @@ def usd(value: float | None) -> str:
     nothing at all (a local or scripted model), not a row of zeros; a dash when it is unknown."""
     if value == 0:
         return "free"
-    return shown(value, ",.6f", prefix="$")
+    return shown(value, COST_FORMAT, prefix="$")
 
 
 def text(value: object) -> str:

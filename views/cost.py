@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.accounting import PART_LABELS, PARTS, CostReport, account, cache_saving
+from agentcore.accounting import COST_FORMAT, PART_LABELS, PARTS, CostReport, account, cache_saving
 from agentcore.errors import TranscriptError
 from agentcore.exports import export_csv, export_filename
 from agentcore.gauge import step_gauges
@@ -255,7 +255,7 @@ def _compare_policy(run: Run) -> None:
 
 def _dollars(value: float | None) -> str:
     """A cost as the headline says it, its dollar sign kept from Markdown's formulas."""
-    return words.shown(value, ",.6f", prefix="\\$")
+    return words.shown(value, COST_FORMAT, prefix="\\$")
 
 
 def _caching(run: Run, report: CostReport, whatifs: list[WhatIf]) -> None:

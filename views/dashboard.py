@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from agentcore.accounting import COST_FORMAT
 from agentcore.errors import AgentcoreError
 from agentcore.store.runs import RunSummary, Store
 from agentcore.store.stats import GroupStats, add_up, library_figures, most_expensive, totals
@@ -74,8 +75,8 @@ def _table(groups: list[GroupStats]) -> pd.DataFrame:
                 "cache read": g.cache_read_tokens,
                 "cache write": g.cache_write_tokens,
                 "cache hit (%)": words.shown(g.cache_hit_rate and g.cache_hit_rate * 100, ".1f"),
-                "cost ($)": words.shown(g.cost_usd, ",.6f"),
-                "$ / answered run": words.shown(g.cost_per_answered_run, ",.6f"),
+                "cost ($)": words.shown(g.cost_usd, COST_FORMAT),
+                "$ / answered run": words.shown(g.cost_per_answered_run, COST_FORMAT),
                 "p50 step (ms)": words.shown(g.latency_ms(0.5)),
                 "p95 step (ms)": words.shown(g.latency_ms(0.95)),
                 "budget reached": g.budget_runs,
@@ -97,7 +98,7 @@ def _expensive(store: Store, runs: list[RunSummary]) -> None:
                     "model": safe.plain(r.models_label),
                     "steps": r.steps,
                     "stop": r.stop_reason or "open",
-                    "cost ($)": words.shown(r.cost_usd, ",.6f"),
+                    "cost ($)": words.shown(r.cost_usd, COST_FORMAT),
                     "tokens": r.total_tokens,
                     "id": r.id,
                 }
@@ -116,7 +117,9 @@ def _expensive(store: Store, runs: list[RunSummary]) -> None:
         index=None,
         key="dash_open_pick",
         placeholder="Choose a run",
-        format_func=lambda k: safe.plain(f"{by_id[k].title or k} · {words.shown(by_id[k].cost_usd, ',.6f')} $ · {k}"),
+        format_func=lambda k: safe.plain(
+            f"{by_id[k].title or k} · {words.shown(by_id[k].cost_usd, COST_FORMAT)} $ · {k}"
+        ),
     )
     go_on.button(
         "Open in the playground",
@@ -148,7 +151,7 @@ def main() -> None:
     cols = st.columns(4)
     cols[0].metric("Runs", f"{len(rows):,}")
     cols[1].metric("Answered", f"{answered:,}")
-    cols[2].metric("Cost ($)", words.shown(whole["cost_usd"], ",.6f"))  # to the millionth, as every page says a cost
+    cols[2].metric("Cost ($)", words.shown(whole["cost_usd"], COST_FORMAT))
     hit = whole["cache_read_tokens"] / whole["input_tokens"] if whole["input_tokens"] else None
     cols[3].metric(
         "Cache hit rate", words.shown(hit and hit * 100, ".1f", prefix="") + ("%" if hit is not None else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from agentcore.accounting import COST_FORMAT
 from agentcore.annotations import count_labels
 from agentcore.diff import RunDiff, diff_runs
 from agentcore.errors import AgentcoreError
@@ -58,7 +59,7 @@ def _table(runs: list[RunSummary]) -> pd.DataFrame:
                 "steps": r.steps,
                 "stop": r.stop_reason or "open",
                 "tokens": r.total_tokens,
-                "cost ($)": words.shown(r.cost_usd, ",.6f"),  # as the Cost page's headline says it
+                "cost ($)": words.shown(r.cost_usd, COST_FORMAT),
                 "time (s)": round(r.duration_ms / 1000, 2),
                 "saved": r.updated_at[:19].replace("T", " "),
                 "forked from": f"{r.parent_id} @ step {r.parent_step}" if r.parent_id else "",

@@ -149,6 +149,7 @@ def _print_forks(store: Any, run_id: str) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """`agentcore runs list|show|export|import|delete|copy`, over the runs database."""
+    from ..accounting import COST_FORMAT
     from ..errors import TranscriptError
     from ..exports import export_run, export_zip
     from ..sessions import read_import, store_imported
@@ -164,7 +165,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = Store(getattr(args, "db", None))
     if action == "list":
         for r in store.list_runs(args.search, args.provider, args.limit):
-            cost = "?" if r.cost_usd is None else f"${r.cost_usd:,.6f}"  # to the millionth, as every page says it
+            cost = "?" if r.cost_usd is None else f"${r.cost_usd:{COST_FORMAT}}"
             mixed = " (mixed)" if r.mixed else ""
             print(
                 f"{r.id}  {r.updated_at[:19]}  {r.models_label}{mixed}  {r.steps} steps  {r.stop_reason or 'open'}  "
@@ -393,7 +394,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from ..accounting import account
+    from ..accounting import COST_FORMAT, account
     from ..providers.prices import parse_price_as, price_choices
     from ..transcript import load
     from ..whatif import what_ifs
@@ -411,7 +412,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         return 0
 
     def usd(x: float | None) -> str:
-        return "-" if x is None else f"{x:,.6f}"
+        return "-" if x is None else f"{x:{COST_FORMAT}}"
 
     priced = f"priced as {report.price_label}" if report.priced else f"not priced: {report.price_note}"
     print(f"run {run.id} · {run.config.provider}/{run.config.model} · {len(run.steps)} steps · {priced}")
@@ -428,7 +429,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if f is not None:
         print(f"fit: cumulative input = a + b·n + c·n², a={f.a:.2f} b={f.b:.2f} c={f.c:.2f} R²={f.r2:.5f}")
     print(report.explanation())
-    cost = f" · ${report.total_cost_usd:,.6f}" if report.total_cost_usd is not None else ""
+    cost = f" · ${report.total_cost_usd:{COST_FORMAT}}" if report.total_cost_usd is not None else ""
     print(f"total: {report.total_input_tokens} input + {report.total_output_tokens} output tokens{cost}")
     print("what-if (recomputed from the recorded messages, no model calls):")
     for w in whatifs:

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from ..accounting import COST_FORMAT
 from ..store.stats import GROUP_BY, first_day
 from .annotate import DB_HELP
 
@@ -63,7 +64,7 @@ def add_library(sub: Any) -> None:
 
 def _cells(g: Any) -> list[str]:
     def money(v: float | None) -> str:
-        return "unpriced" if v is None else f"{v:,.6f}"
+        return "unpriced" if v is None else f"{v:{COST_FORMAT}}"
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v:,.1f}"
