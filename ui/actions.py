@@ -283,10 +283,15 @@ class NextCall:
     changed: list[str]  # of "model" and "tools": what differs from the run so far
 
 
+def _calls_no_more(run: Run) -> bool:
+    """The run calls the model no more: it filled its schema, or nothing comes next."""
+    return run.stop_reason == "structured" or run.next_phase == "done"
+
+
 def next_call(session: Session) -> NextCall | None:
     """The next model call as the sidebar sets it; None when the run cannot call the model again."""
     run = session.run
-    if run is None or run.stop_reason == "structured" or run.next_phase == "done":
+    if run is None or _calls_no_more(run):
         return None
     cfg = session.config
     model = ModelRef(cfg.provider, (cfg.scenario or cfg.model) if cfg.provider == "scripted" else cfg.model)
@@ -320,7 +325,7 @@ def next_call_estimate(session: Session) -> CallEstimate | None:
 def call_estimate(run: Run, model: ModelRef) -> CallEstimate | None:
     """What `run`'s next model call would send to `model`, and its price; None when its provider is free or the run
     can make no call (the playground's next call, and each column of a comparison, are estimated alike)."""
-    if model.provider in FREE_PROVIDERS or run.stop_reason == "structured" or run.next_phase == "done":
+    if model.provider in FREE_PROVIDERS or _calls_no_more(run):
         return None
     try:
         messages = prepare(run).messages  # the history as the run's context policies would send it
