@@ -34,9 +34,7 @@ def show_next_call(session: Session, run: Run) -> None:
     if nxt.changed:
         line += f" :orange-badge[changed: {' and '.join(nxt.changed)}]"
     st.caption(line)
-    estimate = next_call_estimate(session)
-    if estimate is not None:
-        st.caption(f":material/payments: {estimate_words(estimate)}")
+    say_estimate(next_call_estimate(session))
     note = reasoning_note(run.messages, nxt.model.provider)  # reasoning goes back only to its own provider
     if note:
         st.caption(f":material/psychology: {safe.inline(note)}")
@@ -45,6 +43,12 @@ def show_next_call(session: Session, run: Run) -> None:
     for line in (settings_note(ahead, provider, model), thinking_note(ahead, provider, model)):
         if line:
             st.caption(f":material/rule: {safe.inline(line)}")
+
+
+def say_estimate(estimate: CallEstimate | None) -> None:
+    """The estimate of a paid call as a caption; nothing for a free one (None)."""
+    if estimate is not None:
+        st.caption(f":material/payments: {estimate_words(estimate)}")
 
 
 def estimate_words(estimate: CallEstimate) -> str:
@@ -87,9 +91,7 @@ def render_read_only(session: Session, run: Run, imported: Run) -> None:
             f"To go on, choose a provider and model in the sidebar (now {safe.code(nxt.model.label)}), then press "
             "the button: the scripted and embedded models cost nothing."
         )
-        estimate = next_call_estimate(session)
-        if estimate is not None:
-            st.caption(f":material/payments: {estimate_words(estimate)}")
+        say_estimate(next_call_estimate(session))
         bar = st.container(horizontal=True)
         bar.button(
             f"Go on with {nxt.model.label}",

@@ -37,7 +37,7 @@ from agentcore.transcript import from_dict, to_dict
 from ui import safe, words
 from ui.actions import call_estimate
 from ui.messages_view import show_messages
-from ui.next_call_view import estimate_words
+from ui.next_call_view import say_estimate
 from ui.page_state import CompareState
 from ui.policy_view import with_policies
 from ui.state import get_session, get_store, open_stored_run
@@ -290,9 +290,7 @@ def _say_first_call(state: CompareState, spec: ColumnSpec) -> None:
         run = Run.start(st.session_state["cmp_prompt"], config)
     else:
         return
-    estimate = call_estimate(run, ModelRef(spec.provider, model))
-    if estimate is not None:
-        st.caption(f":material/payments: {estimate_words(estimate)}")
+    say_estimate(call_estimate(run, ModelRef(spec.provider, model)))
 
 
 def _origin_setup(origin: Origin, locked: bool) -> None:
@@ -440,13 +438,8 @@ def _column_view(
     elif run.stop_reason:
         where += f" · stop: {stop_words(run, first_step)}"
     st.caption(safe.inline(where))
-    estimate = (
-        None
-        if column.busy
-        else call_estimate(run, ModelRef(column.spec.provider, run.config.model or column.spec.model or ""))
-    )
-    if estimate is not None:  # a paid model: what its next call would send, before Step all or Run all sends it
-        st.caption(f":material/payments: {estimate_words(estimate)}")
+    if not column.busy:  # a paid model: what its next call would send, before Step all or Run all sends it
+        say_estimate(call_estimate(run, ModelRef(column.spec.provider, run.config.model or column.spec.model or "")))
     _say_sharing(sharing)
     if column.error:
         st.error(safe.block(column.error), icon=":material/error:")
