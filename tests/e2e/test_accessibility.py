@@ -20,6 +20,7 @@ from support.browser import (
     WAIT,
     app_over_runs,
     check_axe,
+    choose,
     expect,
     idle,
     runaway_run,
@@ -93,8 +94,7 @@ def _lesson_step(page) -> str:
 def _compare_run(page) -> str:
     """Run both columns to their end on a scenario's own prompt and show the bundle: the expected answer and each
     column's mark, charts, wire JSON and a code block of fixed height, which scrolls."""
-    page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
-    page.get_by_role("option", name="scripted", exact=True).click()
+    choose(page, page.locator(".st-key-cmp_provider_1").get_by_role("combobox"), "scripted")
     idle(page)
     # the weather scenario's own prompt: the expected answer it declares is shown, and each column is marked
     prompt = page.get_by_label("Prompt (the same for every configuration)")
@@ -170,8 +170,7 @@ def test_compare_from_a_stored_runs_step_passes_axe(app, browser, axe_source):
     expect(page.locator(".st-key-cmp_origin")).to_contain_text("From step 1 of run", timeout=WAIT)
     idle(page)
     check_axe(page, axe_source, "the compare page set up from step 1 of a stored run")
-    page.locator(".st-key-cmp_provider_1").get_by_role("combobox").click()
-    page.get_by_role("option", name="scripted", exact=True).click()
+    choose(page, page.locator(".st-key-cmp_provider_1").get_by_role("combobox"), "scripted")
     idle(page)
     page.get_by_role("button", name="Run all").click()
     expect(page.get_by_role("heading", name="Summary")).to_be_visible(timeout=WAIT)

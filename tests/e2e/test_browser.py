@@ -6,7 +6,7 @@ import re
 import time
 
 import pytest
-from support.browser import CHROMIUM, WAIT, expect, new_run, runaway_run
+from support.browser import CHROMIUM, WAIT, choose, expect, new_run, runaway_run
 from support.servers import ROOT, start_app
 
 from agentcore.providers import REGISTRY, local_available
@@ -161,8 +161,7 @@ def test_run_to_end_draws_each_phase_at_the_pace_chosen_and_stops_between_phases
     url, store, run_id = runaway_app
     page = _reopen(browser, url)
     pace = page.locator(".st-key-pace").get_by_role("combobox")
-    pace.click()
-    page.get_by_role("option", name="Pace: 0.5 s").click()
+    choose(page, pace, "Pace: 0.5 s")
     expect(pace).to_have_value("Pace: 0.5 s", timeout=WAIT)
     page.locator(".st-key-run_to_end button").click()
     live = page.locator(".st-key-live")

@@ -5,7 +5,7 @@ in the runs library under its parent."""
 from __future__ import annotations
 
 import pytest
-from support.browser import VIEWPORT, WAIT, app_over_runs, expect, idle
+from support.browser import VIEWPORT, WAIT, app_over_runs, choose, expect, idle
 
 from agentcore import toolbox
 from agentcore.loop import Agent
@@ -52,8 +52,7 @@ def test_compare_from_step_3_starts_the_columns_there_beside_the_original(tmp_pa
         idle(page)
         # the first column is the model that answered step 3; the second, the scripted model on another scenario
         provider = page.locator(".st-key-cmp_provider_1").get_by_role("combobox")
-        provider.click()
-        page.get_by_role("option", name="scripted", exact=True).click()
+        choose(page, provider, "scripted")
         idle(page)
         page.get_by_role("button", name="Run all").click()
         expect(page.get_by_role("heading", name="Summary")).to_be_visible(timeout=WAIT)

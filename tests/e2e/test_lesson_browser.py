@@ -11,7 +11,7 @@ import re
 import time
 
 import pytest
-from support.browser import WAIT, app_over_runs, expect
+from support.browser import WAIT, app_over_runs, choose, expect
 from support.servers import ROOT
 
 from ui.lessons import LESSONS, get_lesson
@@ -107,8 +107,7 @@ def _pick_lesson(page, lesson_id: str) -> None:
     """Choose `lesson_id` in the Lesson page's picker."""
     index = list(LESSONS).index(lesson_id)
     if index:
-        page.locator(".st-key-lesson_id").click()
-        page.get_by_role("option").nth(index).click()
+        choose(page, page.locator(".st-key-lesson_id"), nth=index)
     expect(page.locator(".stMain h3")).to_contain_text(LESSONS[lesson_id].title, timeout=WAIT)
 
 

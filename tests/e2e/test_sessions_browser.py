@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.browser import WAIT, app_over_runs
+from support.browser import WAIT, app_over_runs, choose
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -56,22 +56,19 @@ def test_an_imported_claude_code_session_steps_and_forks_in_a_browser(session_ap
     expect(page.get_by_text("imported from the claude-code file")).to_be_visible()
     picker = page.get_by_label("Inspect step")
     for n in (1, 2, len(main.steps)):
-        picker.click()
-        page.get_by_role("option", name=str(n), exact=True).click()
+        choose(page, picker, str(n))
         step = main.steps[n - 1]
         metrics = page.get_by_test_id("stMetricValue")
         expect(metrics.filter(has_text=re.compile(rf"^{step.usage.input_tokens:,}$")).first).to_be_visible(timeout=WAIT)
         expect(page.get_by_text(f"Cache: {step.usage.cache_read_tokens:,} read")).to_be_visible()
         page.get_by_text("Wire view: the exact request and response").click()
         expect(page.get_by_text(re.compile(r"claude-code, lines? \d+"))).to_be_visible()
-    picker.click()
-    page.get_by_role("option", name="3", exact=True).click()
+    choose(page, picker, "3")
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     page.get_by_role("button", name="Fork from step 3").click()
     expect(page.get_by_text(f"Forked from run {main.id} at step 3")).to_be_visible(timeout=WAIT)
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
-    page.get_by_role("combobox", name="Provider").click()  # the fork goes on with another provider
-    page.get_by_role("option", name="scripted", exact=True).click()
+    choose(page, page.get_by_role("combobox", name="Provider"), "scripted")  # the fork goes on with another provider
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
     # a fork of an imported session is read-only until a person chooses who goes on with it
     assert page.get_by_role("button", name="Step", exact=True).count() == 0

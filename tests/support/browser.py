@@ -99,6 +99,30 @@ FAILING = ("serious", "critical")
 ALSO_FAILING = ("heading-order", "empty-table-header")
 
 
+def choose(page, box, option: str | None = None, *, nth: int | None = None) -> None:
+    """Open the select box `box` and pick the option named `option` (or the `nth` one), once the page is idle.
+
+    A redraw that lands between the click that opens the list and the click on an option closes the list (the
+    CI machine saw it: an imported session's step picker, 30 s waiting for an option no longer drawn), so the list is
+    opened again until the option shows, each try a few seconds long, all of them within WAIT.
+    """
+    listed = page.get_by_role("option", name=option, exact=True) if option is not None else page.get_by_role("option")
+    target = listed if nth is None else listed.nth(nth)
+    if nth is None:
+        target = target.first
+    for _ in range(WAIT // 5_000):
+        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+        if not target.is_visible():
+            box.click()
+        try:
+            target.wait_for(state="visible", timeout=5_000)
+            target.click(timeout=5_000)
+        except sync_api.TimeoutError:
+            continue
+        return
+    raise AssertionError(f"the option {option if option is not None else nth} never showed in {box}")
+
+
 def idle(page) -> None:
     """Wait until the app has finished its script run and the browser has drawn the result."""
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
