@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.stand_in import QuietServer
 
 from agentcore.cli.main import main
 from agentcore.loop import Agent, check_final_schema
@@ -54,7 +55,7 @@ class RefServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/schema.json"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

@@ -15,11 +15,12 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from support.servers import ROOT
+from support.stand_in import QuietServer
 
 from agentcore import secrets
 from agentcore.cli.main import main
@@ -75,7 +76,7 @@ class EchoHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def echo() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+    server = QuietServer(("127.0.0.1", 0), EchoHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

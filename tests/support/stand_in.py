@@ -7,6 +7,7 @@ talks real HTTP to it, and the test reads back exactly what was sent.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +16,21 @@ from typing import Any
 
 WIRE = Path(__file__).parents[1] / "fixtures" / "wire"
 TYPES = {".json": "application/json", ".sse": "text/event-stream", ".ndjson": "application/x-ndjson"}
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threaded HTTP server that keeps a handler's error rather than printing it.
+
+    A client that gives up (a time limit under test, a Stop) leaves its handler writing to a closed socket, maybe
+    after the test has ended; socketserver would print that to sys.stderr, where the next test on the worker reads it.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.errors: list[BaseException] = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.errors.append(sys.exc_info()[1])
 
 
 @dataclass
@@ -85,7 +101,7 @@ class StandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
