@@ -304,6 +304,32 @@ def _play_structured(turn: Turn) -> AssistantMessage:
     )
 
 
+# -- one city at a time, and a run whose step 3 asks for the wrong city ------------------
+
+_TOUR_PROMPT = "What is the weather in Paris, Rome and Tokyo, one city at a time?"
+
+
+def _tour(turn: Turn, slip: str | None) -> AssistantMessage:
+    # one call a step, counted by the steps made so far: a model that does not check what it looked up, so a wrong
+    # city asked at step 3 is kept in the answer; `slip` is the city step 3 asks for instead of the third
+    cities = _cities(turn.prompt)
+    if turn.number < len(cities):
+        city = slip if slip is not None and turn.number == 2 else cities[turn.number]
+        return AssistantMessage(
+            content=f"Next, the weather in {city}.", tool_calls=(turn.call(0, "get_weather", {"city": city}),)
+        )
+    lines = [f"- {_weather_line(d)}" for d in map(_json, (r.content for r in turn.results)) if isinstance(d, dict)]
+    return _say("The weather, city by city (simulated data):\n" + "\n".join(lines))
+
+
+def _play_city_by_city(turn: Turn) -> AssistantMessage:
+    return _tour(turn, None)
+
+
+def _play_wrong_city(turn: Turn) -> AssistantMessage:
+    return _tour(turn, "Kyoto")
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -353,6 +379,22 @@ SCENARIOS: dict[str, Scenario] = {
             "Summarise prompt caching as a structured answer.",
             final_answer_schema=STRUCTURED_SCHEMA,
             expected_answer=("prompt caching",),
+        ),
+        Scenario(
+            "city_by_city",
+            "One call a step: the weather in each city in turn, then the answer; it goes on from any step.",
+            ("get_weather",),
+            _play_city_by_city,
+            _TOUR_PROMPT,
+            expected_answer=("Paris", "Rome", "Tokyo"),
+        ),
+        Scenario(
+            "wrong_city",
+            "A run that fails: city_by_city, but step 3 asks for Kyoto instead of Tokyo, and the answer keeps it.",
+            ("get_weather",),
+            _play_wrong_city,
+            _TOUR_PROMPT,
+            expected_answer=("Paris", "Rome", "Tokyo"),
         ),
     )
 }
