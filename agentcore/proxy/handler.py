@@ -1,0 +1,298 @@
+"""One proxied call, from the request line to the recorded step (see agentcore.proxy.server for the rules).
+
+The handler reads `self.proxy`, the running ProxyServer its class was made for: its config, upstream, recorder,
+holds and HTTP client.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import httpx
+
+from ..errors import UsageError
+from ..providers._http import BadResponse
+from ..secrets import redact_headers, register_headers, register_secret
+from ..transcript import one_line
+from .dialects import STREAM_TYPES, Dialect, dialect_of, read_reply, read_request, response_id
+from .holds import effects_of, mock_reply
+from .recorder import Exchange, exchange_wire
+
+TOKEN_HEADER = "x-agentcore-proxy-token"
+CONTROL = "/agentcore/holds"
+# not forwarded either way: the connection's own, what httpx sets itself, and the proxy's token
+HOP_HEADERS = frozenset(
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "accept-encoding",
+        "content-encoding",
+        TOKEN_HEADER,
+    }
+)
+QUERY_KEYS = ("key", "api_key", "api-key")
+_PATH = re.compile(r"/[A-Za-z0-9._~%/:-]*")
+
+
+class Refused(Exception):
+    """A request the proxy answers itself: a status and one line."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_path(path: str) -> None:
+    """Refuse a path that could name another host or climb out of the upstream's base."""
+    if not _PATH.fullmatch(path) or "//" in path or "/../" in f"{path}/" or "/./" in f"{path}/":
+        raise Refused(404, "the proxy forwards no such path")
+
+
+def register_query(query: str) -> None:
+    """A key sent in the query (`?key=`), registered so that no output shows it."""
+    for name, value in urllib.parse.parse_qsl(query):
+        if name.lower() in QUERY_KEYS:
+            register_secret(value)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """The request handler; a subclass per server sets `proxy`."""
+
+    proxy: Any
+    protocol_version = "HTTP/1.1"  # keep-alive: every answer has a length or is chunked
+    server_version = "agentcore-proxy"
+
+    def do_POST(self) -> None:  # the names http.server calls
+        self._serve("POST")
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # each call is said once, by _serve, without its query
+
+    def _serve(self, method: str) -> None:
+        path, _, query = self.path.partition("?")
+        dialect, recorded = dialect_of(path, self.proxy.upstream_name)
+        started = time.perf_counter()
+        status = 0
+        try:
+            register_headers(dict(self.headers))
+            register_query(query)
+            if not self._token_ok():
+                raise Refused(401, f"the proxy needs its token in the {TOKEN_HEADER} header")
+            if path == CONTROL or path.startswith(f"{CONTROL}/"):
+                status = self._control(method, path)
+                return
+            check_path(path)
+            raw = self._body() if method == "POST" else b""
+            status = self._call(method, dialect, recorded and method == "POST", path, query, raw)
+        except Refused as exc:
+            status = exc.status
+            self._answer(exc.status, dialect.error(exc.status, one_line(str(exc))))
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            self.proxy.say(f"{method} {path[:200]} {status} {ms:.0f} ms")
+
+    def _token_ok(self) -> bool:
+        token = self.proxy.config.token
+        if not token:
+            return True
+        return hmac.compare_digest(str(self.headers.get(TOKEN_HEADER, "")).encode(), token.encode())
+
+    def _body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            self.close_connection = True
+            raise Refused(411, "send the request with a content-length")
+        try:
+            length = int(self.headers.get("content-length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise Refused(400, "the content-length is not a number") from None
+        cap = self.proxy.config.max_request_bytes
+        if length < 0 or length > cap:
+            self.close_connection = True  # the body is not read: the connection cannot carry another request
+            raise Refused(413, f"the request is over {cap} bytes, the most this proxy forwards")
+        return self.rfile.read(length)
+
+    def _call(self, method: str, dialect: Dialect, recorded: bool, path: str, query: str, raw: bytes) -> int:
+        body: Any = None
+        stream = False
+        if recorded:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                raise Refused(400, "the request body is not JSON") from None
+            if not isinstance(body, dict):
+                raise Refused(400, "the request body is not a JSON object")
+            stream = body.get("stream") is True or (dialect.name == "ollama" and body.get("stream") is not False)
+        conversation = read_request(dialect, body) if recorded else None
+        placed = self.proxy.recorder.place(conversation) if conversation is not None else None
+        effects: list[Any] = []
+        sent = body
+        if placed is not None:
+            run = self.proxy.recorder.build(placed.live) if placed.live.steps else None
+            reason = self.proxy.holds.reason(run, placed.step)
+            if reason is not None:
+                decision = self.proxy.holds.hold(placed.live.run_id, placed.step, reason, dialect, body)
+                effects = effects_of(decision, body.get("messages", body.get("input")), self.proxy.holds.limit)
+                if decision.action == "answer":
+                    reply, ctype = mock_reply(dialect, decision.text or "", str(body.get("model") or ""), stream)
+                    self._answer(200, reply, ctype)
+                    self._record(
+                        dialect, placed, conversation, path, sent, 200, {"content-type": ctype}, reply, 0.0, effects
+                    )
+                    return 200
+                if decision.action == "edit" and decision.body is not None:
+                    sent = decision.body
+                    raw = json.dumps(sent).encode()
+                    conversation = read_request(dialect, sent)
+        url = f"{self.proxy.base}{path}" + (f"?{query}" if query else "")
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        headers["accept-encoding"] = "identity"  # bytes pass through as they come, and read as they are
+        started = time.perf_counter()
+        try:
+            request = self.proxy.client.build_request(
+                method, url, content=raw if method == "POST" else None, headers=headers
+            )
+            response = self.proxy.client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise Refused(504, "the upstream did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise Refused(502, f"the upstream cannot be reached ({type(exc).__name__})") from None
+        try:
+            got = self._relay(response)
+        except httpx.HTTPError:  # the upstream broke off after the reply began: the client sees it end short
+            self.close_connection = True
+            got = None
+        finally:
+            response.close()
+        latency = (time.perf_counter() - started) * 1000
+        if placed is not None and got is not None and 200 <= response.status_code < 300:
+            reply_headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_HEADERS}
+            self._record(
+                dialect, placed, conversation, path, sent, response.status_code, reply_headers, got, latency, effects
+            )
+        return response.status_code
+
+    def _relay(self, response: httpx.Response) -> bytes | None:
+        """Send the upstream's reply on as it comes; the bytes sent, or None when the reply was cut."""
+        cap = self.proxy.config.max_reply_bytes
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        self.send_response(response.status_code)
+        for name, value in response.headers.items():
+            if name.lower() not in HOP_HEADERS:
+                self.send_header(name, value)
+        if ctype not in STREAM_TYPES:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    self.close_connection = True
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return None
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return bytes(body)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        kept = bytearray()
+        for chunk in response.iter_bytes():
+            if not chunk:
+                continue
+            if len(kept) + len(chunk) > cap:
+                self.close_connection = True  # the stream ends unfinished: the client's SDK says so
+                self.wfile.flush()
+                return None
+            kept += chunk
+            self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        return bytes(kept)
+
+    def _record(
+        self,
+        dialect: Dialect,
+        placed: Any,
+        conversation: Any,
+        path: str,
+        sent: Any,
+        status: int,
+        reply_headers: dict[str, str],
+        reply: bytes,
+        latency: float,
+        effects: list[Any],
+    ) -> None:
+        streamed = reply_headers.get("content-type", "").split(";")[0].strip().lower() in STREAM_TYPES
+        try:
+            response = read_reply(dialect, reply, streamed, conversation)
+        except (BadResponse, ValueError) as exc:
+            self.proxy.say(
+                f"not recorded: the reply to {path} does not read as {dialect.name} ({one_line(str(exc))[:200]})"
+            )
+            return
+        wire = exchange_wire(
+            f"{self.proxy.base}{path}",
+            redact_headers(dict(self.headers)),
+            sent,
+            status,
+            reply_headers,
+            response.wire.response if response.wire is not None else None,
+        )
+        exchange = Exchange(dialect, conversation, wire, response, latency, effects=effects)
+        exchange.response_id = response_id(dialect, wire.response)
+        try:
+            self.proxy.recorder.record(placed, exchange)
+        except Exception as exc:  # noqa: BLE001 - the agent has its reply; a failed save is said, not raised
+            self.proxy.say(f"not recorded: {type(exc).__name__}: {one_line(str(exc))[:200]}")
+
+    def _control(self, method: str, path: str) -> int:
+        """The held calls: GET lists them; POST /agentcore/holds/ID {"action", "body"|"text"} releases one."""
+        if not self._loopback_client():
+            raise Refused(403, "held calls are released from this machine only")
+        if method == "GET" and path == CONTROL:
+            self._answer(200, json.dumps(self.proxy.holds.listing()).encode())
+            return 200
+        if method != "POST" or path == CONTROL:
+            raise Refused(405, "GET /agentcore/holds, or POST /agentcore/holds/ID")
+        try:
+            order = json.loads(self._body())
+            if not isinstance(order, dict):
+                raise ValueError
+        except ValueError:
+            raise Refused(400, 'a release is a JSON object: {"action": "send" | "edit" | "answer", ...}') from None
+        try:
+            self.proxy.holds.release(
+                path.rsplit("/", 1)[1], str(order.get("action")), order.get("body"), order.get("text")
+            )
+        except UsageError as exc:
+            raise Refused(400, str(exc)) from None
+        self._answer(200, b'{"released": true}')
+        return 200
+
+    def _loopback_client(self) -> bool:
+        return self.client_address[0] in ("127.0.0.1", "::1") or str(self.client_address[0]).startswith("127.")
+
+    def _answer(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)

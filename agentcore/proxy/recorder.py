@@ -1,0 +1,196 @@
+"""Each proxied call as a step of a stored run, saved as the reply ends.
+
+Calls are grouped by conversation: a request whose messages begin with an earlier call's messages and its reply
+is that run's next step (the longest such run wins), a Responses request naming a `previous_response_id` goes on
+from the call that gave it, and any other request starts a run. The run is built by the sessions' builder
+(agentcore.sessions.builder), as an imported session's is: the first request's messages are its history, each
+reply a turn, the tool results a later request sends back the results of the turn that asked for them. So the run
+is an ordinary run everywhere: its steps have usage, model, latency and the wire exchange as the client sent it
+and as the upstream answered (headers redacted, every registered secret scrubbed).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from ..providers.base import ModelResponse, WireExchange
+from ..run import Run
+from ..secrets import scrub
+from ..sessions.builder import Result, SessionBuilder, Turn, first_words
+from ..steps import now_stamp
+from .dialects import Conversation, Dialect, key_of
+
+MAX_LIVE_RUNS = 1000  # conversations the proxy remembers, to place a later call; the oldest is forgotten first
+FORMAT = "proxy"  # the runs' origin format
+
+
+@dataclass
+class Exchange:
+    """One proxied call as it went: what the client sent and what it received, and how long the upstream took."""
+
+    dialect: Dialect
+    conversation: Conversation
+    wire: WireExchange  # the request as received, the reply as returned (credentials removed)
+    response: ModelResponse
+    latency_ms: float
+    started_at: str = field(default_factory=now_stamp)
+    effects: list[Any] = field(default_factory=list)  # HookEffects: what a person did to a held call
+    response_id: str | None = None
+
+
+@dataclass
+class _Step:
+    new: list[Message]  # what this call's request added to the conversation
+    exchange: Exchange
+
+
+@dataclass
+class _Live:
+    """A conversation being recorded: its run's id and the calls so far."""
+
+    run_id: str
+    created_at: str
+    steps: list[_Step] = field(default_factory=list)
+    keys: list[tuple[Any, ...]] = field(default_factory=list)  # the conversation so far, replies included
+    last_used: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Placed:
+    """Where a request goes: the conversation it continues (or a new one) and what it adds to it."""
+
+    live: _Live
+    new: list[Message]
+    step: int  # the step this call will be
+
+
+class Recorder:
+    """The proxy's runs: `place` a request, then `record` its exchange; each record saves the run whole."""
+
+    def __init__(self, store: Any, upstream: str) -> None:
+        self.store = store
+        self.upstream = upstream
+        self.lives: dict[str, _Live] = {}
+        self.by_response: dict[str, str] = {}  # a Responses reply's id → its run's id
+        self.lock = threading.Lock()
+
+    def place(self, conversation: Conversation) -> Placed:
+        """The run this request continues and the messages it adds; a new run when it continues none."""
+        with self.lock:
+            previous = conversation.previous_response_id
+            live = self.lives.get(self.by_response.get(previous, "")) if previous else None
+            if live is not None:
+                new = list(conversation.messages)
+                if new and isinstance(new[0], SystemMessage):  # instructions are sent again with each request
+                    new = new[1:]
+                return Placed(live, new, len(live.steps) + 1)
+            keys = [key_of(m) for m in conversation.messages]
+            best: _Live | None = None
+            for candidate in self.lives.values():
+                n = len(candidate.keys)
+                if n < len(keys) and keys[:n] == candidate.keys and (best is None or n > len(best.keys)):
+                    best = candidate
+            if best is not None:
+                return Placed(best, list(conversation.messages[len(best.keys) :]), len(best.steps) + 1)
+            live = _Live(run_id=uuid.uuid4().hex[:12], created_at=now_stamp())
+            return Placed(live, list(conversation.messages), 1)
+
+    def record(self, placed: Placed, exchange: Exchange) -> Run:
+        """Add the call to its run and save the run; returns the run as stored."""
+        with self.lock:
+            live = placed.live
+            live.steps.append(_Step(placed.new, exchange))
+            live.keys = [*live.keys, *map(key_of, placed.new), key_of(exchange.response.message)]
+            live.last_used = time.monotonic()
+            self.lives[live.run_id] = live
+            if exchange.response_id:
+                self.by_response[exchange.response_id] = live.run_id
+            while len(self.lives) > MAX_LIVE_RUNS:
+                oldest = min(self.lives.values(), key=lambda lv: lv.last_used)
+                del self.lives[oldest.run_id]
+            run = self.build(live)
+            self.store.save_run(run)
+            return run
+
+    def build(self, live: _Live) -> Run:
+        """The run of a conversation's calls so far, built as an imported session's is."""
+        first = live.steps[0].exchange
+        builder = SessionBuilder(FORMAT, self.upstream, first.dialect.name, results={})
+        for k, step in enumerate(live.steps):
+            for message in step.new:
+                if k == 0:
+                    builder.copied(message)
+                elif isinstance(message, UserMessage):
+                    builder.user(message.content)
+                elif isinstance(message, SystemMessage):
+                    builder.system(message.content)
+                elif not isinstance(message, ToolMessage):  # results go with the turn that asked for them
+                    builder.copied(message)
+            reply = step.exchange.response
+            later = live.steps[k + 1].new if k + 1 < len(live.steps) else []
+            builder.turn(_turn(step.exchange), _results(reply.message.tool_calls, later))
+        tools = first.conversation.tools
+        for step in live.steps[1:]:
+            tools = step.exchange.conversation.tools or tools
+        run = builder.build(
+            title=first_words(builder.messages, "proxied run"), session_id=live.run_id, agent=None, tools=tools
+        )
+        for record, step in zip(run.steps, live.steps, strict=True):
+            record.wire = step.exchange.wire
+            record.latency_ms = step.exchange.latency_ms
+            record.hook_effects = list(step.exchange.effects)
+        run.id, run.created_at = live.run_id, live.created_at
+        return run
+
+
+def _turn(exchange: Exchange) -> Turn:
+    reply: AssistantMessage = exchange.response.message
+    return Turn(
+        texts=[reply.content] if reply.content else [],
+        calls=list(reply.tool_calls),
+        reasoning=list(reply.reasoning),
+        usage=exchange.response.usage,
+        estimated=exchange.response.estimated,
+        model=exchange.conversation.model or None,
+        started_at=exchange.started_at,
+        finish_reason=exchange.response.finish_reason,
+    )
+
+
+def _results(calls: tuple[ToolCall, ...], later: list[Message]) -> dict[str, Result]:
+    """The results a later request sent for `calls`: by call id, else by the tool's name, else in order (Ollama's
+    clients answer a call by its tool's name alone)."""
+    open_calls = list(calls)
+    out: dict[str, Result] = {}
+    for message in later:
+        if not isinstance(message, ToolMessage) or not open_calls:
+            continue
+        match = next((c for c in open_calls if c.id == message.tool_call_id), None)
+        match = match or next((c for c in open_calls if c.name == message.name), open_calls[0])
+        open_calls.remove(match)
+        out[match.id] = Result(message.content, message.is_error)
+    return out
+
+
+def exchange_wire(
+    url: str,
+    request_headers: dict[str, str],
+    request: Any,
+    status: int,
+    response_headers: dict[str, str],
+    response: Any,
+) -> WireExchange:
+    """The wire view of one call, every registered secret scrubbed from it (headers were redacted by the caller)."""
+    return WireExchange(
+        url=scrub(url),
+        request_headers=request_headers,
+        request=scrub(request),
+        status=status,
+        response_headers=response_headers,
+        response=scrub(response),
+    )

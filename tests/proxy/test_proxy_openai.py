@@ -1,0 +1,41 @@
+"""The openai SDK through the proxy: Chat Completions and Responses, whole and streamed, each call a stored step."""
+
+from __future__ import annotations
+
+import pytest
+from support.proxy_rig import KEY
+from support.stand_in import Reply
+
+openai = pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
+
+
+def client(rig):
+    return openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", http_client=rig.tap.client(), max_retries=0)
+
+
+def test_chat_completions_whole_and_streamed_are_steps_of_one_run(rig_of, capsys):
+    rig = rig_of(Reply.fixture("openai_parallel_tool_calls.json"), Reply.fixture("openai_stream_text.sse"))
+    sdk = client(rig)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "Weather in Paris and London?"}]
+    first = sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+    calls = first.choices[0].message.tool_calls
+    assert [c.function.name for c in calls] == ["get_weather", "get_weather"]
+    messages.append(first.choices[0].message.model_dump(exclude_none=True))
+    messages += [{"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls]
+    text = "".join(
+        chunk.choices[0].delta.content or ""
+        for chunk in sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools, stream=True)
+        if chunk.choices
+    )
+    assert text == "It is sunny in Paris."
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert [t.name for t in run.steps[0].tool_runs] == ["get_weather", "get_weather"]
+    assert run.messages[-1].content == "It is sunny in Paris."
+    assert run.stop_reason == "answer"
+    assert run.steps[0].usage.input_tokens > 0
+    rig.assert_faithful()
+    assert {k.lower(): v for k, v in rig.upstream.seen[0].headers.items()}["authorization"] == f"Bearer {KEY}"
+    out = capsys.readouterr()
+    rig.assert_no_key(out.out, out.err)

@@ -1,0 +1,102 @@
+"""The recording proxy between an SDK and a stand-in upstream on 127.0.0.1, with a private runs database, and a tap on the
+SDK's own HTTP client that keeps the bytes it sent and the bytes it received."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentcore.providers._http import iter_sse
+from agentcore.proxy import ProxyConfig, ProxyServer
+from agentcore.store import Store
+from support.stand_in import Reply, StandIn
+
+KEY = "sk-proxy-test-0123456789abcdefSECRET"
+
+
+class Tap(httpx.BaseTransport):
+    """An httpx transport that keeps each request's body and each response's body as the client had them."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.sent: list[bytes] = []
+        self.received: list[bytes] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request.read())
+        response = self.inner.handle_request(request)
+        body = response.read()
+        self.received.append(body)
+        headers = [
+            (k, v) for k, v in response.headers.items() if k.lower() not in ("transfer-encoding", "content-length")
+        ]
+        return httpx.Response(response.status_code, headers=headers, content=body, request=request)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=self)
+
+
+def events(raw: bytes) -> list[Any]:
+    """The JSON events of an SSE or NDJSON body, as a reader keeps them ([DONE] is no event)."""
+    text = raw.decode()
+    if "data:" not in text:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(data) for _, data in iter_sse(iter(text.splitlines())) if data.strip() != "[DONE]"]
+
+
+@dataclass
+class Rig:
+    """A running proxy in front of a stand-in upstream, its database and the SDK's tap."""
+
+    proxy: ProxyServer
+    upstream: StandIn
+    store: Store
+    db: Path
+    tap: Tap = field(default_factory=Tap)
+
+    @property
+    def url(self) -> str:
+        return self.proxy.url
+
+    def runs(self) -> list[Any]:
+        """The stored runs, oldest first, read back whole."""
+        return [self.store.load_run(s.id) for s in reversed(self.store.list_runs())]
+
+    def assert_faithful(self) -> None:
+        """Each stored step's request is what the client sent and its reply what the client received."""
+        steps = [step for run in self.runs() for step in run.steps]
+        steps.sort(key=lambda s: s.started_at)
+        assert len(steps) == len(self.tap.sent)
+        for step, sent, received in zip(steps, self.tap.sent, self.tap.received, strict=True):
+            assert step.wire.request == json.loads(sent)
+            if step.wire.response_headers.get("content-type", "").startswith(
+                ("text/event-stream", "application/x-ndjson")
+            ):
+                assert step.wire.response == events(received)
+            else:
+                assert step.wire.response == json.loads(received)
+
+    def assert_no_key(self, *outputs: str) -> None:
+        """The key is in no byte of the database (its journal included) and in none of `outputs`."""
+        self.store.close()
+        for path in self.db.parent.iterdir():
+            assert KEY.encode() not in path.read_bytes(), path
+        for text in outputs:
+            assert KEY not in text
+
+
+def start_rig(tmp_path: Path, replies: list[Reply], log: Any = None, **config: Any) -> Iterator[Rig]:
+    with StandIn(*replies) as upstream:
+        db = tmp_path / "db" / "runs.db"
+        db.parent.mkdir()
+        store = Store(str(db))
+        proxy = ProxyServer(ProxyConfig(upstream=upstream.url, port=0, **config), store, log=log).start()
+        try:
+            yield Rig(proxy, upstream, store, db)
+        finally:
+            proxy.close()
