@@ -35,6 +35,7 @@ from .commands import (
     cmd_validate,
 )
 from .library import add_library
+from .proxy_command import add_proxy
 from .run_command import EXIT_CANCELLED, EXIT_USAGE, cmd_run
 from .terminal import guarded
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_testing(sub)
     add_annotate(sub)
     add_library(sub)
+    add_proxy(sub)
     _add_mcp(sub)
     return parser
 
