@@ -23,6 +23,7 @@ from ..providers import REGISTRY, WIRE_FORMATS
 from ..toolbox import DEFAULT_TOOLS
 from ..transcript import describe_validation, one_line
 from .annotate import add_annotate
+from .blame import add_blame
 from .commands import (
     cmd_compare,
     cmd_cost,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_transcript_tools(sub)
     _add_testing(sub)
+    add_blame(sub)
     add_annotate(sub)
     add_library(sub)
     add_proxy(sub)
