@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,6 +54,7 @@ from .steps import (
     decision_source,
 )
 from .tools import Tool, ToolOutcome, unknown_tool_outcome
+from .workers import THREADS
 
 __all__ = ["Agent", "Event", "Observer", "ToolDecision", "check_final_schema", "resolve_schema"]
 
@@ -335,7 +335,7 @@ class Agent:
         sources: dict[str, ToolSource],
         answered: dict[str, _Answered],
     ) -> dict[str, _Result]:
-        """Run each call, overlapping those that may overlap on a bounded pool; calls past the cap are refused.
+        """Run each call, overlapping those that may overlap on the kept workers; calls past the cap are refused.
 
         A call in `answered` is not run: a before-tools hook answered it (the loop guard, with its earlier result).
         """
@@ -358,12 +358,7 @@ class Agent:
             self._emit("tool_finished", run.id, index, "tools", tool_call=call, outcome=outcome, text=source)
 
         for group in self._groups(run, allowed):
-            if len(group) == 1:
-                execute(group[0])
-            else:
-                workers = min(len(group), self.max_tool_workers)
-                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentcore-tool") as pool:
-                    list(pool.map(execute, group))
+            THREADS.each(execute, group, self.max_tool_workers)  # kept threads: a turn starts none of its own
         for call in refused:
             execute(call)
         return results

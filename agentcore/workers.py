@@ -14,20 +14,23 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .tool_output import describe, raised, shown
+
+_Item = TypeVar("_Item")
 
 
 class _Workers:
     """Daemon threads that run tool calls and are reused, since starting a thread costs more than most tools.
 
     Daemon, because Python cannot kill a thread: a hung call keeps its worker, which is
-    abandoned (never joined), and the next call starts a new one. A worker idle for
-    `idle_s` exits, so a burst of concurrent calls does not leave threads behind.
+    abandoned (never joined), and the next call starts a new one, so hung calls never use up
+    the pool; a hung worker whose call ends at last waits for work like the others. A worker
+    idle for `idle_s` exits, so a burst of concurrent calls does not leave threads behind.
     """
 
     def __init__(self, idle_s: float = 60.0) -> None:
@@ -42,6 +45,49 @@ class _Workers:
 
     def run(self, target: Callable[[], None], timeout_s: float | None) -> bool:
         """Run `target` on a worker; True if it finished within `timeout_s` (None: no limit)."""
+        return self._hand(target).acquire(timeout=-1 if timeout_s is None else max(timeout_s, 0))
+
+    def each(self, fn: Callable[[_Item], None], items: Sequence[_Item], limit: int) -> None:
+        """`fn` over the items side by side, at most `limit` at a time, and back when every one has returned.
+
+        The calling thread takes a share of the items itself and workers the rest. An exception is raised
+        here once all have returned, the first item's first; the caller's own Ctrl-C is raised at once, and
+        the workers take no further items.
+        """
+        queued = iter(enumerate(items))
+        taking = threading.Lock()
+        failed: dict[int, BaseException] = {}
+        stopped = False
+
+        def share(caller: bool = False) -> None:
+            while not stopped:
+                with taking:
+                    taken = next(queued, None)
+                if taken is None:
+                    return
+                index, item = taken
+                try:
+                    fn(item)
+                except Exception as exc:  # noqa: BLE001 - raised in the caller once every item has returned
+                    failed[index] = exc
+                except BaseException as exc:
+                    if caller:
+                        raise
+                    failed[index] = exc
+
+        lanes = [self._hand(share) for _ in range(min(limit, len(items)) - 1)]
+        try:
+            share(caller=True)
+        except BaseException:
+            stopped = True
+            raise
+        for finished in lanes:
+            finished.acquire()
+        if failed:
+            raise failed[min(failed)]
+
+    def _hand(self, target: Callable[[], None]) -> threading.Lock:
+        """Queue `target` for a waiting worker, or a new one when none waits; the lock it releases when done."""
         finished = threading.Lock()
         finished.acquire()
         with self._lock:
@@ -51,7 +97,7 @@ class _Workers:
         self._tasks.put((target, finished))
         if start:
             threading.Thread(target=self._work, name="agentcore-tool", daemon=True).start()
-        return finished.acquire(timeout=-1 if timeout_s is None else max(timeout_s, 0))
+        return finished
 
     def _work(self) -> None:
         while True:

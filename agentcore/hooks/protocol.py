@@ -46,6 +46,7 @@ from ..messages import AssistantMessage, Name, ToolCall, numbered, validate_mess
 from ..providers.base import ModelRequest
 from ..secrets import scrub_text
 from ..tools import ToolOutcome
+from ..workers import THREADS
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -287,17 +288,23 @@ MAX_FAILURE_CHARS = 500  # a hook's failure is the run's error, shown and saved:
 
 
 def _call(fn: Callable[..., Any], run: Run, value: Any, time_limit: float | None) -> Any:
-    """`fn(run, value)`, on a thread of its own when a time limit is set (a hook past it keeps its thread, and
+    """`fn(run, value)`, on a kept worker thread when a time limit is set (a hook past it keeps its worker, and
     what it gives back later is dropped)."""
     if time_limit is None:
         return fn(run, value)
-    import concurrent.futures
+    box: dict[str, Any] = {}
 
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentcore-hook")
-    try:
-        return pool.submit(fn, run, value).result(timeout=time_limit)
-    finally:
-        pool.shutdown(wait=False)
+    def target() -> None:
+        try:
+            box["value"] = fn(run, value)
+        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread, as the hook's own
+            box["error"] = exc
+
+    if not THREADS.run(target, time_limit):
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _said(exc: BaseException) -> str:
