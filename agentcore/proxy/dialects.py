@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TranscriptError
-from ..importers import from_messages
-from ..messages import AssistantMessage, Message, UserMessage
+from ..importers import from_messages, tool_specs_from
+from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..providers import anthropic, ollama, openai, openai_responses
 from ..providers._http import BadResponse, EventStream
 from ..providers._limits import split_lines
@@ -107,8 +107,8 @@ def read_request(dialect: Dialect, body: dict[str, Any]) -> Conversation:
             chat = {"messages": _ollama_as_chat(body.get("messages")), "tools": body.get("tools")}
         else:
             chat = body
-        if previous is not None and not chat.get("messages"):
-            return Conversation([], [], model, previous)
+        if previous is not None:  # the items go on from a stored response: its calls are not among them
+            return Conversation(_going_on(chat["messages"]), tool_specs_from(chat.get("tools")), model, previous)
         run: Run = from_messages(chat)
         return Conversation(list(run.messages), list(run.config.tools), model, previous)
     except (TranscriptError, ValueError, TypeError, AttributeError) as exc:
@@ -153,6 +153,23 @@ def _responses_as_chat(body: dict[str, Any]) -> list[dict[str, Any]]:
             output = item.get("output")
             out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(output)})
         # reasoning and other items: the model's own state, not part of the message list
+    return out
+
+
+def _going_on(chat: list[dict[str, Any]]) -> list[Message]:
+    """The messages of a Responses request that goes on from an earlier response: results of calls that response
+    made (matched to them by the recorder), the user's words and instructions; nothing else is read."""
+    out: list[Message] = []
+    for m in chat:
+        text = m.get("content") if isinstance(m.get("content"), str) else ""
+        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+            out.append(
+                ToolMessage(tool_call_id=m["tool_call_id"], name="(a call of the earlier response)", content=text)
+            )
+        elif m.get("role") in ("system", "developer") and text:
+            out.append(SystemMessage(content=text))
+        elif m.get("role") == "user" and text:
+            out.append(UserMessage(content=text))
     return out
 
 

@@ -152,10 +152,10 @@ class Handler(BaseHTTPRequestHandler):
                 effects = effects_of(decision, body.get("messages", body.get("input")), self.proxy.holds.limit)
                 if decision.action == "answer":
                     reply, ctype = mock_reply(dialect, decision.text or "", str(body.get("model") or ""), stream)
-                    self._answer(200, reply, ctype)
                     self._record(
                         dialect, placed, conversation, path, sent, 200, {"content-type": ctype}, reply, 0.0, effects
                     )
+                    self._answer(200, reply, ctype)
                     return 200
                 if decision.action == "edit" and decision.body is not None:
                     sent = decision.body
@@ -174,23 +174,25 @@ class Handler(BaseHTTPRequestHandler):
             raise Refused(504, "the upstream did not answer in time") from None
         except httpx.HTTPError as exc:
             raise Refused(502, f"the upstream cannot be reached ({type(exc).__name__})") from None
+        status = response.status_code
+        reply_headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_HEADERS}
+
+        def done(got: bytes) -> None:  # before the reply's last bytes: the agent's next call finds this one's run
+            if placed is not None and 200 <= status < 300:
+                latency = (time.perf_counter() - started) * 1000
+                self._record(dialect, placed, conversation, path, sent, status, reply_headers, got, latency, effects)
+
         try:
-            got = self._relay(response)
+            self._relay(response, done)
         except httpx.HTTPError:  # the upstream broke off after the reply began: the client sees it end short
             self.close_connection = True
-            got = None
         finally:
             response.close()
-        latency = (time.perf_counter() - started) * 1000
-        if placed is not None and got is not None and 200 <= response.status_code < 300:
-            reply_headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_HEADERS}
-            self._record(
-                dialect, placed, conversation, path, sent, response.status_code, reply_headers, got, latency, effects
-            )
-        return response.status_code
+        return status
 
-    def _relay(self, response: httpx.Response) -> bytes | None:
-        """Send the upstream's reply on as it comes; the bytes sent, or None when the reply was cut."""
+    def _relay(self, response: httpx.Response, done: Any) -> None:
+        """Send the upstream's reply on as it comes, calling `done` with all its bytes before the last of them go
+        (not at all when the reply is over the cap: the client gets it cut short)."""
         cap = self.proxy.config.max_reply_bytes
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         self.send_response(response.status_code)
@@ -205,11 +207,12 @@ class Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     self.send_header("content-length", "0")
                     self.end_headers()
-                    return None
+                    return
+            done(bytes(body))
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-            return bytes(body)
+            return
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         kept = bytearray()
@@ -219,13 +222,13 @@ class Handler(BaseHTTPRequestHandler):
             if len(kept) + len(chunk) > cap:
                 self.close_connection = True  # the stream ends unfinished: the client's SDK says so
                 self.wfile.flush()
-                return None
+                return
             kept += chunk
             self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()
+        done(bytes(kept))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        return bytes(kept)
 
     def _record(
         self,

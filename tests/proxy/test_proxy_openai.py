@@ -39,3 +39,35 @@ def test_chat_completions_whole_and_streamed_are_steps_of_one_run(rig_of, capsys
     assert {k.lower(): v for k, v in rig.upstream.seen[0].headers.items()}["authorization"] == f"Bearer {KEY}"
     out = capsys.readouterr()
     rig.assert_no_key(out.out, out.err)
+
+
+def test_responses_linked_by_previous_response_id_whole_then_streamed(rig_of):
+    rig = rig_of(
+        Reply.fixture("openai_responses_reasoning_function_call.json"),
+        Reply.fixture("openai_responses_stream_final_text.sse"),
+    )
+    sdk = client(rig)
+    tools = [{"type": "function", "name": "update_plan", "parameters": {"type": "object", "properties": {}}}]
+    first = sdk.responses.create(model="gpt-5.5", input="Plan the trip.", tools=tools)
+    [call] = [item for item in first.output if item.type == "function_call"]
+    output = [{"type": "function_call_output", "call_id": call.call_id, "output": "plan updated"}]
+    stream = sdk.responses.create(
+        model="gpt-5.5", previous_response_id=first.id, input=output, tools=tools, stream=True
+    )
+    final = [event for event in stream if event.type == "response.completed"]
+    assert final and final[0].response.output_text
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert [(t.name, t.is_error) for t in run.steps[0].tool_runs] == [("update_plan", False)]
+    assert run.messages[-1].content == final[0].response.output_text
+    rig.assert_faithful()
+
+
+def test_a_request_that_continues_no_conversation_starts_a_run(rig_of):
+    rig = rig_of(Reply.chat("one"), Reply.chat("two"))
+    sdk = client(rig)
+    sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "first question"}])
+    sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "another question"}])
+    runs = rig.runs()
+    assert [len(r.steps) for r in runs] == [1, 1]
+    assert [r.messages[-1].content for r in runs] == ["one", "two"]

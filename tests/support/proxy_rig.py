@@ -19,26 +19,31 @@ from support.stand_in import Reply, StandIn
 KEY = "sk-proxy-test-0123456789abcdefSECRET"
 
 
-class Tap(httpx.BaseTransport):
-    """An httpx transport that keeps each request's body and each response's body as the client had them."""
+class Tap:
+    """Keeps each request's body and each response's body as an SDK's own HTTP client had them."""
 
     def __init__(self) -> None:
-        self.inner = httpx.HTTPTransport()
         self.sent: list[bytes] = []
         self.received: list[bytes] = []
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent.append(request.read())
-        response = self.inner.handle_request(request)
-        body = response.read()
-        self.received.append(body)
-        headers = [
-            (k, v) for k, v in response.headers.items() if k.lower() not in ("transfer-encoding", "content-length")
-        ]
-        return httpx.Response(response.status_code, headers=headers, content=body, request=request)
+    def client(self, lib: Any = httpx) -> Any:
+        """A client of `lib` (httpx, or httpx2 for the SDKs built on it) whose transport keeps the bytes."""
+        tap = self
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(transport=self)
+        class Transport(lib.BaseTransport):
+            def __init__(self) -> None:
+                self.inner = lib.HTTPTransport()
+
+            def handle_request(self, request: Any) -> Any:
+                tap.sent.append(request.read())
+                response = self.inner.handle_request(request)
+                body = response.read()
+                tap.received.append(body)
+                skip = ("transfer-encoding", "content-length")
+                headers = [(k, v) for k, v in response.headers.items() if k.lower() not in skip]
+                return lib.Response(response.status_code, headers=headers, content=body, request=request)
+
+        return lib.Client(transport=Transport())
 
 
 def events(raw: bytes) -> list[Any]:

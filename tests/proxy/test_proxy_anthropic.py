@@ -1,0 +1,49 @@
+"""The anthropic SDK through the proxy, streamed, with tools: two calls, one run, the key never kept."""
+
+from __future__ import annotations
+
+import pytest
+from support.proxy_rig import KEY
+from support.stand_in import Reply
+
+httpx2 = pytest.importorskip("httpx2", reason="the anthropic SDK's HTTP package is not installed")
+anthropic = pytest.importorskip("anthropic", reason="the anthropic package is not installed (pip install '.[test]')")
+
+TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}},
+    }
+]
+
+
+def test_streamed_tool_use_then_answer_are_one_run(rig_of, capsys):
+    rig = rig_of(Reply.fixture("anthropic_stream_tool_use.sse"), Reply.fixture("anthropic_stream_thinking.sse"))
+    sdk = anthropic.Anthropic(api_key=KEY, base_url=rig.url, http_client=rig.tap.client(httpx2), max_retries=0)
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    with sdk.messages.stream(
+        model="claude-haiku-4-5", max_tokens=500, system="Be brief.", messages=messages, tools=TOOLS
+    ) as s:
+        first = s.get_final_message()
+    [use] = [b for b in first.content if b.type == "tool_use"]
+    assert use.input == {"city": "Paris", "unit": "celsius"}
+    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]})
+    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18 C"}]})
+    with sdk.messages.stream(
+        model="claude-haiku-4-5", max_tokens=500, system="Be brief.", messages=messages, tools=TOOLS
+    ) as s:
+        second = s.get_final_message()
+    answer = "".join(b.text for b in second.content if b.type == "text")
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert run.messages[0].content == "Be brief."
+    assert [(t.name, t.tool_call_id) for t in run.steps[0].tool_runs] == [("get_weather", use.id)]
+    assert run.messages[-1].content == answer
+    assert (run.steps[0].usage.input_tokens, run.steps[0].usage.cache_read_tokens) == (510, 100)
+    rig.assert_faithful()
+    headers = {k.lower(): v for k, v in rig.upstream.seen[1].headers.items()}
+    assert KEY in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))
+    assert not any(KEY in value for value in rig.runs()[0].steps[0].wire.request_headers.values())
+    out = capsys.readouterr()
+    rig.assert_no_key(out.out, out.err)
