@@ -161,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
                     sent = decision.body
                     raw = json.dumps(sent).encode()
                     conversation = read_request(dialect, sent)
+                    # the run keeps what was sent: an edit of an earlier message starts a run of its own
+                    placed = self.proxy.recorder.place(conversation)
         url = f"{self.proxy.base}{path}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         headers["accept-encoding"] = "identity"  # bytes pass through as they come, and read as they are

@@ -1,0 +1,135 @@
+"""Pause before send: a held call waits on its open connection until it is sent, edited and sent, or answered."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+from support.proxy_rig import KEY
+from support.stand_in import Reply
+
+openai = pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
+
+ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"}]
+
+
+class Agent:
+    """An openai SDK call on a thread of its own, as an agent waiting on a held request."""
+
+    def __init__(self, rig: Any, messages: list[dict[str, Any]], **options: Any) -> None:
+        sdk = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0, timeout=60)
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+        def go() -> None:
+            try:
+                reply = sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, **options)
+                if options.get("stream"):
+                    reply = "".join(c.choices[0].delta.content or "" for c in reply if c.choices)
+                else:
+                    reply = reply.choices[0].message.content
+                self.result = reply
+            except BaseException as exc:  # noqa: BLE001 - kept for the test to raise
+                self.error = exc
+
+        self.thread = threading.Thread(target=go, daemon=True)
+        self.thread.start()
+
+    def answer(self) -> Any:
+        self.thread.join(30)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def held(rig: Any, count: int = 1) -> list[dict[str, Any]]:
+    """The proxy's held calls once `count` are held (the agents' requests travel on their own threads)."""
+    for _ in range(3000):
+        found = rig.proxy.holds.listing()
+        if len(found) >= count:
+            return found
+        time.sleep(0.01)
+    raise AssertionError("no call was held")
+
+
+def test_a_held_call_sent_with_an_edited_message_gets_the_reply_to_the_edit(rig_of):
+    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    assert hold["request"]["messages"] == ASK and hold["step"] == 1
+    assert rig.upstream.seen == []  # nothing goes upstream while the call is held
+    edited = {**hold["request"], "messages": [ASK[0], {"role": "user", "content": "Weather in Rome?"}]}
+    rig.proxy.holds.release(hold["id"], "edit", body=edited)
+    assert agent.answer() == "Rome: 25 C"
+    assert rig.upstream.bodies() == [edited]
+    [run] = rig.runs()
+    step = run.steps[0]
+    assert step.wire.request == edited
+    assert run.messages[1].content == "Weather in Rome?"
+    [effect] = step.hook_effects
+    assert (effect.kind, effect.before, effect.after) == ("message_list", ASK, edited)
+
+
+def test_a_held_call_answered_with_a_mock_never_reaches_the_upstream(rig_of):
+    rig = rig_of(Reply.chat("from upstream"), pause="always")
+    agents = [Agent(rig, ASK), Agent(rig, ASK, stream=True)]
+    holds = held(rig, 2)
+    for hold in holds:
+        rig.proxy.holds.release(hold["id"], "answer", text="mocked: 20 C")
+    assert [a.answer() for a in agents] == ["mocked: 20 C", "mocked: 20 C"]
+    assert rig.upstream.seen == []
+    runs = rig.runs()
+    assert [r.messages[-1].content for r in runs] == ["mocked: 20 C", "mocked: 20 C"]
+    assert [r.steps[0].hook_effects[0].kind for r in runs] == ["reply", "reply"]
+
+
+def test_a_call_held_past_the_limit_is_sent_as_it_was_and_the_step_says_so(rig_of):
+    rig = rig_of(Reply.chat("sent anyway"), pause="always", hold_limit=0.05)
+    assert Agent(rig, ASK).answer() == "sent anyway"
+    [run] = rig.runs()
+    [effect] = run.steps[0].hook_effects
+    assert "past the limit of 0.05 s" in effect.change
+    assert run.steps[0].wire.request["messages"] == ASK
+
+
+def test_a_tool_breakpoint_holds_the_call_that_carries_that_tools_result(rig_of):
+    rig = rig_of(Reply.fixture("openai_parallel_tool_calls.json"), Reply.chat("done"), pause="tool:get_weather")
+    first = Agent(rig, ASK).thread
+    first.join(30)
+    assert rig.proxy.holds.listing() == [] and len(rig.upstream.seen) == 1  # the first call was not held
+    reply = rig.upstream.bodies()  # what the stand-in answered: two get_weather calls
+    calls = json.loads(Reply.fixture("openai_parallel_tool_calls.json").body)["choices"][0]["message"]
+    messages = [
+        *ASK,
+        calls,
+        *({"role": "tool", "tool_call_id": c["id"], "content": "18 C"} for c in calls["tool_calls"]),
+    ]
+    agent = Agent(rig, messages)
+    [hold] = held(rig)
+    assert hold["step"] == 2 and "get_weather" in hold["reason"]
+    with httpx.Client() as http:  # the control path the app uses
+        listed = http.get(f"{rig.url}/agentcore/holds").json()
+        assert [h["id"] for h in listed] == [hold["id"]]
+        bad = http.post(f"{rig.url}/agentcore/holds/{hold['id']}", json={"action": "launch"})
+        assert bad.status_code == 400
+        sent = http.post(f"{rig.url}/agentcore/holds/{hold['id']}", json={"action": "send"})
+        assert sent.json() == {"released": True}
+    assert agent.answer() == "done"
+    assert len(reply) == 1 and len(rig.upstream.seen) == 2
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert run.steps[1].hook_effects[0].change == "held, then sent as it was"
+
+
+def test_a_step_breakpoint_holds_only_that_step(rig_of):
+    rig = rig_of(Reply.chat("one"), Reply.chat("two"), pause="step:2")
+    assert Agent(rig, ASK).answer() == "one"
+    agent = Agent(rig, [*ASK, {"role": "assistant", "content": "one"}, {"role": "user", "content": "and Rome?"}])
+    [hold] = held(rig)
+    assert hold["step"] == 2
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "two"
