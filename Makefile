@@ -97,6 +97,7 @@ $(PEERS_VENV)/.installed: bench/requirements-peers.txt
 bench: $(VENV)/.installed-test-$(LOCAL) $(PEERS_VENV)/.installed
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/hostile_inputs.py
+	$(BIN)/python bench/proxy.py
 	$(BIN)/python -m pytest -m bench -p no:cacheprovider
 
 # Mutation testing: MODULE names one target of bench/mutate.py (`bench/mutate.py --list` names them all, with
