@@ -275,6 +275,7 @@ CLI_OTHERS = {
     "runs": "its subcommands have rows",
     "export": "a transcript file, exported as a wire body or a trace",
     "mcp-server": "the MCP runs server: its tools and resources have rows of their own (test_mcp_shared)",
+    "proxy": "records the calls it forwards as runs of one's own; reads no stored run",
 }
 
 
