@@ -93,6 +93,7 @@ class Handler(BaseHTTPRequestHandler):
         dialect, recorded = dialect_of(path, self.proxy.upstream_name)
         started = time.perf_counter()
         status = 0
+        self.placements: list[Any] = []  # this request's places in the runs, each finished however it ends
         try:
             register_headers(dict(self.headers))
             register_query(query)
@@ -108,6 +109,9 @@ class Handler(BaseHTTPRequestHandler):
             status = exc.status
             self._answer(exc.status, dialect.error(exc.status, one_line(str(exc))))
         finally:
+            for placed in self.placements:
+                if placed is not None:
+                    self.proxy.recorder.finish(placed)
             ms = (time.perf_counter() - started) * 1000
             self.proxy.say(f"{method} {path[:200]} {status} {ms:.0f} ms")
 
@@ -145,6 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             stream = body.get("stream") is True or (dialect.name == "ollama" and body.get("stream") is not False)
         conversation = read_request(dialect, body) if recorded else None
         placed = self.proxy.recorder.place(conversation) if conversation is not None else None
+        self.placements.append(placed)
         effects: list[Any] = []
         sent = body
         if placed is not None:
@@ -166,6 +171,7 @@ class Handler(BaseHTTPRequestHandler):
                     conversation = read_request(dialect, sent)
                     # the run keeps what was sent: an edit of an earlier message starts a run of its own
                     placed = self.proxy.recorder.place(conversation)
+                    self.placements.append(placed)
         url = f"{self.proxy.base}{path}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         headers["accept-encoding"] = "identity"  # bytes pass through as they come, and read as they are

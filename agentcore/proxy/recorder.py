@@ -60,45 +60,87 @@ class _Live:
     last_used: float = field(default_factory=time.monotonic)
 
 
-@dataclass
+@dataclass(eq=False)
 class Placed:
-    """Where a request goes: the conversation it continues (or a new one) and what it adds to it."""
+    """Where a request goes: the conversation it continues (or a new one) and what it adds to it; `done` is set
+    once the call is recorded or has failed (`Recorder.finish`)."""
 
     live: _Live
     new: list[Message]
     step: int  # the step this call will be
+    keys: list[tuple[Any, ...]] = field(default_factory=list)  # the request's messages, as key_of says them
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+FINISH_WAIT = 30.0  # seconds a request waits for an earlier call it continues to be recorded
 
 
 class Recorder:
-    """The proxy's runs: `place` a request, then `record` its exchange; each record saves the run whole."""
+    """The proxy's runs: `place` a request, then `record` its exchange and `finish` it; each record saves the run
+    whole.
+
+    An agent may send its next request as soon as the reply's last event reaches it, before the proxy has read the
+    end of the upstream's body and recorded the call: a request that continues a call still in flight waits for
+    that call to be recorded before it is placed.
+    """
 
     def __init__(self, store: Any, upstream: str) -> None:
         self.store = store
         self.upstream = upstream
         self.lives: dict[str, _Live] = {}
         self.by_response: dict[str, str] = {}  # a Responses reply's id → its run's id
+        self.in_flight: list[Placed] = []
         self.lock = threading.Lock()
 
     def place(self, conversation: Conversation) -> Placed:
         """The run this request continues and the messages it adds; a new run when it continues none."""
+        keys = [key_of(m) for m in conversation.messages]
+        previous = conversation.previous_response_id
         with self.lock:
-            previous = conversation.previous_response_id
-            live = self.lives.get(self.by_response.get(previous, "")) if previous else None
-            if live is not None:
-                new = list(conversation.messages)
-                if new and isinstance(new[0], SystemMessage):  # instructions are sent again with each request
-                    new = new[1:]
-                return Placed(live, new, len(live.steps) + 1)
-            keys = [key_of(m) for m in conversation.messages]
-            best: _Live | None = None
-            for candidate in self.lives.values():
-                n = len(candidate.keys)
-                if n < len(keys) and keys[:n] == candidate.keys and (best is None or n > len(best.keys)):
-                    best = candidate
-            if best is not None:
-                return Placed(best, list(conversation.messages[len(best.keys) :]), len(best.steps) + 1)
-            live = _Live(run_id=uuid.uuid4().hex[:12], created_at=now_stamp())
-            return Placed(live, list(conversation.messages), 1)
+            earlier = [
+                p
+                for p in self.in_flight
+                if (previous and previous not in self.by_response)
+                or (len(p.keys) < len(keys) and keys[: len(p.keys)] == p.keys)
+            ]
+        for call in earlier:
+            call.done.wait(FINISH_WAIT)
+        with self.lock:
+            placed = self._place(conversation, keys)
+            self.in_flight.append(placed)
+            return placed
+
+    def _place(self, conversation: Conversation, keys: list[tuple[Any, ...]]) -> Placed:
+        previous = conversation.previous_response_id
+        live = self.lives.get(self.by_response.get(previous, "")) if previous else None
+        if live is not None:
+            new = list(conversation.messages)
+            if new and isinstance(new[0], SystemMessage):  # instructions are sent again with each request
+                new = new[1:]
+            return Placed(live, new, len(live.steps) + 1, keys)
+        best: _Live | None = None
+        for candidate in self.lives.values():
+            n = len(candidate.keys)
+            if n < len(keys) and keys[:n] == candidate.keys and (best is None or n > len(best.keys)):
+                best = candidate
+        if best is not None:
+            return Placed(best, list(conversation.messages[len(best.keys) :]), len(best.steps) + 1, keys)
+        live = _Live(run_id=uuid.uuid4().hex[:12], created_at=now_stamp())
+        return Placed(live, list(conversation.messages), 1, keys)
+
+    def settle(self, timeout: float = FINISH_WAIT) -> None:
+        """Wait until every call in flight now is recorded or has failed (a held call is in flight until released)."""
+        with self.lock:
+            calls = list(self.in_flight)
+        for call in calls:
+            call.done.wait(timeout)
+
+    def finish(self, placed: Placed) -> None:
+        """The call is recorded, or will not be: a request waiting on it is placed now."""
+        with self.lock:
+            if placed in self.in_flight:
+                self.in_flight.remove(placed)
+        placed.done.set()
 
     def record(self, placed: Placed, exchange: Exchange) -> Run:
         """Add the call to its run and save the run; returns the run as stored."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from support.proxy_rig import KEY
-from support.stand_in import Reply
+from support.stand_in import WIRE, Reply, dripping
 
 openai = pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
 
@@ -71,3 +73,24 @@ def test_a_request_that_continues_no_conversation_starts_a_run(rig_of):
     runs = rig.runs()
     assert [len(r.steps) for r in runs] == [1, 1]
     assert [r.messages[-1].content for r in runs] == ["one", "two"]
+
+
+def test_a_streamed_reply_reaches_the_client_while_the_upstream_is_still_sending(rig_of):
+    text = (WIRE / "openai_stream_text.sse").read_bytes()
+    events = text.split(b"\n\n")
+    go_on = threading.Event()
+    upstream = dripping(b"\n\n".join(events[:2]) + b"\n\n", b"\n\n".join(events[2:]), go_on)
+    rig = rig_of(upstream=upstream)
+    plain = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0)  # no tap: it reads replies whole
+    stream = plain.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Weather?"}], stream=True
+    )
+    pieces = []
+    for chunk in stream:
+        pieces.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+        if "It is " in pieces:
+            go_on.set()  # the upstream sends the rest only now: the first part came through on its own
+    assert "".join(pieces) == "It is sunny in Paris."
+    assert upstream.waited_out is False
+    [run] = rig.runs()
+    assert run.messages[-1].content == "It is sunny in Paris."

@@ -69,7 +69,9 @@ class Rig:
         return self.proxy.url
 
     def runs(self) -> list[Any]:
-        """The stored runs, oldest first, read back whole."""
+        """The stored runs, oldest first, read back whole, once the calls in flight are recorded (a client may end
+        its reading at a stream's last event, before the proxy has read the upstream's end)."""
+        self.proxy.recorder.settle()
         return [self.store.load_run(s.id) for s in reversed(self.store.list_runs())]
 
     def assert_faithful(self) -> None:
@@ -95,8 +97,11 @@ class Rig:
             assert KEY not in text
 
 
-def start_rig(tmp_path: Path, replies: list[Reply], log: Any = None, **config: Any) -> Iterator[Rig]:
-    with StandIn(*replies) as upstream:
+def start_rig(
+    tmp_path: Path, replies: list[Reply], log: Any = None, upstream: StandIn | None = None, **config: Any
+) -> Iterator[Rig]:
+    """A proxy in front of `upstream` (else a stand-in giving `replies`), with a database of its own."""
+    with upstream or StandIn(*replies) as upstream:
         db = tmp_path / "db" / "runs.db"
         db.parent.mkdir()
         store = Store(str(db))

@@ -116,3 +116,38 @@ class StandIn:
     def bodies(self) -> list[Any]:
         """The JSON bodies of the requests, in order."""
         return [s.body for s in self.seen]
+
+
+def dripping(first: bytes, rest: bytes, go_on: threading.Event, content_type: str = "text/event-stream") -> StandIn:
+    """A stand-in whose one reply is streamed in two parts: `first` at once, `rest` only once `go_on` is set (or
+    after 10 s), so a test tells a reply passed on as it comes from one held until it ends. `seen` keeps the
+    requests; use it as a context manager, as StandIn."""
+    stand_in = StandIn(Reply(b""))
+    owner = stand_in
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # the name http.server calls
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            owner.seen.append(Seen(self.path, dict(self.headers), json.loads(raw or b"null")))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for part in (first, rest):
+                if part is rest:
+                    owner.waited_out = not go_on.wait(10)  # type: ignore[attr-defined]
+                self.wfile.write(f"{len(part):X}\r\n".encode() + part + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    stand_in.server.server_close()
+    stand_in.server = QuietServer(("127.0.0.1", 0), Handler)
+    stand_in.url = f"http://127.0.0.1:{stand_in.server.server_address[1]}"
+    stand_in.thread = threading.Thread(target=stand_in.server.serve_forever, args=(0.02,), daemon=True)
+    return stand_in
