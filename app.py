@@ -23,6 +23,7 @@ PAGES = (
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
     ("views/tests.py", "Tests", ":material/checklist:"),
     ("views/errors.py", "Error analysis", ":material/bug_report:"),
+    ("views/held.py", "Held calls", ":material/front_hand:"),
 )
 # the teachers' pages (AGENTCORE_TEACHERS), listed after the others only for them: (file, title, icon, address)
 TEACHER_PAGES = (("views/class_page.py", "Class", ":material/groups:", "class"),)

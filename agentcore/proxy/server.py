@@ -26,6 +26,7 @@ import httpx
 
 from ..errors import UsageError
 from ..secrets import redacted_url, register_secret, scrub_text
+from .control import announce
 from .handler import TOKEN_HEADER, Handler
 from .holds import DEFAULT_HOLD_LIMIT, Holds
 from .recorder import Recorder
@@ -95,7 +96,7 @@ class ProxyServer:
         host, port = self.httpd.server_address[:2]
         self.url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
         try:
-            store.set_meta("proxy.url", self.url)  # where the app finds the control paths of held calls
+            announce(store, self.url)  # where the app finds the control paths of held calls
         except Exception as exc:  # noqa: BLE001 - a store without settings still records runs
             self.say(f"the runs database keeps no settings ({type(exc).__name__}): the app cannot find the proxy")
 

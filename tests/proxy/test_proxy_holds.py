@@ -3,57 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from typing import Any
 
 import httpx
 import pytest
-from support.proxy_rig import KEY
+from support.proxy_rig import Agent, held
 from support.stand_in import Reply
 
 openai = pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
 
 ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"}]
-
-
-class Agent:
-    """An openai SDK call on a thread of its own, as an agent waiting on a held request."""
-
-    def __init__(self, rig: Any, messages: list[dict[str, Any]], **options: Any) -> None:
-        sdk = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0, timeout=60)
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-        def go() -> None:
-            try:
-                reply = sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, **options)
-                if options.get("stream"):
-                    reply = "".join(c.choices[0].delta.content or "" for c in reply if c.choices)
-                else:
-                    reply = reply.choices[0].message.content
-                self.result = reply
-            except BaseException as exc:  # noqa: BLE001 - kept for the test to raise
-                self.error = exc
-
-        self.thread = threading.Thread(target=go, daemon=True)
-        self.thread.start()
-
-    def answer(self) -> Any:
-        self.thread.join(30)
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def held(rig: Any, count: int = 1) -> list[dict[str, Any]]:
-    """The proxy's held calls once `count` are held (the agents' requests travel on their own threads)."""
-    for _ in range(3000):
-        found = rig.proxy.holds.listing()
-        if len(found) >= count:
-            return found
-        time.sleep(0.01)
-    raise AssertionError("no call was held")
 
 
 def test_a_held_call_sent_with_an_edited_message_gets_the_reply_to_the_edit(rig_of):

@@ -342,6 +342,7 @@ PAGE_OTHERS = {
     "views/lesson.py": "the lessons run on the scripted model; a student's own runs only",
     "views/compare.py": "a comparison from a stored run opens it from the Runs page (its row) or a link",
     "views/class_page.py": "the teachers' page: only a teacher has it (test_class_page)",
+    "views/held.py": "the held calls of the proxy its viewer started, never another's (test_proxy_app)",
 }
 
 

@@ -4,6 +4,8 @@ SDK's own HTTP client that keeps the bytes it sent and the bytes it received."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,3 +112,44 @@ def start_rig(
             yield Rig(proxy, upstream, store, db)
         finally:
             proxy.close()
+
+
+class Agent:
+    """An openai SDK call on a thread of its own, as an agent waiting on a held request."""
+
+    def __init__(self, rig: Any, messages: list[dict[str, Any]], **options: Any) -> None:
+        import openai
+
+        sdk = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0, timeout=60)
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+        def go() -> None:
+            try:
+                reply = sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, **options)
+                if options.get("stream"):
+                    reply = "".join(c.choices[0].delta.content or "" for c in reply if c.choices)
+                else:
+                    reply = reply.choices[0].message.content
+                self.result = reply
+            except BaseException as exc:  # noqa: BLE001 - kept for the test to raise
+                self.error = exc
+
+        self.thread = threading.Thread(target=go, daemon=True)
+        self.thread.start()
+
+    def answer(self) -> Any:
+        self.thread.join(30)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def held(rig: Any, count: int = 1) -> list[dict[str, Any]]:
+    """The proxy's held calls once `count` are held (the agents' requests travel on their own threads)."""
+    for _ in range(3000):
+        found = rig.proxy.holds.listing()
+        if len(found) >= count:
+            return found
+        time.sleep(0.01)
+    raise AssertionError("no call was held")

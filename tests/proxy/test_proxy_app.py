@@ -1,0 +1,72 @@
+"""The Held calls page: an agent waits on a held request while a person edits it, sends it, or forks it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.proxy_rig import Agent, held
+from support.stand_in import Reply
+
+pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
+
+ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"}]
+
+
+def page(open_app, monkeypatch, rig):
+    monkeypatch.setenv("AGENTCORE_DB", str(rig.db))
+    return open_app("views/held.py")
+
+
+def test_a_person_edits_the_last_user_message_and_the_agent_gets_the_reply_to_it(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    assert "Weather in Paris?" in at.text_area(key=f"held_edit_{hold['id']}").value
+    edited = [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
+    at.text_area(key=f"held_edit_{hold['id']}").set_value(json.dumps(edited))
+    at.button(key=f"held_edited_{hold['id']}").click().run()
+    assert not at.exception and not at.error
+    assert agent.answer() == "Rome: 25 C"
+    assert rig.upstream.bodies()[0]["messages"] == edited
+    [run] = rig.runs()
+    [effect] = run.steps[0].hook_effects
+    assert effect.kind == "message_list" and effect.after["messages"] == edited
+
+
+def test_answer_with_gives_the_agent_the_typed_reply(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("from upstream"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    at.text_input(key=f"held_answer_{hold['id']}").set_value("It is 18 C.")
+    at.button(key=f"held_answered_{hold['id']}").click().run()
+    assert agent.answer() == "It is 18 C."
+    assert rig.upstream.seen == []
+
+
+def test_fork_here_keeps_the_held_conversation_as_a_run_and_opens_it(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    at.button(key=f"held_fork_{hold['id']}").click().run()
+    assert not at.exception
+    [fork] = rig.runs()
+    assert [m.content for m in fork.messages] == ["Be brief.", "Weather in Paris?"]
+    assert fork.config.provider == "openai" and fork.config.model == "gpt-4o-mini"
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "sent"
+
+
+def test_another_persons_proxy_shows_no_held_call(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    monkeypatch.setenv("AGENTCORE_USER", "someone-else")
+    at = page(open_app, monkeypatch, rig)
+    assert not [a for a in at.text_area if str(a.key).startswith("held_edit_")]
+    assert any("No recording proxy of yours" in info.value for info in at.info)
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "sent"
