@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agentcore.providers._http import iter_sse
 from agentcore.proxy import ProxyConfig, ProxyServer
@@ -153,3 +154,18 @@ def held(rig: Any, count: int = 1) -> list[dict[str, Any]]:
             return found
         time.sleep(0.01)
     raise AssertionError("no call was held")
+
+
+@pytest.fixture
+def rig_of(tmp_path: Path) -> Iterator[Any]:
+    """rig_of(*replies, **config): a proxy in front of a stand-in giving `replies`, stopped after the test."""
+    started: list[Iterator[Rig]] = []
+
+    def make(*replies: Reply, **config: Any) -> Rig:
+        gen = start_rig(tmp_path, list(replies), **config)
+        started.append(gen)
+        return next(gen)
+
+    yield make
+    for gen in started:
+        next(gen, None)
