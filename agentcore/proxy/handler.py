@@ -202,28 +202,27 @@ class Handler(BaseHTTPRequestHandler):
         return status
 
     def _relay(self, response: httpx.Response, done: Any) -> None:
-        """Send the upstream's reply on as it comes, calling `done` with all its bytes before the last of them go
-        (not at all when the reply is over the cap: the client gets it cut short)."""
+        """Send the upstream's reply on, calling `done` with all its bytes before the last of them go: a whole body
+        once read (over the cap, or broken off, it is a 502 in the dialect's kind), a stream chunk by chunk as it
+        comes (over the cap it is cut short, and `done` is not called)."""
         cap = self.proxy.config.max_reply_bytes
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        self.send_response(response.status_code)
-        for name, value in response.headers.items():
-            if name.lower() not in HOP_HEADERS:
-                self.send_header(name, value)
         if ctype not in STREAM_TYPES:
             body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > cap:
-                    self.close_connection = True
-                    self.send_header("content-length", "0")
-                    self.end_headers()
-                    return
+            try:
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > cap:
+                        raise Refused(502, f"the upstream's reply is over {cap} bytes, the most this proxy passes on")
+            except httpx.HTTPError as exc:
+                raise Refused(502, f"the upstream broke off its reply ({type(exc).__name__})") from None
             done(bytes(body))
+            self._head(response)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
             return
+        self._head(response)
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         kept = bytearray()
@@ -240,6 +239,12 @@ class Handler(BaseHTTPRequestHandler):
         done(bytes(kept))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _head(self, response: httpx.Response) -> None:
+        self.send_response(response.status_code)
+        for name, value in response.headers.items():
+            if name.lower() not in HOP_HEADERS:
+                self.send_header(name, value)
 
     def _record(
         self,

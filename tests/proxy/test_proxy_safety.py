@@ -111,3 +111,14 @@ def test_a_key_in_the_query_is_forwarded_and_kept_nowhere(rig_of, capsys):
     assert KEY not in run.steps[0].wire.url
     out = capsys.readouterr()
     rig.assert_no_key(out.out, out.err)
+
+
+def test_a_reply_over_the_cap_is_a_502_and_no_step(rig_of):
+    rig = rig_of(Reply.chat("a reply longer than the cap " * 20), max_reply_bytes=200)
+    sdk = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0)
+    with pytest.raises(openai.APIStatusError, match="over 200 bytes") as caught:
+        sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.status_code == 502
+    assert rig.runs() == []
+    reply = httpx.post(f"{rig.url}/v1/chat/completions", json={"model": "m", "messages": []})
+    assert reply.status_code == 502  # and it serves on
