@@ -152,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
         self.placements.append(placed)
         effects: list[Any] = []
         sent = body
-        if placed is not None:
+        if placed is not None and self.proxy.holds.pause != "never":
             run = self.proxy.recorder.build(placed.live) if placed.live.steps else None
             reason = self.proxy.holds.reason(run, placed.step)
             if reason is not None:
