@@ -94,3 +94,26 @@ def test_a_streamed_reply_reaches_the_client_while_the_upstream_is_still_sending
     assert upstream.waited_out is False
     [run] = rig.runs()
     assert run.messages[-1].content == "It is sunny in Paris."
+
+
+def test_a_stateless_responses_conversation_sent_whole_each_time_is_one_run(rig_of):
+    # as Codex sends it: store false, the whole input again with the reply's items (reasoning, commentary, call)
+    rig = rig_of(
+        Reply.fixture("openai_responses_commentary_function_call.json"),
+        Reply.fixture("openai_responses_final_text.json"),
+    )
+    sdk = client(rig)
+    tools = [{"type": "function", "name": "get_capital", "parameters": {"type": "object", "properties": {}}}]
+    items: list = [{"role": "user", "content": "What is the capital of PotatoLand?"}]
+    first = sdk.responses.create(model="gpt-5.5", instructions="Narrate.", input=items, tools=tools, store=False)
+    items += [item.model_dump(exclude_none=True) for item in first.output]
+    [call] = [item for item in first.output if item.type == "function_call"]
+    items.append({"type": "function_call_output", "call_id": call.call_id, "output": "Spudville"})
+    second = sdk.responses.create(model="gpt-5.5", instructions="Narrate.", input=items, tools=tools, store=False)
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert run.messages[0].content == "Narrate."
+    assert [(t.name, t.tool_call_id) for t in run.steps[0].tool_runs] == [("get_capital", call.call_id)]
+    assert [m.content for m in run.messages if m.role == "tool"] == ["Spudville"]
+    assert run.messages[-1].content == second.output_text
+    rig.assert_faithful()
