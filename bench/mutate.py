@@ -132,6 +132,26 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # the class page's rows and flags
     "class": (["views/class_page.py"], ["test_class_page.py", "test_class_access.py"]),
+    # the recording proxy: its dialects, runs, holds, the HTTP side and the control of held calls
+    "recording-proxy": (
+        [
+            "agentcore/proxy/dialects.py",
+            "agentcore/proxy/recorder.py",
+            "agentcore/proxy/holds.py",
+            "agentcore/proxy/handler.py",
+            "agentcore/proxy/server.py",
+            "agentcore/proxy/control.py",
+        ],
+        [
+            "test_proxy_openai.py",
+            "test_proxy_anthropic.py",
+            "test_proxy_ollama.py",
+            "test_proxy_pydantic_ai.py",
+            "test_proxy_safety.py",
+            "test_proxy_holds.py",
+            "test_proxy_app.py",
+        ],
+    ),
 }
 
 # seconds one change's tests may take before it is a timeout. The plugin's own limit is 30 s, and it counts a timeout
