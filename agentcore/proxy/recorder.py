@@ -43,21 +43,47 @@ class Exchange:
     response_id: str | None = None
 
 
-@dataclass
-class _Step:
-    new: list[Message]  # what this call's request added to the conversation
-    exchange: Exchange
+class _Builder(SessionBuilder):
+    """The sessions' builder, fed one call at a time: a later request's tool results answer the turn before it."""
+
+    def add(self, new: list[Message], first: bool) -> None:
+        """What a request adds before its model call: the whole history for a run's first call; else the tool
+        results of the last turn, then what the person or the agent said."""
+        if first:
+            for message in new:
+                self.copied(message)
+            return
+        if self.steps:
+            step = self.steps[-1]
+            answered = {t.tool_call_id for t in step.tool_runs}
+            calls = [c for c in self._calls_of(step) if c.id not in answered]
+            for call, result in _results(tuple(calls), new):
+                self.used.add(call.id)
+                self._result(step, call, result)
+        for message in new:
+            if isinstance(message, UserMessage):
+                self.user(message.content)
+            elif isinstance(message, SystemMessage):
+                self.system(message.content)
+            elif not isinstance(message, ToolMessage):
+                self.copied(message)
 
 
 @dataclass
 class _Live:
-    """A conversation being recorded: its run's id and the calls so far."""
+    """A conversation being recorded: its run's id, its builder and the conversation so far."""
 
     run_id: str
     created_at: str
-    steps: list[_Step] = field(default_factory=list)
+    builder: _Builder | None = None
+    tools: list[Any] = field(default_factory=list)
     keys: list[tuple[Any, ...]] = field(default_factory=list)  # the conversation so far, replies included
     last_used: float = field(default_factory=time.monotonic)
+
+    @property
+    def steps(self) -> list[Any]:
+        """The step records so far."""
+        return self.builder.steps if self.builder is not None else []
 
 
 @dataclass(eq=False)
@@ -90,7 +116,7 @@ class Recorder:
         self.lives: dict[str, _Live] = {}
         self.by_response: dict[str, str] = {}  # a Responses reply's id → its run's id
         self.in_flight: list[Placed] = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # build, called on its own by the holds, is also called within record
 
     def place(self, conversation: Conversation) -> Placed:
         """The run this request continues and the messages it adds; a new run when it continues none."""
@@ -146,7 +172,14 @@ class Recorder:
         """Add the call to its run and save the run; returns the run as stored."""
         with self.lock:
             live = placed.live
-            live.steps.append(_Step(placed.new, exchange))
+            first = live.builder is None
+            if live.builder is None:
+                live.builder = _Builder(FORMAT, self.upstream, exchange.dialect.name, results={})
+            live.builder.add(placed.new, first)
+            live.builder.turn(_turn(exchange), {})
+            step = live.builder.steps[-1]
+            step.wire, step.latency_ms, step.hook_effects = exchange.wire, exchange.latency_ms, list(exchange.effects)
+            live.tools = exchange.conversation.tools or live.tools
             live.keys = [*live.keys, *map(key_of, placed.new), key_of(exchange.response.message)]
             live.last_used = time.monotonic()
             self.lives[live.run_id] = live
@@ -160,32 +193,14 @@ class Recorder:
             return run
 
     def build(self, live: _Live) -> Run:
-        """The run of a conversation's calls so far, built as an imported session's is."""
-        first = live.steps[0].exchange
-        builder = SessionBuilder(FORMAT, self.upstream, first.dialect.name, results={})
-        for k, step in enumerate(live.steps):
-            for message in step.new:
-                if k == 0:
-                    builder.copied(message)
-                elif isinstance(message, UserMessage):
-                    builder.user(message.content)
-                elif isinstance(message, SystemMessage):
-                    builder.system(message.content)
-                elif not isinstance(message, ToolMessage):  # results go with the turn that asked for them
-                    builder.copied(message)
-            reply = step.exchange.response
-            later = live.steps[k + 1].new if k + 1 < len(live.steps) else []
-            builder.turn(_turn(step.exchange), _results(reply.message.tool_calls, later))
-        tools = first.conversation.tools
-        for step in live.steps[1:]:
-            tools = step.exchange.conversation.tools or tools
-        run = builder.build(
-            title=first_words(builder.messages, "proxied run"), session_id=live.run_id, agent=None, tools=tools
-        )
-        for record, step in zip(run.steps, live.steps, strict=True):
-            record.wire = step.exchange.wire
-            record.latency_ms = step.exchange.latency_ms
-            record.hook_effects = list(step.exchange.effects)
+        """The run of a conversation's calls so far, built as an imported session's is (its step records are the
+        builder's own, so the store rewrites only the steps that changed)."""
+        assert live.builder is not None
+        with self.lock:
+            builder = live.builder
+            run = builder.build(
+                title=first_words(builder.messages, "proxied run"), session_id=live.run_id, agent=None, tools=live.tools
+            )
         run.id, run.created_at = live.run_id, live.created_at
         return run
 
@@ -204,18 +219,18 @@ def _turn(exchange: Exchange) -> Turn:
     )
 
 
-def _results(calls: tuple[ToolCall, ...], later: list[Message]) -> dict[str, Result]:
-    """The results a later request sent for `calls`: by call id, else by the tool's name, else in order (Ollama's
-    clients answer a call by its tool's name alone)."""
+def _results(calls: tuple[ToolCall, ...], later: list[Message]) -> list[tuple[ToolCall, Result]]:
+    """The results a later request sent for `calls`, in its order: matched by call id, else by the tool's name,
+    else in order (Ollama's clients answer a call by its tool's name alone)."""
     open_calls = list(calls)
-    out: dict[str, Result] = {}
+    out: list[tuple[ToolCall, Result]] = []
     for message in later:
         if not isinstance(message, ToolMessage) or not open_calls:
             continue
         match = next((c for c in open_calls if c.id == message.tool_call_id), None)
         match = match or next((c for c in open_calls if c.name == message.name), open_calls[0])
         open_calls.remove(match)
-        out[match.id] = Result(message.content, message.is_error)
+        out.append((match, Result(message.content, message.is_error)))
     return out
 
 
