@@ -307,7 +307,10 @@ class Handler(BaseHTTPRequestHandler):
         return 200
 
     def _loopback_client(self) -> bool:
-        return self.client_address[0] in ("127.0.0.1", "::1") or str(self.client_address[0]).startswith("127.")
+        # and a loopback Host: a web page whose name was pointed at 127.0.0.1 (DNS rebinding) sends its own name
+        address = str(self.client_address[0])
+        host = urllib.parse.urlsplit(f"//{self.headers.get('host', '')}").hostname or ""
+        return (address == "::1" or address.startswith("127.")) and host in ("127.0.0.1", "localhost", "::1")
 
     def _answer(self, status: int, body: bytes, ctype: str = "application/json") -> None:
         self.send_response(status)

@@ -122,3 +122,15 @@ def test_a_reply_over_the_cap_is_a_502_and_no_step(rig_of):
     assert rig.runs() == []
     reply = httpx.post(f"{rig.url}/v1/chat/completions", json={"model": "m", "messages": []})
     assert reply.status_code == 502  # and it serves on
+
+
+def test_the_control_paths_answer_a_loopback_host_alone(rig_of):
+    rig = rig_of(Reply.chat("ok"))
+    host, port = rig.url.removeprefix("http://").split(":")
+    for name, status in (("evil.example", 403), (f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200)):
+        conn = http.client.HTTPConnection(host, int(port))
+        try:
+            conn.request("GET", "/agentcore/holds", headers={"host": name})
+            assert conn.getresponse().status == status, name
+        finally:
+            conn.close()
