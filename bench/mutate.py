@@ -150,6 +150,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "test_proxy_safety.py",
             "test_proxy_holds.py",
             "test_proxy_app.py",
+            "test_proxy_runs.py",
         ],
     ),
 }

@@ -26,7 +26,7 @@ import httpx
 
 from ..errors import UsageError
 from ..secrets import redacted_url, register_secret, scrub_text
-from .control import announce
+from .control import announce, proxy_of
 from .handler import TOKEN_HEADER, Handler
 from .holds import DEFAULT_HOLD_LIMIT, Holds
 from .recorder import Recorder
@@ -86,6 +86,7 @@ class ProxyServer:
         if config.token:
             register_secret(config.token)
         self.config = config
+        self.store = store
         self.upstream_name, self.base = upstream_url(config.upstream)
         self.recorder = Recorder(store, redacted_url(self.base))
         self.holds = Holds(config.pause, config.hold_limit)
@@ -111,7 +112,12 @@ class ProxyServer:
         self.httpd.serve_forever(0.2)
 
     def close(self) -> None:
-        """Stop serving and close the upstream client."""
+        """Stop serving, say so in the runs database, and close the upstream client."""
+        try:
+            if proxy_of(self.store) == self.url:
+                announce(self.store, "")  # the app shows no proxy that has stopped
+        except Exception:  # noqa: BLE001 - a store closed first, or one without settings: nothing to take back
+            pass
         if self.thread is not None:
             self.httpd.shutdown()
         self.httpd.server_close()

@@ -91,3 +91,12 @@ def test_a_step_breakpoint_holds_only_that_step(rig_of):
     assert hold["step"] == 2
     rig.proxy.holds.release(hold["id"], "send")
     assert agent.answer() == "two"
+
+
+def test_the_database_names_the_proxy_while_it_runs_and_not_after(rig_of):
+    from agentcore.proxy.control import proxy_of
+
+    rig = rig_of(Reply.chat("ok"))
+    assert proxy_of(rig.store) == rig.url
+    rig.proxy.close()
+    assert proxy_of(rig.store) is None
