@@ -11,6 +11,7 @@ import json
 import re
 import time
 import urllib.parse
+import zlib
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -46,6 +47,20 @@ HOP_HEADERS = frozenset(
 )
 QUERY_KEYS = ("key", "api_key", "api-key")
 _PATH = re.compile(r"/[A-Za-z0-9._~%/:-]*")
+
+
+def _plain(raw: bytes, encoding: str, cap: int) -> bytes:
+    """A request body as sent, uncompressed (gzip or deflate) within `cap` bytes."""
+    if encoding == "identity":
+        return raw
+    inflate = zlib.decompressobj(47 if encoding == "gzip" else 15)
+    try:
+        plain = inflate.decompress(raw, cap + 1)
+    except zlib.error:
+        raise Refused(400, f"the request body is not {encoding}") from None
+    if len(plain) > cap or inflate.unconsumed_tail:
+        raise Refused(413, f"the request is over {cap} bytes once uncompressed, the most this proxy reads")
+    return plain
 
 
 class Refused(Exception):
@@ -139,9 +154,13 @@ class Handler(BaseHTTPRequestHandler):
     def _call(self, method: str, dialect: Dialect, recorded: bool, path: str, query: str, raw: bytes) -> int:
         body: Any = None
         stream = False
+        encoding = self.headers.get("content-encoding", "identity").strip().lower()
+        if recorded and encoding not in ("identity", "gzip", "deflate"):
+            self.proxy.say(f"not recorded: a request body in {encoding[:40]}, which the proxy does not read")
+            recorded = False
         if recorded:
             try:
-                body = json.loads(raw)
+                body = json.loads(_plain(raw, encoding, self.proxy.config.max_request_bytes))
             except ValueError:
                 raise Refused(400, "the request body is not JSON") from None
             if not isinstance(body, dict):
@@ -167,13 +186,15 @@ class Handler(BaseHTTPRequestHandler):
                     return 200
                 if decision.action == "edit" and decision.body is not None:
                     sent = decision.body
-                    raw = json.dumps(sent).encode()
+                    raw, encoding = json.dumps(sent).encode(), "identity"
                     conversation = read_request(dialect, sent)
                     # the run keeps what was sent: an edit of an earlier message starts a run of its own
                     placed = self.proxy.recorder.place(conversation)
                     self.placements.append(placed)
         url = f"{self.proxy.base}{path}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        if encoding != "identity":  # the body goes as the client compressed it
+            headers["content-encoding"] = encoding
         headers["accept-encoding"] = "identity"  # bytes pass through as they come, and read as they are
         started = time.perf_counter()
         try:

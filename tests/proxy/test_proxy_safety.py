@@ -3,6 +3,7 @@ or stop serving; each refusal one line in the dialect's kind of error."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
 
 import httpx
@@ -134,3 +135,14 @@ def test_the_control_paths_answer_a_loopback_host_alone(rig_of):
             assert conn.getresponse().status == status, name
         finally:
             conn.close()
+
+
+def test_a_compressed_request_is_read_within_the_cap_once_uncompressed(rig_of):
+    rig = rig_of(Reply.chat("ok"), max_request_bytes=10_000)
+    bomb = gzip.compress(b'{"messages": "' + b"x" * 1_000_000 + b'"}')
+    assert len(bomb) < 10_000
+    url = f"{rig.url}/v1/chat/completions"
+    gz = {"content-encoding": "gzip", "content-type": "application/json"}
+    assert httpx.post(url, content=bomb, headers=gz).status_code == 413
+    assert httpx.post(url, content=b"not gzip at all", headers=gz).status_code == 400
+    assert rig.upstream.seen == []
