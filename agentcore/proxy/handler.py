@@ -77,6 +77,14 @@ def check_path(path: str) -> None:
         raise Refused(404, "the proxy forwards no such path")
 
 
+def upstream_target(base: str, path: str) -> str:
+    """The upstream's URL for a path: a base that ends in /v1 (a server's OpenAI address, as agents are given it) and a
+    path that starts with it are joined once."""
+    if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
+        path = path[3:]
+    return f"{base}{path}"
+
+
 def register_query(query: str) -> None:
     """A key sent in the query (`?key=`), registered so that no output shows it."""
     for name, value in urllib.parse.parse_qsl(query):
@@ -191,7 +199,7 @@ class Handler(BaseHTTPRequestHandler):
                     # the run keeps what was sent: an edit of an earlier message starts a run of its own
                     placed = self.proxy.recorder.place(conversation)
                     self.placements.append(placed)
-        url = f"{self.proxy.base}{path}" + (f"?{query}" if query else "")
+        url = upstream_target(self.proxy.base, path) + (f"?{query}" if query else "")
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         if encoding != "identity":  # the body goes as the client compressed it
             headers["content-encoding"] = encoding
@@ -289,7 +297,7 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         wire = exchange_wire(
-            f"{self.proxy.base}{path}",
+            upstream_target(self.proxy.base, path),
             redact_headers(dict(self.headers)),
             sent,
             status,

@@ -9,7 +9,7 @@ import http.client
 import httpx
 import pytest
 from support.proxy_rig import KEY
-from support.stand_in import Reply
+from support.stand_in import Reply, StandIn
 
 from agentcore.errors import UsageError
 from agentcore.proxy import ProxyConfig, ProxyServer
@@ -146,3 +146,14 @@ def test_a_compressed_request_is_read_within_the_cap_once_uncompressed(rig_of):
     assert httpx.post(url, content=bomb, headers=gz).status_code == 413
     assert httpx.post(url, content=b"not gzip at all", headers=gz).status_code == 400
     assert rig.upstream.seen == []
+
+
+def test_an_upstream_given_with_v1_is_not_sent_v1_twice(rig_of, tmp_path):
+    with StandIn(Reply.chat("ok")) as upstream:
+        proxy = ProxyServer(ProxyConfig(upstream=f"{upstream.url}/v1", port=0), Store(str(tmp_path / "r.db"))).start()
+        try:
+            sdk = openai.OpenAI(api_key=KEY, base_url=f"{proxy.url}/v1", max_retries=0)
+            sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        finally:
+            proxy.close()
+    assert [seen.path for seen in upstream.seen] == ["/v1/chat/completions"]
