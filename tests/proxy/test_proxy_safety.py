@@ -148,7 +148,7 @@ def test_a_compressed_request_is_read_within_the_cap_once_uncompressed(rig_of):
     assert rig.upstream.seen == []
 
 
-def test_an_upstream_given_with_v1_is_not_sent_v1_twice(rig_of, tmp_path):
+def test_an_upstream_given_with_v1_is_not_sent_v1_twice(tmp_path):
     with StandIn(Reply.chat("ok")) as upstream:
         proxy = ProxyServer(ProxyConfig(upstream=f"{upstream.url}/v1", port=0), Store(str(tmp_path / "r.db"))).start()
         try:
