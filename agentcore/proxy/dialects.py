@@ -22,6 +22,7 @@ from ..providers._http import BadResponse, EventStream
 from ..providers._limits import split_lines
 from ..providers.base import ModelRequest, ModelResponse, WireExchange
 from ..run import Run
+from ..sessions.builder import text_of
 from ..tools import ToolSpec
 
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
@@ -106,7 +107,7 @@ def read_request(dialect: Dialect, body: dict[str, Any]) -> Conversation:
         elif dialect.name == "ollama":
             chat = {"messages": _ollama_as_chat(body.get("messages")), "tools": body.get("tools")}
         else:
-            chat = body
+            chat = {**body, "messages": _text_parts(body.get("messages"))}
         if previous is not None:  # the items go on from a stored response: its calls are not among them
             return Conversation(_going_on(chat["messages"]), tool_specs_from(chat.get("tools")), model, previous)
         run: Run = from_messages(chat)
@@ -115,6 +116,31 @@ def read_request(dialect: Dialect, body: dict[str, Any]) -> Conversation:
         why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         note = UserMessage(content=f"(the proxy could not read this request's messages: {why})")
         return Conversation([note], [], model, previous, unread=why)
+
+
+# the blocks the message-list reader takes as they are; any other part (an image, a document, a server tool's
+# block) is kept as a text line naming it, so a request with one still reads as its conversation
+READ_BLOCKS = frozenset({"text", "tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _text_parts(messages: Any) -> Any:
+    """The messages with every content part the reader does not take written as a text part that names it."""
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            parts = []
+            for part in m["content"]:
+                if isinstance(part, dict) and part.get("type") in READ_BLOCKS:
+                    if part.get("type") == "tool_result" and isinstance(part.get("content"), list):
+                        part = {**part, "content": text_of(part["content"])}
+                    parts.append(part)
+                else:
+                    parts.append({"type": "text", "text": text_of([part])})
+            m = {**m, "content": parts}
+        out.append(m)
+    return out
 
 
 def _text(content: Any) -> Any:

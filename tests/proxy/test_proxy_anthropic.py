@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from support.proxy_rig import KEY
 from support.stand_in import Reply
@@ -47,3 +48,23 @@ def test_streamed_tool_use_then_answer_are_one_run(rig_of, capsys):
     assert not any(KEY in value for value in rig.runs()[0].steps[0].wire.request_headers.values())
     out = capsys.readouterr()
     rig.assert_no_key(out.out, out.err)
+
+
+def test_images_in_a_request_are_named_and_the_conversation_still_reads(rig_of):
+    rig = rig_of(Reply.fixture("anthropic_tool_use.json"), Reply.fixture("anthropic_thinking_final_text.json"))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}, image]}]
+    body = {"model": "claude-haiku-4-5", "max_tokens": 100, "tools": TOOLS, "messages": messages}
+    first = httpx.post(f"{rig.url}/v1/messages", json=body, headers={"x-api-key": KEY}).json()
+    uses = [b for b in first["content"] if b["type"] == "tool_use"]
+    messages.append({"role": "assistant", "content": first["content"]})
+    results = [
+        {"type": "tool_result", "tool_use_id": use["id"], "content": [{"type": "text", "text": "a cat"}, image]}
+        for use in uses
+    ]
+    messages.append({"role": "user", "content": results})
+    assert httpx.post(f"{rig.url}/v1/messages", json=body, headers={"x-api-key": KEY}).status_code == 200
+    [run] = rig.runs()
+    assert len(run.steps) == 2
+    assert run.messages[0].content == "What is in this picture?\n[image]"
+    assert [m.content for m in run.messages if m.role == "tool"] == ["a cat\n[image]", "a cat\n[image]"]
