@@ -287,9 +287,11 @@ def _fall(rates: list[ForkRate], run_passed: bool, last_step: int) -> tuple[int 
 
 
 def _monotone(rates: list[ForkRate], run_passed: bool) -> bool:
-    """Whether the rates read, in step order and then the run's own verdict, never rise."""
-    values = [r.rate for r in rates] + [1.0 if run_passed else 0.0]
-    return all(b <= a for a, b in zip(values, values[1:], strict=False))
+    """Whether the rates read, in step order and then the run's own verdict, never rise past their noise: a later
+    fork's interval wholly above an earlier one's is a rise."""
+    verdict = 1.0 if run_passed else 0.0
+    spans = [r.interval for r in rates] + [(verdict, verdict)]
+    return not any(later[0] > earlier[1] for i, earlier in enumerate(spans) for later in spans[i + 1 :])
 
 
 def _bisect(work: _Continuations, steps: tuple[int, ...], trials: int, grader: Grader) -> list[ForkRate]:

@@ -68,11 +68,13 @@ def test_on_the_runs_own_model_every_fork_fails_and_no_step_is_blamed(failing):
     assert found.blamed is None and found.fall == 0.0 and found.monotone
 
 
-def test_rates_that_rise_again_are_said_not_to_fall_steadily():
-    rates = [ForkRate(k, passed, 4, (), False) for k, passed in ((1, 4), (2, 1), (3, 3), (4, 0))]
-    assert not _monotone(rates, run_passed=False)
-    assert _fall(rates, False, 4) == (1, 0.75, 2)  # the biggest fall, from step 1's fork to step 2's
-    assert _monotone(rates[:2], run_passed=False) and not _monotone(rates[:2], run_passed=True)
+def test_rates_that_rise_past_their_intervals_are_said_not_to_fall_steadily():
+    rates = [ForkRate(k, passed, 20, (), False) for k, passed in ((1, 19), (2, 2), (3, 18), (4, 0))]
+    assert not _monotone(rates, run_passed=False)  # step 3's 18/20 lies wholly above step 2's 2/20
+    assert _fall(rates, False, 4) == (3, 0.9, 4)  # the biggest fall, from step 3's fork to step 4's
+    noisy = [ForkRate(k, passed, 20, (), False) for k, passed in ((1, 12), (2, 14), (3, 16), (4, 0))]
+    assert _monotone(noisy, run_passed=False)  # a rise inside the noise is no rise
+    assert _monotone(noisy[:1], run_passed=False) and not _monotone(noisy[3:], run_passed=True)
 
 
 def test_a_run_that_passes_is_told_so_and_no_fork_is_made(failing):
