@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from support.browser import WAIT, expect
+from support.browser import WAIT, check_axe, expect
 from support.proxy_rig import KEY, held, rig_of  # noqa: F401 - rig_of: the fixture
 from support.servers import start_app, stop_process
 from support.stand_in import Reply
@@ -29,6 +29,7 @@ print(reply.choices[0].message.content)
 def test_a_person_edits_a_held_request_in_the_browser_and_the_agent_gets_the_reply_to_it(
     rig_of,  # noqa: F811 - the fixture imported above
     browser,
+    axe_source,
     tmp_path,
 ):
     pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
@@ -48,6 +49,8 @@ def test_a_person_edits_a_held_request_in_the_browser_and_the_agent_gets_the_rep
         page.goto(f"{app.url}/held")
         area = page.locator(f".st-key-held_edit_{hold['id']} textarea")
         expect(area).to_be_visible(timeout=WAIT)
+        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+        check_axe(page, axe_source, "the held calls page with a call held")
         edited = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]
         area.fill(json.dumps(edited))
         area.press("Tab")  # a text area takes its value when it loses the focus
