@@ -149,6 +149,39 @@ Trials = Annotated[
     ),
 ]
 
+BlameExpect = Annotated[
+    str | None,
+    Field(min_length=1, max_length=MAX_TEXT, description="A text each continuation's answer must hold; or `test`."),
+]
+BlameTest = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_TEXT,
+        description="A test file under the server's working folder whose expectations grade each continuation; "
+        "or `expect`.",
+    ),
+]
+BlameConfiguration = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_TEXT,
+        description="PROVIDER[:MODEL][@BASE_URL] the forks go on with (for scripted the model is the scenario; a "
+        "base URL only one this server calls); omitted: the run's own.",
+    ),
+]
+BlameTrials = Annotated[
+    int, Field(ge=1, le=MAX_TRIALS, description="Continuations of each fork, within this server's model calls.")
+]
+BlameSteps = Annotated[
+    list[Annotated[int, Field(ge=1, le=MAX_COUNT)]] | None,
+    Field(min_length=1, max_length=100, description="Fork before these steps only; omitted: before every step."),
+]
+Bisect = Annotated[
+    bool, Field(description="Choose the forks by bisection: about log2(steps) of them, if the rate falls once.")
+]
+
 
 def runs_server_class() -> type:
     """The SDK's MCPServer, with a call's refused arguments said as one line naming the first one refused."""

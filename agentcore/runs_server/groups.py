@@ -2,7 +2,7 @@
 
 Reading runs (list_runs, get_run, a run's transcript and replay page), stepping and forking them (fork_run,
 step_run, run_to_end, compare_from), labelling and reading the library (annotate_step, stats, scan), and tests
-(pin_test, run_tests). Each tool's description is its docstring and its input schema its signature (args); the
+(pin_test, run_tests, blame). Each tool's description is its docstring and its input schema its signature (args); the
 work that spends model calls or time is in `tools`, within the call's rules and limits.
 """
 
@@ -14,6 +14,12 @@ from . import tools
 from .args import (
     MAX_LIST,
     Again,
+    Bisect,
+    BlameConfiguration,
+    BlameExpect,
+    BlameSteps,
+    BlameTest,
+    BlameTrials,
     Configurations,
     EditedMessages,
     GroupBy,
@@ -209,7 +215,8 @@ def add_library(shared: Shared) -> None:
 
 
 def add_tests(shared: Shared) -> None:
-    """pin_test and run_tests: a run kept as a test file, and test files run on configurations."""
+    """pin_test, run_tests and blame: a run kept as a test file, test files run on configurations, and which step
+    broke a run."""
 
     @shared.tool
     def pin_test(run_id: RunId, path: TestPath, name: TestName = None, ctx: Context | None = None) -> dict[str, Any]:
@@ -228,3 +235,25 @@ def add_tests(shared: Shared) -> None:
         record per cell: passed trials, outcomes and run ids."""
         with shared.store(ctx) as store:
             return tools.run_tests(store, path, configurations, trials, shared.rules, shared.limits)
+
+    @shared.tool
+    def blame(
+        run_id: RunId,
+        expect: BlameExpect = None,
+        test: BlameTest = None,
+        configuration: BlameConfiguration = None,
+        trials: BlameTrials = 5,
+        steps: BlameSteps = None,
+        bisect: Bisect = False,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Which step broke a failing run: fork it just before each of its steps (or `steps`; or by `bisect`), go on
+        from each fork `trials` times on `configuration` (default: the run's own), grade every continuation by
+        `expect` (a text its answer holds) or `test` (a test file's expectations), and return each fork step's
+        passes, pass rate and 95% Wilson interval, the step where the rate falls most (`blamed_step`) with its reply
+        beside what passing continuations did there, and the forks, each saved under the run. Refused past this
+        server's model calls for one call (counted as the run went); a run that passes is told so."""
+        with shared.store(ctx) as store:
+            return tools.blame(
+                store, run_id, (expect, test), configuration, trials, steps, bisect, shared.rules, shared.limits
+            )

@@ -264,6 +264,65 @@ def run_tests(
     return {"passed": passed, "cells": len(records), "trials": trials, "results": records, "stopped": stopped}
 
 
+MAX_BLAME_IDS = 5  # run ids of one fork step's continuations a blame answer lists
+
+
+def blame(
+    store: Any,
+    run_id: str,
+    grading: tuple[str | None, str | None],
+    configuration: str | None,
+    trials: int,
+    steps: list[int] | None,
+    bisect: bool,
+    rules: ClientRules,
+    limits: Limits,
+) -> dict[str, Any]:
+    """blame: the run forked before each chosen step, each fork continued `trials` times and graded, within this
+    server's model calls and time for one call; every fork saved under the run."""
+    from ..compare import parse_spec
+    from ..testing import blame as blaming
+    from ..testing import pinned
+
+    expect, test = grading
+    if (expect is None) == (test is None):
+        raise UsageError("give `expect` (a text the answer holds) or `test` (a test file), one of them")
+    grader = (
+        blaming.Grader.of_text(expect)
+        if expect is not None
+        else blaming.Grader(pinned.load(inside(test)).expect, f"the test {test[:200]}")
+    )
+    run = read(store, run_id)
+    spec = parse_spec(configuration) if configuration else blaming.own_spec(run)
+    rules.check(spec.provider, spec.model, spec.base_url, spec.name)
+    deadline = Deadline(limits.seconds)
+    cancel = threading.Event()
+    with deadline.cancels(cancel):
+        found = blaming.blame(
+            run,
+            grader,
+            spec=spec,
+            trials=trials,
+            steps=steps,
+            bisect=bisect,
+            max_calls=limits.calls,
+            factory=rules.factory(deadline),
+            cancel=cancel,
+        )
+    for fork in found.runs:
+        store.save_run(fork)
+    data = found.to_dict()
+    data["run_failure"] = cut(data["run_failure"])
+    data["reply"] = cut(data["reply"])
+    data["instead"] = [{"reply": cut(r["reply"]), "count": r["count"]} for r in data["instead"]]
+    for rate in data["rates"]:
+        rate["failure"] = cut(rate["failure"])
+        rate["more_run_ids"] = max(0, len(rate["run_ids"]) - MAX_BLAME_IDS)
+        rate["run_ids"] = rate["run_ids"][:MAX_BLAME_IDS]
+    data["stopped"] = f"this call's {limits.seconds:g} s ran out" if found.stopped else None
+    return data
+
+
 def scan(store: Any, names: list[str] | None, again: bool, limits: Limits) -> dict[str, Any]:
     """scan: built-in and `regex:` scanners over the runs, a few runs at a time, until done or the deadline."""
     from ..store.scanners import BUILTINS, ScanReport, ScanStopped, regex_scanner, scan_library

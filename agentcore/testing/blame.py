@@ -167,6 +167,7 @@ class Blame:
     instead: list[Reply] = field(default_factory=list)  # what passing continuations did at that step
     runs: list[Run] = field(default_factory=list)  # every continuation, each a fork with its parent step
     wall_s: float = 0.0
+    stopped: bool = False  # the caller's cancel came before every trial ended: the counts are of those that did
 
     @property
     def forks(self) -> int:
@@ -210,6 +211,7 @@ class Blame:
             "reply": self.reply.text if self.reply else None,
             "instead": [{"reply": r.text, "count": r.count} for r in self.instead],
             "wall_s": round(self.wall_s, 3),
+            "stopped": self.stopped,
         }
 
 
@@ -228,8 +230,16 @@ def said(run: Run, step: int) -> str | None:
 class _Continuations:
     """Forks a run before a step on one configuration and continues each fork to its end, N at a time."""
 
-    def __init__(self, run: Run, spec: ColumnSpec, factory: Factory, tools: Sequence[Any], workers: int) -> None:
-        self.run, self.spec, self.factory, self.tools = run, spec, factory, list(tools)
+    def __init__(
+        self,
+        run: Run,
+        spec: ColumnSpec,
+        factory: Factory,
+        tools: Sequence[Any],
+        workers: int,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.run, self.spec, self.factory, self.tools, self.cancel = run, spec, factory, list(tools), cancel
         self.workers = max(1, min(workers, MAX_WORKERS))
         self.made: list[Run] = []
         self._lock = threading.Lock()
@@ -246,7 +256,7 @@ class _Continuations:
         model = getattr(provider, "model", None) or self.spec.model or ""
         fork = origin.fork(self.spec, model, f"blame trial {trial}")
         try:
-            Agent(provider, self.tools).run(fork)
+            Agent(provider, self.tools).run(fork, self.cancel)
         except AgentcoreError as exc:  # a message list the provider refuses, before any call
             fork.stop_reason, fork.error = "error", str(exc)
         return fork
@@ -260,7 +270,8 @@ class _Continuations:
             self.made += runs
         found = []
         for k in steps:
-            mine = [r for (step, _), r in zip(jobs, runs, strict=True) if step == k]
+            # a trial stopped before its end (the caller's time ran out) is no verdict: it is left out of the count
+            mine = [r for (step, _), r in zip(jobs, runs, strict=True) if step == k and r.stop_reason != "cancelled"]
             verdicts = [grader.failures(r) for r in mine]
             reasons = Counter(str(v[0]) for v in verdicts if v)
             found.append(
@@ -269,7 +280,7 @@ class _Continuations:
                     passed=sum(not v for v in verdicts),
                     trials=len(mine),
                     run_ids=tuple(r.id for r in mine),
-                    alike=all(r.messages == mine[0].messages for r in mine[1:]),
+                    alike=bool(mine) and all(r.messages == mine[0].messages for r in mine[1:]),
                     failure=reasons.most_common(1)[0][0] if reasons else None,
                 )
             )
@@ -329,13 +340,14 @@ def blame(
     tools: Sequence[Any] | None = None,
     temperature: float | None = None,
     max_workers: int = MAX_WORKERS,
+    cancel: threading.Event | None = None,
 ) -> Blame:
     """Fork `run` before each chosen step, continue each fork `trials` times on `spec` (default: the run's own
     configuration), grade every continuation, and name the step where the pass rate falls most.
 
     Refuses (UsageError) before any model call when its model calls, counted as the run went, are over
     `max_calls`, or when the configuration refuses the run's settings. A run that passes is not blamed: no fork
-    is made.
+    is made. `cancel`, once set, stops the trials running after their phase; a trial stopped is not counted.
     """
     from ..providers import create_provider
     from ..toolbox import built_in
@@ -359,9 +371,8 @@ def blame(
     if found.run_passed:
         return found
     started = time.perf_counter()
-    work = _Continuations(
-        run, spec, factory or create_provider, built_in(run.config.tools) if tools is None else tools, max_workers
-    )
+    chosen_tools = built_in(run.config.tools) if tools is None else tools
+    work = _Continuations(run, spec, factory or create_provider, chosen_tools, max_workers, cancel)
     if bisect:
         found.rates = _bisect(work, chosen.steps, trials, grader)
     else:
@@ -372,6 +383,7 @@ def blame(
     if found.blamed is not None:
         _replies(found, run, grader)
     found.wall_s = time.perf_counter() - started
+    found.stopped = cancel is not None and cancel.is_set()
     return found
 
 
