@@ -25,10 +25,10 @@ def add_proxy(sub: Any) -> None:
     p.add_argument("--db", help=DB_HELP)
     p.add_argument(
         "--pause",
-        default="never",
+        action="append",
         metavar="never|always|SPEC",
-        help="hold calls before they are sent: never, always, or breakpoints (step:N, tool:NAME, tokens:N, ...) "
-        "separated by commas",
+        help="hold calls before they are sent: never (the default), always, or a breakpoint, repeatable "
+        "(step:N, tool:NAME, args:$.PATH=VALUE, tokens:N, cost:USD, repeat)",
     )
     p.add_argument("--hold-limit", type=float, default=600.0, metavar="S", help="seconds a call is held at most")
     p.add_argument("--allow-remote", action="store_true", help="listen on an address other machines reach")
@@ -54,14 +54,15 @@ def cmd_proxy(args: Any) -> int:
         upstream=args.upstream,
         host=host,
         port=port,
-        pause=args.pause,
+        pause=args.pause or "never",
         hold_limit=args.hold_limit,
         allow_remote=args.allow_remote,
         token=args.token,
     )
     proxy = ProxyServer(config, Store(args.db))
+    holds = ", ".join(args.pause or ["never"])
     print(
-        f"agentcore proxy on {proxy.url}, forwarding to {proxy.recorder.upstream}; holds: {config.pause}. "
+        f"agentcore proxy on {proxy.url}, forwarding to {proxy.recorder.upstream}; holds: {holds}. "
         "Point an agent's base URL here (docs/proxy.md); Ctrl-C stops it.",
         file=sys.stderr,
         flush=True,

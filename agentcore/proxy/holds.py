@@ -1,7 +1,7 @@
 """Pause before send: the proxy holds a request until a person releases it, or until the hold limit.
 
-`--pause always` holds every call; a breakpoint spec in agentcore's own syntax (agentcore.hooks.specs) holds the
-calls it matches: `step:N`, `tokens:N` and `cost:USD` as before a model call of the run (agentcore.hooks.breakpoints),
+`--pause always` holds every call; breakpoints in agentcore's own syntax (agentcore.hooks.specs, `--pause` once for
+each) hold the calls they match: `step:N`, `tokens:N` and `cost:USD` as before a model call of the run (agentcore.hooks.breakpoints),
 `tool:NAME`, `args:...` and `repeat` when the previous reply asked for a matching call (the request that carries its
 results is held). A held call is released one of three ways: sent as it is, sent with a person's edited request
 body, or answered with a mocked reply the upstream never sees; past the hold limit it is sent as it is, and the
@@ -17,6 +17,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -74,13 +75,13 @@ class Held:
 class Holds:
     """The proxy's pause rule and the calls it holds now."""
 
-    def __init__(self, pause: str = "never", limit: float = DEFAULT_HOLD_LIMIT) -> None:
+    def __init__(self, pause: str | Sequence[str] = "never", limit: float = DEFAULT_HOLD_LIMIT) -> None:
         if not limit > 0:
             raise UsageError("--hold-limit must be a number of seconds above 0")
-        self.pause, self.limit = pause, limit
-        self.specs: list[str] = []
-        if pause not in ("never", "always"):
-            self.specs = [parse_breakpoint(spec).spec for spec in pause.split(",") if spec.strip()]
+        said = [pause] if isinstance(pause, str) else list(pause)
+        self.limit = limit
+        self.pause = "always" if "always" in said else "never" if set(said) <= {"never"} else "breakpoints"
+        self.specs = [parse_breakpoint(spec).spec for spec in said if spec not in ("never", "always")]
         self.held: dict[str, Held] = {}
         self.lock = threading.Lock()
 

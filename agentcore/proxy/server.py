@@ -47,7 +47,7 @@ class ProxyConfig:
     upstream: str = "openai"
     host: str = "127.0.0.1"
     port: int = 8787
-    pause: str = "never"
+    pause: str | list[str] = "never"  # never, always, or breakpoint specs
     hold_limit: float = DEFAULT_HOLD_LIMIT
     allow_remote: bool = False
     token: str | None = None

@@ -24,6 +24,7 @@ openai = pytest.importorskip("openai", reason="the openai package is not install
         (["--listen", "nowhere"], "HOST:PORT"),
         (["--upstream", "file:///etc/passwd"], "--upstream"),
         (["--pause", "step:zero"], "step takes a whole number"),
+        (["--pause", "always", "--pause", "nowhere:1"], "the kinds are"),
         (["--hold-limit", "0"], "--hold-limit"),
     ],
 )

@@ -100,3 +100,14 @@ def test_the_database_names_the_proxy_while_it_runs_and_not_after(rig_of):
     assert proxy_of(rig.store) == rig.url
     rig.proxy.close()
     assert proxy_of(rig.store) is None
+
+
+def test_two_breakpoints_hold_at_either(rig_of):
+    rig = rig_of(Reply.chat("one"), Reply.chat("two"), pause=["step:2", "args:$.city=Paris,Rome"])
+    assert rig.proxy.holds.specs == ["step:2", "args:$.city=Paris,Rome"]
+    assert Agent(rig, ASK).answer() == "one"
+    agent = Agent(rig, [*ASK, {"role": "assistant", "content": "one"}, {"role": "user", "content": "and Rome?"}])
+    [hold] = held(rig)
+    assert hold["reason"] == "before the model call of step 2"
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "two"
