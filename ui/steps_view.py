@@ -16,6 +16,7 @@ from agentcore.transcript import json_text
 
 from . import actions, safe, words
 from .annotate_view import annotate_step
+from .blame_view import render_blame
 from .state import Session, get_session
 
 HIGHLIGHT_CHARS = 4_000  # the longest wire body shown with JSON highlighting
@@ -266,3 +267,4 @@ def render_steps(session: Session) -> None:
     step = _pick(session, run)
     _step_details(run, step)
     annotate_step(run, step, "playground")
+    render_blame(session)
