@@ -4,6 +4,7 @@ never prints the key."""
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from support.proxy_rig import KEY
@@ -45,6 +46,10 @@ def test_the_command_records_a_call_and_prints_no_key(tmp_path):
             sdk = openai.OpenAI(api_key=KEY, base_url=f"{server.url}/v1", max_retries=0)
             reply = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
             assert reply.choices[0].message.content == "Hello through the proxy."
+            for _ in range(300):  # the call's log line is written once its reply has gone
+                if "POST /v1/chat/completions 200" in (tmp_path / "log").read_text():
+                    break
+                time.sleep(0.1)
         finally:
             server.stop()
     [summary] = Store(str(db)).list_runs()
