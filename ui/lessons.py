@@ -370,8 +370,37 @@ _DEBUG = Lesson(
     see_errors=True,
 )
 
+_BLAME = Lesson(
+    id="blame",
+    title="Which step broke it?",
+    goal="Find the step that made a run fail, by forking before each step and counting how often the forks pass.",
+    scenario="wrong_city",
+    prompt="What is the weather in Paris, Rome and Tokyo, one city at a time?",
+    tools=("get_weather",),
+    max_steps=6,
+    intro=(
+        "This run will fail: its answer will leave out Tokyo. Press **Step** four times, and watch for the step "
+        "that goes wrong."
+    ),
+    steps=(
+        "Step {step}: the model asked for Paris, the first city. Press **Step**.",
+        "Step {step}: Rome, the second. Press **Step**.",
+        "Step {step}: the model asked for **Kyoto**, not Tokyo. Nothing stops it: the tool answers for Kyoto. "
+        "Press **Step**.",
+        "Step {step}: the answer names Paris, Rome and Kyoto, so the run fails a test that wants Tokyo.",
+    ),
+    ending=(
+        "**What you saw:** a run that failed in four steps. Here one step is plainly wrong; in a long run it is "
+        "not. Open the **Playground**'s **Steps** view and the **Which step broke it?** form: configuration "
+        "`scripted:city_by_city`, expected text `Tokyo`. Each step is forked and continued, and the chart shows the "
+        "pass rate at 1.0 for forks before steps 1, 2 and 3, and 0.0 from step 4 on, where step 3's Kyoto is kept: "
+        "step 3 is to blame. On the command line: `agentcore blame RUN_ID --expect Tokyo --config "
+        "scripted:city_by_city`."
+    ),
+)
+
 LESSONS: dict[str, Lesson] = {
-    lesson.id: lesson for lesson in (_LOOP, _PARALLEL, _ERRORS, _BUDGET, _COST, _FORK, _DEBUG)
+    lesson.id: lesson for lesson in (_LOOP, _PARALLEL, _ERRORS, _BUDGET, _COST, _FORK, _DEBUG, _BLAME)
 }
 FIRST_LESSON = "loop"
 

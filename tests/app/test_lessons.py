@@ -29,6 +29,7 @@ LENGTHS = {
     "cost": (10, "answer"),
     "fork": (3, "answer"),
     "debug": (3, "answer"),
+    "blame": (4, "answer"),
 }
 
 
