@@ -53,7 +53,7 @@ def test_fork_here_keeps_the_held_conversation_as_a_run_and_opens_it(rig_of, ope
     at = page(open_app, monkeypatch, rig)
     at.button(key=f"held_fork_{hold['id']}").click().run()
     assert not at.exception
-    [fork] = rig.runs()
+    [fork] = rig.runs(settle=False)  # the call is still held
     assert [m.content for m in fork.messages] == ["Be brief.", "Weather in Paris?"]
     assert fork.config.provider == "openai" and fork.config.model == "gpt-4o-mini"
     rig.proxy.holds.release(hold["id"], "send")

@@ -71,10 +71,11 @@ class Rig:
     def url(self) -> str:
         return self.proxy.url
 
-    def runs(self) -> list[Any]:
+    def runs(self, settle: bool = True) -> list[Any]:
         """The stored runs, oldest first, read back whole, once the calls in flight are recorded (a client may end
         its reading at a stream's last event, before the proxy has read the upstream's end)."""
-        self.proxy.recorder.settle()
+        if settle:  # not while a call is held: it is in flight until released
+            self.proxy.recorder.settle()
         return [self.store.load_run(s.id) for s in reversed(self.store.list_runs())]
 
     def assert_faithful(self) -> None:
