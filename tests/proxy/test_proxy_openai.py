@@ -117,3 +117,24 @@ def test_a_stateless_responses_conversation_sent_whole_each_time_is_one_run(rig_
     assert [m.content for m in run.messages if m.role == "tool"] == ["Spudville"]
     assert run.messages[-1].content == second.output_text
     rig.assert_faithful()
+
+
+def test_conversations_sent_at_once_each_keep_their_own_run(rig_of):
+    rig = rig_of(Reply.chat("an answer"))
+    sdk = client(rig)
+    asks = [f"question {k}" for k in range(6)]
+
+    def converse(ask: str) -> None:
+        messages = [{"role": "user", "content": ask}]
+        reply = sdk.chat.completions.create(model="m", messages=messages)
+        messages += [reply.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": f"{ask}?"}]
+        sdk.chat.completions.create(model="m", messages=messages)
+
+    threads = [threading.Thread(target=converse, args=(ask,)) for ask in asks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    runs = rig.runs()
+    assert sorted(run.messages[0].content for run in runs) == asks
+    assert all(len(run.steps) == 2 and run.messages[2].content == f"{run.messages[0].content}?" for run in runs)
