@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any
 
 import httpx
 import pytest
-from support.proxy_rig import Agent, held
+from support.proxy_rig import KEY, Agent, held
 from support.stand_in import Reply
 
 openai = pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
@@ -111,3 +113,62 @@ def test_two_breakpoints_hold_at_either(rig_of):
     assert hold["reason"] == "before the model call of step 2"
     rig.proxy.holds.release(hold["id"], "send")
     assert agent.answer() == "two"
+
+
+def _in_thread(call: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - kept for the test to raise
+            out["error"] = exc
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    out["thread"] = thread
+    return out
+
+
+def _answered(rig: Any, call: Any) -> Any:
+    pending = _in_thread(call)
+    [hold] = held(rig)
+    rig.proxy.holds.release(hold["id"], "answer", text="mocked: 20 C")
+    pending["thread"].join(30)
+    if "error" in pending:
+        raise pending["error"]
+    return pending["value"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_mocked_answer_reads_in_each_sdk(rig_of, stream):
+    import anthropic
+    import ollama
+
+    rig = rig_of(Reply.chat("from upstream"), pause="always")
+    ask = [{"role": "user", "content": "Weather?"}]
+    sdk = anthropic.Anthropic(api_key=KEY, base_url=rig.url, max_retries=0)
+
+    def streamed() -> str:
+        with sdk.messages.stream(model="c", max_tokens=9, messages=ask) as reply:
+            return "".join(reply.text_stream)
+
+    if stream:
+        text = _answered(rig, streamed)
+    else:
+        text = _answered(rig, lambda: sdk.messages.create(model="c", max_tokens=9, messages=ask).content[0].text)
+    assert text == "mocked: 20 C"
+    responses = openai.OpenAI(api_key=KEY, base_url=f"{rig.url}/v1", max_retries=0).responses
+    if stream:
+        events = _answered(rig, lambda: list(responses.create(model="m", input="Weather?", stream=True)))
+        assert events[-1].response.output_text == "mocked: 20 C"
+    else:
+        assert _answered(rig, lambda: responses.create(model="m", input="Weather?").output_text) == "mocked: 20 C"
+    chat = ollama.Client(host=rig.url).chat
+    if stream:
+        parts = _answered(rig, lambda: list(chat(model="m", messages=ask, stream=True)))
+        assert "".join(p.message.content for p in parts) == "mocked: 20 C"
+    else:
+        assert _answered(rig, lambda: chat(model="m", messages=ask, stream=False).message.content) == "mocked: 20 C"
+    assert rig.upstream.seen == []
+    assert sorted(r.messages[-1].content for r in rig.runs()) == ["mocked: 20 C"] * 3
