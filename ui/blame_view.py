@@ -15,6 +15,7 @@ from agentcore.testing.blame import MAX_CALLS, Blame, Grader, blame, own_spec
 from agentcore.testing.runner import parse_config
 
 from . import safe
+from .open_run import follow_open, open_on_click
 from .state import Session, get_store
 
 ASKED_KEY = "blame_asked"  # session_state: run id -> Asked
@@ -110,6 +111,7 @@ def _show(asked: Asked) -> None:
             f"every fork is saved under this run (Runs page)."
         )
     )
+    _open_fork(found)
     if found.alike and found.plan.trials > 1:
         st.info("Every trial of each fork made the same run: raise the temperature to sample.")
     if found.blamed is None:
@@ -122,11 +124,23 @@ def _show(asked: Asked) -> None:
         st.markdown(safe.markdown(f"Passing continuations there ({reply.count}): `{reply.text}`"))
 
 
+def _open_fork(found: Blame) -> None:
+    """Each point opens its forks: pick a fork step and one of its trials, and open that run in the playground."""
+    left, right = st.columns(2)
+    step = left.selectbox("Fork step", [r.step for r in found.rates], key="blame_fork_step")
+    ids = next((r.run_ids for r in found.rates if r.step == step), ())
+    chosen = right.selectbox(
+        "Trial", list(ids), key="blame_fork_run", format_func=lambda rid: f"trial {ids.index(rid) + 1}: run {rid}"
+    )
+    st.button("Open this fork", key="blame_open", on_click=open_on_click, args=("blame_open", get_store(), chosen))
+
+
 def render_blame(session: Session) -> None:
     """The form and, once asked, the chart; shown for a run that has ended."""
     run = session.run
     if run is None or not run.steps or not run.finished:
         return
+    follow_open("blame_open")
     asked = _asked().get(run.id)
     with st.expander("Which step broke it?", expanded=asked is not None):
         with st.form("blame_form"):

@@ -43,6 +43,15 @@ def test_the_chart_shows_the_rate_falling_at_step_3_and_every_fork_is_saved(fail
     shown = "\n".join(str(m.value) for m in at.markdown)
     assert "Blamed: step 3" in shown and "Kyoto" in shown and "Tokyo" in shown
     assert len(Store().children(run.id)) == 8
+    # each point opens its forks: step 4's second trial, in the playground
+    at.selectbox(key="blame_fork_step").set_value(4).run()
+    at.selectbox(key="blame_fork_run").select_index(1).run()
+    fork_id = at.selectbox(key="blame_fork_run").value
+    assert fork_id in [c.id for c in Store().children(run.id) if c.parent_step == 4]
+    next(b for b in at.button if b.label == "Open this fork").click().run()
+    assert not at.exception, at.exception
+    opened = session(at).run
+    assert opened.id == fork_id and opened.parent.run_id == run.id and opened.parent.step == 4
 
 
 @pytest.mark.long  # a whole app draw per click
