@@ -101,6 +101,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["agentcore/store/experiments.py", "agentcore/testing/experiments.py"],
         ["test_trials.py", "test_experiment_rules.py"],
     ),
+    # which step broke a run: forks before each step, their pass rates, the step to blame
+    "blame": (["agentcore/testing/blame.py"], ["test_blame.py", "test_blame_cli.py", "test_blame_chance.py"]),
     # Compare, from the first step or from step k
     "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
     # the library's readers: statistics, scanners, and what each step cost
