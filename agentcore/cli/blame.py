@@ -133,8 +133,9 @@ def _print(found: Any) -> None:
             print("note: the rates do not fall steadily, so bisection may have missed the fall: run without --bisect")
     if found.alike and found.plan.trials > 1:
         print(
-            "note: every trial of each fork made the same run: the model answers alike each time (temperature 0, "
-            "or a scripted model), so each fork's trials are one sample; give --temperature above 0 to sample"
+            "note: every trial of each fork made the same run: the model answers alike each time (temperature 0, a "
+            "fixed seed such as the embedded model's default, or a scripted model), so each fork's trials are one "
+            "sample; give --temperature above 0, and no fixed seed, to sample"
         )
     if found.blamed is None:
         top = found.rates[0] if found.rates else None
