@@ -36,6 +36,7 @@ from ..transcript import FORMAT, VERSION, from_dict
 from .access import Viewer, default_owner, is_teacher
 from .experiments import ExperimentsTable
 from .figures import RunFigures
+from .kept import FiguresTable, keep_rows
 from .labels import ALLOW_DELETE_OTHERS, LabelsTable, put_annotations
 from .postgres import PostgresBackend, clean_message, is_dsn, redact_dsn
 from .schema import (
@@ -103,7 +104,7 @@ def _signature(step: StepRecord) -> tuple[Any, ...]:
     return (id(step), len(step.tool_runs), id(step.wire), step.usage, step.finish_reason, step.message_count)
 
 
-class Store(LabelsTable, ExperimentsTable):
+class Store(LabelsTable, ExperimentsTable, FiguresTable):
     """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL or key/value string.
 
     Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
@@ -219,7 +220,7 @@ class Store(LabelsTable, ExperimentsTable):
             figures.to_json(),
         )
         with self._transaction() as db:
-            found = db.execute(f"SELECT revision FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
+            found = db.execute(f"SELECT revision, owner FROM runs WHERE id = ?{db.lock_row}", (run.id,)).fetchone()
             known = self._revisions.get(run.id)
             if found is not None and known is not None and known != found[0]:
                 raise RunChanged(
@@ -246,6 +247,7 @@ class Store(LabelsTable, ExperimentsTable):
                 db.execute(PUT_STEP, (run.id, i, text))
                 kept.append((step, sig, text))
             db.execute("DELETE FROM steps WHERE run_id = ? AND idx >= ?", (run.id, len(run.steps)))
+            keep_rows(db, run.id, figures, run.created_at, found[1] if found else owner, run.ending)
             put_annotations(db, run.id, annotations)
         self._remember(run.id, _Written(revision, kept))
 
@@ -404,7 +406,7 @@ class Store(LabelsTable, ExperimentsTable):
         if counted:  # kept in one transaction: a library of old rows is counted once, not once per run
             with self._transaction() as db:
                 for values in counted:
-                    db.execute("UPDATE runs SET figures = ? WHERE id = ?", values)
+                    db.execute("UPDATE runs SET figures = ?, figured = NULL WHERE id = ?", values)  # rows: again
         return out
 
     def providers(self) -> list[str]:

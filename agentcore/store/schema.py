@@ -15,6 +15,7 @@ from ..errors import AgentcoreError
 from ..secrets import redact_fields
 from ..steps import ModelRef, describe_models, models_label
 from ..transcript import json_text
+from .kept import UNCOUNTED
 
 # Each entry moves the schema one version up; never edit a released entry, append a new one.
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -91,6 +92,47 @@ MIGRATIONS: list[tuple[str, ...]] = [
             version TEXT NOT NULL,
             PRIMARY KEY (run_id, scanner)
         ) WITHOUT ROWID""",
+    ),
+    # the same figures as rows the database adds up (kept.py): one per answering model of each run, one per step's
+    # latency, each with the run's day, owner and ending (`provider_first`: the run's first row of its provider, so
+    # that a run is counted once per provider without DISTINCT), the latencies in the order of each grouping, so a
+    # quantile is an index read; `figured` is set once a run's rows are written, and a
+    # library saved before them is counted when its statistics are first asked for (kept.UNCOUNTED: those runs)
+    (
+        """CREATE TABLE run_models (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            day TEXT NOT NULL,
+            owner TEXT,
+            stop_reason TEXT,
+            provider_first INTEGER NOT NULL,
+            steps INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cache_read_tokens INTEGER NOT NULL,
+            cache_write_tokens INTEGER NOT NULL,
+            cost_usd REAL,
+            estimated INTEGER NOT NULL,
+            PRIMARY KEY (run_id, position)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE step_latencies (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            day TEXT NOT NULL,
+            owner TEXT,
+            latency_ms REAL NOT NULL,
+            PRIMARY KEY (run_id, idx)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX latencies_by_model ON step_latencies(provider, model, latency_ms)",
+        "CREATE INDEX latencies_by_provider ON step_latencies(provider, latency_ms)",
+        "CREATE INDEX latencies_by_day ON step_latencies(day, latency_ms)",
+        "CREATE INDEX latencies_by_owner ON step_latencies(owner, latency_ms)",
+        "ALTER TABLE runs ADD COLUMN figured INTEGER",
+        f"CREATE INDEX runs_uncounted ON runs(id) WHERE {UNCOUNTED}",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,6 +4,7 @@ One run's accounting is `accounting.account`; across runs, the figures each run 
 (`figures.RunFigures`, the same step usage and step costs) are added up per group: per provider, model,
 day, owner, label or free label (tag). Tokens, cost and latency are counted per answering model, so a run
 continued on another model splits between them; a run counts once in every group it has a step (or a label) in.
+Per provider, model, day and owner the database adds them up (kept.py); per label and tag, `add_up` does here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..errors import UsageError
 from .figures import ModelFigures, RunFigures
+from .kept import KEY_COLUMNS
 
 if TYPE_CHECKING:
     from ..annotations import Annotation
@@ -44,6 +46,7 @@ class GroupStats:
     failed_runs: int = 0  # runs that stopped on a provider failure
     latencies_ms: list[float] = field(default_factory=list, repr=False)
     run_ids: set[str] = field(default_factory=set, repr=False)
+    quantiles: dict[float, float] = field(default_factory=dict, repr=False)  # as the database ranked them
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -57,6 +60,8 @@ class GroupStats:
 
     def latency_ms(self, q: float) -> float | None:
         """The q-th quantile (0..1) of the group's step latencies, nearest rank; None without steps."""
+        if q in self.quantiles:
+            return self.quantiles[q]
         if not self.latencies_ms:
             return None
         ordered = sorted(self.latencies_ms)
@@ -68,7 +73,7 @@ class GroupStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The group as JSON data, as `agentcore stats --json` prints it."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("latencies_ms", "run_ids")}
+        data = {k: v for k, v in asdict(self).items() if k not in ("latencies_ms", "run_ids", "quantiles")}
         return {
             **data,
             "estimated": self.estimated,
@@ -172,10 +177,26 @@ def library_stats(
     provider: str | None = None,
     owner: str | None = None,
 ) -> list[GroupStats]:
-    """The figures of the stored runs the filters keep, per group of `by`."""
+    """The figures of the stored runs the filters keep, per group of `by`: added up by the database (kept.py),
+    but for labels and tags, which are added up here from each run's figures."""
+    if set(by) <= set(KEY_COLUMNS):
+        return _in_database(store, by, since=since, search=search, provider=provider, owner=owner)
     rows = library_figures(store, since=since, search=search, provider=provider, owner=owner)
     labels = store.annotations_by_run() if {"label", "tag"} & set(by) else None
     return add_up(rows, by, labels)
+
+
+def _in_database(store: Store, by: Sequence[str], **filters: str | None) -> list[GroupStats]:
+    groups = []
+    for columns, added, quantiles in store.added_up(by, **filters):
+        words = {
+            "provider": columns.get("provider"),
+            "model": f"{columns.get('provider')}/{columns.get('model')}",
+            "day": columns.get("day"),
+            "owner": columns.get("owner") or NONE,
+        }
+        groups.append(GroupStats({b: str(words[b]) for b in by}, **added, quantiles=quantiles))
+    return sorted(groups, key=lambda g: tuple(g.key.values()))
 
 
 def most_expensive(rows: Iterable[tuple[RunSummary, RunFigures]], n: int = 10) -> list[RunSummary]:

@@ -141,6 +141,7 @@ STORE_READS: dict[str, Callable[[Store, World, str], set[str]]] = {
     "change_mark": lambda s, w, v: w.by_count(s.change_mark()[0], v),
     "run_ids": lambda s, w, v: w.owners_of(s.run_ids()),
     "figures": lambda s, w, v: w.owners_of(r.id for r, _ in s.figures()),
+    "added_up": lambda s, w, v: {key["owner"] for key, _, _ in s.added_up(["owner"])},
     "annotations": lambda s, w, v: {o for o in OWNERS if s.annotations(w.stepped[o])},
     "annotations_by_run": lambda s, w, v: w.owners_of(s.annotations_by_run()),
     "annotated_runs": lambda s, w, v: w.owners_of(r.id for r, _ in s.annotated_runs()),
