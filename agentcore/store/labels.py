@@ -81,17 +81,28 @@ class LabelsTable:
                 )
             db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
 
-    def scanned(self: Store, run_ids: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
-        """Each named run's revision, and per scanner author the revision and scanner version it last read."""
+    def scanned(
+        self: Store, run_ids: list[str], unread_by: dict[str, str] | None = None
+    ) -> dict[str, tuple[int, dict[str, tuple[int, str]]]]:
+        """Each named run's revision, and per scanner author the revision and scanner version it last read.
+
+        Given `unread_by` (scanner author: version), only the runs one of those scanners has not read at the run's
+        revision in that version: the database leaves out the runs a scan would skip.
+        """
         found: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
         visible, params = self._visible("r.owner")
+        unread, wanted = "", ()
+        if unread_by:
+            pairs = " OR ".join(["(c.scanner = ? AND c.version = ?)"] * len(unread_by))
+            unread = f" AND (SELECT count(*) FROM scans c WHERE c.run_id = r.id AND c.revision = r.revision AND ({pairs})) < ?"
+            wanted = (*(v for pair in unread_by.items() for v in pair), len(unread_by))
         for at in range(0, len(run_ids), 500):
             part = run_ids[at : at + 500]
             sql = (
                 "SELECT r.id, r.revision, s.scanner, s.revision, s.version FROM runs r "
-                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))}){visible}"
+                f"LEFT JOIN scans s ON s.run_id = r.id WHERE r.id IN ({', '.join('?' * len(part))}){visible}{unread}"
             )
-            for run_id, revision, scanner, read, version in self._all(sql, (*part, *params)):
+            for run_id, revision, scanner, read, version in self._all(sql, (*part, *params, *wanted)):
                 found.setdefault(run_id, (revision, {}))
                 if scanner is not None:
                     found[run_id][1][scanner] = (read, version)

@@ -360,7 +360,7 @@ def scan_library(
     """
     report = ScanReport(findings={s.name: 0 for s in scanners})
     ids = list(run_ids)
-    state = store.scanned(ids)
+    state = store.scanned(ids, None if again else {s.author: s.version for s in scanners})
     batch: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]] = []
 
     def write() -> None:
@@ -371,7 +371,7 @@ def scan_library(
 
     for i, run_id in enumerate(ids, start=1):
         revision, read = state.get(run_id, (None, {}))
-        if not again and revision is not None and all(read.get(s.author) == (revision, s.version) for s in scanners):
+        if not again and run_id not in state:  # every scanner has read this revision: the database left it out
             report.skipped += 1
         else:
             found = scan_run(store.read_run(run_id), scanners)
