@@ -258,6 +258,11 @@ CLI_READS: dict[str, Callable[[World, str], set[str]]] = {
         for o in OWNERS
         if "no run" not in _cli(w, v, "compare", "--from", f"{w.stepped[o]}:1", "--steps", "1", "--config", "scripted")
     },
+    "blame": lambda w, v: {
+        o
+        for o in OWNERS
+        if "no run" not in _cli(w, v, "blame", w.stepped[o], "--expect", "absent", "--steps", "1", "--trials", "1")
+    },
 }
 # commands that read no one's stored runs, each with why
 CLI_OTHERS = {
@@ -437,6 +442,7 @@ MCP_READS: dict[str, Callable[[World, str], set[str]]] = {
         set(OWNERS) & {g["key"]["owner"] for g in json.loads(_tool(_mcp(w, v), "stats", by="owner"))["groups"]}
     ),
     "scan": lambda w, v: w.by_count(json.loads(_tool(_mcp(w, v), "scan", again=True))["runs"], v),
+    "blame": lambda w, v: _each_run(w, v, "blame", expect="absent", trials=1, steps=[1]),
     "agentcore://runs/{run_id}/transcript": lambda w, v: {
         o for o in OWNERS if f"{o}-mark" in _resource(_mcp(w, v), f"agentcore://runs/{w.stepped[o]}/transcript")
     },
