@@ -156,4 +156,4 @@ def render_blame(session: Session) -> None:
             _show(asked)
 
 
-_CONFIG_HELP: Any = "PROVIDER[:MODEL][@BASE_URL] the forks go on with; for scripted the model is the scenario."
+_CONFIG_HELP: Any = "`PROVIDER[:MODEL][@BASE_URL]` the forks go on with; for scripted the model is the scenario."
