@@ -381,6 +381,6 @@ def test_the_tools_and_resources_of_a_shared_server_are_the_ones_listed_here():
     tools, resources = anyio.run(names)
     assert tools == {
         "list_runs", "get_run", "fork_run", "step_run", "run_to_end", "compare_from",
-        "annotate_step", "stats", "scan", "pin_test", "run_tests",
+        "annotate_step", "stats", "scan", "pin_test", "run_tests", "blame",
     }  # fmt: skip
     assert resources == {"agentcore://runs/{run_id}/transcript", "agentcore://runs/{run_id}/replay"}
