@@ -4,7 +4,7 @@ on its Steps view, and the blamed step read from the chart's own data."""
 from __future__ import annotations
 
 import pytest
-from support.browser import VIEWPORT, WAIT, app_over_runs, expect, idle
+from support.browser import WAIT, app_over_runs, expect, idle, open_steps
 from support.runs import scripted_run
 
 from agentcore.store.runs import Store
@@ -21,15 +21,7 @@ def test_a_failing_run_is_asked_which_step_broke_it_and_the_chart_blames_step_3(
     run = scripted_run("wrong_city")
     server = app_over_runs(tmp_path, [run])
     try:
-        page = browser.new_page(viewport=VIEWPORT)
-        page.goto(f"{server.url}/runs")
-        expect(page.get_by_role("button", name="Open in playground")).to_be_visible(timeout=WAIT)
-        idle(page)
-        page.get_by_role("button", name="Open in playground").click()
-        expect(page.get_by_role("tab", name="Steps")).to_be_visible(timeout=WAIT)
-        idle(page)
-        page.get_by_role("tab", name="Steps").click()
-        idle(page)
+        page = open_steps(browser, server.url)
         page.get_by_test_id("stExpander").locator("summary").filter(has_text="Which step broke it?").click()
         form = page.get_by_test_id("stForm")
         expect(form.get_by_role("textbox", name="Configuration")).to_have_value("scripted:wrong_city", timeout=WAIT)

@@ -5,7 +5,7 @@ in the runs library under its parent."""
 from __future__ import annotations
 
 import pytest
-from support.browser import VIEWPORT, WAIT, app_over_runs, choose, expect, idle
+from support.browser import WAIT, app_over_runs, choose, expect, idle, open_steps
 
 from agentcore import toolbox
 from agentcore.loop import Agent
@@ -29,15 +29,7 @@ def test_compare_from_step_3_starts_the_columns_there_beside_the_original(tmp_pa
     run = research_run()
     server = app_over_runs(tmp_path, [run])
     try:
-        page = browser.new_page(viewport=VIEWPORT)
-        page.goto(f"{server.url}/runs")
-        expect(page.get_by_role("button", name="Open in playground")).to_be_visible(timeout=WAIT)
-        idle(page)
-        page.get_by_role("button", name="Open in playground").click()
-        expect(page.get_by_role("tab", name="Steps")).to_be_visible(timeout=WAIT)
-        idle(page)
-        page.get_by_role("tab", name="Steps").click()
-        idle(page)
+        page = open_steps(browser, server.url)
         picker = page.locator(".st-key-inspect_step").get_by_role("combobox")
         picker.click()
         picker.press("Control+a")

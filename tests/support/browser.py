@@ -123,6 +123,20 @@ def choose(page, box, option: str | None = None, *, nth: int | None = None) -> N
     raise AssertionError(f"the option {option if option is not None else nth} never showed in {box}")
 
 
+def open_steps(browser, url: str):
+    """Open the runs library, open its first run in the playground, and return the page on that run's Steps tab."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{url}/runs")
+    expect(page.get_by_role("button", name="Open in playground")).to_be_visible(timeout=WAIT)
+    idle(page)
+    page.get_by_role("button", name="Open in playground").click()
+    expect(page.get_by_role("tab", name="Steps")).to_be_visible(timeout=WAIT)
+    idle(page)
+    page.get_by_role("tab", name="Steps").click()
+    idle(page)
+    return page
+
+
 def idle(page) -> None:
     """Wait until the app has finished its script run and the browser has drawn the result."""
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
