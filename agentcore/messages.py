@@ -228,11 +228,36 @@ class SystemMessage(_MessageBase):
     content: str
 
 
+AuthorKind = Literal["script", "simulator", "person"]
+
+
+class UserAuthor(_Frozen):
+    """Who wrote a user turn of a conversation: a test's script, a simulated user (its model and the stored run of
+    the call that wrote it), or a person (`typed_over`: the simulator whose turn the person wrote instead)."""
+
+    kind: AuthorKind
+    # the simulator's PROVIDER:MODEL, and its run that wrote the turn
+    model: Name | None = Field(default=None, max_length=300, exclude_if=lambda v: v is None)
+    run_id: Name | None = Field(default=None, max_length=100, exclude_if=lambda v: v is None)
+    typed_over: Name | None = Field(default=None, max_length=300, exclude_if=lambda v: v is None)
+
+    @property
+    def words(self) -> str:
+        """The author as a line says it: `script`, `simulator openai:gpt-4o-mini`, `person`."""
+        if self.kind == "simulator":
+            return f"simulator {self.model}" if self.model else "simulator"
+        if self.kind == "person" and self.typed_over:
+            return f"person, over simulator {self.typed_over}"
+        return self.kind
+
+
 class UserMessage(_MessageBase):
-    """A message from the person driving the agent."""
+    """A message from the person driving the agent; in a conversation, with who wrote it (`author`)."""
 
     role: Literal["user"] = "user"
     content: str
+    # left out of the plain form when unset, so a transcript written before authors reads and writes as it was
+    author: UserAuthor | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ReasoningPart(_Frozen):

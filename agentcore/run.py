@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from .annotations import Annotation
+from .conversation import Conversation
 from .errors import MessageListError, UsageError
 from .hooks.specs import BreakpointSpec, MockRule
 from .messages import (
@@ -166,6 +167,8 @@ class Run(BaseModel):
     origin: ImportOrigin | None = Field(default=None, exclude_if=lambda v: v is None)
     subagents: list[SubagentLink] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
     spawned_by: SubagentLink | None = Field(default=None, exclude_if=lambda v: v is None)
+    # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.conversation)
+    conversation: Conversation | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 
     @field_validator("steps")

@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..conversation import UserSpec
 from ..errors import TranscriptError
 from ..hooks.examples import HOOKS
 from ..hooks.specs import MockRule
@@ -192,6 +193,8 @@ class PinnedTest(_Strict):
     temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     final_answer_schema: dict[str, Any] | None = None
     turns: list[str] = Field(default=[], max_length=MAX_COUNT)  # the user's next messages, one per answer
+    # a simulated user who goes on after the scripted turns (agentcore.testing.users), or `human`
+    user: UserSpec | None = None
     # tool results fixed by a rule (agentcore.hooks.specs): a matching call is not run, on every configuration
     mocks: list[MockRule] = Field(default=[], max_length=1000)
     # the registered hooks the run was made with (agentcore.hooks.examples), on every configuration

@@ -38,7 +38,7 @@ from ..run import Run, RunConfig
 from ..secrets import scrub_text
 from ..steps import FINAL_ANSWER_TOOL
 from ..tools import Tool
-from . import benchmarks
+from . import benchmarks, users
 from .benchmarks import Episode
 from .pinned import Failure, PinnedTest, check
 from .trials import TrialStats, threshold_failure
@@ -74,6 +74,7 @@ class Cell:
     # with trials: each trial's own cell, in the order they were started; this cell stands for them all (its run,
     # failures and departure are the first failing trial's, else the first trial's)
     trials: list[Cell] = field(default_factory=list)
+    simulator_runs: list[Run] = field(default_factory=list)  # a simulated user's calls, each a run of its own
 
     @property
     def passed(self) -> bool:
@@ -251,25 +252,44 @@ def play(
     test: PinnedTest,
     episode: Episode | None = None,
     cancel: threading.Event | None = None,
-) -> None:
-    """Run the test's prompt, then each scripted user turn once the model has answered the one before.
+    *,
+    trial: int = 0,
+    users_mode: users.UsersMode = "auto",
+) -> list[Run]:
+    """Run the test's prompt, then each scripted user turn once the model has answered the one before, then the
+    simulated user's turns (or, replayed, the recorded ones); returns the simulator's runs.
 
     Each turn has the test's step budget; a turn that uses it up is followed by the next, as BFCL does.
     """
     offered = {t.name: t for t in (episode.tools if episode is not None else agent.tools.values())}
-    for i, text in enumerate([test.prompt, *test.turns]):
+    said: list[str | UserMessage] = [test.prompt, *test.turns]
+    if test.user is not None:  # a conversation: each user turn says who wrote it
+        said = [*users.user_turns(test, users_mode)]
+        run.messages[-1] = said[0]
+    for i, text in enumerate(said):
         if i:
             if run.stop_reason not in ("answer", "max_steps"):
                 break  # an error, a cancel or a structured answer ends the conversation
-            run.append(UserMessage(content=text))
+            run.append(text if isinstance(text, UserMessage) else UserMessage(content=text))
             run.stop_reason = None
         if episode is not None:
             episode.begin_turn(i)
             agent.tools = {n: offered[n] for n in episode.offered(i)}
             run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
-        if test.turns:
-            run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
-        agent.run(run, cancel)
+        _answer(agent, run, test, cancel)
+    if test.user is None:
+        return []
+    if users.replays(test.pinned, users_mode):
+        run.conversation = users.replayed(test.pinned, test.user, run)
+        return []
+    return users.converse(run, test.user, lambda: _answer(agent, run, test, cancel), trial=trial, cancel=cancel)
+
+
+def _answer(agent: Agent, run: Run, test: PinnedTest, cancel: threading.Event | None) -> None:
+    """The agent's turn: the test's step budget from here, then the loop until it stops."""
+    if test.turns or test.user is not None:
+        run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
+    agent.run(run, cancel)
 
 
 def run_cell(
@@ -279,9 +299,12 @@ def run_cell(
     tools: Sequence[Tool] | None = None,
     factory: Factory | None = None,
     cancel: threading.Event | None = None,
+    trial: int = 0,
+    users_mode: users.UsersMode = "auto",
 ) -> Cell:
     """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell.
 
+    A simulated user draws its seed plus `trial`; `users_mode` says whether it replays the pinned run's user turns.
     `cancel` set before the cell starts leaves it not run; set during its run, the run stops after its phase.
     """
     cell = Cell(test.name, spec.name)
@@ -301,7 +324,7 @@ def run_cell(
         cell.failures = [Failure("setup", refused)]
         return cell
     try:
-        play(agent, run, test, episode, cancel)
+        cell.simulator_runs = play(agent, run, test, episode, cancel, trial=trial, users_mode=users_mode)
     except AgentcoreError as exc:  # a message list the provider refuses, before any call
         run.stop_reason, run.error = "error", str(exc)
     cell.run = run
@@ -420,6 +443,7 @@ def run_matrix(
     cancel: threading.Event | None = None,
     trials: int = 1,
     pass_threshold: float = 1.0,
+    users_mode: users.UsersMode = "auto",
 ) -> Matrix:
     """Run every test on every configuration, each cell on its own thread; bad input raises before any run.
 
@@ -443,6 +467,7 @@ def run_matrix(
             raise UsageError(f"test {test.name!r} has no pinned run to replay{hint}")
         if test.benchmark is None and any(s.provider == GROUND_TRUTH for s in specs):
             raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
+        users.check_test(test, users_mode)
     labels = column_labels(specs)
     started = time.perf_counter()
     # trial-major: every cell's first trial before any cell's second, so a Stop leaves whole rounds of the matrix
@@ -452,7 +477,7 @@ def run_matrix(
 
     def one(job: tuple[int, int, int]) -> Cell:
         i, j, t = job
-        cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel)
+        cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel, trial=t, users_mode=users_mode)
         cell.config = labels[j]
         with lock:
             ended[(i, j)][t] = cell
