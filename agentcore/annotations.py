@@ -82,6 +82,8 @@ class Annotation(BaseModel):
     correct_call: CorrectCall | None = None
     author: Name | None = Field(default=None, max_length=MAX_ID_CHARS)
     created_at: Name = Field(default_factory=_now, max_length=64)
+    # a judge's verdict (author `judge:NAME`): the stored run of the judge's call that made it
+    judge_run: Name | None = Field(default=None, max_length=MAX_ID_CHARS, exclude_if=lambda v: v is None)
 
     @field_validator("labels")
     @classmethod
@@ -136,11 +138,17 @@ class Annotation(BaseModel):
 
 
 SCANNER_PREFIX = "scanner:"  # the author of a scanner's finding is `scanner:NAME` (agentcore.store.scanners)
+JUDGE_PREFIX = "judge:"  # the author of an LLM judge's verdict is `judge:NAME` (agentcore.testing.judges)
+
+
+def by_judge(annotation: Annotation) -> bool:
+    """Whether the annotation is an LLM judge's verdict."""
+    return (annotation.author or "").startswith(JUDGE_PREFIX)
 
 
 def by_scanner(annotation: Annotation) -> bool:
-    """Whether the annotation is a scanner's finding rather than a person's label."""
-    return (annotation.author or "").startswith(SCANNER_PREFIX)
+    """Whether the annotation is a machine's (a scanner's finding or a judge's verdict) rather than a person's label."""
+    return (annotation.author or "").startswith((SCANNER_PREFIX, JUDGE_PREFIX))
 
 
 def make_annotation(**fields: Any) -> Annotation:

@@ -128,6 +128,16 @@ class SubagentLink(BaseModel):
     tool_call_id: Name | None = None
 
 
+class JudgedLink(BaseModel):
+    """On a judge's call (agentcore.testing.judges): the run it judged, the step its verdict is on, the judge's name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: Name
+    step: Count
+    judge: Name
+
+
 class ImportOrigin(BaseModel):
     """Where an imported run came from: the file's format and name, the session, and what was kept aside."""
 
@@ -167,6 +177,8 @@ class Run(BaseModel):
     origin: ImportOrigin | None = Field(default=None, exclude_if=lambda v: v is None)
     subagents: list[SubagentLink] = Field(default_factory=list, max_length=1000, exclude_if=lambda v: not v)
     spawned_by: SubagentLink | None = Field(default=None, exclude_if=lambda v: v is None)
+    # a judge's call: the run and step it judged (its verdict is a label there, authored `judge:NAME`)
+    judge_of: JudgedLink | None = Field(default=None, exclude_if=lambda v: v is None)
     # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.conversation)
     conversation: Conversation | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
@@ -272,6 +284,9 @@ class Run(BaseModel):
         for link in self.subagents:
             call = f" (call {link.tool_call_id})" if link.tool_call_id else ""
             lines.append(f"step {link.step} started subagent run {link.run_id}{call}")
+        if self.judge_of is not None:
+            j = self.judge_of
+            lines.append(f"judge {j.judge}'s call on step {j.step} of run {j.run_id}")
         return lines
 
     def answered_by(self, step: StepRecord) -> ModelRef:

@@ -35,6 +35,7 @@ from .commands import (
     cmd_tools,
     cmd_validate,
 )
+from .judge import add_judge
 from .library import add_library
 from .proxy_command import add_proxy
 from .run_command import EXIT_CANCELLED, EXIT_USAGE, cmd_run
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_blame(sub)
     add_annotate(sub)
     add_library(sub)
+    add_judge(sub)
     add_proxy(sub)
     _add_mcp(sub)
     return parser
@@ -347,6 +349,8 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--db", help=db_help + "; each failing run is saved there")
     p.add_argument("--no-db", action="store_true", help="do not save failing runs")
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
+    p.add_argument("--rejudge", action="store_true", help="call each judge even where a recorded verdict fits the run")
+    p.add_argument("--no-record", action="store_true", help="do not record new judges' verdicts in the test files")
     add_mcp_arguments(p)
     p.set_defaults(func=cmd_test)
 

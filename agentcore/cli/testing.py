@@ -73,6 +73,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     trials = getattr(args, "trials", 1)
     times = f", {trials} trials each" if trials > 1 else ""
     print(f"running {len(tests)} tests × {len(specs)} configurations concurrently{times}")
+    from ..testing.judges import Judging
+
     matrix = run_matrix(
         tests,
         specs,
@@ -80,6 +82,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         trials=trials,
         pass_threshold=getattr(args, "pass_threshold", 1.0),
         factory=create_operator_provider,  # the --config addresses are typed by whoever runs this
+        judging=Judging(rejudge=getattr(args, "rejudge", False)),  # a judge's model is named by a file: no operator key
     )
     print(matrix.table())
     if trials > 1:
@@ -134,6 +137,9 @@ def cmd_test(args: argparse.Namespace) -> int:
                     f"  {which}saved as run {trial.run.id}; "
                     f"diff: agentcore test {by_name[cell.test]} --diff {trial.run.id}"
                 )
+    from .judge import after_judging
+
+    after_judging(matrix, tests, files, store, record=not getattr(args, "no_record", False))
     passed = sum(c.passed for row in matrix.cells for c in row)
     print(f"\n{passed} of {len(tests) * len(specs)} passed in {matrix.wall_s:.2f} s")
     print("\nscoreboard\n" + scoreboard.table(scoreboard.scoreboard(matrix), matrix.floor_count))

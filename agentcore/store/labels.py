@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..annotations import SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
+from ..annotations import JUDGE_PREFIX, SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
 from .schema import ANNOTATIONS_OF, PUT_ANNOTATION, SUMMARY_COLUMNS, RunSummary, StoreError, dump, plain
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ def _from(annotation: Annotation, source: str) -> bool:
         return not scanner
     if source == "scanners":
         return scanner
+    if source.startswith(JUDGE_PREFIX):
+        return annotation.author == source
     return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
 
 

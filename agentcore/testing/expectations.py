@@ -6,6 +6,7 @@ checks and writes them). A test file is untrusted input: every model refuses wha
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 import jsonschema
@@ -19,7 +20,7 @@ from pydantic import (
 )
 
 from ..conversation import UserSpec
-from ..errors import TranscriptError
+from ..errors import AgentcoreError, TranscriptError
 from ..hooks.examples import HOOKS
 from ..hooks.specs import MockRule
 from ..messages import MAX_COUNT, ToolCall
@@ -158,6 +159,90 @@ class AnswerExpect(_Strict):
         return _check_schema(schema)
 
 
+JUDGE_NAME = r"^[A-Za-z0-9_.-]{1,40}$"
+MAX_RUBRIC_CHARS = 8000
+_ON = re.compile(r"^(answer|run|step (\d{1,6}))$")
+_PASS = re.compile(r"^(yes|score\s*>=\s*(-?\d{1,9}(?:\.\d{1,6})?))$")
+
+
+class JudgeExpect(_Strict):
+    """An LLM judge's check (agentcore.testing.judges): a model reads the rubric and the part of the run named
+    (`answer`, the whole `run`, or `step N`) and gives a verdict; the check passes on `yes`, or on a score of at
+    least K (`score>=K`). `model` is PROVIDER:MODEL[@BASE_URL]; a key from the environment goes only to the
+    provider's own address or the one its operator set (agentcore.providers.keys), never to one a file names."""
+
+    name: str = Field(default="judge", pattern=JUDGE_NAME)
+    rubric: str = Field(min_length=1, max_length=MAX_RUBRIC_CHARS)
+    model: str = Field(min_length=1, max_length=500)
+    on: str = "answer"
+    pass_: str = Field(default="yes", alias="pass")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("rubric")
+    @classmethod
+    def _said(cls, rubric: str) -> str:
+        if not rubric.strip():
+            raise ValueError("a judge needs a rubric: what a passing answer does, in words")
+        return rubric
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, model: str) -> str:
+        from ..compare import parse_spec
+        from ..providers import get_info
+
+        try:
+            spec = parse_spec(model)
+            get_info(spec.provider)  # a registered provider only: a file never names code to load
+        except AgentcoreError as exc:
+            raise ValueError(f"judge model {model[:80]!r}: {exc}") from None
+        return model
+
+    @field_validator("on")
+    @classmethod
+    def _on(cls, on: str) -> str:
+        found = _ON.match(" ".join(on.split()))
+        if found is None or (found.group(2) is not None and int(found.group(2)) < 1):
+            raise ValueError(f"judge on {on[:40]!r}: answer, run, or step N (N from 1)")
+        return found.group(0)
+
+    @field_validator("pass_")
+    @classmethod
+    def _pass(cls, rule: str) -> str:
+        found = _PASS.match(rule.strip())
+        if found is None:
+            raise ValueError(f"judge pass {rule[:40]!r}: yes, or score>=K (a number)")
+        return "yes" if found.group(2) is None else f"score>={float(found.group(2)):g}"
+
+    @property
+    def step(self) -> int | None:
+        """The step named by `on: step N`; None for the answer or the whole run."""
+        return int(self.on.split()[1]) if self.on.startswith("step ") else None
+
+    @property
+    def min_score(self) -> float | None:
+        """K of `pass: score>=K`; None for a yes/no judge."""
+        return float(self.pass_.removeprefix("score>=")) if self.pass_ != "yes" else None
+
+
+class RecordedVerdict(_Strict):
+    """A judge's verdict kept in the test file, so a replay of an unchanged run reuses it with no call: what the
+    judge read (`content_sha256`: the hash of the judged part of the run, as it was shown), under which rubric
+    (`rubric_sha256`) and model, what it said, and the stored run of its call."""
+
+    judge: str = Field(pattern=JUDGE_NAME)
+    content_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    rubric_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    model: str = Field(max_length=500)
+    passed: bool
+    score: float | None = Field(default=None, allow_inf_nan=False)
+    reason: str = Field(default="", max_length=2000)
+    messages: list[int] = Field(default=[], max_length=1000)
+    run_id: str | None = Field(default=None, max_length=200)
+    judged_at: str = Field(default="", max_length=64)
+
+
 class Expectations(_Strict):
     """What a run must do to pass; an expectation left out is not checked."""
 
@@ -171,6 +256,21 @@ class Expectations(_Strict):
     max_output_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     max_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     benchmark: bool = False  # the benchmark's own grader passes (BFCL's state comparison, AgentDojo's utility)
+    judge: list[JudgeExpect] = Field(default=[], max_length=20)  # LLM judges' checks (one, or a list)
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @field_validator("judge")
+    @classmethod
+    def _named_once(cls, judges: list[JudgeExpect]) -> list[JudgeExpect]:
+        names = [j.name for j in judges]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise ValueError(f"two judges are named {twice!r}: give each its own name")
+        return judges
 
 
 class BenchmarkRef(_Strict):
@@ -202,6 +302,8 @@ class PinnedTest(_Strict):
     benchmark: BenchmarkRef | None = None
     expect: Expectations = Expectations()
     pinned: Run | None = None
+    # the judges' verdicts on the pinned run, reused while it is unchanged (agentcore.testing.judges)
+    verdicts: list[RecordedVerdict] = Field(default=[], max_length=1000)
 
     @field_validator("turns")
     @classmethod

@@ -307,6 +307,8 @@ def to_data(test: PinnedTest) -> dict[str, Any]:
         del body["mocks"]
     if not test.hooks:
         del body["hooks"]
+    if not test.verdicts:
+        del body["verdicts"]
     expect = test.expect.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
     if test.expect.tool_calls is not None:  # the mode is said even when it is the default
         expect["tool_calls"] = {"mode": test.expect.tool_calls.mode, **expect.get("tool_calls", {})}

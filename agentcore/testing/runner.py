@@ -40,6 +40,7 @@ from ..steps import FINAL_ANSWER_TOOL
 from ..tools import Tool
 from . import benchmarks, users
 from .benchmarks import Episode
+from .judges import Judging, Verdict, judge_test
 from .pinned import Failure, PinnedTest, check
 from .trials import TrialStats, threshold_failure
 from .trials import stats as trial_stats
@@ -75,6 +76,7 @@ class Cell:
     # failures and departure are the first failing trial's, else the first trial's)
     trials: list[Cell] = field(default_factory=list)
     simulator_runs: list[Run] = field(default_factory=list)  # a simulated user's calls, each a run of its own
+    verdicts: list[Verdict] = field(default_factory=list)  # each judge's verdict on the run (agentcore.testing.judges)
 
     @property
     def passed(self) -> bool:
@@ -139,6 +141,7 @@ def combine_trials(trials: list[Cell], threshold: float) -> Cell:
         departed_at=shown.departed_at,
         reference_move=shown.reference_move,
         trials=list(trials),
+        verdicts=shown.verdicts,
     )
     passed = sum(t.passed for t in trials)
     below = threshold_failure(passed, len(trials), threshold)
@@ -301,6 +304,7 @@ def run_cell(
     cancel: threading.Event | None = None,
     trial: int = 0,
     users_mode: users.UsersMode = "auto",
+    judging: Judging | None = None,
 ) -> Cell:
     """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell.
 
@@ -333,6 +337,9 @@ def run_cell(
         cell.failures = [Failure("stopped", f"stopped after {len(run.steps)} steps: the test run was stopped")]
         return cell
     cell.failures = check(test.expect, run, run_cost(run))
+    if test.expect.judge and run.stop_reason != "error":  # a judge reads what the run did; a failed run did nothing
+        cell.verdicts = judge_test(test, run, judging)
+        cell.failures += [v.failure for v in cell.verdicts if v.failure is not None]
     if episode is not None:
         if test.expect.benchmark and run.stop_reason != "error":
             why = episode.grade(run)
@@ -444,6 +451,7 @@ def run_matrix(
     trials: int = 1,
     pass_threshold: float = 1.0,
     users_mode: users.UsersMode = "auto",
+    judging: Judging | None = None,
 ) -> Matrix:
     """Run every test on every configuration, each cell on its own thread; bad input raises before any run.
 
@@ -452,9 +460,11 @@ def run_matrix(
     `on_cell(test_row, config_column, cell)` is called as each cell ends (with trials, as its last trial
     ends), from the cell's thread. `cancel`, once set, leaves the trials not yet started not run and stops those
     running after their phase; each is a failed trial that says it was stopped, and every trial that ended is kept.
+    `judging` says how the tests' judges are asked (shared by every cell: trials of an unchanged run share a verdict).
     """
     if not tests or not specs:
         raise UsageError("a test run needs at least one test and one configuration")
+    judging = judging or Judging()
     if not 1 <= trials <= MAX_TRIALS:
         raise UsageError(f"--trials is a whole number from 1 to {MAX_TRIALS}, not {trials}")
     if not 0 < pass_threshold <= 1:
@@ -477,7 +487,16 @@ def run_matrix(
 
     def one(job: tuple[int, int, int]) -> Cell:
         i, j, t = job
-        cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel, trial=t, users_mode=users_mode)
+        cell = run_cell(
+            tests[i],
+            specs[j],
+            tools=tools,
+            factory=factory,
+            cancel=cancel,
+            trial=t,
+            users_mode=users_mode,
+            judging=judging,
+        )
         cell.config = labels[j]
         with lock:
             ended[(i, j)][t] = cell
