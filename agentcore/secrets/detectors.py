@@ -137,7 +137,7 @@ _OWN_KINDS = (JwtTokenDetector, KeywordDetector)
 _ALL_MARKERS = tuple(
     dict.fromkeys(
         [m for _, markers in _PLUGINS for m in markers if len(m) > 2]
-        + [*_KEYWORD_MARKERS, "eyj", "sk-", "bearer", "basic"]
+        + [*_KEYWORD_MARKERS, *_FIELD_MARKERS, "eyj", "sk-", "bearer", "basic"]
     )
 )
 _SHORT_MARKED = re.compile(r"\d{8}:|[MNO][\w-]{23}|(?:AC|SK)[a-z0-9]{32}")
@@ -147,7 +147,13 @@ KINDS = tuple(sorted({plugin.secret_type for plugin, _ in _PLUGINS} | {k.secret_
 
 def find_secrets(text: str) -> list[tuple[str, str]]:
     """Each credential the chosen plugins find in `text`, as (kind, value), in no particular order."""
-    return _found(text, text.lower())
+    lowered = text.lower()
+    return _found(text, lowered) if _may_hold(text, lowered) else []
+
+
+def _may_hold(text: str, lowered: str) -> bool:
+    """Whether any plugin, or the JSON-field rule, could find something in `text`: most text holds no marker."""
+    return any(m in lowered for m in _ALL_MARKERS) or _SHORT_MARKED.search(text) is not None
 
 
 def _found(text: str, lowered: str) -> list[tuple[str, str]]:
@@ -228,13 +234,7 @@ def mask_text(text: str, tally: Tally | None = None) -> str:
 
 
 def _mask_text(text: str, tally: Tally, registered: re.Pattern[str] | None) -> str:
-    lowered = text.lower()
-    if not (
-        any(m in lowered for m in _ALL_MARKERS)
-        or _SHORT_MARKED.search(text)
-        or registered is not None
-        and registered.search(text)
-    ):
+    if not (_may_hold(text, text.lower()) or registered is not None and registered.search(text)):
         return text
     text, removed = scrub_text_by_kind(text, registered)
     for kind, value in removed:

@@ -254,6 +254,18 @@ def test_a_tool_arguments_credential_field_is_masked_whole_and_the_call_keeps_it
     assert call.arguments["password"] == "x9"  # copied, never changed in place
 
 
+@pytest.mark.parametrize("name", ["token", "authorization", "cookie", "password", "secret", "api_key"])
+def test_json_text_naming_a_credential_field_is_masked_whatever_the_name_of_the_field(name):
+    # arguments a model wrote as text, as a session or a wire body keeps them: each name of the JSON-field rule masks
+    # its value in a text and in the text a structure holds, and is found by the key-in-reply scanner's reading
+    value = "a8f5f167f44f4964e6c998dee827110c"
+    text = f'{{"{name}": "{value}", "city": "Paris"}}'
+    assert mask_text(text) == f'{{"{name}": "[redacted: Secret Keyword]", "city": "Paris"}}'
+    assert value not in json.dumps(mask({"arguments": text}))
+    assert find_secrets(text) == [("Secret Keyword", value)]
+    assert secret_kinds(f'{{"{name[:-1]}x": "{value}"}}') == []  # a field of another name is left as it is
+
+
 @pytest.mark.parametrize(
     "hostile",
     ["eyJ" * 100_000, ("passwordsecret" * 10 + "='x'\n") * 5_000, "xsk-" * 100_000, "://a:b" * 100_000],
