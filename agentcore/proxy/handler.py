@@ -19,7 +19,8 @@ import httpx
 
 from ..errors import UsageError
 from ..providers._http import BadResponse
-from ..secrets import redact_headers, register_headers, register_secret
+from ..secrets import SECRET_FIELD, redact_headers, register_headers, register_secret
+from ..store.exchanges import kept_exchange
 from ..transcript import one_line
 from .dialects import STREAM_TYPES, Dialect, dialect_of, read_reply, read_request, response_id
 from .holds import effects_of, mock_reply
@@ -83,6 +84,20 @@ def upstream_target(base: str, path: str) -> str:
     if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
         path = path[3:]
     return f"{base}{path}"
+
+
+def register_fields(body: Any, depth: int = 0) -> None:
+    """A key sent in the body (`"api_key": ...`, at any depth outside the messages), registered so that no stored
+    byte and no output shows it."""
+    if depth > 8 or not isinstance(body, dict):
+        return
+    for name, value in body.items():
+        if name in ("messages", "input", "contents", "content", "tools"):
+            continue
+        if isinstance(value, str) and SECRET_FIELD.search(str(name)):
+            register_secret(value)
+        elif isinstance(value, dict):
+            register_fields(value, depth + 1)
 
 
 def register_query(query: str) -> None:
@@ -162,23 +177,27 @@ class Handler(BaseHTTPRequestHandler):
     def _call(self, method: str, dialect: Dialect, recorded: bool, path: str, query: str, raw: bytes) -> int:
         body: Any = None
         stream = False
+        plain = raw  # the body as the client wrote it, uncompressed
         encoding = self.headers.get("content-encoding", "identity").strip().lower()
         if recorded and encoding not in ("identity", "gzip", "deflate"):
             self.proxy.say(f"not recorded: a request body in {encoding[:40]}, which the proxy does not read")
             recorded = False
         if recorded:
+            plain = _plain(raw, encoding, self.proxy.config.max_request_bytes)
             try:
-                body = json.loads(_plain(raw, encoding, self.proxy.config.max_request_bytes))
+                body = json.loads(plain)
             except ValueError:
                 raise Refused(400, "the request body is not JSON") from None
             if not isinstance(body, dict):
                 raise Refused(400, "the request body is not a JSON object")
+            register_fields(body)
             stream = body.get("stream") is True or (dialect.name == "ollama" and body.get("stream") is not False)
         conversation = read_request(dialect, body) if recorded else None
         placed = self.proxy.recorder.place(conversation) if conversation is not None else None
         self.placements.append(placed)
         effects: list[Any] = []
         sent = body
+        self.client_body = (plain, encoding)  # what the step keeps as the request, whatever is forwarded
         if placed is not None and self.proxy.holds.pause != "never":
             run = self.proxy.recorder.build(placed.live) if placed.live.steps else None
             reason = self.proxy.holds.reason(run, placed.step)
@@ -304,7 +323,16 @@ class Handler(BaseHTTPRequestHandler):
             reply_headers,
             response.wire.response if response.wire is not None else None,
         )
-        exchange = Exchange(dialect, conversation, wire, response, latency, effects=effects)
+        client = self.client_body
+        kept = kept_exchange(
+            client[0],
+            reply,
+            request_type=self.headers.get("content-type", ""),
+            reply_type=reply_headers.get("content-type", ""),
+            request_encoding="" if client[1] == "identity" else client[1],
+            limit=self.proxy.config.max_kept_bytes,
+        )
+        exchange = Exchange(dialect, conversation, wire, response, latency, effects=effects, kept=kept)
         exchange.response_id = response_id(dialect, wire.response)
         try:
             self.proxy.recorder.record(placed, exchange)

@@ -23,6 +23,7 @@ from ..run import Run
 from ..secrets import scrub
 from ..sessions.builder import Result, SessionBuilder, Turn, first_words
 from ..steps import now_stamp
+from ..store.exchanges import KeptExchange
 from .dialects import Conversation, Dialect, key_of
 
 MAX_LIVE_RUNS = 1000  # conversations the proxy remembers, to place a later call; the oldest is forgotten first
@@ -41,6 +42,7 @@ class Exchange:
     started_at: str = field(default_factory=now_stamp)
     effects: list[Any] = field(default_factory=list)  # HookEffects: what a person did to a held call
     response_id: str | None = None
+    kept: KeptExchange | None = None  # the bodies' bytes, as the client sent and received them
 
 
 class _Builder(SessionBuilder):
@@ -190,6 +192,8 @@ class Recorder:
                 del self.lives[oldest.run_id]
             run = self.build(live)
             self.store.save_run(run)
+            if exchange.kept is not None:
+                self.store.keep_exchange(run.id, len(run.steps) - 1, exchange.kept)
             return run
 
     def build(self, live: _Live) -> Run:

@@ -26,6 +26,7 @@ import httpx
 
 from ..errors import UsageError
 from ..secrets import redacted_url, register_secret, scrub_text
+from ..store.exchanges import KEPT_BYTES
 from .control import announce, proxy_of
 from .handler import TOKEN_HEADER, Handler
 from .holds import DEFAULT_HOLD_LIMIT, Holds
@@ -53,6 +54,7 @@ class ProxyConfig:
     token: str | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
     max_reply_bytes: int = MAX_REPLY_BYTES
+    max_kept_bytes: int = KEPT_BYTES  # of each body a step keeps as bytes (agentcore.store.exchanges)
     timeout: float = 600.0
 
 

@@ -35,6 +35,7 @@ def _ddl(statement: str) -> str:
     # SQLite's REAL is a double but PostgreSQL's is a float4, which would round every stored cost
     statement = re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement)
     statement = re.sub(r"\bINTEGER\b", "BIGINT", statement)
+    statement = re.sub(r"\bBLOB\b", "BYTEA", statement)
     return re.sub(r"\s*WITHOUT ROWID", "", statement)
 
 

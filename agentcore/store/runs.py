@@ -34,6 +34,7 @@ from ..secrets import scrub_text
 from ..steps import StepRecord
 from ..transcript import FORMAT, VERSION, from_dict
 from .access import Viewer, default_owner, is_teacher
+from .exchanges import ExchangesTable
 from .experiments import ExperimentsTable
 from .figures import RunFigures
 from .kept import FiguresTable, keep_rows
@@ -104,7 +105,7 @@ def _signature(step: StepRecord) -> tuple[Any, ...]:
     return (id(step), len(step.tool_runs), id(step.wire), step.usage, step.finish_reason, step.message_count)
 
 
-class Store(LabelsTable, ExperimentsTable, FiguresTable):
+class Store(LabelsTable, ExperimentsTable, FiguresTable, ExchangesTable):
     """The runs database: a SQLite file, or a PostgreSQL server for a `postgresql://` URL or key/value string.
 
     Safe to share between threads; every write is one transaction. `owner` (default: AGENTCORE_USER or the
@@ -438,6 +439,7 @@ class Store(LabelsTable, ExperimentsTable, FiguresTable):
             db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM annotations WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM scans WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM exchanges WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         with self._lock:
             self._written.pop(run_id, None)

@@ -134,6 +134,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE runs ADD COLUMN figured INTEGER",
         f"CREATE INDEX runs_uncounted ON runs(id) WHERE {UNCOUNTED}",
     ),
+    # a step's request and reply bodies as bytes, as its client sent and received them (store/exchanges.py)
+    (
+        """CREATE TABLE exchanges (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            request BLOB NOT NULL,
+            reply BLOB NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (run_id, idx)
+        ) WITHOUT ROWID""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -48,6 +48,28 @@ class Tap:
 
         return lib.Client(transport=Transport())
 
+    def async_client(self, lib: Any = httpx) -> Any:
+        """An async client of `lib` that keeps the bytes, for the SDKs' async clients (pydantic-ai's)."""
+        tap = self
+
+        class Transport(lib.AsyncBaseTransport):
+            def __init__(self) -> None:
+                self.inner = lib.AsyncHTTPTransport()
+
+            async def handle_async_request(self, request: Any) -> Any:
+                tap.sent.append(await request.aread())
+                response = await self.inner.handle_async_request(request)
+                body = await response.aread()
+                tap.received.append(body)
+                skip = ("transfer-encoding", "content-length")
+                headers = [(k, v) for k, v in response.headers.items() if k.lower() not in skip]
+                return lib.Response(response.status_code, headers=headers, content=body, request=request)
+
+            async def aclose(self) -> None:
+                await self.inner.aclose()
+
+        return lib.AsyncClient(transport=Transport())
+
 
 def events(raw: bytes) -> list[Any]:
     """The JSON events of an SSE or NDJSON body, as a reader keeps them ([DONE] is no event)."""
@@ -79,11 +101,16 @@ class Rig:
         return [self.store.load_run(s.id) for s in reversed(self.store.list_runs())]
 
     def assert_faithful(self) -> None:
-        """Each stored step's request is what the client sent and its reply what the client received."""
-        steps = [step for run in self.runs() for step in run.steps]
-        steps.sort(key=lambda s: s.started_at)
+        """Each stored step's request is the bytes the client sent and its reply the bytes the client received,
+        read back through the store; the wire view's JSON says the same."""
+        steps = [(step, run.id, i) for run in self.runs() for i, step in enumerate(run.steps)]
+        steps.sort(key=lambda s: s[0].started_at)
         assert len(steps) == len(self.tap.sent)
-        for step, sent, received in zip(steps, self.tap.sent, self.tap.received, strict=True):
+        for (step, run_id, i), sent, received in zip(steps, self.tap.sent, self.tap.received, strict=True):
+            kept = self.store.exchange(run_id, i)
+            assert kept is not None, f"step {i + 1} of run {run_id} kept no bytes"
+            assert (kept.request, kept.reply) == (sent, received)
+            assert not (kept.request_facts.scrubbed or kept.reply_facts.scrubbed or kept.reply_facts.cut)
             assert step.wire.request == json.loads(sent)
             if step.wire.response_headers.get("content-type", "").startswith(
                 ("text/event-stream", "application/x-ndjson")

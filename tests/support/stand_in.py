@@ -6,6 +6,7 @@ talks real HTTP to it, and the test reads back exactly what was sent.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import threading
@@ -88,6 +89,8 @@ class StandIn:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.headers.get("content-encoding") == "gzip":
+                    raw = gzip.decompress(raw)
                 owner.seen.append(Seen(self.path, dict(self.headers), json.loads(raw or b"null")))
                 reply = owner.replies.pop(0) if len(owner.replies) > 1 else owner.replies[0]
                 self.send_response(reply.status)
