@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ..accounting import COST_FORMAT
+from ..annotations import JUDGE_PREFIX
 from ..store.stats import GROUP_BY, first_day
 from .annotate import DB_HELP
 
@@ -48,8 +49,16 @@ def add_library(sub: Any) -> None:
         "--scanner",
         action="append",
         metavar="NAME",
-        help="repeatable: a built-in (see --list), module:function, or regex:PATTERN; default: every built-in",
+        help="repeatable: a built-in (see --list), module:function, regex:PATTERN, or judge:NAME (an LLM judge named "
+        "in the --judges files); default: every built-in",
     )
+    p.add_argument(
+        "--judges",
+        action="append",
+        metavar="PATH",
+        help='repeatable: test files (their expect.judge), judges files ({"judges": [...]}) or folders of them',
+    )
+    p.add_argument("--budget", type=int, default=20, metavar="N", help="a judge's calls at most, per scan (default 20)")
     p.add_argument("--since", metavar="DATE", help="only runs created on or after this day, YYYY-MM-DD")
     p.add_argument("--provider", help="only runs this provider answered a step of")
     p.add_argument("--owner", help="only this person's runs")
@@ -121,6 +130,45 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judges(named: list[str], args: argparse.Namespace) -> list:
+    """The judges `judge:NAME` names, from the --judges files; a one-line UsageError for one they do not name."""
+    from ..errors import UsageError
+    from ..testing.judges import load_judges
+
+    if not named:
+        return []
+    if args.budget < 1:
+        raise UsageError("--budget is a judge's calls at most: a whole number from 1")
+    if not args.judges:
+        raise UsageError(f"{named[0][:80]} needs --judges PATH: a test file or a judges file that names the judge")
+    found = load_judges(args.judges)
+    missing = [n for n in named if n.removeprefix(JUDGE_PREFIX) not in found]
+    if missing:
+        known = ", ".join(found) or "none"
+        raise UsageError(f"{missing[0][:80]}: no judge of that name in {', '.join(args.judges)} (judges: {known})")
+    return [found[n.removeprefix(JUDGE_PREFIX)] for n in named]
+
+
+def _judge_scan(store: Any, judges: list, ids: list[str], args: argparse.Namespace) -> None:
+    """Each judge over the runs, within the budget; what it said, and where."""
+    from ..testing.judges import judge_library
+
+    for judge in judges:
+        r = judge_library(store, judge, ids, budget=args.budget, again=args.again)
+        said = ", ".join(f"{n} {k}" for k, n in r.said.items())
+        print(f"judge:{judge.name}: {r.calls} calls of a budget of {args.budget}: {said}")
+        if r.skipped:
+            print(f"  {r.skipped:,} runs skipped: judged already as they stand (--again judges them once more)")
+        if r.nothing:
+            print(f"  {r.nothing:,} runs with nothing to judge ({judge.on})")
+        if r.errors:
+            print(f"  {r.errors:,} calls failed: their runs are left to the next scan")
+        if r.left:
+            print(f"  {r.left:,} runs left unjudged: the budget is spent (scan again, or raise --budget)")
+        for run_id, step, verdict, call in r.found[:1000]:
+            print(f"  run {run_id} step {step}: {verdict} · the judge's call: run {call}")
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
     """Scan the runs the filters keep and keep each finding as a label; print what each scanner found."""
     from ..store.runs import Store
@@ -131,9 +179,15 @@ def cmd_scan(args: argparse.Namespace) -> int:
         for name, scanner in BUILTINS.items():
             print(f"  {name:<{width}}  {scanner.description}")
         return 0
-    scanners = [resolve_scanner(s, code=True) for s in dict.fromkeys(args.scanner or BUILTINS)]  # the operator's
+    named = list(dict.fromkeys(args.scanner or BUILTINS))
+    judges = _judges([s for s in named if s.startswith(JUDGE_PREFIX)], args)
+    scanners = [resolve_scanner(s, code=True) for s in named if not s.startswith(JUDGE_PREFIX)]  # the operator's
     store = Store(args.db)
     ids = store.run_ids(provider=args.provider, owner=args.owner, since=first_day(args.since))
+    if judges:
+        _judge_scan(store, judges, ids, args)
+        if not scanners:
+            return 0
     tty = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

@@ -467,3 +467,77 @@ def load_judges(paths: Sequence[str | Path]) -> dict[str, JudgeExpect]:
         for judge in judges:
             found.setdefault(judge.name, judge)
     return found
+
+
+@dataclass
+class JudgeScan:
+    """What a judge's scan of the library did: runs judged and calls made (within the budget), runs skipped as read
+    already, runs left for want of budget, the verdicts by what they said, and each verdict's run, step and word."""
+
+    judge: str
+    budget: int
+    calls: int = 0
+    skipped: int = 0
+    nothing: int = 0  # runs with no part to judge (no step, no answer, no step N)
+    left: int = 0
+    errors: int = 0  # calls that failed (the provider): not labelled, tried again by the next scan
+    said: dict[str, int] = field(default_factory=lambda: {"pass": 0, "fail": 0, "no verdict": 0})
+    found: list[tuple[str, int, str, str | None]] = field(default_factory=list)
+
+
+def judge_version(judge: JudgeExpect) -> str:
+    """What the judge is, as a digest: a scan rereads a run the judge read only when this (or the run) changed."""
+    return sha256(json.dumps([judge.rubric, judge.model, judge.on, judge.pass_]))[:16]
+
+
+def judge_library(
+    store: Store,
+    judge: JudgeExpect,
+    run_ids: Sequence[str],
+    *,
+    budget: int,
+    again: bool = False,
+    factory: Factory | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> JudgeScan:
+    """Judge the stored runs named, one call each, until `budget` calls are spent; each verdict a label on its step.
+
+    A judge's verdicts add up rather than replace one another: a run it read as it stands is skipped, and `again`
+    judges it once more, so the verdicts on one step measure the judge's self-consistency. A judge's own calls are
+    not judged. A failed call labels nothing and leaves the run to the next scan.
+    """
+    author = JUDGE_PREFIX + judge.name
+    version = judge_version(judge)
+    report = JudgeScan(judge.name, budget)
+    ids = list(run_ids)
+    state = store.scanned(ids, None if again else {author: version})
+    for i, run_id in enumerate(ids, start=1):
+        if progress is not None:
+            progress(i, len(ids))
+        if not again and run_id not in state:
+            report.skipped += 1
+            continue
+        revision = state.get(run_id, (None, {}))[0]
+        read = {author: (revision, version)} if revision is not None else None
+        run = store.read_run(run_id)
+        if run.judge_of is not None:
+            continue
+        if isinstance(judged_part(run, judge), str):
+            report.nothing += 1
+            store.replace_findings(run_id, {}, read)
+            continue
+        if report.calls >= budget:
+            report.left += 1
+            continue
+        verdict = call_judge(judge, run, factory=factory)
+        report.calls += 1
+        if verdict.judge_run is not None:
+            store.save_run(verdict.judge_run)
+        if verdict.judge_run is None or verdict.judge_run.stop_reason == "error":
+            report.errors += 1
+            continue
+        store.annotate(run_id, verdict.annotation(), user=author)
+        store.replace_findings(run_id, {}, read)
+        report.said["pass" if verdict.passed else "fail" if verdict.passed is False else "no verdict"] += 1
+        report.found.append((run_id, verdict.step, verdict.said, verdict.judge_run_id))
+    return report
