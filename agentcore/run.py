@@ -13,7 +13,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from .annotations import Annotation
-from .conversation import Conversation
 from .errors import MessageListError, UsageError
 from .hooks.specs import BreakpointSpec, MockRule
 from .messages import (
@@ -35,6 +34,7 @@ from .providers.base import ReasoningEffort
 from .steps import (
     FINAL_ANSWER_TOOL,
     OUTPUT_LIMIT_REASONS,
+    Conversation,
     Halt,
     LoopGuard,
     ModelRef,
@@ -179,7 +179,7 @@ class Run(BaseModel):
     spawned_by: SubagentLink | None = Field(default=None, exclude_if=lambda v: v is None)
     # a judge's call: the run and step it judged (its verdict is a label there, authored `judge:NAME`)
     judge_of: JudgedLink | None = Field(default=None, exclude_if=lambda v: v is None)
-    # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.conversation)
+    # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.steps.Conversation)
     conversation: Conversation | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
 

@@ -349,6 +349,14 @@ def _add_testing(sub: Any) -> None:
     p.add_argument("--db", help=db_help + "; each failing run is saved there")
     p.add_argument("--no-db", action="store_true", help="do not save failing runs")
     p.add_argument("--diff", metavar="RUN_ID", help="print a saved run's diff against the test file's pinned run")
+    p.add_argument(
+        "--replay-users",
+        action="store_true",
+        help="a simulated user's turns replayed from the pinned conversation, with no simulator call",
+    )
+    p.add_argument(
+        "--resimulate", action="store_true", help="a simulated user draws new turns even where a conversation is pinned"
+    )
     p.add_argument("--rejudge", action="store_true", help="call each judge even where a recorded verdict fits the run")
     p.add_argument("--no-record", action="store_true", help="do not record new judges' verdicts in the test files")
     add_mcp_arguments(p)

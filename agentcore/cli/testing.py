@@ -82,9 +82,11 @@ def cmd_test(args: argparse.Namespace) -> int:
         trials=trials,
         pass_threshold=getattr(args, "pass_threshold", 1.0),
         factory=create_operator_provider,  # the --config addresses are typed by whoever runs this
+        users_mode=_users_mode(args),
         judging=Judging(rejudge=getattr(args, "rejudge", False)),  # a judge's model is named by a file: no operator key
     )
     print(matrix.table())
+    _print_conversations(matrix)
     if trials > 1:
         share = f"{matrix.pass_threshold:.0%}"
         print(f"\ntrials (a cell passes when at least {share} of its {trials} trials pass)")
@@ -147,6 +149,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         if line:
             print(line)
     if store is not None:
+        _save_conversations(store, matrix)
         from ..testing.experiments import from_matrix
 
         kept = store.save_experiment(from_matrix(matrix, [Path(p) for p in args.paths]))
@@ -160,6 +163,52 @@ def cmd_test(args: argparse.Namespace) -> int:
         write_atomic(args.json, results_json(matrix))
         print(f"json: {args.json}")
     return EXIT_PASS if matrix.passed else EXIT_FAIL
+
+
+def _users_mode(args: argparse.Namespace) -> str:
+    if getattr(args, "replay_users", False) and getattr(args, "resimulate", False):
+        raise UsageError("--replay-users and --resimulate say opposite things: give one")
+    return (
+        "replay"
+        if getattr(args, "replay_users", False)
+        else "simulate"
+        if getattr(args, "resimulate", False)
+        else "auto"
+    )
+
+
+def _print_conversations(matrix) -> None:
+    """Each conversation's turns, whether its goal was met and who ended it, the simulator's fidelity beside the
+    agent's pass: a failure of the user is not read as one of the agent."""
+    from ..testing import users
+
+    lines = []
+    for row in matrix.cells:
+        for cell in row:
+            for k, trial in enumerate(cell.trials or [cell]):
+                said = users.report(trial.run) if trial.run is not None else None
+                if said:
+                    which = f" trial {k + 1}" if cell.trials else ""
+                    verdict = "pass" if trial.passed else "FAIL"
+                    lines.append(f"{cell.test} × {cell.config}{which}: agent {verdict} · {said}")
+    if lines:
+        print("\nconversations\n" + "\n".join(lines))
+
+
+def _save_conversations(store, matrix) -> None:
+    """Every conversation with a simulated or replayed user is kept, pass or fail, with the simulator's runs."""
+    for row in matrix.cells:
+        for cell in row:
+            for trial in cell.trials or [cell]:
+                if trial.run is None or trial.run.conversation is None:
+                    continue
+                sims = trial.run.conversation.runs
+                for sim in sims:
+                    store.save_run(sim)
+                if trial.passed:  # a failing run is saved with the others
+                    store.save_run(trial.run)
+                said = f" with its simulator's runs {', '.join(s.id for s in sims)}" if sims else ""
+                print(f"conversation {cell.test} × {cell.config} kept as run {trial.run.id}{said}")
 
 
 def cmd_experiments(args: argparse.Namespace) -> int:

@@ -19,14 +19,13 @@ from pydantic import (
     model_validator,
 )
 
-from ..conversation import UserSpec
 from ..errors import AgentcoreError, TranscriptError
 from ..hooks.examples import HOOKS
 from ..hooks.specs import MockRule
 from ..messages import MAX_COUNT, ToolCall
 from ..run import Run
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
-from ..steps import StopReason
+from ..steps import StopReason, UserSpec
 from ..transcript import from_dict, to_dict
 
 TrajectoryMode = Literal["exact", "in_order", "any_order", "contains"]

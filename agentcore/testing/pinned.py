@@ -25,7 +25,7 @@ from ..annotations import step_calls
 from ..errors import TranscriptError, UsageError
 from ..hooks.examples import HOOKS
 from ..hooks.guard import call_key
-from ..messages import MAX_COUNT, AssistantMessage, ToolCall
+from ..messages import MAX_COUNT, AssistantMessage, ToolCall, UserMessage
 from ..run import Run
 from ..schemas import SchemaError, check_schema, schema_errors, search
 from ..secrets import scrub_text
@@ -284,7 +284,18 @@ def propose(run: Run, name: str | None = None) -> PinnedTest:
         hooks=list(run.config.hooks),
         expect=expect,
         pinned=_without_wire(run),
+        **_conversation_parts(run),
     )
+
+
+def _conversation_parts(run: Run) -> dict[str, Any]:
+    """What a test pinned from a conversation keeps of its user: the scripted turns after the prompt and the user
+    (agentcore.steps.UserSpec), so that it replays the recorded turns or draws new ones; nothing for another run."""
+    if run.conversation is None:
+        return {}
+    said = [m for m in run.messages if isinstance(m, UserMessage)][1:]
+    ends = next((k for k, m in enumerate(said) if m.author is None or m.author.kind != "script"), len(said))
+    return {"turns": [m.content for m in said[:ends]], "user": run.conversation.user}
 
 
 def _without_wire(run: Run) -> Run:

@@ -75,7 +75,6 @@ class Cell:
     # with trials: each trial's own cell, in the order they were started; this cell stands for them all (its run,
     # failures and departure are the first failing trial's, else the first trial's)
     trials: list[Cell] = field(default_factory=list)
-    simulator_runs: list[Run] = field(default_factory=list)  # a simulated user's calls, each a run of its own
     verdicts: list[Verdict] = field(default_factory=list)  # each judge's verdict on the run (agentcore.testing.judges)
 
     @property
@@ -255,44 +254,25 @@ def play(
     test: PinnedTest,
     episode: Episode | None = None,
     cancel: threading.Event | None = None,
-    *,
-    trial: int = 0,
-    users_mode: users.UsersMode = "auto",
-) -> list[Run]:
-    """Run the test's prompt, then each scripted user turn once the model has answered the one before, then the
-    simulated user's turns (or, replayed, the recorded ones); returns the simulator's runs.
+    draw: users.Draw | None = None,
+) -> None:
+    """Run the test's prompt, then each scripted user turn once the model has answered the one before, then its user's.
 
     Each turn has the test's step budget; a turn that uses it up is followed by the next, as BFCL does.
     """
     offered = {t.name: t for t in (episode.tools if episode is not None else agent.tools.values())}
-    said: list[str | UserMessage] = [test.prompt, *test.turns]
-    if test.user is not None:  # a conversation: each user turn says who wrote it
-        said = [*users.user_turns(test, users_mode)]
-        run.messages[-1] = said[0]
-    for i, text in enumerate(said):
+    for i, text in enumerate(users.user_turns(test, draw, run)):  # in a conversation, each says who wrote it
         if i:
             if run.stop_reason not in ("answer", "max_steps"):
                 break  # an error, a cancel or a structured answer ends the conversation
-            run.append(text if isinstance(text, UserMessage) else UserMessage(content=text))
+            run.append(text)
             run.stop_reason = None
         if episode is not None:
             episode.begin_turn(i)
             agent.tools = {n: offered[n] for n in episode.offered(i)}
             run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
-        _answer(agent, run, test, cancel)
-    if test.user is None:
-        return []
-    if users.replays(test.pinned, users_mode):
-        run.conversation = users.replayed(test.pinned, test.user, run)
-        return []
-    return users.converse(run, test.user, lambda: _answer(agent, run, test, cancel), trial=trial, cancel=cancel)
-
-
-def _answer(agent: Agent, run: Run, test: PinnedTest, cancel: threading.Event | None) -> None:
-    """The agent's turn: the test's step budget from here, then the loop until it stops."""
-    if test.turns or test.user is not None:
-        run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
-    agent.run(run, cancel)
+        users.answer(agent, run, test, cancel)
+    users.after_script(agent, run, test, draw, cancel)
 
 
 def run_cell(
@@ -302,13 +282,11 @@ def run_cell(
     tools: Sequence[Tool] | None = None,
     factory: Factory | None = None,
     cancel: threading.Event | None = None,
-    trial: int = 0,
-    users_mode: users.UsersMode = "auto",
     judging: Judging | None = None,
+    draw: users.Draw | None = None,
 ) -> Cell:
     """Run one test on one configuration and check its expectations; a provider that cannot start fails the cell.
 
-    A simulated user draws its seed plus `trial`; `users_mode` says whether it replays the pinned run's user turns.
     `cancel` set before the cell starts leaves it not run; set during its run, the run stops after its phase.
     """
     cell = Cell(test.name, spec.name)
@@ -328,7 +306,7 @@ def run_cell(
         cell.failures = [Failure("setup", refused)]
         return cell
     try:
-        cell.simulator_runs = play(agent, run, test, episode, cancel, trial=trial, users_mode=users_mode)
+        play(agent, run, test, episode, cancel, draw)
     except AgentcoreError as exc:  # a message list the provider refuses, before any call
         run.stop_reason, run.error = "error", str(exc)
     cell.run = run
@@ -477,7 +455,7 @@ def run_matrix(
             raise UsageError(f"test {test.name!r} has no pinned run to replay{hint}")
         if test.benchmark is None and any(s.provider == GROUND_TRUTH for s in specs):
             raise UsageError(f"test {test.name!r} is not a benchmark task: ground-truth plays a benchmark's calls")
-        users.check_test(test, users_mode)
+    draws = users.draws(tests, users_mode, trials)  # a test whose user cannot be played as asked raises here
     labels = column_labels(specs)
     started = time.perf_counter()
     # trial-major: every cell's first trial before any cell's second, so a Stop leaves whole rounds of the matrix
@@ -487,16 +465,7 @@ def run_matrix(
 
     def one(job: tuple[int, int, int]) -> Cell:
         i, j, t = job
-        cell = run_cell(
-            tests[i],
-            specs[j],
-            tools=tools,
-            factory=factory,
-            cancel=cancel,
-            trial=t,
-            users_mode=users_mode,
-            judging=judging,
-        )
+        cell = run_cell(tests[i], specs[j], tools=tools, factory=factory, cancel=cancel, judging=judging, draw=draws[t])
         cell.config = labels[j]
         with lock:
             ended[(i, j)][t] = cell

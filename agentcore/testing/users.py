@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..compare import parse_spec
-from ..conversation import END_REASONS, HUMAN, SEED_LIMIT, Breach, Conversation, UserSpec
 from ..errors import AgentcoreError, UsageError
 from ..loop import Agent
 from ..messages import AssistantMessage, Message, SystemMessage, UserAuthor, UserMessage
 from ..providers import create_provider, get_info
 from ..run import Run, RunConfig, SubagentLink
 from ..secrets import scrub_text
+from ..steps import END_REASONS, HUMAN, SEED_LIMIT, Breach, Conversation, UserSpec
 from ..tools import tool
 
 END_TOOL_NAME = "end_conversation"
@@ -124,6 +124,7 @@ def simulate_turn(provider: Any, spec: UserSpec, run: Run, *, seed: int, cancel:
         system_prompt=instructions(spec),
         max_steps=1,
         temperature=spec.temperature,
+        max_tokens=4 * spec.max_words + 32,  # room for the longest turn the persona writes, and no more
         seed=seed,
     )
     turn = sum(isinstance(m, UserMessage) for m in run.messages) + 1
@@ -257,15 +258,35 @@ def judged(spec: UserSpec, before: Sequence[Message], text: str, tool_names: Seq
 # -- the conversation ------------------------------------------------------------------------------------------
 
 
-def user_turns(test: Any, mode: UsersMode) -> list[UserMessage]:
-    """A conversation's user turns before any simulator call: the prompt and the scripted turns (each as the pinned
-    run recorded it, where it holds the same text, so that a replay matches it), then, replayed, every turn the
-    pinned run recorded after them, with its author."""
-    scripted = [UserMessage(content=t, author=SCRIPT) for t in [test.prompt, *test.turns]]
-    if not replays(test.pinned, mode):
+@dataclass(frozen=True)
+class Draw:
+    """How one cell plays its test's user: replayed or simulated (`mode`), and which trial it is (a simulated user's
+    seed is the test's plus the trial's index)."""
+
+    mode: UsersMode = "auto"
+    trial: int = 0
+
+
+def draws(tests: Sequence[Any], mode: UsersMode, trials: int) -> list[Draw]:
+    """The draw of each trial; a UsageError first for a test whose user cannot be played as asked (check_test)."""
+    for test in tests:
+        check_test(test, mode)
+    return [Draw(mode, t) for t in range(trials)]
+
+
+def user_turns(test: Any, draw: Draw | None, run: Run) -> list[UserMessage]:
+    """A test's user turns before any simulator call, the first put in place of the run's prompt: the prompt and the
+    scripted turns (each as the pinned run recorded it, where it holds the same text, so that a replay matches it),
+    then, replayed, every turn the pinned run recorded after them, with its author."""
+    mode = (draw or Draw()).mode
+    author = SCRIPT if test.user is not None else None  # a test without a user keeps its messages as they were
+    scripted = [UserMessage(content=t, author=author) for t in [test.prompt, *test.turns]]
+    run.messages[-1] = scripted[0]
+    if test.user is None or not replays(test.pinned, mode):
         return scripted
     recorded = [m for m in test.pinned.messages if isinstance(m, UserMessage)]
     kept = [r if r.content == m.content else m for m, r in zip(scripted, recorded, strict=False)]
+    run.messages[-1] = kept[0]
     return [*kept, *scripted[len(kept) :], *recorded[len(scripted) :]]
 
 
@@ -308,6 +329,28 @@ def check_test(test: Any, mode: UsersMode) -> None:
     check(spec)
 
 
+def answer(agent: Agent, run: Run, test: Any, cancel: threading.Event | None = None) -> None:
+    """The agent's turn of a test: the test's step budget from here (with turns to come), then the loop until it
+    stops."""
+    if test.turns or test.user is not None:
+        run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
+    agent.run(run, cancel)
+
+
+def after_script(
+    agent: Agent, run: Run, test: Any, draw: Draw | None = None, cancel: threading.Event | None = None
+) -> None:
+    """After a test's scripted (or replayed) turns: its simulated user's, each answered by `agent` (the simulator's
+    runs are kept on `run.conversation.runs`). A replayed conversation is recorded as such, with no simulator call."""
+    draw = draw or Draw()
+    if test.user is None:
+        return
+    if replays(test.pinned, draw.mode):
+        run.conversation = replayed(test.pinned, test.user, run)
+        return
+    converse(run, test.user, lambda: answer(agent, run, test, cancel), trial=draw.trial, cancel=cancel)
+
+
 def converse(
     run: Run,
     spec: UserSpec,
@@ -339,6 +382,7 @@ def converse(
             return sims
         sim, said = simulate_turn(provider, spec, run, seed=seed, cancel=cancel)
         sims.append(sim)
+        record.runs.append(sim)
         record.simulator_runs.append(sim.id)
         if isinstance(said, Ending):
             _end(record, "simulator", said.reason, said.note)

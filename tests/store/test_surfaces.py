@@ -274,7 +274,8 @@ CLI_OTHERS = {
     "cost": "a transcript file",
     "runs import": "a new run of one's own",
     "runs copy": "an operator's copy of a whole database",
-    "test": "test files; saves one's own failing runs and experiment (test --diff reads through runs show's rule)",
+    "test": "test files; saves one's own failing runs, conversations with their simulator's runs, and experiment "
+    "(test --diff reads through runs show's rule)",
     "bench": "public benchmark tasks into test files",
     "mcp-demo": "the demo tools",
     "bench import": "public benchmark tasks into test files",

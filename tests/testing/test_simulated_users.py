@@ -43,9 +43,9 @@ def test_two_scripted_turns_then_the_simulator_until_it_ends_the_conversation(tm
     assert run.conversation.simulated_turns == 1
     # two calls: one wrote the turn, one ended; each a run linked to the conversation, named by the turn it wrote
     assert len(simulator.seen) == 2
-    assert run.conversation.simulator_runs == [s.id for s in cell.simulator_runs]
-    assert all(s.spawned_by.run_id == run.id for s in cell.simulator_runs)
-    assert turns[3].author.run_id == cell.simulator_runs[0].id
+    assert run.conversation.simulator_runs == [s.id for s in cell.run.conversation.runs]
+    assert all(s.spawned_by.run_id == run.id for s in cell.run.conversation.runs)
+    assert turns[3].author.run_id == cell.run.conversation.runs[0].id
     # the simulator reads the conversation with the roles flipped: its own turns as assistant, the agent's as user
     sent = simulator.seen[0].body["messages"]
     assert [m["role"] for m in sent[2:5]] == ["assistant", "user", "assistant"]
@@ -54,13 +54,13 @@ def test_two_scripted_turns_then_the_simulator_until_it_ends_the_conversation(tm
     assert simulator.seen[0].body["seed"] == 7
     # every turn's author and the simulator's runs survive a save and a load, and the transcript's round trip
     store = Store(tmp_path / "runs.db")
-    for saved in (run, *cell.simulator_runs):
+    for saved in (run, *cell.run.conversation.runs):
         store.save_run(saved)
     loaded = store.load_run(run.id)
     assert [t.author for t in _user_turns(loaded)] == [t.author for t in turns]
-    assert loaded.conversation == run.conversation
+    assert loaded.conversation.model_dump() == run.conversation.model_dump()
     assert from_dict(to_dict(loaded)) == loaded
-    assert store.load_run(cell.simulator_runs[1].id).spawned_by.run_id == run.id
+    assert store.load_run(cell.run.conversation.runs[1].id).spawned_by.run_id == run.id
 
 
 def test_a_recorded_conversation_replays_its_user_turns_with_no_simulator_call() -> None:
@@ -76,7 +76,7 @@ def test_a_recorded_conversation_replays_its_user_turns_with_no_simulator_call()
             cell = _play(simulator, agent, test, users_mode=mode)
             replayed = [json.dumps(t.data, ensure_ascii=False).encode() for t in _user_turns(cell.run)]
             assert replayed == [json.dumps(t.data, ensure_ascii=False).encode() for t in _user_turns(recorded)]
-            assert cell.run.conversation.replayed and cell.simulator_runs == []
+            assert cell.run.conversation.replayed and cell.run.conversation.runs == []
             assert cell.passed, cell.failures
         assert simulator.seen == []  # not one simulator call
         here = test.user.model_copy(update={"model": f"openai:sim@{simulator.url}/v1"})
