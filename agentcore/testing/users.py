@@ -177,7 +177,7 @@ _AGENT_VOICE = re.compile(
     r"|\bignore (all |any )?(previous|prior|earlier) instructions\b|\byour (system )?(prompt|instructions)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[\w'’-]+")
+_WORD = re.compile(r"\d+(?:[:.,]\d+)*|[\w'’-]+")
 RECITE_WORDS = 6  # this many consecutive words of the goal in a turn recite it
 
 
