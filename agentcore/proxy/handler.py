@@ -149,7 +149,12 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             for placed in self.placements:
                 if placed is not None:
-                    self.proxy.recorder.finish(placed)
+                    try:
+                        self.proxy.recorder.finish(placed)
+                    except Exception as exc:  # noqa: BLE001 - the agent has its reply; a failed save is said
+                        self.proxy.say(
+                            f"the step's bytes were not kept: {type(exc).__name__}: {one_line(str(exc))[:200]}"
+                        )
             ms = (time.perf_counter() - started) * 1000
             self.proxy.say(f"{method} {path[:200]} {status} {ms:.0f} ms")
 

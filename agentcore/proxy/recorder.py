@@ -98,6 +98,7 @@ class Placed:
     step: int  # the step this call will be
     keys: list[tuple[Any, ...]] = field(default_factory=list)  # the request's messages, as key_of says them
     done: threading.Event = field(default_factory=threading.Event)
+    kept: tuple[str, int, KeptExchange] | None = None  # the step's bytes, written once the reply has gone
 
 
 FINISH_WAIT = 30.0  # seconds a request waits for an earlier call it continues to be recorded
@@ -164,11 +165,17 @@ class Recorder:
             call.done.wait(timeout)
 
     def finish(self, placed: Placed) -> None:
-        """The call is recorded, or will not be: a request waiting on it is placed now."""
-        with self.lock:
-            if placed in self.in_flight:
-                self.in_flight.remove(placed)
-        placed.done.set()
+        """The call is recorded, or will not be: its bytes are kept (after the reply has gone: the agent does not
+        wait for a second write), and a request waiting on it is placed now."""
+        kept, placed.kept = placed.kept, None
+        try:
+            if kept is not None:
+                self.store.keep_exchange(*kept)
+        finally:
+            with self.lock:
+                if placed in self.in_flight:
+                    self.in_flight.remove(placed)
+            placed.done.set()
 
     def record(self, placed: Placed, exchange: Exchange) -> Run:
         """Add the call to its run and save the run; returns the run as stored."""
@@ -193,7 +200,7 @@ class Recorder:
             run = self.build(live)
             self.store.save_run(run)
             if exchange.kept is not None:
-                self.store.keep_exchange(run.id, len(run.steps) - 1, exchange.kept)
+                placed.kept = (run.id, len(run.steps) - 1, exchange.kept)
             return run
 
     def build(self, live: _Live) -> Run:
