@@ -16,11 +16,21 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from agentcore.annotations import LABELS, SCANNER_PREFIX, Annotation, by_scanner, labels_said, ordered_counts
+from agentcore.annotations import (
+    JUDGE_PREFIX,
+    LABELS,
+    SCANNER_PREFIX,
+    Annotation,
+    by_judge,
+    by_scanner,
+    labels_said,
+    ordered_counts,
+)
 from agentcore.errors import AgentcoreError
 from agentcore.run import Run
 from agentcore.store.runs import RunSummary, Store
 from agentcore.store.scanners import BUILTINS, scan_library
+from agentcore.testing.agreement import JudgeReport, judge_report
 from ui import safe, words
 from ui.open_run import follow_open, open_on_click
 from ui.page_state import PageState
@@ -209,6 +219,120 @@ def main() -> None:
     st.header("Labelled steps")
     st.dataframe(_rows(labelled), hide_index=True, width="stretch", key="errors_steps")
     _open_section(store, labelled)
+    _judges_section(store, everything)
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.3f}" if whole else "-"
+
+
+def _figures(report: JudgeReport) -> list[dict[str, str]]:
+    """The judge's agreement with people as rows: each rate beside the counts it is made of."""
+    a = report.agreement
+    kappa = a.kappa
+    label, count = a.majority
+    return [
+        {"figure": "raw agreement", "value": _share(a.agree, a.n), "counts": f"{a.agree} of {a.n} steps"},
+        {
+            "figure": "Cohen's kappa",
+            "value": "undefined" if kappa is None else f"{kappa.value:.3f}",
+            "counts": "both gave every step one label"
+            if kappa is None
+            else f"95% interval {kappa.low:.3f} to {kappa.high:.3f} (standard error {kappa.se:.3f})",
+        },
+        {
+            "figure": "majority baseline",
+            "value": _share(count, a.n),
+            "counts": f"{count} of {a.n} labelled {'pass' if label else 'fail'}: a judge always saying so agrees this often",
+        },
+        {"figure": "TPR (pass)", "value": _share(a.tp, a.tp + a.fn), "counts": f"{a.tp} of {a.tp + a.fn} passes"},
+        {"figure": "TNR (fail)", "value": _share(a.tn, a.tn + a.fp), "counts": f"{a.tn} of {a.tn + a.fp} fails"},
+    ]
+
+
+def _judges_section(store: Store, everything: list[tuple[RunSummary, list[Annotation]]]) -> None:
+    """Each LLM judge's agreement with people's labels, and each step they disagree on, to open with the judge's call."""
+    judges = sorted({a.author.removeprefix(JUDGE_PREFIX) for _, found in everything for a in found if by_judge(a)})
+    if not judges:
+        return
+    st.header("Judges against people")
+    name = st.selectbox("Judge", judges, key="errors_judge", format_func=safe.plain)
+    report = judge_report(store.annotations_by_run(), name)
+    a = report.agreement
+    st.caption(
+        f"On the {a.n} steps judge {safe.inline(name)} and people both labelled pass (good) or fail (a failure "
+        f"label). Cohen's kappa corrects the raw agreement for chance; its interval is kappa ± 1.96 times the "
+        f"asymptotic standard error of Fleiss, Cohen & Everitt (1969). The judge gave a verdict on {report.judged} "
+        f"steps; {report.no_verdict} had none."
+    )
+    st.dataframe(_figures(report), hide_index=True, width="stretch", key="errors_judge_figures")
+    st.dataframe(
+        [
+            {"": "labelled pass", "judge pass": a.tp, "judge fail": a.fn},
+            {"": "labelled fail", "judge pass": a.fp, "judge fail": a.tn},
+        ],
+        hide_index=True,
+        key="errors_judge_confusion",
+    )
+    consistency = (
+        f"Self-consistency: {report.repeated} steps judged more than once, {report.unanimous} alike every time; "
+        f"{report.pairs_agree} of {report.pairs} pairs of verdicts agree."
+        if report.repeated
+        else "Self-consistency: no step judged more than once (scan again with --again to measure it)."
+    )
+    people = "; ".join(
+        f"{x} and {y}: {b.agree} of {b.n} alike" + ("" if b.kappa is None else f", kappa {b.kappa.value:.3f}")
+        for x, y, b in report.between_people
+    )
+    st.caption(safe.inline(consistency + (f" Between people (the ceiling): {people}." if people else "")))
+    if not report.disagreements:
+        return
+    rows = {f"{r}:{s}": (r, s, p, j, call) for r, s, p, j, call in report.disagreements}
+    pick, step, call = st.columns([3, 1, 1], vertical_alignment="bottom")
+    chosen = pick.selectbox(
+        "Open a disagreement",
+        list(rows),
+        index=None,
+        key="errors_disagreement",
+        placeholder="Choose a step people and the judge disagree on",
+        format_func=lambda k: safe.plain(
+            f"run {rows[k][0]} · step {rows[k][1]} · people: {'pass' if rows[k][2] else 'fail'} · "
+            f"judge: {'pass' if rows[k][3] else 'fail'}"
+        ),
+    )
+    found = rows.get(chosen or "")
+    step.button(
+        "Open the step",
+        key="errors_disagreement_step",
+        disabled=found is None,
+        on_click=_open_disagreement,
+        args=(store, found, False),
+    )
+    call.button(
+        "Open the judge's call",
+        key="errors_disagreement_call",
+        disabled=found is None or found[4] is None,
+        on_click=_open_disagreement,
+        args=(store, found, True),
+    )
+    follow_open("errors_disagreement")
+
+
+def _open_disagreement(store: Store, found: tuple | None, the_call: bool) -> None:
+    """Open the step people and the judge disagree on, or the judge's call on it."""
+    if found is None:
+        return
+    run_id, step, people, judge, call = found
+    said = f"People labelled step {step} of run {run_id} {'pass' if people else 'fail'}; the judge said "
+    said += "pass" if judge else "fail"
+
+    def on_the_step(run: Run) -> None:
+        session = get_session()
+        if not the_call:
+            session.show_step(step)
+        session.opened_from = (run.id, said + ("." if the_call else ". The Steps tab below is open on that step."))
+
+    open_on_click("errors_disagreement", store, call if the_call else run_id, then=on_the_step)
 
 
 def _open_section(store, labelled: list[tuple[RunSummary, list[Annotation]]]) -> None:

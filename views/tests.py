@@ -21,6 +21,7 @@ from agentcore.run import Run
 from agentcore.store.runs import DEFAULT_PATH
 from agentcore.testing import pinned
 from agentcore.testing.experiments import Experiment, from_matrix
+from agentcore.testing.judges import keep_in_store
 from agentcore.testing.runner import REPLAY, Cell, Matrix, parse_config, run_matrix
 from agentcore.testing.scoreboard import Score, floor_line, scoreboard, time_line
 from agentcore.transcript import write_atomic
@@ -113,6 +114,10 @@ def _request_run() -> None:
 
 def _open(row: int, column: int) -> None:
     TestsState.get().open_cell = (row, column)
+
+
+def _open_judge(row: int, column: int, k: int) -> None:
+    st.session_state["tests_open_judge"] = (row, column, k)
 
 
 # -- the work the page does on a draw ------------------------------------------------------
@@ -222,6 +227,8 @@ def _follow(state: TestsState) -> None:
         for trial in cell.trials or [cell]:
             if not trial.passed and trial.run is not None:
                 store.save_run(trial.run)
+            if trial.run is not None:  # each judge's call, and its verdict as a label on the step it judged
+                keep_in_store(store, trial.run, trial.verdicts)
     store.save_experiment(from_matrix(job.matrix, [Path(f) for f in job.files]))
     state.matrix, state.files = job.matrix, job.files
     if job.cancel.is_set():
@@ -244,6 +251,25 @@ def _open_cell(state: TestsState) -> None:
         line += f", where the reference did {cell.reference_move}." if cell.reference_move else "."
         line += " The Steps tab below is open on that step."
     session.opened_from = (cell.run.id, line)
+    st.switch_page(PLAYGROUND)
+
+
+def _open_judge_call(state: TestsState) -> None:
+    """Open a judge's call (its stored run) in the playground, saying what it judged and why."""
+    row, column, k = st.session_state.pop("tests_open_judge")
+    cell = state.matrix.cells[row][column]
+    verdict = cell.verdicts[k]
+    session = get_session()
+    try:
+        call = verdict.judge_run or get_store().read_run(verdict.judge_run_id or "")
+    except AgentcoreError as exc:
+        state.notice = ("error", f"The judge's call cannot be opened: {exc}")
+        return
+    session.add_run(call)
+    session.opened_from = (
+        call.id,
+        f"Judge {verdict.judge.name}'s call on test {cell.test} × {cell.config}: {verdict.said}: {verdict.reason}",
+    )
     st.switch_page(PLAYGROUND)
 
 
@@ -394,6 +420,16 @@ def _matrix_section(matrix: Matrix) -> None:
                 col.error(f"FAIL: {safe.inline(cell.first_failure or '')}", icon=":material/close:")
             if cell.reference_move is not None:
                 col.caption(f"At step {cell.departed_at} the reference did {safe.code(cell.reference_move)}.")
+            for k, verdict in enumerate(cell.verdicts):  # each judge's call, a run of its own, to step
+                col.button(
+                    f"Open judge {verdict.judge.name}'s call",
+                    key=f"tests_judge_{i}_{j}_{k}",
+                    help=f"{verdict.said}: {verdict.reason}",
+                    on_click=_open_judge,
+                    args=(i, j, k),
+                    disabled=verdict.judge_run is None and verdict.judge_run_id is None,
+                    width="stretch",
+                )
             col.button(
                 f"Open at step {cell.departed_at}" if cell.departed_at else "Open the run",
                 key=f"tests_open_{i}_{j}",
@@ -532,6 +568,8 @@ def main() -> None:
     state.restore(WIDGETS)
     if state.open_cell is not None and state.matrix is not None:
         _open_cell(state)
+    if st.session_state.get("tests_open_judge") is not None and state.matrix is not None:
+        _open_judge_call(state)
     if state.open_compare:
         state.open_compare = False
         st.switch_page(COMPARE)

@@ -8,12 +8,12 @@ import json
 
 import pytest
 from support.judge_server import JudgeServer, says
+from testing.test_judges import RUBRIC, scripted_run, temperatures
 
 from agentcore.annotations import make_annotation
 from agentcore.cli.main import main
 from agentcore.store.runs import Store
 from agentcore.testing.agreement import judge_report
-from testing.test_judges import RUBRIC, scripted_run, temperatures
 
 
 @pytest.fixture
@@ -69,7 +69,9 @@ def test_a_judge_beside_a_scanner_and_the_agreement_command(library, tmp_path, c
     db, _ = library
     with JudgeServer(lambda p: says("yes", "fine", [0])) as server:
         judges = judges_file(tmp_path, server)
-        assert main(["scan", "--scanner", "judge:temps", "--scanner", "step_budget", "--judges", judges, "--db", db]) == 0
+        assert (
+            main(["scan", "--scanner", "judge:temps", "--scanner", "step_budget", "--judges", judges, "--db", db]) == 0
+        )
     out = capsys.readouterr().out
     assert "judge:temps: 6 calls of a budget of 20: 6 pass, 0 fail, 0 no verdict" in out and "scanned 6 runs" in out
     assert main(["judge", "agreement", "--judge", "temps", "--db", db]) == 0
