@@ -21,6 +21,7 @@ from agentcore.run import Run
 from agentcore.steps import BY_HOOK, BY_PERSON, MOCKED_WORDS, NO_TOOLS_WORDS, REPEAT_WORDS, StepRecord, ToolRun
 
 from . import actions, policy_view, reasoning_view, safe, words
+from .conversation_view import author_badge
 from .debug_view import render_mock_form
 from .state import Session, get_session
 
@@ -132,7 +133,7 @@ class Record:
         """`step 3 · local/smollm2-135m` for the model turn at `i`, as safe Markdown; None when not recorded."""
         step = self._steps.get(i)
         if step is None:
-            return None
+            return author_badge(self._run, i)  # a user turn of a conversation: who wrote it
         head = f"step {step.index} · {safe.code(self._run.answered_by(step).label)}"
         return f"{head} &nbsp; {NO_TOOLS_BADGE}" if step.tools_withheld else head
 

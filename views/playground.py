@@ -12,6 +12,7 @@ from agentcore.messages import pending_tool_calls
 from agentcore.run import Run
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words
+from ui.conversation_view import render_conversation
 from ui.graph import loop_html, source_html, source_view
 from ui.lesson_offer import offer_first_lesson
 from ui.lessons import lesson_of
@@ -505,6 +506,7 @@ def _page(session: Session) -> None:
         _pending(session, run)
     else:
         render_latest(session)  # what the last phase added, in view with the controls: the page stays where it is
+        render_conversation(session)  # after an answer, the user's next turn: a person's, or a simulated user's
     opened = session.opened_from if session.opened_from and session.opened_from[0] == run.id else None
     if opened:  # opened from a failing test: what failed first, and its step, not under the loop's source
         st.info(safe.block(opened[1]), icon=":material/science:")
