@@ -103,10 +103,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # which step broke a run: forks before each step, their pass rates, the step to blame
     "blame": (["agentcore/testing/blame.py"], ["test_blame.py", "test_blame_cli.py", "test_blame_chance.py"]),
-    # simulated users: the simulator, its fidelity rules, replayed conversations
-    "users": (
-        ["agentcore/testing/users.py"],
-        ["test_simulated_users.py", "test_user_fidelity.py", "test_cli_users.py", "test_conversation_view.py"],
+    # LLM judges: the judge checks of pinned tests, their recorded verdicts, judges as scanners, agreement with people
+    "judges": (
+        ["agentcore/testing/judges.py", "agentcore/testing/agreement.py"],
+        ["test_judges.py", "test_judge_scan.py", "test_agreement.py", "test_judges_page.py"],
     ),
     # Compare, from the first step or from step k
     "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
