@@ -108,6 +108,11 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["agentcore/testing/judges.py", "agentcore/testing/agreement.py"],
         ["test_judges.py", "test_judge_scan.py", "test_agreement.py", "test_judges_page.py"],
     ),
+    # simulated users: the simulator, its fidelity rules, replayed conversations
+    "users": (
+        ["agentcore/testing/users.py"],
+        ["test_simulated_users.py", "test_user_fidelity.py", "test_cli_users.py", "test_conversation_view.py"],
+    ),
     # Compare, from the first step or from step k
     "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
     # the library's readers: statistics, scanners, and what each step cost
