@@ -197,9 +197,13 @@ def scan_key_in_reply(run: Run) -> Iterable[Finding]:
     secret, an `sk-` key, a Bearer or Basic token, and each kind detect-secrets' chosen plugins know."""
     from ..secrets.detectors import secret_kinds
 
-    for n, reply in _replies(run):
-        text = reply.text
-        kinds = secret_kinds(text)
+    replies = list(_replies(run))
+    # one reading of every reply first: most runs hold no key, and a key one reply holds is found in the replies
+    # joined line by line too (what only the joining makes, read again reply by reply, is no finding)
+    if not replies or not secret_kinds("\n".join(reply.text for _, reply in replies)):
+        return
+    for n, reply in replies:
+        kinds = secret_kinds(reply.text)
         if kinds:
             yield Finding(n, "key in reply", f"step {n}'s reply holds text shaped like a key: {', '.join(kinds)}")
 

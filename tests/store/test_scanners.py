@@ -128,6 +128,19 @@ def test_key_in_reply_finds_key_shaped_text_and_not_ordinary_words(scripted):
     assert "sk-proj" not in annotation.note  # the evidence names the kind, never the key
 
 
+def test_key_in_reply_names_each_step_whose_own_reply_holds_a_key_and_no_key_made_of_two_replies():
+    # "Bearer" ending one reply and a token starting the next are two harmless replies, not a key between them
+    split = [AssistantMessage(content="Send it as Bearer"), AssistantMessage(content="9f8e7d6c5b4a3210 is the id.")]
+    assert found(made_run(split, tools=()), "key_in_reply") == []
+    key = AssistantMessage(content="Use sk-proj1234567890abcdefXYZ to call it.")
+    plain = AssistantMessage(content="The weather is fine.")
+    assert found(made_run([plain, key, plain, key], tools=()), "key_in_reply") == [
+        (2, "key in reply"),
+        (4, "key in reply"),
+    ]
+    assert found(made_run([*split, key], tools=()), "key_in_reply") == [(3, "key in reply")]
+
+
 def test_scan_names_the_runaway_run_errors_counts_it_and_a_second_scan_changes_no_count(location, capsys):
     store = Store(location, owner="ada")
     runs = [scripted_run(s) for s in FIVE]
