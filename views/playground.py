@@ -14,6 +14,7 @@ from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words
 from ui.conversation_view import render_conversation
 from ui.graph import loop_html, source_html, source_view
+from ui.held_view import render_live_holds
 from ui.lesson_offer import offer_first_lesson
 from ui.lessons import lesson_of
 from ui.live import keep_focus
@@ -28,7 +29,7 @@ from ui.messages_view import (
 )
 from ui.next_call_view import render_exports, render_read_only, show_next_call
 from ui.page_state import PLAYGROUND_VIEW_KEY
-from ui.state import Session, get_session, in_app_words
+from ui.state import Session, get_session, get_store, in_app_words
 from ui.steps_view import render_steps, run_label
 from ui.style import announce
 from ui.tool_registry import available_tools
@@ -534,6 +535,7 @@ def main() -> None:
     st.html(PAGE_STYLE)
     keep_focus()
     st.markdown("## Playground")
+    render_live_holds(get_store())  # a call a recording proxy of this person's holds: shown live, with its buttons
     if session.running and session.run is not None:
         _run_to_end(session)
     elif session.run is not None and (session.action or session.phase_job is not None):

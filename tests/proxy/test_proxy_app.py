@@ -70,3 +70,55 @@ def test_another_persons_proxy_shows_no_held_call(rig_of, open_app, monkeypatch)
     assert any("No recording proxy of yours" in info.value for info in at.info)
     rig.proxy.holds.release(hold["id"], "send")
     assert agent.answer() == "sent"
+
+
+def playground(open_app, monkeypatch, rig):
+    monkeypatch.setenv("AGENTCORE_DB", str(rig.db))
+    return open_app()  # the app opens on the playground
+
+
+def test_the_playground_shows_a_held_call_and_sends_it_as_edited(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = playground(open_app, monkeypatch, rig)
+    area = at.text_area(key=f"playground_held_edit_{hold['id']}")
+    assert "Weather in Paris?" in area.value
+    assert any("Held by the recording proxy" in m.value for m in at.markdown)
+    for button in ("send", "edited", "answered", "fork"):
+        assert at.button(key=f"playground_held_{button}_{hold['id']}")
+    edited = [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
+    area.set_value(json.dumps(edited))
+    at.button(key=f"playground_held_edited_{hold['id']}").click().run()
+    assert not at.exception and not at.error
+    assert agent.answer() == "Rome: 25 C"
+    assert rig.upstream.bodies()[0]["messages"] == edited
+    at.run()
+    assert not [a for a in at.text_area if str(a.key).startswith("playground_held_edit_")]
+
+
+def test_the_playground_opens_a_held_call_s_run_so_far(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("Sunny."), Reply.chat("Still sunny."), pause="step:2")
+    first = Agent(rig, ASK)
+    assert first.answer() == "Sunny."
+    then = Agent(rig, [*ASK, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And now?"}])
+    [hold] = held(rig)
+    assert hold["step"] == 2
+    at = playground(open_app, monkeypatch, rig)
+    at.button(key=f"playground_held_run_{hold['id']}").click().run()
+    assert not at.exception
+    assert at.session_state["session"].run.id == hold["run_id"]
+    assert [m.content for m in at.session_state["session"].run.messages][-1] == "Sunny."
+    rig.proxy.holds.release(hold["id"], "send")
+    assert then.answer() == "Still sunny."
+
+
+def test_the_playground_says_nothing_of_held_calls_without_a_proxy_of_one_s_own(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, ASK)
+    held(rig)
+    monkeypatch.setenv("AGENTCORE_USER", "someone-else")
+    at = playground(open_app, monkeypatch, rig)
+    assert not [a for a in at.text_area if str(a.key).startswith("playground_held_")]
+    rig.proxy.holds.release(rig.proxy.holds.listing()[0]["id"], "send")
+    assert agent.answer() == "sent"
