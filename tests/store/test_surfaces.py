@@ -247,6 +247,8 @@ CLI_READS: dict[str, Callable[[World, str], set[str]]] = {
     "stats": lambda w, v: set(OWNERS) & set(_cli(w, v, "stats", "--by", "owner").split()),
     "errors": lambda w, v: w.by_count(json.loads(_cli(w, v, "errors", "--json"))["runs"], v, each=1),
     "scan": lambda w, v: w.by_count(json.loads(_cli(w, v, "scan", "--again", "--json"))["runs"], v),
+    # each student's one `good` label: the steps people labelled that a judge's agreement counts
+    "judge agreement": lambda w, v: w.by_count(_agreement(w, v)["labelled"], v, each=1),
     "annotate": lambda w, v: {
         o for o in OWNERS if "annotated" in _cli(w, v, "annotate", w.stepped[o], "--step", "1", "--label", "looped")
     },
@@ -274,16 +276,24 @@ CLI_OTHERS = {
     "cost": "a transcript file",
     "runs import": "a new run of one's own",
     "runs copy": "an operator's copy of a whole database",
-    "test": "test files; saves one's own failing runs, conversations with their simulator's runs, and experiment "
+    "test": "test files; saves one's own failing runs, conversations with their simulator's runs, judges' calls "
+    "with the runs they judged, and experiment "
     "(test --diff reads through runs show's rule)",
     "bench": "public benchmark tasks into test files",
     "mcp-demo": "the demo tools",
     "bench import": "public benchmark tasks into test files",
     "runs": "its subcommands have rows",
+    "judge": "its subcommands have rows",
     "export": "a transcript file, exported as a wire body or a trace",
     "mcp-server": "the MCP runs server: its tools and resources have rows of their own (test_mcp_shared)",
     "proxy": "records the calls it forwards as runs of one's own; reads no stored run",
 }
+
+
+def _agreement(w: World, viewer: str) -> dict:
+    out = _scratch("agreement.json")
+    _cli(w, viewer, "judge", "agreement", "--judge", "anyone", "--json", out)
+    return json.loads(Path(out).read_text())
 
 
 def _commands() -> set[str]:
