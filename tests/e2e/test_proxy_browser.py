@@ -68,3 +68,42 @@ def test_a_person_edits_a_held_request_in_the_browser_and_the_agent_gets_the_rep
     [effect] = run.steps[0].hook_effects
     assert effect.kind == "message_list" and effect.after["messages"] == edited
     assert run.messages[1].content == "Weather in Rome?"
+
+
+def test_a_call_held_while_the_playground_is_open_shows_there_without_a_click(
+    rig_of,  # noqa: F811 - the fixture imported above
+    browser,
+    tmp_path,
+):
+    pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
+    rig = rig_of(Reply.chat("Sunny in Paris."), pause="always")
+    app = start_app(
+        tmp_path,
+        {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(rig.db), "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"},
+    )
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    agent = None
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        expect(page.get_by_text("Playground", exact=True).first).to_be_visible(timeout=WAIT)
+        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
+        agent = subprocess.Popen(
+            [sys.executable, str(script), rig.url, KEY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        [hold] = held(rig)
+        send = page.locator(f".st-key-playground_held_send_{hold['id']} button")
+        expect(send).to_be_visible(timeout=WAIT)  # drawn by the page's own polling: nothing was clicked
+        expect(page.locator(f".st-key-playground_held_edit_{hold['id']} textarea")).to_contain_text("Weather in Paris?")
+        send.click()
+        out, err = agent.communicate(timeout=WAIT / 1000)
+        assert agent.returncode == 0, err[-2000:]
+        assert out.strip() == "Sunny in Paris."
+        expect(send).to_have_count(0, timeout=WAIT)
+    finally:
+        if agent is not None:
+            stop_process(agent)
+        app.stop()
+    [run] = rig.runs()
+    assert run.steps[0].hook_effects[0].change == "held, then sent as it was"
