@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .annotate import DB_HELP
+# cli.annotate's words, not imported from it: `agentcore test` (cli.testing, which annotate imports) imports this module
+DB_HELP = "the runs database: a SQLite file or a postgresql:// URL (default: $AGENTCORE_DB or ~/.agentcore/runs.db)"
 
 
 def after_judging(matrix: Any, tests: list, files: list[Path], store: Any, *, record: bool = True) -> None:

@@ -188,12 +188,14 @@ class JudgeExpect(_Strict):
     @field_validator("model")
     @classmethod
     def _model(cls, model: str) -> str:
-        from ..compare import parse_spec
         from ..providers import get_info
 
+        head, at, base_url = model.strip().partition("@")  # as compare.parse_spec reads a configuration
+        provider = head.partition(":")[0].strip()
         try:
-            spec = parse_spec(model)
-            get_info(spec.provider)  # a registered provider only: a file never names code to load
+            if not provider or (at and not base_url.strip()):
+                raise AgentcoreError("expected PROVIDER[:MODEL][@BASE_URL], e.g. openai:gpt-4o-mini")
+            get_info(provider)  # a registered provider only: a file never names code to load
         except AgentcoreError as exc:
             raise ValueError(f"judge model {model[:80]!r}: {exc}") from None
         return model
