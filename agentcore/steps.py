@@ -446,7 +446,7 @@ class Conversation(BaseModel):
     def words(self) -> str:
         """One line: `3 simulated turns · goal met · ended by the simulator · fidelity 0 breaches`."""
         how = "replayed" if self.replayed else "simulated"
-        parts = [f"{self.simulated_turns} {how} turns"]
+        parts = [f"{self.simulated_turns} {how} turn" + ("" if self.simulated_turns == 1 else "s")]
         parts.append("goal met" if self.goal_met else f"goal not met ({self.reason or 'not ended'})")
         parts.append(f"ended by {_ENDED_BY.get(self.ended_by or '', 'no one yet')}")
         rules = sorted({b.rule for b in self.breaches})

@@ -24,7 +24,7 @@ def test_a_conversation_is_run_kept_pinned_and_replayed_with_no_simulator_call(t
         assert main(["test", str(source), "--config", config, "--db", str(db)]) == 0
         out = capsys.readouterr().out
         assert len(simulator.seen) == 2
-    assert "agent pass · 4 user turns (3 script, 1 simulator) · 1 simulated turns · goal met" in out
+    assert "agent pass · 4 user turns (3 script, 1 simulator) · 1 simulated turn · goal met" in out
     assert "ended by the simulator · simulator faithful" in out
     store = Store(db)
     run_id = out.split("kept as run ")[1].split()[0]
@@ -41,7 +41,7 @@ def test_a_conversation_is_run_kept_pinned_and_replayed_with_no_simulator_call(t
         assert main(["test", str(kept), "--config", config, "--replay-users", "--db", str(db)]) == 0
         out = capsys.readouterr().out
         assert simulator.seen == []
-        assert "1 replayed turns · goal met" in out
+        assert "1 replayed turn · goal met" in out
     replayed = store.load_run(out.split("kept as run ")[1].split()[0])
     assert replayed.conversation.replayed and replayed.id != run_id
     said = [m.content.encode() for m in replayed.messages if isinstance(m, UserMessage)]

@@ -153,5 +153,5 @@ def test_the_report_says_turns_goal_ender_and_fidelity() -> None:
     ):
         cell = _play(simulator, agent)
     said = users.report(cell.run)
-    assert said.startswith("4 user turns (3 script, 1 simulator) · 1 simulated turns · goal met")
+    assert said.startswith("4 user turns (3 script, 1 simulator) · 1 simulated turn · goal met")
     assert "ended by the simulator" in said and "simulator broke 1×: instructs" in said
