@@ -204,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
         sent = body
         self.client_body = (plain, encoding)  # what the step keeps as the request, whatever is forwarded
         if placed is not None and self.proxy.holds.pause != "never":
-            run = self.proxy.recorder.build(placed.live) if placed.live.steps else None
+            run = self.proxy.recorder.preview(placed)
             reason = self.proxy.holds.reason(run, placed.step)
             if reason is not None:
                 decision = self.proxy.holds.hold(placed.live.run_id, placed.step, reason, dialect, body)

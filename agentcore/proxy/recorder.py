@@ -11,6 +11,7 @@ and as the upstream answered (headers redacted, every registered secret scrubbed
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 import uuid
@@ -203,17 +204,27 @@ class Recorder:
                 placed.kept = (run.id, len(run.steps) - 1, exchange.kept)
             return run
 
-    def build(self, live: _Live) -> Run:
+    def build(self, live: _Live, builder: _Builder | None = None) -> Run:
         """The run of a conversation's calls so far, built as an imported session's is (its step records are the
         builder's own, so the store rewrites only the steps that changed)."""
-        assert live.builder is not None
         with self.lock:
-            builder = live.builder
+            builder = builder or live.builder
+            assert builder is not None
             run = builder.build(
                 title=first_words(builder.messages, "proxied run"), session_id=live.run_id, agent=None, tools=live.tools
             )
         run.id, run.created_at = live.run_id, live.created_at
         return run
+
+    def preview(self, placed: Placed) -> Run | None:
+        """The run as a request about to be sent finds it: the steps so far with the tool results and the words
+        the request adds (what a `tool-error` breakpoint reads); None for a request that starts a run."""
+        with self.lock:
+            if placed.live.builder is None:
+                return None
+            builder = copy.deepcopy(placed.live.builder)  # the live one takes the request only once it is answered
+            builder.add(placed.new, first=False)
+            return self.build(placed.live, builder)
 
 
 def _turn(exchange: Exchange) -> Turn:

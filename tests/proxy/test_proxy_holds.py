@@ -172,3 +172,42 @@ def test_a_mocked_answer_reads_in_each_sdk(rig_of, stream):
         assert _answered(rig, lambda: chat(model="m", messages=ask, stream=False).message.content) == "mocked: 20 C"
     assert rig.upstream.seen == []
     assert sorted(r.messages[-1].content for r in rig.runs()) == ["mocked: 20 C"] * 3
+
+
+def test_a_tool_error_breakpoint_holds_the_call_that_carries_an_error_result(rig_of):
+    import anthropic
+
+    again = Reply.fixture("anthropic_tool_use.json")
+    again.body = again.body.replace(b'"toolu_', b'"toolu_again_')  # a second turn's calls have ids of their own
+    rig = rig_of(
+        Reply.fixture("anthropic_tool_use.json"),
+        again,
+        Reply.fixture("anthropic_thinking_final_text.json"),
+        pause="tool-error",
+    )
+    sdk = anthropic.Anthropic(api_key=KEY, base_url=rig.url, max_retries=0)
+    ask: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+
+    def turn(results: list[dict[str, Any]] | None = None) -> Any:
+        if results is not None:
+            ask.append({"role": "user", "content": results})
+        reply = sdk.messages.create(model="claude-haiku-4-5", max_tokens=99, messages=ask)
+        ask.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        return [b.id for b in reply.content if b.type == "tool_use"]
+
+    calls = turn()
+    calls = turn([{"type": "tool_result", "tool_use_id": c, "content": "18 C"} for c in calls])
+    assert rig.proxy.holds.listing() == []  # a result that is no error holds nothing
+    error = [
+        {"type": "tool_result", "tool_use_id": c, "content": "the service is down", "is_error": True} for c in calls
+    ]
+    pending = _in_thread(lambda: turn(error))
+    [hold] = held(rig)
+    assert hold["step"] == 3 and "is an error" in hold["reason"]
+    rig.proxy.holds.release(hold["id"], "send")
+    pending["thread"].join(30)
+    assert "error" not in pending
+    [run] = rig.runs()
+    assert len(run.steps) == 3
+    assert [t.is_error for t in run.steps[1].tool_runs] == [True] * len(calls)
+    assert run.steps[2].hook_effects[0].change == "held, then sent as it was"
