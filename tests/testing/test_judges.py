@@ -225,3 +225,21 @@ def test_what_a_judge_reads_of_a_step_and_of_the_whole_run():
     empty = Run.start("hi")
     verdict = call_judge(JudgeExpect(rubric="r", model="scripted"), empty)
     assert verdict.passed is None and verdict.reason == "the run made no step to judge" and verdict.judge_run is None
+
+
+def test_a_long_run_is_shown_to_the_judge_within_its_limits_from_both_ends():
+    from agentcore.messages import AssistantMessage, UserMessage
+    from agentcore.steps import StepRecord
+    from agentcore.testing.judges import MAX_MESSAGE_CHARS, MAX_PART_CHARS
+
+    run = Run.start("go on " + "x" * 10_000)
+    for n in range(40):
+        run.steps.append(StepRecord(index=n + 1, message_count=len(run.messages)))
+        run.messages.append(AssistantMessage(content=f"reply {n} " + "y" * 9_000))
+        run.messages.append(UserMessage(content=f"more {n}"))
+    part = judged_part(run, JudgeExpect(rubric="r", model="scripted", on="run"))
+    assert len(part.text) <= MAX_PART_CHARS + 2_000
+    assert f"[0] user: go on {'x' * (MAX_MESSAGE_CHARS - 6)}" in part.text and "characters left out]" in part.text
+    assert part.indexes[0] == 0 and part.indexes[-1] == len(run.messages) - 1
+    left = len(run.messages) - len(part.indexes)
+    assert left > 0 and f"[…{left} messages left out: the part is too long]" in part.text
