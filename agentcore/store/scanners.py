@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 LOOP_REPEATS = 3  # the same call in this many steps running is a loop
 CONTEXT_SHARE = 0.8  # a request past this share of the model's window is a finding
 WRITE_BATCH = 200  # runs whose findings are written in one transaction
+READ_BATCH = 200  # runs read from the database in one transaction
 FAILURE_WORDS = ("error", "fail", "cannot", "can't", "could not", "couldn't", "unable", "sorry", "problem")
 
 
@@ -373,12 +374,16 @@ def scan_library(
         report.removed += removed
         batch.clear()
 
+    runs: dict[str, Run] = {}
     for i, run_id in enumerate(ids, start=1):
         revision, read = state.get(run_id, (None, {}))
         if not again and run_id not in state:  # every scanner has read this revision: the database left it out
             report.skipped += 1
         else:
-            found = scan_run(store.read_run(run_id), scanners)
+            if run_id not in runs:  # the next batch of runs to read, read together
+                runs = store.read_runs([r for r in ids[i - 1 : i - 1 + READ_BATCH] if again or r in state])
+            # a run gone since the scan began is read alone, which says it is not there
+            found = scan_run(runs.pop(run_id, None) or store.read_run(run_id), scanners)
             batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
             for scanner in scanners:
                 report.findings[scanner.name] += len(found[scanner.author])

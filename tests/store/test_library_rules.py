@@ -344,3 +344,56 @@ def test_a_regex_scan_stops_at_its_deadline_exactly_and_not_before(monkeypatch):
     at = scanners.regex_scanner("Tokyo", deadline=100.0)
     with pytest.raises(scanners.ScanStopped, match="ran out of time at step 1"):
         list(at.scan(run))
+
+
+def test_a_scan_reads_runs_a_batch_at_a_time_and_finds_on_each_what_its_own_reading_finds(tmp_path, monkeypatch):
+    from support.runs import scripted_run
+
+    from agentcore.annotations import make_annotation
+    from agentcore.store import scanners
+    from agentcore.store.runs import Store
+
+    monkeypatch.setattr(scanners, "READ_BATCH", 3)
+    store = Store(tmp_path / "runs.db")
+    runs = [scripted_run(name) for name in ("runaway", "weather", "tool_error", "runaway", "research", "runaway")]
+    for run in runs:
+        store.save_run(run)
+    store.replace_findings(runs[1].id, {"ada": [make_annotation(step=1, labels=["good"])]})
+    read: list[list[str]] = []
+    read_runs = store.read_runs
+    monkeypatch.setattr(store, "read_runs", lambda ids: (read.append(list(ids)), read_runs(ids))[1])
+    chosen = list(scanners.BUILTINS.values())
+    ids = [r.id for r in runs]
+    report = scanners.scan_library(store, chosen, ids)
+    assert read == [ids[:3], ids[3:]] and report.runs == 6
+    for run in runs:  # each run's findings are those of the run read alone, people's labels kept beside them
+        alone = scanners.scan_run(store.read_run(run.id), chosen)
+        kept: dict[str, list[str]] = {}
+        for a in store.annotations(run.id):
+            kept.setdefault(a.author, []).append(a.id)
+        for author, labels in alone.items():
+            assert kept.get(author, []) == [a.id for a in labels], (run.id, author)
+    assert [a.labels for a in store.annotations(runs[1].id) if a.author == "ada"] == [["good"]]
+    assert store.read_runs([runs[0].id, "no-such-run"]).keys() == {runs[0].id}
+    assert store.read_runs([runs[0].id])[runs[0].id].model_dump() == store.read_run(runs[0].id).model_dump()
+
+
+def test_a_run_read_in_a_batch_is_one_its_viewer_may_see_and_one_gone_since_the_scan_began_is_an_error(
+    tmp_path, monkeypatch
+):
+    from support.runs import scripted_run
+
+    from agentcore.store import scanners
+    from agentcore.store.access import Viewer
+    from agentcore.store.runs import Store
+    from agentcore.store.schema import StoreError
+
+    monkeypatch.setenv("AGENTCORE_PRIVATE_RUNS", "1")
+    ada, bob = Store(tmp_path / "runs.db", owner="ada"), Store(tmp_path / "runs.db", owner="bob")
+    mine, theirs = scripted_run("runaway"), scripted_run("runaway")
+    ada.save_run(mine)
+    bob.save_run(theirs)
+    assert ada.viewer == Viewer("ada")
+    assert ada.read_runs([mine.id, theirs.id]).keys() == {mine.id}
+    with pytest.raises(StoreError, match=f"no run '{theirs.id}'"):
+        scanners.scan_library(ada, [scanners.BUILTINS["loop"]], [mine.id, theirs.id], again=True)
