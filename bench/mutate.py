@@ -153,6 +153,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "agentcore/proxy/handler.py",
             "agentcore/proxy/server.py",
             "agentcore/proxy/control.py",
+            "agentcore/store/exchanges.py",
+            "ui/held_view.py",
         ],
         [
             "test_proxy_openai.py",
@@ -163,6 +165,9 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "test_proxy_holds.py",
             "test_proxy_app.py",
             "test_proxy_runs.py",
+            "test_proxy_bytes.py",
+            "test_proxy_surfaces.py",
+            "test_exchanges.py",
         ],
     ),
 }

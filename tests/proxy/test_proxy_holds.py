@@ -32,6 +32,9 @@ def test_a_held_call_sent_with_an_edited_message_gets_the_reply_to_the_edit(rig_
     assert run.messages[1].content == "Weather in Rome?"
     [effect] = step.hook_effects
     assert (effect.kind, effect.before, effect.after) == ("message_list", ASK, edited)
+    kept = rig.store.exchange(run.id, 0)  # the bytes kept are the agent's own; what went instead is the edit
+    assert json.loads(kept.request)["messages"] == ASK
+    assert json.loads(kept.reply)["choices"][0]["message"]["content"] == "Rome: 25 C"
 
 
 def test_a_held_call_answered_with_a_mock_never_reaches_the_upstream(rig_of):
