@@ -89,7 +89,8 @@ def draw_turn() -> None:
         if spec.human:
             raise AgentcoreError("the simulated user needs a model, PROVIDER:MODEL")
         parsed = parse_spec(spec.model)
-        provider = create_provider(parsed.provider, parsed.model, base_url=parsed.base_url)
+        options = users.simulator_options(parsed.provider)
+        provider = create_provider(parsed.provider, parsed.model, base_url=parsed.base_url, **options)
     except ValidationError as exc:
         session.notice = f"The simulated user: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
         return

@@ -70,6 +70,18 @@ def check(spec: UserSpec) -> None:
         raise UsageError(f"user.model: {exc}") from None
 
 
+def simulator_options(provider: str) -> dict[str, Any]:
+    """The provider's own settings for playing a user. The embedded model's default style allows only a tool call
+    until a tool has answered (it answers at once from its guesses otherwise): a user writes first, so it may."""
+    if provider != "local":
+        return {}
+    from dataclasses import replace
+
+    from ..providers.local_chat import DEFAULT_STYLE
+
+    return {"chat_style": replace(DEFAULT_STYLE, call_first=False)}
+
+
 def instructions(spec: UserSpec) -> str:
     """The simulator's system prompt: who it plays, what it wants, how it writes, and how it ends."""
     lines = [
@@ -371,7 +383,9 @@ def converse(
     parsed = parse_spec(spec.model)
     seed = (spec.seed + trial) % (SEED_LIMIT + 1)
     try:
-        provider = (factory or create_provider)(parsed.provider, parsed.model, base_url=parsed.base_url)
+        provider = (factory or create_provider)(
+            parsed.provider, parsed.model, base_url=parsed.base_url, **simulator_options(parsed.provider)
+        )
     except AgentcoreError as exc:
         _end(record, "simulator", "simulator failed", _cut(scrub_text(str(exc))))
         return sims
