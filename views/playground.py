@@ -53,6 +53,7 @@ STOP_LOOKS = {
     "cancelled": (":material/pause_circle:", "orange"),
 }
 SIDEBAR_DRAWN_FOR = "_sidebar_drawn_for"
+QUICK_S = 0.3  # a phase that ends within this is drawn by the page's fragment alone, with no live box
 PACES = {"no pause": 0.0, "0.5 s": 0.5, "1 s": 1.0, "2 s": 2.0}  # a wait after each phase of Run to end
 PACE_KEY = "pace"
 VIEWS = ("Messages", "Steps")
@@ -111,6 +112,28 @@ def _live(session: Session, slot) -> None:
             if job.run is session.run and len(job.run.messages) > job.before:
                 mark_new(job.run, job.before)
     slot.empty()  # the rest of the page is drawn after this, from the changed run: no second script run
+
+
+def _quick_phase(session: Session) -> bool:
+    """Run the requested phase in the page's fragment, if it ends within QUICK_S; True when nothing runs on.
+
+    A phase that quick (the scripted model, a mocked result) needs no live box and no Stop, and the fragment's
+    run redraws only the page: the sidebar and the navigation stay as they were. A longer one goes on, on its
+    thread, and the app's script run follows it with its live box.
+    """
+    job = session.phase_job
+    if job is None:
+        action, session.action = session.action, None
+        job = actions.start_phase(session, action or "step")
+        if job is None:
+            return True
+    if not job.wait(QUICK_S):
+        return False
+    actions.finish_phase(session, job)
+    if job.run is session.run and len(job.run.messages) > job.before:
+        mark_new(job.run, job.before)
+    _refresh_sidebar_if_changed(session)  # a failed save shows its warning in the sidebar
+    return True
 
 
 def _pause(seconds: float, line) -> None:
@@ -491,9 +514,9 @@ def _page(session: Session) -> None:
         return
     if session.running:
         st.rerun(scope="app")  # Run to end was pressed: it runs where its Stop button can interrupt it
-    if session.action or session.phase_job is not None:
-        # a click on a widget of this fragment waits for the fragment's run to end, so a phase runs in the app's
-        # own script run, where a click on its Stop interrupts the page at once and ends the call it follows
+    if (session.action or session.phase_job is not None) and not _quick_phase(session):
+        # a click on a widget of this fragment waits for the fragment's run to end, so a longer phase runs on in
+        # the app's own script run, where a click on its Stop interrupts the page at once and ends the call
         st.rerun(scope="app")
     _run_picker(session, picker)
     _lesson_settings(run)
