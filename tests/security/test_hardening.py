@@ -154,12 +154,14 @@ def test_cli_refuses_an_unwritable_out_before_running(tmp_path, capsys):
 
 
 def test_cli_compare_to_an_unwritable_out_is_one_line_and_leaves_no_temporary(tmp_path, capsys):
+    out = tmp_path / "out"  # a folder inside the test's own: the temporary would sit beside it, in tmp_path
+    out.mkdir()
     code, _, err = cli(
-        capsys, "compare", "hi", "--config", "scripted:weather", "--config", "scripted:recovery", "--out", str(tmp_path)
+        capsys, "compare", "hi", "--config", "scripted:weather", "--config", "scripted:recovery", "--out", str(out)
     )
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []
-    assert not (tmp_path.parent / f".{tmp_path.name}.tmp").exists()  # the temporary sits beside the target
+    assert list(out.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [out]  # and no temporary (.out.tmp) beside it
 
 
 def test_cli_compare_with_an_unknown_provider_is_bad_usage(capsys):
