@@ -82,7 +82,11 @@ $(PHOENIX_VENV)/.installed:
 # starts once.
 TEST_WORKERS ?= 2
 
+# Where PYTHONDONTWRITEBYTECODE is set, every worker and every app server, MCP server and command the tests start
+# would compile agentcore again (a second a process): compiled once here, each file checked against its source's hash
+# as it is imported, so an edited or mutated source is never run from a stale copy.
 test: lint $(PHOENIX_VENV)/.installed
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q --invalidation-mode checked-hash agentcore ui tests/support
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # The peers (LangChain, LangGraph, pydantic-ai) get their own venv, so they never become agentcore dependencies.
