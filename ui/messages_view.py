@@ -392,7 +392,9 @@ def _message_row(
         ):
             actions.compare_from(session.run, step)
         if isinstance(m, ToolMessage) and session.draft is None and not editing:
-            render_mock_form(row.popover(":material/science:", help="Mock this result"), i, m)
+            mock = row.popover(":material/science:", help="Mock this result", key=f"mock_pop_{i}", on_change="rerun")
+            if mock.open:  # its five widgets drawn once it is opened, not again for each result on every Step
+                render_mock_form(mock, i, m)
         if editing:
             _editor(session, i, m)
         else:

@@ -10,6 +10,12 @@ from support.app import click
 from agentcore.run import Run
 
 
+def open_mock(at: AppTest, index: int) -> None:
+    """Open the mock popover of the tool result at `index`: its form is drawn once it is open."""
+    at.session_state[f"mock_pop_{index}"] = True
+    at.run()
+
+
 def start(at: AppTest, scenario: str, breakpoints: str = "") -> Run:
     at.selectbox(key="cfg_scenario").set_value(scenario).run()
     at.text_area(key="cfg_breakpoints").set_value(breakpoints).run()
@@ -56,6 +62,7 @@ def test_a_result_mocked_from_here_on_answers_the_later_calls(open_app):
     run = start(at, "runaway")
     click(at, "step")
     assert run.messages[2].role == "tool"
+    open_mock(at, 2)
     at.text_area(key="mock_text_2").set_value("A step budget caps the model calls.").run()
     click(at, "mock_2")
     assert [r.tool for r in run.config.mocks] == ["search_notes"]
@@ -72,6 +79,7 @@ def test_replay_from_here_forks_at_the_call_and_goes_on_with_the_mock(open_app):
     run = start(at, "weather")
     click(at, "run_to_end")
     assert run.stop_reason == "answer"
+    open_mock(at, 3)
     at.text_area(key="mock_text_3").set_value("Rome: snow, -5 degrees").run()
     click(at, "mock_replay_3")
     fork = at.session_state["session"].run
@@ -88,6 +96,7 @@ def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_n
     assert run.paused
     click(at, "run_to_end")
     assert run.stop_reason == "answer"
+    open_mock(at, 3)
     at.text_area(key="mock_text_3").set_value("Rome: snow").run()
     click(at, "mock_replay_3")
     fork = at.session_state["session"].run
@@ -100,6 +109,7 @@ def test_replay_from_here_goes_past_the_breakpoint_it_came_from_and_says_so_as_n
     fresh = open_app()  # without a breakpoint: nothing to go past, and nothing said of one
     plain = start(fresh, "weather")
     click(fresh, "run_to_end")
+    open_mock(fresh, 3)
     fresh.text_area(key="mock_text_3").set_value("Rome: snow").run()
     click(fresh, "mock_replay_3")
     assert any(i.value.startswith("Replaying step 1's tools with ") and "breakpoint" not in i.value for i in fresh.info)

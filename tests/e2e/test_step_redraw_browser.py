@@ -1,7 +1,7 @@
 """A Step redraws the playground and nothing else, in a real headless Chromium: the script run it starts is the
 page's fragment, and what the server sends for it touches neither the sidebar nor the navigation. A phase that
 takes longer goes on where its Stop interrupts it: on a scripted model that streams a word every 0.4 s, Stop
-ends the Step within a streamed piece.
+ends the Step within a streamed piece. A tool result's mock form is drawn once its popover is opened.
 
 Read from the app's own messages to the browser (Streamlit's ForwardMsg, on the page's websocket): each script
 run opens with a new_session message that names the fragments it runs, and each element sent carries its place,
@@ -91,6 +91,12 @@ def test_a_step_redraws_the_page_alone_not_the_sidebar(app, browser):
         assert runs and all(runs), f"a Step ran the whole app, not the page's fragment alone: {runs}"
         assert SIDEBAR_ROOT not in sent.roots(), "a Step redrew the sidebar"
         assert not [m for m in sent.sent if m.WhichOneof("type") == "navigation"], "a Step redrew the navigation"
+
+    mock = page.locator(".st-key-mock_pop_8")  # the last result's popover: its form is not sent with each Step
+    expect(page.get_by_label("Result the model reads")).to_have_count(0)
+    mock.get_by_role("button").click()
+    expect(page.get_by_label("Result the model reads")).to_be_visible(timeout=WAIT)
+    expect(page.get_by_role("button", name="Mock this result from here on")).to_be_visible()
 
 
 def test_stop_ends_a_slow_step_within_a_streamed_piece(paced_app, browser):
