@@ -586,6 +586,7 @@ def results_json(matrix: Matrix) -> str:
                             "run_id": t.run.id if t.run is not None else None,
                             "failure": scrub_text(t.first_failure) if t.first_failure else None,
                             "departed_at": t.departed_at,
+                            "conversation": users.report(t.run) if t.run is not None else None,
                         }
                         for t in trials
                     ],

@@ -4,6 +4,8 @@ pin` keeps the user; `--replay-users` replays the recorded turns with no simulat
 
 from __future__ import annotations
 
+import json
+
 from support.simulated_user import AGENT_ANSWER, booking_test, ends
 from support.stand_in import Reply, StandIn
 
@@ -21,11 +23,13 @@ def test_a_conversation_is_run_kept_pinned_and_replayed_with_no_simulator_call(t
     ):
         source.write_text(pinned.dumps(booking_test(simulator.url)))
         config = f"openai:agent@{agent.url}/v1"
-        assert main(["test", str(source), "--config", config, "--db", str(db)]) == 0
+        assert main(["test", str(source), "--config", config, "--db", str(db), "--json", str(tmp_path / "r.json")]) == 0
         out = capsys.readouterr().out
         assert len(simulator.seen) == 2
     assert "agent pass · 4 user turns (3 script, 1 simulator) · 1 simulated turn · goal met" in out
     assert "ended by the simulator · simulator faithful" in out
+    outcome = json.loads((tmp_path / "r.json").read_text())["cells"][0]["outcomes"][0]
+    assert outcome["conversation"].startswith("4 user turns (3 script, 1 simulator) · 1 simulated turn · goal met")
     store = Store(db)
     run_id = out.split("kept as run ")[1].split()[0]
     run = store.load_run(run_id)
