@@ -4,7 +4,7 @@ The simulator reads the conversation with the roles flipped (the agent's answers
 user's turns its own) and either writes the next user turn or calls `end_conversation` with a reason (goal met,
 gave up, turns exhausted). Each call is an ordinary run through agentcore's own providers and loop, linked to the
 conversation's run (`spawned_by`), and each turn it writes names it (messages.UserAuthor). A recorded conversation
-replays its user turns with no simulator call (`recorded_turns`).
+replays its user turns with no simulator call (`user_turns`, `replays`).
 
 Whatever the simulator sends is untrusted: a huge turn is cut, an empty one, a failed call or a call this module
 did not offer ends the conversation with the reason said, and no conversation goes past `max_turns` simulated
