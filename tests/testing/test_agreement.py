@@ -8,13 +8,19 @@ import json
 import random
 
 import pytest
-from sklearn.metrics import cohen_kappa_score, confusion_matrix, recall_score
 
 from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.annotations import Annotation, make_annotation
 from agentcore.cli.main import main
 from agentcore.store.runs import Store
 from agentcore.testing.agreement import BinaryAgreement, cohen_kappa, confusion, judge_report
+
+
+def sk():
+    """scikit-learn's metrics: seconds to import, so imported by the tests that compare with them, not at collection."""
+    from sklearn import metrics
+
+    return metrics
 
 
 def expand(table: list[list[int]]) -> tuple[list[int], list[int]]:
@@ -36,9 +42,9 @@ def test_kappa_and_the_table_equal_scikit_learns_on_random_labels(seed):
     a = [rng.randrange(k) for _ in range(n)]
     b = [x if rng.random() < skew else rng.randrange(k) for x in a]
     table = confusion(zip(a, b, strict=True), range(k))
-    assert table == confusion_matrix(a, b, labels=list(range(k))).tolist()
+    assert table == sk().confusion_matrix(a, b, labels=list(range(k))).tolist()
     found = cohen_kappa(table)
-    expected = cohen_kappa_score(a, b, labels=list(range(k)))
+    expected = sk().cohen_kappa_score(a, b, labels=list(range(k)))
     if found is None:  # both raters used one category alone: scikit-learn's is not a number then
         assert len(set(a) | set(b)) == 1
     else:
@@ -52,9 +58,9 @@ def test_the_rates_and_the_baseline_equal_scikit_learns(seed):
     people = [rng.random() < 0.6 for _ in range(rng.randint(10, 80))]
     judge = [p if rng.random() < 0.8 else not p for p in people]
     a = BinaryAgreement.of(zip(people, judge, strict=True))
-    assert a.tpr == pytest.approx(recall_score(people, judge, pos_label=True))
-    assert a.tnr == pytest.approx(recall_score(people, judge, pos_label=False))
-    assert a.kappa.value == pytest.approx(cohen_kappa_score(people, judge))
+    assert a.tpr == pytest.approx(sk().recall_score(people, judge, pos_label=True))
+    assert a.tnr == pytest.approx(sk().recall_score(people, judge, pos_label=False))
+    assert a.kappa.value == pytest.approx(sk().cohen_kappa_score(people, judge))
     assert a.baseline == max(people.count(True), people.count(False)) / len(people)
     assert a.raw == sum(p == j for p, j in zip(people, judge, strict=True)) / len(people)
 
@@ -69,7 +75,7 @@ def test_cohen_1960_table_1_by_hand():
     assert p_o == pytest.approx(0.70) and p_c == pytest.approx(0.41)
     found = cohen_kappa(table)
     assert found.value == pytest.approx((p_o - p_c) / (1 - p_c)) and round(found.value, 3) == 0.492
-    assert found.value == pytest.approx(cohen_kappa_score(*expand(table)))
+    assert found.value == pytest.approx(sk().cohen_kappa_score(*expand(table)))
 
 
 def test_the_interval_is_the_one_sas_prints_for_its_example_table():
@@ -157,10 +163,10 @@ def test_the_command_prints_the_figures_on_a_library_of_40_steps_labelled_by_bot
     printed = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["items"] == 40 and data["judged"] == 40 and data["labelled"] == 40
-    assert data["kappa"] == pytest.approx(cohen_kappa_score(people, judge))
-    assert data["tpr"] == pytest.approx(recall_score(people, judge, pos_label=True))
-    assert data["tnr"] == pytest.approx(recall_score(people, judge, pos_label=False))
-    (tn, fp), (fn, tp) = confusion_matrix(people, judge, labels=[False, True]).tolist()
+    assert data["kappa"] == pytest.approx(sk().cohen_kappa_score(people, judge))
+    assert data["tpr"] == pytest.approx(sk().recall_score(people, judge, pos_label=True))
+    assert data["tnr"] == pytest.approx(sk().recall_score(people, judge, pos_label=False))
+    (tn, fp), (fn, tp) = sk().confusion_matrix(people, judge, labels=[False, True]).tolist()
     assert data["confusion"]["table"] == [[tp, fn], [fp, tn]]
     agree = tp + tn
     low, high = data["kappa_95"]
