@@ -16,7 +16,7 @@ model call, and the reply's call ids made distinct after it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from . import catalogue
@@ -105,15 +105,18 @@ class Prepared:
     sent: SentRequest | None = None
     calls: list[PolicyCall] = field(default_factory=list)
 
-    def reply(self, history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
+    def reply(
+        self, history: Sequence[Message], message: AssistantMessage, step: int, taken: Collection[str] | None = None
+    ) -> AssistantMessage:
         """The model's reply with each tool call id made distinct: from the history's and from each other's.
 
         A model that did not see part of the history may number its calls again (the scripted one counts the
         turns it was sent), and a model may give two calls of one turn one id, or none: a run's ids must stay
         unique, or its results go to the wrong call and no reader takes the transcript. A repeated id gets the
         step's suffix (and a number after it), an empty one `call_{n}_s{step}` (n: its place in the reply).
+        `taken`, when given, is the history's call ids (Run.tool_call_ids), so the history need not be read.
         """
-        return distinct_call_ids(history, message, step)
+        return distinct_call_ids(history, message, step, taken)
 
 
 Outgoing = Callable[[ModelRequest], ModelRequest]  # what the run's hooks make of a request before it leaves
@@ -165,19 +168,27 @@ def prepare(run: Run, summariser: Provider | None = None, outgoing: Outgoing | N
     return Prepared(sent.messages(history), sent, calls)
 
 
-def distinct_call_ids(history: Sequence[Message], message: AssistantMessage, step: int) -> AssistantMessage:
-    """`message` with each tool call id the history or an earlier call of it holds (or an empty one) made new."""
+def distinct_call_ids(
+    history: Sequence[Message], message: AssistantMessage, step: int, taken: Collection[str] | None = None
+) -> AssistantMessage:
+    """`message` with each tool call id the history or an earlier call of it holds (or an empty one) made new.
+
+    `taken`, when given, is the history's call ids (Run.tool_call_ids, kept as the run grows): read as it is, never
+    changed; without it the whole history is read.
+    """
     if not message.tool_calls:
         return message
-    taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    if taken is None:
+        taken = {c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    given: set[str] = set()  # the ids of this reply's calls so far
     calls = []
     for n, call in enumerate(message.tool_calls, 1):
         new, k = call.id, 1
-        while not new or new in taken:
+        while not new or new in taken or new in given:
             base = call.id or f"call_{n}"
             new = f"{base}_s{step}" if k == 1 else f"{base}_s{step}_{k}"
             k += 1
-        taken.add(new)
+        given.add(new)
         calls.append(call if new == call.id else call.model_copy(update={"id": new}))
     if all(a is b for a, b in zip(calls, message.tool_calls, strict=True)):
         return message

@@ -6,6 +6,7 @@ Everything the app and the CLI show is derived from a Run; the transcript is its
 from __future__ import annotations
 
 import math
+import operator
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -182,6 +183,9 @@ class Run(BaseModel):
     # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.steps.Conversation)
     conversation: Conversation | None = Field(default=None, exclude_if=lambda v: v is None)
     _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
+    # the messages whose tool call ids _call_ids holds (kept, so that no id of theirs is reused); a cache, not state
+    _ids_read: list[Message] = PrivateAttr(default_factory=list)
+    _call_ids: set[str] = PrivateAttr(default_factory=set)
 
     @field_validator("steps")
     @classmethod
@@ -337,6 +341,22 @@ class Run(BaseModel):
         if violations:
             raise MessageListError(violations)
         self._trusted = ids
+
+    def tool_call_ids(self) -> set[str]:
+        """Every tool call id the messages hold. Shared: do not change it.
+
+        Read once per message as the list grows; a list changed in any other way (a message replaced, removed
+        or inserted, the list itself replaced) is read again whole.
+        """
+        read, messages = self._ids_read, self.messages
+        if len(messages) < len(read) or not all(map(operator.is_, read, messages)):
+            read = self._ids_read = []  # new objects: a copy of this run may share the old ones
+            self._call_ids = set()
+        for message in messages[len(read) :]:
+            if isinstance(message, AssistantMessage):
+                self._call_ids.update(c.id for c in message.tool_calls)
+            read.append(message)
+        return self._call_ids
 
     def append(self, message: Message) -> None:
         """Append a message the loop made; it keeps the list valid, so the check need not run again."""

@@ -42,7 +42,7 @@ class PolicyHook:
         return request.model_copy(update={"messages": tuple(self.prepared.messages)})
 
     def _after_model(self, run: Run, message: AssistantMessage) -> AssistantMessage:
-        return self.prepared.reply(run.messages, message, len(run.steps) + 1)
+        return self.prepared.reply(run.messages, message, len(run.steps) + 1, run.tool_call_ids())
 
     def _record(self, step: StepRecord, changed: bool) -> None:
         step.sent, step.policy_calls = self.prepared.sent, self.prepared.calls

@@ -97,6 +97,31 @@ def test_a_reply_whose_ids_are_all_new_is_the_same_message():
     assert distinct_call_ids(history, answer, 2) is answer
 
 
+def test_a_run_s_call_ids_are_read_again_after_its_message_list_is_edited_in_place_or_replaced():
+    # the run keeps the ids it read as its list grew; an edit (the playground's, a hook's) must not leave them stale
+    run = Run.start("w?", RunConfig())
+    run.append(AssistantMessage(tool_calls=(_call("a"),)))
+    run.append(ToolMessage(tool_call_id="a", name="get_weather", content="sunny"))
+    assert run.tool_call_ids() == {"a"}
+    run.messages[1] = AssistantMessage(tool_calls=(_call("b"),))
+    run.messages[2] = ToolMessage(tool_call_id="b", name="get_weather", content="sunny")
+    reply = AssistantMessage(tool_calls=(_call("a"), _call("b")))
+    assert [c.id for c in distinct_call_ids(run.messages, reply, 2, run.tool_call_ids()).tool_calls] == ["a", "b_s2"]
+    run.messages.append(AssistantMessage(tool_calls=(_call("c"),)))  # grown without Run.append
+    assert run.tool_call_ids() == {"b", "c"}
+    run.replace_messages(run.messages[:1])
+    assert run.tool_call_ids() == set()
+
+
+def test_a_reply_s_ids_are_checked_against_the_run_s_kept_ids_as_against_its_history():
+    run = Run.start("w?", RunConfig())
+    run.append(AssistantMessage(tool_calls=(_call("a"),)))
+    reply = AssistantMessage(tool_calls=(_call("a"), _call("a", "Rome"), _call("")))
+    kept = distinct_call_ids(run.messages, reply, 2, run.tool_call_ids())
+    assert kept == distinct_call_ids(run.messages, reply, 2)
+    assert run.tool_call_ids() == {"a"}  # read, never changed
+
+
 # -- the summariser's call ---------------------------------------------------------------
 
 
