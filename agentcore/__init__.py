@@ -21,6 +21,7 @@ from .messages import (
     ToolCall,
     ToolMessage,
     Usage,
+    UserAuthor,
     UserMessage,
     Violation,
     pending_tool_calls,
@@ -30,7 +31,7 @@ from .providers import create_provider, default_provider
 from .providers.base import ModelRequest, ModelResponse, Provider, Settings, WireExchange
 from .providers.scripted import SCENARIOS, ScriptedProvider
 from .run import ForkOrigin, ImportOrigin, Run, RunConfig, SubagentLink
-from .steps import Halt, StepRecord, ToolRun
+from .steps import Conversation, Halt, StepRecord, ToolRun, UserSpec
 from .tools import Tool, ToolOutcome, ToolSpec, tool
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "AgentcoreError",
     "Answer",
     "AssistantMessage",
+    "Conversation",
     "Event",
     "ForkOrigin",
     "Halt",
@@ -72,7 +74,9 @@ __all__ = [
     "TranscriptError",
     "Usage",
     "UsageError",
+    "UserAuthor",
     "UserMessage",
+    "UserSpec",
     "Violation",
     "WireExchange",
     "create_provider",
