@@ -155,3 +155,15 @@ def test_the_report_says_turns_goal_ender_and_fidelity() -> None:
     said = users.report(cell.run)
     assert said.startswith("4 user turns (3 script, 1 simulator) · 1 simulated turn · goal met")
     assert "ended by the simulator" in said and "simulator broke 1×: instructs" in said
+
+
+def test_a_transcript_without_a_conversation_is_written_as_before_and_reads_back() -> None:
+    from support.runs import scripted_run
+
+    from agentcore.transcript import json_text
+
+    run = scripted_run("weather")
+    body = to_dict(run)
+    assert "conversation" not in body and all("author" not in m for m in body["messages"])
+    text = json_text(body)
+    assert json_text(to_dict(from_dict(json.loads(text)))) == text  # byte for byte, as before authors
