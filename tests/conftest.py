@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 from support.pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
 from support.servers import APP_WAIT, ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
+from support.tls import contexts_built_once
 
 from agentcore import toolbox
 
@@ -76,6 +77,13 @@ def _session_runs_database(tmp_path_factory):
         os.environ.pop("AGENTCORE_DB", None)
     else:
         os.environ["AGENTCORE_DB"] = saved
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tls_contexts_built_once():
+    """Each HTTP client the tests build gets the TLS context it would build, built once (tests/support/tls.py)."""
+    with contexts_built_once():
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
