@@ -91,7 +91,7 @@ def render_hold(store: Any, url: str, hold: dict[str, Any], prefix: str) -> None
             "Answer with", key=f"{prefix}_answered_{hold_id}", on_click=_release, args=(prefix, url, hold, "answer")
         )
         fork.button("Fork here", key=f"{prefix}_fork_{hold_id}", on_click=_fork, args=(prefix, store, hold))
-        if int(hold["step"]) > 1 and store.exists(hold["run_id"]):
+        if store.exists(hold["run_id"]):  # a call that starts a run has none stored yet
             earlier.button(
                 "Open the run so far",
                 key=f"{prefix}_run_{hold_id}",

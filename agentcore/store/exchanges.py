@@ -35,10 +35,10 @@ class BodyFacts:
 
     length: int  # the whole body's length in bytes, as it went
     sha256: str  # of the whole body as it went (before any secret was replaced)
-    cut: bool = False  # only the first KEPT_BYTES are kept
-    scrubbed: bool = False  # a secret was replaced in the kept bytes
-    content_type: str = ""
-    content_encoding: str = ""  # the request's, when the client compressed it: the bytes kept are uncompressed
+    cut: bool  # only the first KEPT_BYTES are kept
+    scrubbed: bool  # a secret was replaced in the kept bytes
+    content_type: str
+    content_encoding: str  # the request's, when the client compressed it: the bytes kept are uncompressed
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,9 @@ class KeptExchange:
         return json.dumps({"request": asdict(self.request_facts), "reply": asdict(self.reply_facts)})
 
 
-def kept_body(raw: bytes, content_type: str = "", content_encoding: str = "", limit: int = KEPT_BYTES):
+def kept_body(
+    raw: bytes, content_type: str = "", content_encoding: str = "", limit: int = KEPT_BYTES
+) -> tuple[bytes, BodyFacts]:
     """`raw` as it may be stored: cut to `limit`, every secret replaced; and its facts."""
     facts = {"length": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
     cut = len(raw) > limit

@@ -122,3 +122,16 @@ def test_the_playground_says_nothing_of_held_calls_without_a_proxy_of_one_s_own(
     assert not [a for a in at.text_area if str(a.key).startswith("playground_held_")]
     rig.proxy.holds.release(rig.proxy.holds.listing()[0]["id"], "send")
     assert agent.answer() == "sent"
+
+
+def test_a_held_request_reads_as_written_its_json_open_and_its_words_unescaped(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, [{"role": "user", "content": "Wetter in München?"}])
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    assert "Wetter in München?" in at.text_area(key=f"held_edit_{hold['id']}").value
+    [shown] = [j for j in at.json if "messages" in json.loads(j.proto.body)]
+    assert shown.proto.expanded
+    assert json.loads(shown.proto.body)["messages"][0]["content"] == "Wetter in München?"
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "sent"

@@ -3,7 +3,10 @@ cut at the kept size, seen only by whom the run is visible to, and gone with the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+
+import pytest
 
 from agentcore.run import Run
 from agentcore.secrets import REDACTED, register_secret
@@ -40,6 +43,10 @@ def test_a_secret_in_a_body_is_replaced_and_a_long_body_is_cut() -> None:
     assert kept.request_facts.sha256 == hashlib.sha256(body).hexdigest()
     assert kept.reply == b"x" * len(body)
     assert kept.reply_facts.cut and kept.reply_facts.length == 100 and not kept.reply_facts.scrubbed
+    with pytest.raises(dataclasses.FrozenInstanceError):  # what was kept is a value, changed by no reader
+        kept.request = b""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        kept.request_facts.scrubbed = False
 
 
 def test_a_private_run_s_bytes_are_not_read_by_another_student(location, monkeypatch) -> None:
