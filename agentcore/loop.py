@@ -31,6 +31,7 @@ from .hooks.protocol import (
     Pause,
     Refuse,
     hook_names,
+    idle,
     refusal_outcome,
     run_hooks,
 )
@@ -411,6 +412,8 @@ class Agent:
                 continue
             if not calls:
                 break
+            if idle(hook, run):
+                continue
             passed = run_hooks("before_tools", [hook], run, calls, names=[name], time_limit=self.hook_time_limit)
             if passed.halt is not None:
                 hooked.halt = passed

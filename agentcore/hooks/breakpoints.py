@@ -107,6 +107,12 @@ def break_before_tools(run: Run, calls: list[ToolCall]) -> list[ToolCall] | Paus
     return calls
 
 
-BREAK_BEFORE_MODEL = BuiltIn(BREAKPOINT_HOOK, break_before_model, failure_words("breakpoint"))
+def _idle(run: Run) -> bool:
+    return not run.config.breakpoints
+
+
+BREAK_BEFORE_MODEL = BuiltIn(BREAKPOINT_HOOK, break_before_model, failure_words("breakpoint"), idle=_idle)
 # a breakpoint before tools shows the calls to a person: calls a person already decided have nothing more to show
-BREAK_BEFORE_TOOLS = BuiltIn(BREAKPOINT_HOOK, break_before_tools, failure_words("breakpoint"), shows_calls=True)
+BREAK_BEFORE_TOOLS = BuiltIn(
+    BREAKPOINT_HOOK, break_before_tools, failure_words("breakpoint"), shows_calls=True, idle=_idle
+)

@@ -146,8 +146,12 @@ def _record_withheld(step: StepRecord, changed: bool) -> None:
     step.tools_withheld = changed  # the guard changes a request only by withholding its tools
 
 
-BEFORE_MODEL = BuiltIn(LOOP_GUARD_HOOK, answer_without_tools, record=_record_withheld)
-BEFORE_TOOLS = BuiltIn(LOOP_GUARD_HOOK, answer_repeats)
+def _idle(run: Run) -> bool:
+    return guard_mode(run.config) != "guard"  # "warn" and "off" change no request and answer no call
+
+
+BEFORE_MODEL = BuiltIn(LOOP_GUARD_HOOK, answer_without_tools, record=_record_withheld, idle=_idle)
+BEFORE_TOOLS = BuiltIn(LOOP_GUARD_HOOK, answer_repeats, idle=_idle)
 
 
 def most_repeated(run: Run) -> tuple[str, str, int] | None:

@@ -37,4 +37,8 @@ def mock_calls(run: Run, calls: list[ToolCall]) -> list[CallItem]:
     return items if any(isinstance(i, Answer) for i in items) else calls
 
 
-MOCK = BuiltIn(MOCK_HOOK, mock_calls, failure_words("mock rule"))
+def _idle(run: Run) -> bool:
+    return not run.config.mocks
+
+
+MOCK = BuiltIn(MOCK_HOOK, mock_calls, failure_words("mock rule"), idle=_idle)

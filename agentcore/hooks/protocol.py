@@ -70,6 +70,7 @@ __all__ = [
     "failure_words",
     "hook_name",
     "hook_names",
+    "idle",
     "refusal_outcome",
     "run_hooks",
 ]
@@ -180,7 +181,8 @@ class BuiltIn:
     `failure` words an exception it raised (or raises one of its own, which then is not the step's failure).
     `record(step, changed)` writes its record on the step its model phase made, `changed` saying whether it changed
     the request or reply. `shows_calls`: it only shows pending calls to a person (a breakpoint), so it is not asked
-    again about calls a person has already decided.
+    again about calls a person has already decided. `idle(run)`: the run gives it nothing to do (no breakpoint set,
+    no mock rule), so it would give back what it is given: it is passed over, as it would be after asking it.
     """
 
     name: str
@@ -188,6 +190,7 @@ class BuiltIn:
     failure: Callable[[Exception], str] | None = None
     record: Callable[[StepRecord, bool], None] | None = None
     shows_calls: bool = False
+    idle: Callable[[Run], bool] | None = None
 
 
 def failure_words(what: str) -> Callable[[Exception], str]:
@@ -226,6 +229,12 @@ def refusal_outcome(call: ToolCall, hook: str, reason: str) -> ToolOutcome:
     return ToolOutcome.refusal(text, "refused_by_hook")
 
 
+def idle(hook: Any, run: Run) -> bool:
+    """Whether `hook` is a built-in the run gives nothing to do (BuiltIn.idle): asked, it would give back what it was
+    given, so it is passed over."""
+    return isinstance(hook, BuiltIn) and hook.idle is not None and hook.idle(run)
+
+
 @dataclass
 class Passed(Generic[V]):
     """What came out of a point's hooks: the value, the effects recorded, which hooks changed it, and any halt."""
@@ -256,6 +265,8 @@ def run_hooks(
     for hook, name in zip(hooks, names or hook_names(hooks), strict=True):
         if name == skip:
             skip = None
+            continue
+        if idle(hook, run):
             continue
         builtin = isinstance(hook, BuiltIn)
         fn = hook.hook if builtin else hook

@@ -15,8 +15,9 @@ from agentcore.accounting import sent_at, sent_tokens, step_usage
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
 from agentcore.exports import export_request
-from agentcore.hooks import HookEffect, examples, mocks, protocol
+from agentcore.hooks import HookEffect, breakpoints, examples, guard, mocks, protocol
 from agentcore.hooks.chain import ModelChain, model_chain, tools_chain
+from agentcore.hooks.specs import MockRule
 from agentcore.loop import Agent
 from agentcore.messages import AssistantMessage, ReasoningPart, ToolCall, UserMessage
 from agentcore.providers.base import ModelRequest, estimate_request_tokens
@@ -166,6 +167,34 @@ def test_the_chain_is_written_in_one_order_named_hooks_before_code_hooks():
     # a person decided the calls: the breakpoint has nothing more to show, and only it is left out
     decided = [getattr(h, "name", None) or h.__name__ for h in tools_chain(run, [code], decided=True)]
     assert decided == ["loop_guard", "mock", "guardrail", "code"]
+
+
+def test_a_built_in_the_run_gives_nothing_to_do_is_passed_over_and_one_it_does_is_asked(monkeypatch):
+    asked: list[str] = []
+    built_ins = [(breakpoints, "BREAK_BEFORE_MODEL"), (breakpoints, "BREAK_BEFORE_TOOLS"), (guard, "BEFORE_MODEL")]
+    for module, attr in [*built_ins, (guard, "BEFORE_TOOLS"), (mocks, "MOCK")]:
+        builtin = getattr(module, attr)
+
+        def counted(run, value, _hook=builtin.hook, _attr=attr):
+            asked.append(_attr)
+            return _hook(run, value)
+
+        monkeypatch.setattr(module, attr, dataclasses.replace(builtin, hook=counted))
+    tools = toolbox.get_tools("get_weather")
+    run = Run.start(PROMPT, RunConfig(provider="scripted", model="weather", loop_guard="warn"))
+    Agent(ScriptedProvider("weather"), tools).run(run)
+    assert (run.stop_reason, asked) == ("answer", [])  # no breakpoint, no mock rule, a guard that only warns
+    config = RunConfig(
+        provider="scripted",
+        model="weather",
+        loop_guard="guard",
+        breakpoints=["step:9"],
+        mocks=[MockRule(tool="get_weather", result="fixed")],
+    )
+    run = Run.start(PROMPT, config)
+    Agent(ScriptedProvider("weather"), tools).run(run)
+    assert set(asked) == {"BREAK_BEFORE_MODEL", "BREAK_BEFORE_TOOLS", "BEFORE_MODEL", "BEFORE_TOOLS", "MOCK"}
+    assert {t.source for s in run.steps for t in s.tool_runs} == {"mocked"}
 
 
 def test_the_loop_names_no_built_in_hook():
