@@ -54,6 +54,9 @@ class _Workers:
         here once all have returned, the first item's first; the caller's own Ctrl-C is raised at once, and
         the workers take no further items.
         """
+        if len(items) == 1:
+            fn(items[0])  # the calling thread's own share, with no lock and no worker: a turn of one call
+            return
         queued = iter(enumerate(items))
         taking = threading.Lock()
         failed: dict[int, BaseException] = {}
