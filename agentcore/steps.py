@@ -253,7 +253,7 @@ class StepRecord(BaseModel):
     latency_ms: Millis = 0.0
     finish_reason: str | None = None
     message_count: Count = 0  # messages in the list when this step's model call was made
-    tool_runs: list[ToolRun] = []
+    tool_runs: list[ToolRun] = Field(default_factory=list)  # a factory: a default of [] is deep-copied each time
     wire: WireExchange | None = None
     started_at: Name = Field(default_factory=now_stamp)
     # what the call sent when a policy shaped it (None: the first message_count messages), and the calls

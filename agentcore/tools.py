@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .messages import ShallowObject, ToolCall
+from .messages import COMPACT_JSON, ShallowObject, ToolCall, estimate_tokens
 from .tool_output import describe, raised, shown
 from .workers import PROCESSES, THREADS, Job, ProcessEnded, Unsendable, check_importable, function_ref
 
@@ -38,6 +39,24 @@ class ToolSpec(BaseModel):
     description: str = ""
     parameters: ShallowObject = {"type": "object", "properties": {}}
     source: str | None = None  # where the tool came from when not built in, e.g. "mcp:SERVER"
+
+    # A spec is sent with every request of a run: its plain form and size are computed once, as a message's are.
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        copy = super().model_copy(update=update, deep=deep)
+        for name in ("data", "tokens"):  # a copy with changes must not keep the original's cached values
+            copy.__dict__.pop(name, None)
+        return copy
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The spec as plain JSON data. Shared: do not mutate."""
+        return self.model_dump(mode="json")
+
+    @cached_property
+    def tokens(self) -> int:
+        """Estimated tokens of the spec as a request carries it: name, description and schema."""
+        return estimate_tokens(self.name + self.description + COMPACT_JSON.encode(self.parameters))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..messages import COMPACT_JSON, AssistantMessage, Message, Usage, estimate_tokens
+from ..messages import AssistantMessage, Message, Usage, estimate_tokens  # noqa: F401 - the providers import it here
 from ..tools import ToolSpec
 
 _TOKENS = attrgetter("tokens")
@@ -68,10 +68,10 @@ class WireExchange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     url: str | None = None
-    request_headers: dict[str, str] = {}
+    request_headers: dict[str, str] = Field(default_factory=dict)
     request: Any = None
     status: int | None = None
-    response_headers: dict[str, str] = {}
+    response_headers: dict[str, str] = Field(default_factory=dict)
     response: Any = None
 
     def keep_body(self, raw: bytes | bytearray) -> None:
@@ -125,7 +125,5 @@ class BaseProvider:
 
 def estimate_request_tokens(request: ModelRequest) -> int:
     """Estimate the input tokens of a request from what would be sent: messages and tool specs."""
-    total = sum(map(_TOKENS, request.messages))  # map: runs every step over the whole message list
-    for spec in request.tools:
-        total += estimate_tokens(spec.name + spec.description + COMPACT_JSON.encode(spec.parameters))
-    return total
+    # map: runs every step over the whole message list, each message's count computed once
+    return sum(map(_TOKENS, request.messages)) + sum(map(_TOKENS, request.tools))

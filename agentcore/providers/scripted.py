@@ -76,7 +76,7 @@ def scripted_response(scenario: str, request: ModelRequest, message: AssistantMe
     body: dict[str, Any] = {
         "scenario": scenario,
         "messages": list(map(_DATA, request.messages)),
-        "tools": [t.model_dump(mode="json") for t in request.tools],
+        "tools": list(map(_DATA, request.tools)),
     }
     if request.tool_choice == "none":
         body["tool_choice"] = "none"

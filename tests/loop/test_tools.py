@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 from agentcore.messages import ToolCall
+from agentcore.providers.base import ModelRequest, estimate_request_tokens
 from agentcore.tool_output import cap_output
-from agentcore.tools import tool, unknown_tool_outcome
+from agentcore.tools import ToolSpec, tool, unknown_tool_outcome
 
 
 @tool
@@ -146,3 +147,12 @@ def test_worker_threads_are_reused_and_a_hung_call_does_not_block_the_next():
     assert run(stuck).error == "timeout"
     assert not run(ident).is_error  # served by another worker while the hung one is still busy
     release.set()
+
+
+def test_a_spec_s_plain_form_and_size_are_kept_and_a_changed_copy_computes_its_own():
+    spec = ToolSpec(name="lookup", description="Look up a key.", parameters={"type": "object", "properties": {}})
+    assert spec.data == spec.model_dump(mode="json") and spec.data is spec.data
+    assert spec.tokens == estimate_request_tokens(ModelRequest(messages=(), tools=(spec,)))
+    longer = spec.model_copy(update={"description": "Look up a key and return its record, in full." * 4})
+    assert longer.data == longer.model_dump(mode="json") != spec.data
+    assert longer.tokens > spec.tokens
