@@ -119,7 +119,8 @@ class SubagentLink(BaseModel):
     """A subagent's run tied to the step of its parent run that started it: kept on both runs.
 
     On the parent (`Run.subagents`) `run_id` is the subagent's run; on the subagent (`Run.spawned_by`) it is
-    the parent's. `tool_call_id` is the call that started it, where the file says which.
+    the parent's. `tool_call_id` is the call that started it, where the file says which. A simulated user's call
+    (agentcore.testing.users) is linked the same way, as `user`: it wrote the parent's next user turn.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -127,6 +128,7 @@ class SubagentLink(BaseModel):
     run_id: Name
     step: Count
     tool_call_id: Name | None = None
+    as_user: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 class JudgedLink(BaseModel):
@@ -182,7 +184,8 @@ class Run(BaseModel):
     judge_of: JudgedLink | None = Field(default=None, exclude_if=lambda v: v is None)
     # a conversation with a (simulated or human) user: who played the user, how it ended (agentcore.steps.Conversation)
     conversation: Conversation | None = Field(default=None, exclude_if=lambda v: v is None)
-    _trusted: list[int] = PrivateAttr(default_factory=list)  # ids of messages known valid; a cache, not state
+    # the messages known valid, kept (not their ids, which a later message may reuse); a cache, not state
+    _trusted: list[Message] = PrivateAttr(default_factory=list)
     # the messages whose tool call ids _call_ids holds (kept, so that no id of theirs is reused); a cache, not state
     _ids_read: list[Message] = PrivateAttr(default_factory=list)
     _call_ids: set[str] = PrivateAttr(default_factory=set)
@@ -284,7 +287,9 @@ class Run(BaseModel):
             lines.append(f"imported from the {self.origin.format} file {self.origin.file}{agent}")
         if self.spawned_by is not None:
             call = f" by call {self.spawned_by.tool_call_id}" if self.spawned_by.tool_call_id else ""
-            lines.append(f"subagent of run {self.spawned_by.run_id}, started at its step {self.spawned_by.step}{call}")
+            link = self.spawned_by
+            what = "simulated user of run" if link.as_user else "subagent of run"
+            lines.append(f"{what} {link.run_id}, started at its step {link.step}{call}")
         for link in self.subagents:
             call = f" (call {link.tool_call_id})" if link.tool_call_id else ""
             lines.append(f"step {link.step} started subagent run {link.run_id}{call}")
@@ -334,13 +339,14 @@ class Run(BaseModel):
 
     def check_messages(self) -> None:
         """Raise MessageListError if the message list breaks a provider's rules (checked again only after a change)."""
-        ids = list(map(id, self.messages))
-        if ids == self._trusted:
+        trusted, messages = self._trusted, self.messages
+        # compared by identity, with nothing made: this runs every phase over the whole, growing list
+        if len(trusted) == len(messages) and all(map(operator.is_, trusted, messages)):
             return
-        violations = validate_messages(self.messages)
+        violations = validate_messages(messages)
         if violations:
             raise MessageListError(violations)
-        self._trusted = ids
+        self._trusted = list(messages)
 
     def tool_call_ids(self) -> set[str]:
         """Every tool call id the messages hold. Shared: do not change it.
@@ -361,7 +367,7 @@ class Run(BaseModel):
     def append(self, message: Message) -> None:
         """Append a message the loop made; it keeps the list valid, so the check need not run again."""
         self.messages.append(message)
-        self._trusted.append(id(message))
+        self._trusted.append(message)
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Take a person's edit of the message list that changes nothing a model call answered (see edit_forks).

@@ -144,7 +144,7 @@ def simulate_turn(provider: Any, spec: UserSpec, run: Run, *, seed: int, cancel:
         config=config,
         messages=[SystemMessage(content=config.system_prompt or ""), *flipped(run.messages)],
         title=f"simulated user · turn {turn} of run {run.id}",
-        spawned_by=SubagentLink(run_id=run.id, step=len(run.steps)),
+        spawned_by=SubagentLink(run_id=run.id, step=len(run.steps), as_user=True),
     )
     try:
         Agent(provider, [end_conversation]).run(sim, cancel)

@@ -61,6 +61,8 @@ def test_two_scripted_turns_then_the_simulator_until_it_ends_the_conversation(tm
     assert loaded.conversation.model_dump() == run.conversation.model_dump()
     assert from_dict(to_dict(loaded)) == loaded
     assert store.load_run(cell.run.conversation.runs[1].id).spawned_by.run_id == run.id
+    said = store.load_run(cell.run.conversation.runs[1].id).link_lines
+    assert said == [f"simulated user of run {run.id}, started at its step 4"]
 
 
 def test_a_recorded_conversation_replays_its_user_turns_with_no_simulator_call() -> None:
