@@ -339,7 +339,9 @@ class Run(BaseModel):
 
     def check_messages(self) -> None:
         """Raise MessageListError if the message list breaks a provider's rules (checked again only after a change)."""
-        trusted, messages = self._trusted, self.messages
+        # the private attributes read from their own dict: `self._trusted` would first fail a lookup (an
+        # AttributeError made and dropped) before pydantic's __getattr__ finds it, and these run every phase
+        trusted, messages = self.__pydantic_private__["_trusted"], self.messages
         # compared by identity, with nothing made: this runs every phase over the whole, growing list
         if len(trusted) == len(messages) and all(map(operator.is_, trusted, messages)):
             return
@@ -354,20 +356,23 @@ class Run(BaseModel):
         Read once per message as the list grows; a list changed in any other way (a message replaced, removed
         or inserted, the list itself replaced) is read again whole.
         """
-        read, messages = self._ids_read, self.messages
+        private, messages = self.__pydantic_private__, self.messages  # as in check_messages
+        read = private["_ids_read"]
         if len(messages) < len(read) or not all(map(operator.is_, read, messages)):
-            read = self._ids_read = []  # new objects: a copy of this run may share the old ones
-            self._call_ids = set()
+            # new objects: a copy of this run may share the old ones
+            read = private["_ids_read"] = []
+            private["_call_ids"] = set()
+        ids = private["_call_ids"]
         for message in messages[len(read) :]:
             if isinstance(message, AssistantMessage):
-                self._call_ids.update(c.id for c in message.tool_calls)
+                ids.update(c.id for c in message.tool_calls)
             read.append(message)
-        return self._call_ids
+        return ids
 
     def append(self, message: Message) -> None:
         """Append a message the loop made; it keeps the list valid, so the check need not run again."""
         self.messages.append(message)
-        self._trusted.append(message)
+        self.__pydantic_private__["_trusted"].append(message)  # as in check_messages
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Take a person's edit of the message list that changes nothing a model call answered (see edit_forks).

@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
 from operator import attrgetter
 from typing import Any, ClassVar
 
@@ -69,6 +68,7 @@ class Scenario:
 
 
 _DATA = attrgetter("data")
+_ROLE = attrgetter("role")
 
 
 def scripted_response(scenario: str, request: ModelRequest, message: AssistantMessage) -> ModelResponse:
@@ -457,8 +457,9 @@ class ScriptedProvider(BaseProvider):
         return scripted_response(self.model, request, message)
 
     def _next(self, request: ModelRequest) -> AssistantMessage:
-        # map over C builtins: this count runs every step over the whole, growing message list
-        assistant_turns = sum(map(isinstance, request.messages, repeat(AssistantMessage)))
+        # map over C builtins, by role (an assistant message's alone is "assistant"): isinstance would ask each
+        # message's class through abc, and this count runs every step over the whole, growing message list
+        assistant_turns = list(map(_ROLE, request.messages)).count("assistant")
         if self.replay is not None:
             if assistant_turns >= len(self.replay):
                 raise ProviderError(

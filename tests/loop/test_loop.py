@@ -312,6 +312,22 @@ def test_an_edited_list_that_a_provider_would_reject_is_refused_before_sending()
     assert provider.calls == 0 and run.steps == []
 
 
+def test_a_message_replaced_in_a_list_already_checked_is_checked_again_before_sending():
+    agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
+    run = Run.start("loop", RunConfig(max_steps=4))
+    agent.step(run)  # the list the loop made is known valid
+    provider = FailingProvider(failures=0)
+    agent = Agent(provider)
+    answered = run.messages[-1]
+    run.messages[-1] = ToolMessage(tool_call_id="ghost", name=answered.name, content=answered.content)
+    with pytest.raises(MessageListError, match="tool result for 'ghost'"):
+        agent.model_phase(run)
+    assert provider.calls == 0 and len(run.steps) == 1
+    run.messages[-1] = answered  # the list as the loop left it goes on
+    agent.model_phase(run)
+    assert provider.calls == 1
+
+
 def test_fork_at_a_step_keeps_the_original():
     agent = Agent(ScriptedProvider(scenario="runaway"), [TOOLBOX["search_notes"]])
     run = agent.run(Run.start("loop", RunConfig(max_steps=4)))
