@@ -135,3 +135,27 @@ def test_a_held_request_reads_as_written_its_json_open_and_its_words_unescaped(r
     assert json.loads(shown.proto.body)["messages"][0]["content"] == "Wetter in München?"
     rig.proxy.holds.release(hold["id"], "send")
     assert agent.answer() == "sent"
+
+
+def test_with_nothing_held_or_the_proxy_gone_the_pages_say_so_and_the_playground_says_nothing(
+    rig_of, open_app, monkeypatch
+):
+    from support.servers import free_port
+
+    from agentcore.proxy.control import announce
+
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    at = page(open_app, monkeypatch, rig)
+    assert any("No call is held now." in c.value for c in at.caption)
+    assert not at.warning
+    at = playground(open_app, monkeypatch, rig)
+    assert not any("Held by the recording proxy" in m.value for m in at.markdown)
+    announce(rig.store, f"http://127.0.0.1:{free_port()}")  # a proxy that stopped without saying so
+    at = page(open_app, monkeypatch, rig)
+    assert not at.exception
+    [warning] = at.warning
+    assert "does not answer" in warning.value and "\n" not in warning.value.strip()
+    assert not any("No call is held now." in c.value for c in at.caption)
+    at = playground(open_app, monkeypatch, rig)
+    assert not at.exception
+    assert not any("Held by the recording proxy" in m.value for m in at.markdown)
