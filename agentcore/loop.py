@@ -140,7 +140,8 @@ class Agent:
         if before.halt is not None:
             return self._halt(run, index, "before_model", before)
         self._preflight(before.value)
-        run.stop_reason, run.error = None, None
+        if run.stop_reason is not None or run.error is not None:  # a pydantic assignment costs more than the test
+            run.stop_reason, run.error = None, None
         self._emit("step_started", run.id, index)
         self._emit("phase_started", run.id, index, "model")
         started = time.perf_counter()
@@ -260,7 +261,8 @@ class Agent:
 
     def _resume(self, run: Run, point: HookPoint) -> str | None:
         """Go on from a hook's halt: the hook that halted the run at `point` is not asked again; the halt is cleared."""
-        halt, run.halt = run.halt, None
+        if (halt := run.halt) is not None:
+            run.halt = None
         if halt is not None and halt.point == point:
             return halt.hook
         return None

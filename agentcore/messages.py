@@ -70,9 +70,14 @@ def nesting(value: Any, limit: int) -> int:
     while todo and deepest <= limit:
         item, depth = todo.pop()
         deepest = max(deepest, depth)
-        children = item.values() if isinstance(item, dict) else item
-        todo.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        # a loop, not a generator: every step walks its reply with this
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, _CONTAINERS):
+                todo.append((child, depth + 1))
     return deepest
+
+
+_CONTAINERS = (dict, list)
 
 
 def _shallow(value: dict[str, Any]) -> dict[str, Any]:
