@@ -9,6 +9,7 @@ import streamlit as st
 
 from agentcore.hooks.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls
+from agentcore.providers import REGISTRY
 from agentcore.run import Run
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words
@@ -119,10 +120,14 @@ def _quick_phase(session: Session) -> bool:
 
     A phase that quick (the scripted model, a mocked result) needs no live box and no Stop, and the fragment's
     run redraws only the page: the sidebar and the navigation stay as they were. A longer one goes on, on its
-    thread, and the app's script run follows it with its live box.
+    thread, and the app's script run follows it with its live box. A provider that takes an API key starts in
+    the app's run, where the sidebar draws first and sets the key typed there (ui.state.set_typed_key).
     """
     job = session.phase_job
     if job is None:
+        info = REGISTRY.get(session.run.config.provider) if session.run is not None else None
+        if info is None or info.key_env is not None:
+            return False
         action, session.action = session.action, None
         job = actions.start_phase(session, action or "step")
         if job is None:

@@ -1,7 +1,8 @@
 """A Step redraws the playground and nothing else, in a real headless Chromium: the script run it starts is the
 page's fragment, and what the server sends for it touches neither the sidebar nor the navigation. A phase that
 takes longer goes on where its Stop interrupts it: on a scripted model that streams a word every 0.4 s, Stop
-ends the Step within a streamed piece. A tool result's mock form is drawn once its popover is opened.
+ends the Step within a streamed piece. A tool result's mock form is drawn once its popover is opened. A Step on
+a provider that takes an API key sends the key typed in the sidebar, which only the app's run sets.
 
 Read from the app's own messages to the browser (Streamlit's ForwardMsg, on the page's websocket): each script
 run opens with a new_session message that names the fragments it runs, and each element sent carries its place,
@@ -13,6 +14,7 @@ from __future__ import annotations
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from support.browser import WAIT, app_over_runs, expect, new_run, runaway_run
+from support.stand_in import Reply, StandIn
 
 from agentcore.store.runs import LAST_RUN_KEY, Store
 
@@ -108,3 +110,31 @@ def test_stop_ends_a_slow_step_within_a_streamed_piece(paced_app, browser):
     expect(page.get_by_text("Stop reason:")).to_contain_text("stopped by you", timeout=WAIT)
     expect(live).to_have_count(0)
     expect(page.locator(".st-key-msg_1")).to_have_count(0)  # the cut reply is not kept
+
+
+def test_a_step_on_a_keyed_provider_sends_the_key_typed_in_the_sidebar(tmp_path, browser):
+    typed = "sk-typed-in-the-sidebar"
+    with StandIn(Reply.fixture("openai_stream_text.sse")) as model:
+        server = app_over_runs(
+            tmp_path, AGENTCORE_PROVIDER="openai", OPENAI_BASE_URL=f"{model.url}/v1", OPENAI_API_KEY=None
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(server.url)
+            key = page.get_by_test_id("stSidebar").get_by_label("API key", exact=True)
+            expect(key).to_be_visible(timeout=WAIT)
+            key.fill(typed)
+            key.press("Enter")
+            expect(page.get_by_test_id("stSidebar")).to_contain_text("Key: typed", timeout=WAIT)
+            page.get_by_label("Prompt", exact=True).fill("What is the weather in Paris?")
+            page.locator(".st-key-start button").click()
+            step = page.locator(".st-key-step button")
+            expect(step).to_be_enabled(timeout=WAIT)
+            _idle(page)
+            step.click()
+            expect(page.locator(".st-key-msg_1")).to_contain_text("sunny in Paris", timeout=WAIT)
+            assert [{k.lower(): v for k, v in s.headers.items()}.get("authorization") for s in model.seen] == [
+                f"Bearer {typed}"
+            ]
+        finally:
+            server.stop()
