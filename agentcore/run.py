@@ -139,6 +139,7 @@ class JudgedLink(BaseModel):
     run_id: Name
     step: Count
     judge: Name
+    message: Count | None = Field(default=None, exclude_if=lambda v: v is None)  # a fidelity judge's: the user turn
 
 
 class ImportOrigin(BaseModel):
@@ -295,7 +296,12 @@ class Run(BaseModel):
             lines.append(f"step {link.step} started subagent run {link.run_id}{call}")
         if self.judge_of is not None:
             j = self.judge_of
-            lines.append(f"judge {j.judge}'s call on step {j.step} of run {j.run_id}")
+            if j.message is not None:
+                lines.append(
+                    f"fidelity judge {j.judge}'s call on the simulated user's turn {j.message} of run {j.run_id}"
+                )
+            else:
+                lines.append(f"judge {j.judge}'s call on step {j.step} of run {j.run_id}")
         return lines
 
     def answered_by(self, step: StepRecord) -> ModelRef:

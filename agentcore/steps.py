@@ -2,12 +2,14 @@
 call's run (timing, result, who resolved it) and a hook's halt, with the words the loop and the pages use
 for them; and for a conversation with a user, who plays the user (UserSpec: a persona and a goal, played by a model
 or a person) and how it went (Conversation: who ended it and why, the simulator's runs, the rules a simulated turn
-broke). agentcore/run.py holds the run these records make up; each user turn's author is on its message.
+broke), and an LLM judge's check (JudgeExpect), which a test's expectations and a user's fidelity both name.
+agentcore/run.py holds the run these records make up; each user turn's author is on its message.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from .errors import AgentcoreError
 from .hooks.protocol import HookEffect, HookPoint
 from .messages import (
     MAX_ARGUMENT_DEPTH,
@@ -374,9 +377,79 @@ END_REASONS: tuple[str, ...] = ("goal met", "gave up", "turns exhausted")  # wha
 EndedBy = Literal["simulator", "max_turns", "agent", "person"]
 
 
+JUDGE_NAME = r"^[A-Za-z0-9_.-]{1,40}$"
+MAX_RUBRIC_CHARS = 8000
+_ON = re.compile(r"^(answer|run|step (\d{1,6}))$")
+_PASS = re.compile(r"^(yes|score\s*>=\s*(-?\d{1,9}(?:\.\d{1,6})?))$")
+
+
+class JudgeExpect(BaseModel):
+    """An LLM judge's check (agentcore.testing.judges): a model reads the rubric and the part of the run named
+    (`answer`, the whole `run`, or `step N`) and gives a verdict; the check passes on `yes`, or on a score of at
+    least K (`score>=K`). `model` is PROVIDER:MODEL[@BASE_URL]; a key from the environment goes only to the
+    provider's own address or the one its operator set (agentcore.providers.keys), never to one a file names."""
+
+    name: str = Field(default="judge", pattern=JUDGE_NAME)
+    rubric: str = Field(min_length=1, max_length=MAX_RUBRIC_CHARS)
+    model: str = Field(min_length=1, max_length=500)
+    on: str = "answer"
+    pass_: str = Field(default="yes", alias="pass")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("rubric")
+    @classmethod
+    def _said(cls, rubric: str) -> str:
+        if not rubric.strip():
+            raise ValueError("a judge needs a rubric: what a passing answer does, in words")
+        return rubric
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, model: str) -> str:
+        from .providers import get_info
+
+        head, at, base_url = model.strip().partition("@")  # as compare.parse_spec reads a configuration
+        provider = head.partition(":")[0].strip()
+        try:
+            if not provider or (at and not base_url.strip()):
+                raise AgentcoreError("expected PROVIDER[:MODEL][@BASE_URL], e.g. openai:gpt-4o-mini")
+            get_info(provider)  # a registered provider only: a file never names code to load
+        except AgentcoreError as exc:
+            raise ValueError(f"judge model {model[:80]!r}: {exc}") from None
+        return model
+
+    @field_validator("on")
+    @classmethod
+    def _on(cls, on: str) -> str:
+        found = _ON.match(" ".join(on.split()))
+        if found is None or (found.group(2) is not None and int(found.group(2)) < 1):
+            raise ValueError(f"judge on {on[:40]!r}: answer, run, or step N (N from 1)")
+        return found.group(0)
+
+    @field_validator("pass_")
+    @classmethod
+    def _pass(cls, rule: str) -> str:
+        found = _PASS.match(rule.strip())
+        if found is None:
+            raise ValueError(f"judge pass {rule[:40]!r}: yes, or score>=K (a number)")
+        return "yes" if found.group(2) is None else f"score>={float(found.group(2)):g}"
+
+    @property
+    def step(self) -> int | None:
+        """The step named by `on: step N`; None for the answer or the whole run."""
+        return int(self.on.split()[1]) if self.on.startswith("step ") else None
+
+    @property
+    def min_score(self) -> float | None:
+        """K of `pass: score>=K`; None for a yes/no judge."""
+        return float(self.pass_.removeprefix("score>=")) if self.pass_ != "yes" else None
+
+
 class UserSpec(BaseModel):
     """Who plays the user: a persona, a goal and guidelines, the model that plays them (`PROVIDER[:MODEL][@URL]`, or
-    `human` for a person), its seed, how many turns it may write, and how long a turn of this persona may be."""
+    `human` for a person), its seed, how many turns it may write, how long a turn of this persona may be, and the
+    judge each simulated turn is put to beside the fidelity rules (`fidelity`: a judge check, which reads the turn)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -388,6 +461,7 @@ class UserSpec(BaseModel):
     max_turns: int = Field(default=5, ge=1, le=MAX_TURNS)
     max_words: int = Field(default=80, ge=1, le=2000)  # the longest turn the persona writes, in words
     temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
+    fidelity: JudgeExpect | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @field_validator("guidelines")
     @classmethod
@@ -395,6 +469,13 @@ class UserSpec(BaseModel):
         if any(not g.strip() or len(g) > 1000 for g in guidelines):
             raise ValueError("a guideline is text of 1 to 1000 characters")
         return guidelines
+
+    @field_validator("fidelity")
+    @classmethod
+    def _reads_the_turn(cls, judge: JudgeExpect | None) -> JudgeExpect | None:
+        if judge is not None and (judge.on != "answer" or judge.min_score is not None):
+            raise ValueError("a fidelity judge reads each simulated turn and says yes or no: it takes no `on` or score")
+        return judge
 
     @property
     def human(self) -> bool:
@@ -410,6 +491,7 @@ class Breach(BaseModel):
     message: Count
     rule: Name = Field(max_length=100)
     why: str = Field(max_length=1000)
+    judge_run: Name | None = Field(default=None, exclude_if=lambda v: v is None)  # the fidelity judge's call
 
 
 class Conversation(BaseModel):
@@ -426,13 +508,22 @@ class Conversation(BaseModel):
     simulator_runs: list[Name] = Field(default_factory=list, max_length=MAX_COUNT)
     breaches: list[Breach] = Field(default_factory=list, max_length=10_000)
     replayed: bool = False
-    # the simulator's Run objects made in this process, for whoever saves the conversation; not part of the record
+    # the fidelity judge's calls, one per simulated turn it read (the user's `fidelity`)
+    judge_runs: list[Name] = Field(default_factory=list, max_length=MAX_COUNT, exclude_if=lambda v: not v)
+    # the simulator's and the judge's Run objects made in this process, for whoever saves the conversation; not part
+    # of the record
     _runs: list = PrivateAttr(default_factory=list)
+    _judge_calls: list = PrivateAttr(default_factory=list)
 
     @property
     def runs(self) -> list:
         """The simulator's runs made in this process (the stored ones are named by `simulator_runs`)."""
         return self._runs
+
+    @property
+    def judge_calls(self) -> list:
+        """The fidelity judge's runs made in this process (the stored ones are named by `judge_runs`)."""
+        return self._judge_calls
 
     @property
     def goal_met(self) -> bool:

@@ -191,6 +191,9 @@ def _print_conversations(matrix) -> None:
                     which = f" trial {k + 1}" if cell.trials else ""
                     verdict = "pass" if trial.passed else "FAIL"
                     lines.append(f"{cell.test} × {cell.config}{which}: agent {verdict} · {said}")
+                    for b in trial.run.conversation.breaches:
+                        judge = f" (judge's run {b.judge_run})" if b.judge_run else ""
+                        lines.append(f"  simulator, message {b.message}: {b.rule}: {b.why}{judge}")
     if lines:
         print("\nconversations\n" + "\n".join(lines))
 
@@ -203,7 +206,7 @@ def _save_conversations(store, matrix) -> None:
                 if trial.run is None or trial.run.conversation is None:
                     continue
                 sims = trial.run.conversation.runs
-                for sim in sims:
+                for sim in (*sims, *trial.run.conversation.judge_calls):
                     store.save_run(sim)
                 if trial.passed:  # a failing run is saved with the others
                     store.save_run(trial.run)

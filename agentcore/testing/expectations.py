@@ -6,7 +6,6 @@ checks and writes them). A test file is untrusted input: every model refuses wha
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
 
 import jsonschema
@@ -19,13 +18,13 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import AgentcoreError, TranscriptError
+from ..errors import TranscriptError
 from ..hooks.examples import HOOKS
 from ..hooks.specs import MockRule
 from ..messages import MAX_COUNT, ToolCall
 from ..run import Run
 from ..schemas import SchemaError, check_schema, compile_pattern, schema_errors, search
-from ..steps import StopReason, UserSpec
+from ..steps import JUDGE_NAME, JudgeExpect, StopReason, UserSpec
 from ..transcript import from_dict, to_dict
 
 TrajectoryMode = Literal["exact", "in_order", "any_order", "contains"]
@@ -156,75 +155,6 @@ class AnswerExpect(_Strict):
     @classmethod
     def _schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         return _check_schema(schema)
-
-
-JUDGE_NAME = r"^[A-Za-z0-9_.-]{1,40}$"
-MAX_RUBRIC_CHARS = 8000
-_ON = re.compile(r"^(answer|run|step (\d{1,6}))$")
-_PASS = re.compile(r"^(yes|score\s*>=\s*(-?\d{1,9}(?:\.\d{1,6})?))$")
-
-
-class JudgeExpect(_Strict):
-    """An LLM judge's check (agentcore.testing.judges): a model reads the rubric and the part of the run named
-    (`answer`, the whole `run`, or `step N`) and gives a verdict; the check passes on `yes`, or on a score of at
-    least K (`score>=K`). `model` is PROVIDER:MODEL[@BASE_URL]; a key from the environment goes only to the
-    provider's own address or the one its operator set (agentcore.providers.keys), never to one a file names."""
-
-    name: str = Field(default="judge", pattern=JUDGE_NAME)
-    rubric: str = Field(min_length=1, max_length=MAX_RUBRIC_CHARS)
-    model: str = Field(min_length=1, max_length=500)
-    on: str = "answer"
-    pass_: str = Field(default="yes", alias="pass")
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @field_validator("rubric")
-    @classmethod
-    def _said(cls, rubric: str) -> str:
-        if not rubric.strip():
-            raise ValueError("a judge needs a rubric: what a passing answer does, in words")
-        return rubric
-
-    @field_validator("model")
-    @classmethod
-    def _model(cls, model: str) -> str:
-        from ..providers import get_info
-
-        head, at, base_url = model.strip().partition("@")  # as compare.parse_spec reads a configuration
-        provider = head.partition(":")[0].strip()
-        try:
-            if not provider or (at and not base_url.strip()):
-                raise AgentcoreError("expected PROVIDER[:MODEL][@BASE_URL], e.g. openai:gpt-4o-mini")
-            get_info(provider)  # a registered provider only: a file never names code to load
-        except AgentcoreError as exc:
-            raise ValueError(f"judge model {model[:80]!r}: {exc}") from None
-        return model
-
-    @field_validator("on")
-    @classmethod
-    def _on(cls, on: str) -> str:
-        found = _ON.match(" ".join(on.split()))
-        if found is None or (found.group(2) is not None and int(found.group(2)) < 1):
-            raise ValueError(f"judge on {on[:40]!r}: answer, run, or step N (N from 1)")
-        return found.group(0)
-
-    @field_validator("pass_")
-    @classmethod
-    def _pass(cls, rule: str) -> str:
-        found = _PASS.match(rule.strip())
-        if found is None:
-            raise ValueError(f"judge pass {rule[:40]!r}: yes, or score>=K (a number)")
-        return "yes" if found.group(2) is None else f"score>={float(found.group(2)):g}"
-
-    @property
-    def step(self) -> int | None:
-        """The step named by `on: step N`; None for the answer or the whole run."""
-        return int(self.on.split()[1]) if self.on.startswith("step ") else None
-
-    @property
-    def min_score(self) -> float | None:
-        """K of `pass: score>=K`; None for a yes/no judge."""
-        return float(self.pass_.removeprefix("score>=")) if self.pass_ != "yes" else None
 
 
 class RecordedVerdict(_Strict):

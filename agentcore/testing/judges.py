@@ -130,6 +130,11 @@ def judged_part(run: Run, judge: JudgeExpect) -> Part | str:
             return f"the run has no answer to judge (stop: {run.stop_reason})"
         said = [i for i in range(answer) if isinstance(messages[i], UserMessage | SystemMessage)]
         chosen, step = [*said, answer], len(run.steps)
+    return part_of(messages, chosen, step)
+
+
+def part_of(messages: Sequence[Message], chosen: Iterable[int], step: int) -> Part:
+    """The messages chosen, numbered by their indexes in `messages`, as a judge reads them (within MAX_PART_CHARS)."""
     lines = {i: _shown(i, messages[i]) for i in chosen}
     lines = {i: text for i, text in lines.items() if text}
     kept = _within(list(lines), lines)
@@ -317,13 +322,31 @@ def call_judge(
     judge: JudgeExpect, run: Run, *, factory: Factory | None = None, cancel: threading.Event | None = None
 ) -> Verdict:
     """Ask the judge about the run: one model call, a run of its own (Verdict.judge_run) linked to the run judged."""
+    part = judged_part(run, judge)
+    if isinstance(part, str):
+        return Verdict(judge, max(1, len(run.steps)), None, part)
+    link = JudgedLink(run_id=run.id, step=part.step, judge=judge.name)
+    title = f"judge {judge.name} · {run.title or run.id}"
+    return ask(judge, part, judge_prompt(judge, part), link, title, factory=factory, cancel=cancel)
+
+
+def ask(
+    judge: JudgeExpect,
+    part: Part,
+    prompt: str,
+    link: JudgedLink,
+    title: str,
+    *,
+    system: str = JUDGE_SYSTEM,
+    factory: Factory | None = None,
+    cancel: threading.Event | None = None,
+) -> Verdict:
+    """One judge call on a part already chosen, `prompt` its user message: a run of its own, linked by `link`, read
+    as a verdict (read_verdict)."""
     from ..compare import parse_spec
     from ..loop import Agent
     from ..providers import create_provider
 
-    part = judged_part(run, judge)
-    if isinstance(part, str):
-        return Verdict(judge, max(1, len(run.steps)), None, part)
     spec = parse_spec(judge.model)
     options = {"scenario": spec.model} if spec.provider == "scripted" and spec.model else {}
     try:  # a model a file names: the key rule (providers.keys) decides what key its address may carry
@@ -335,12 +358,12 @@ def call_judge(
         getattr(provider, "model", None) or spec.model or "",
         [],
         spec.base_url,
-        system_prompt=JUDGE_SYSTEM,
+        system_prompt=system,
         max_steps=1,  # one call: a judge that does not fill the schema at once has given no verdict
         final_answer_schema=verdict_schema(judge),
     )
-    call = Run.start(judge_prompt(judge, part), config, title=f"judge {judge.name} · {run.title or run.id}"[:200])
-    call.judge_of = JudgedLink(run_id=run.id, step=part.step, judge=judge.name)
+    call = Run.start(prompt, config, title=title[:200])
+    call.judge_of = link
     try:
         Agent(provider, []).run(call, cancel)
     except AgentcoreError as exc:  # a request the provider refuses before any call

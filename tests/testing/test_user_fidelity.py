@@ -1,12 +1,12 @@
-"""The fidelity rules of a simulated turn (agentcore.testing.users.fidelity), each at the edge it draws, and a
-registered judge asked beside them."""
+"""The fidelity rules of a simulated turn (agentcore.testing.users.fidelity), each at the edge it draws (the LLM judge
+beside them: test_fidelity_judge.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from agentcore.messages import AssistantMessage, UserMessage
-from agentcore.steps import Breach, UserSpec
+from agentcore.steps import UserSpec
 from agentcore.testing import users
 
 SPEC = UserSpec(
@@ -68,16 +68,3 @@ def test_goal_details_are_its_numbers_and_names() -> None:
         "19:00",
         "Rome",
     ]
-
-
-def test_a_registered_judge_is_asked_and_its_failure_is_a_breach_not_a_crash(monkeypatch) -> None:
-    def strict(spec, before, text):
-        return [Breach(message=len(before), rule="judge: tone", why="too curt")]
-
-    def broken(spec, before, text):
-        raise RuntimeError("judge down")
-
-    monkeypatch.setattr(users, "JUDGES", [strict, broken])
-    found = users.judged(SPEC, ASKED, "Friday.")
-    assert [b.rule for b in found] == ["judge: tone", "judge failed"]
-    assert "judge down" in found[1].why
