@@ -7,6 +7,7 @@ import time
 
 import streamlit as st
 
+from agentcore.errors import AgentcoreError
 from agentcore.hooks.guard import REPEAT, guard_mode, withholds_tools
 from agentcore.messages import pending_tool_calls
 from agentcore.providers import REGISTRY
@@ -563,7 +564,12 @@ def main() -> None:
     st.html(PAGE_STYLE)
     keep_focus()
     st.markdown("## Playground")
-    render_live_holds(get_store())  # a call a recording proxy of this person's holds: shown live, with its buttons
+    try:
+        store = get_store()
+    except AgentcoreError:  # a database that cannot be opened is reported where the run is saved
+        store = None
+    if store is not None:
+        render_live_holds(store)  # a call a recording proxy of this person's holds: shown live, with its buttons
     if session.running and session.run is not None:
         _run_to_end(session)
     elif session.run is not None and (session.action or session.phase_job is not None):

@@ -27,6 +27,7 @@ from agentcore.annotations import Annotation
 from agentcore.cli.main import build_parser, main
 from agentcore.run import SubagentLink
 from agentcore.store import Store, StoreError
+from agentcore.store.exchanges import KeptExchange, kept_exchange
 from agentcore.testing.experiments import CellResult, Experiment
 
 OWNERS = ("ada", "bob")
@@ -65,6 +66,12 @@ class World:
 UNSTEPPED = {"ada": "anthropic", "bob": "ollama"}
 
 
+def _kept(owner: str) -> KeptExchange:
+    return kept_exchange(
+        f'{{"who": "{owner}-mark"}}'.encode(), b"{}"
+    )  # a step's bytes, as a recording proxy keeps them
+
+
 def _stepped(owner: str) -> Run:
     return titled_run(f"{owner}-mark prompt", f"{owner}-mark stepped")  # a run of one step on the scripted model
 
@@ -85,6 +92,7 @@ def world(where, monkeypatch) -> World:
         run = _stepped(owner)
         store.save_run(run)
         labels[owner] = store.annotate(run.id, Annotation(step=1, note=f"{owner}-mark label", labels=["good"])).id
+        store.keep_exchange(run.id, 0, _kept(owner))
         unstepped = Run.start(f"{owner}-mark later", RunConfig(provider=UNSTEPPED[owner], model="m"))
         unstepped.title = f"{owner}-mark unstepped"
         unstepped.subagents = (
@@ -131,6 +139,8 @@ def _refused_as(s: Store, w: World, v: str, act: Callable[[str], object]) -> set
 STORE_READS: dict[str, Callable[[Store, World, str], set[str]]] = {
     "list_runs": lambda s, w, v: w.owners_of(r.id for r in s.list_runs()),
     "summary": lambda s, w, v: {o for o in OWNERS if s.summary(w.stepped[o]) is not None},
+    "read_runs": lambda s, w, v: w.owners_of(s.read_runs([w.stepped[o] for o in OWNERS])),
+    "exchange": lambda s, w, v: {o for o in OWNERS if s.exchange(w.stepped[o], 0) is not None},
     "read_run": lambda s, w, v: {o for o in OWNERS if _done(lambda o=o: s.read_run(w.stepped[o]), w)},
     "load_run": lambda s, w, v: {o for o in OWNERS if _done(lambda o=o: s.load_run(w.stepped[o]), w)},
     "load_data": lambda s, w, v: {o for o in OWNERS if _done(lambda o=o: s.load_data(w.stepped[o]), w)},
@@ -156,6 +166,7 @@ STORE_READS: dict[str, Callable[[Store, World, str], set[str]]] = {
     "delete_annotation": lambda s, w, v: _refused_as(s, w, v, lambda o: s.delete_annotation(w.stepped[o], w.labels[o])),
     "set_title": lambda s, w, v: _refused_as(s, w, v, lambda o: s.set_title(w.stepped[o], "renamed")),
     "delete_run": lambda s, w, v: _refused_as(s, w, v, lambda o: s.delete_run(w.stepped[o])),
+    "keep_exchange": lambda s, w, v: _refused_as(s, w, v, lambda o: s.keep_exchange(w.stepped[o], 0, _kept(v))),
     "annotate": lambda s, w, v: {
         o for o in OWNERS if _done(lambda o=o: s.annotate(w.stepped[o], Annotation(step=1, labels=["looped"])), w)
     },
