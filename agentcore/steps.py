@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from .errors import AgentcoreError
 from .hooks.protocol import HookEffect, HookPoint
@@ -87,6 +87,11 @@ def now_stamp() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def _stored(info: ValidationInfo) -> bool:
+    # read back from the runs database (transcript.from_dict(stored=True)): its wire was fitted when it was saved
+    return info.context is not None and info.context.get("stored") is True
+
+
 class ToolRun(BaseModel):
     """One tool call's execution in a tools phase: timing, error, and how it was resolved.
 
@@ -118,10 +123,10 @@ class ToolRun(BaseModel):
 
     @field_validator("wire")
     @classmethod
-    def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
+    def _wire_fits(cls, wire: WireExchange | None, info: ValidationInfo) -> WireExchange | None:
         # as a step's wire, but two levels further down (tool_runs, the tool run): a body too deep is not kept
         depth = WIRE_DEPTH - 2
-        if wire is None:
+        if wire is None or _stored(info):
             return wire
         cut = {k: f"(not kept: nested more than {depth} levels deep)" for k in ("request", "response")}
         deep = {k: v for k, v in cut.items() if nesting(getattr(wire, k), depth) > depth}
@@ -276,12 +281,12 @@ class StepRecord(BaseModel):
 
     @field_validator("wire")
     @classmethod
-    def _wire_fits(cls, wire: WireExchange | None) -> WireExchange | None:
+    def _wire_fits(cls, wire: WireExchange | None, info: ValidationInfo) -> WireExchange | None:
         # a server's body too large (cut_response) or nested too deeply to write back is not kept whole, so the
         # run stays writable and readable; the request needs no check (and a step no scan of the whole history):
         # it is built from messages and tool specs bounded when they are made, and a file too large for a
         # reader has its largest bodies cut as it is written (transcript.fitted_text)
-        if wire is None:
+        if wire is None or _stored(info):
             return wire
         wire = cut_response(wire, WIRE_KEEP_CHARS)  # first: a response cut to text needs no walk through it
         if nesting(wire.response, WIRE_DEPTH) > WIRE_DEPTH:

@@ -170,8 +170,14 @@ def describe_validation(exc: ValidationError) -> str:
     return f"{_where(first['loc'])}: {one_line(first['msg'])}{more}"
 
 
-def from_dict(data: Any, *, check_messages: bool = True) -> Run:
-    """Validate transcript data and build the Run; a TranscriptError names the field and the reason."""
+STORED = {"stored": True}
+
+
+def from_dict(data: Any, *, check_messages: bool = True, stored: bool = False) -> Run:
+    """Validate transcript data and build the Run; a TranscriptError names the field and the reason.
+
+    `stored`: the data was read back from the runs database, where each wire exchange was fitted to what a step
+    keeps when it was saved, so it is not measured again (a scan of the library reads every run)."""
     if isinstance(data, dict) and "resourceSpans" in data and "format" not in data:
         raise TranscriptError(
             "an OpenTelemetry trace (resourceSpans), not a transcript: import it as a run first "
@@ -180,7 +186,7 @@ def from_dict(data: Any, *, check_messages: bool = True) -> Run:
     check_header(data, "a transcript", FORMAT, VERSION)
     body = {k: v for k, v in data.items() if k not in ("format", "version")}
     try:
-        run = Run.model_validate(body)
+        run = Run.model_validate(body, context=STORED if stored else None)
     except ValidationError as exc:
         raise TranscriptError(describe_validation(exc)) from None
     if check_messages:

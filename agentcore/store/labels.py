@@ -11,6 +11,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import from_json
+
 from ..annotations import JUDGE_PREFIX, SCANNER_PREFIX, Annotation, by_scanner, check_target, step_calls
 from ..transcript import from_dict
 from .schema import ANNOTATIONS_OF, PUT_ANNOTATION, SUMMARY_COLUMNS, RunSummary, StoreError, dump, plain
@@ -40,6 +42,15 @@ def _from(annotation: Annotation, source: str) -> bool:
     if source.startswith(JUDGE_PREFIX):
         return annotation.author == source
     return annotation.author == SCANNER_PREFIX + source.removeprefix(SCANNER_PREFIX)
+
+
+def _loaded(body: str) -> Any:
+    # pydantic's JSON reader takes a run's body in a little over half json's time, but refuses a lone surrogate
+    # escape (a text such as "\ud800", which json writes and reads back)
+    try:
+        return from_json(body)
+    except ValueError:
+        return json.loads(body)
 
 
 class LabelsTable:
@@ -122,13 +133,13 @@ class LabelsTable:
         marks = ", ".join("?" * len(run_ids))
         with self._transaction() as db:  # the runs and their steps as of one moment
             rows = db.execute(f"SELECT id, body FROM runs WHERE id IN ({marks}){visible}", (*run_ids, *params))
-            found = {run_id: json.loads(body) for run_id, body in rows.fetchall()}
+            found = {run_id: _loaded(body) for run_id, body in rows.fetchall()}
             steps = db.execute(
                 f"SELECT run_id, body FROM steps WHERE run_id IN ({marks}) ORDER BY run_id, idx", run_ids
             )
             for run_id, body in steps.fetchall():
                 if run_id in found:
-                    found[run_id].setdefault("steps", []).append(json.loads(body))
+                    found[run_id].setdefault("steps", []).append(_loaded(body))
             annotations = db.execute(
                 f"SELECT run_id, body FROM annotations WHERE run_id IN ({marks}) ORDER BY run_id, step, created_at, id",
                 run_ids,
@@ -138,7 +149,7 @@ class LabelsTable:
                     found[run_id].setdefault("annotations", []).append(json.loads(body))
         for data in found.values():
             data.setdefault("steps", [])
-        return {run_id: from_dict(data, check_messages=False) for run_id, data in found.items()}
+        return {run_id: from_dict(data, check_messages=False, stored=True) for run_id, data in found.items()}
 
     def replace_findings(
         self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None

@@ -397,3 +397,20 @@ def test_a_run_read_in_a_batch_is_one_its_viewer_may_see_and_one_gone_since_the_
     assert ada.read_runs([mine.id, theirs.id]).keys() == {mine.id}
     with pytest.raises(StoreError, match=f"no run '{theirs.id}'"):
         scanners.scan_library(ada, [scanners.BUILTINS["loop"]], [mine.id, theirs.id], again=True)
+
+
+def test_a_run_holding_a_lone_surrogate_reads_the_same_in_a_batch_as_alone(tmp_path):
+    from support.runs import scripted_run
+
+    from agentcore.store.runs import Store
+
+    store = Store(tmp_path / "runs.db")
+    run = scripted_run("weather")
+    run.title = "half a pair: \ud800"  # written as the escape \ud800, which not every JSON reader takes
+    run.steps[0].wire.response = {"text": "\udfff", "nested": [{"deep": "\ud83d"}]}
+    plain = scripted_run("weather")
+    for each in (run, plain):
+        store.save_run(each)
+    batch = store.read_runs([run.id, plain.id])
+    for each in (run, plain):
+        assert batch[each.id].model_dump() == store.read_run(each.id).model_dump() == each.model_dump()
