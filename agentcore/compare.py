@@ -2,7 +2,8 @@
 
 Each column is its own Run and Agent. Step all and Run all drive every column at once, each
 on its own thread, so a comparison lasts as long as its slowest column, not the sum; a
-column's failure is recorded in that column and stops nothing else.
+column's failure is recorded in that column and stops nothing else. A comparison may play a
+conversation (`play`): Run all then plays it on each column, with a user of the column's own.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ MIN_COLUMNS, MAX_COLUMNS = 2, 4
 
 ColumnState = Literal["ready", "running", "done", "error"]
 Factory = Callable[..., Any]
+# how Run all plays a column in place of the agent's run: a pinned test's conversation, its scripted turns and its
+# simulated user (agentcore.testing.users.playing), the agent answering each turn
+Play = Callable[[Agent, Run, threading.Event], None]
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,7 @@ class Column:
         self.wall_s = 0.0  # seconds this column spent in step/run actions, in total
         self.busy = False
         self.crash: str | None = None  # an unexpected exception in this column's thread
+        self.play: Play | None = None
 
     @property
     def state(self) -> ColumnState:
@@ -247,6 +252,8 @@ class Column:
             self.crash = None
             if mode == "step":
                 self.agent.step(self.run)
+            elif self.play is not None:
+                self.play(self.agent, self.run, cancel)
             else:
                 self.agent.run(self.run, cancel)
         except AgentcoreError as exc:
@@ -269,7 +276,8 @@ class Comparison:
     variable); keys go to provider objects only, never to a run. `factory` builds
     providers (default: the registry's `create_provider`). `expected` is the answer the columns are
     checked for (a pinned test's), applied when it belongs to this prompt; without one, a scripted
-    column's scenario may declare it.
+    column's scenario may declare it. `play`, where given, is how Run all plays each column (a conversation);
+    Step all steps the agent alone.
     """
 
     def __init__(
@@ -285,8 +293,10 @@ class Comparison:
         factory: Factory | None = None,
         expected: ExpectedAnswer | None = None,
         origin: Origin | None = None,
+        play: Play | None = None,
     ) -> None:
         self.origin = origin
+        self.play = play
         if not prompt or not prompt.strip():
             raise UsageError("a comparison needs a prompt")
         if not MIN_COLUMNS <= len(specs) <= MAX_COLUMNS:
@@ -340,6 +350,7 @@ class Comparison:
         api_keys: dict[int, str] | None = None,
         provider_options: dict[str, Any] | None = None,
         factory: Factory | None = None,
+        play: Play | None = None,
     ) -> Comparison:
         """Each configuration forked from step k of a stored run (see Origin), driven in lockstep like any comparison.
 
@@ -361,6 +372,7 @@ class Comparison:
             provider_options=provider_options,
             factory=factory,
             origin=origin,
+            play=play,
         )
 
     @property
@@ -397,6 +409,7 @@ class Comparison:
             run.stop_reason, run.error = "error", error
             return Column(spec, label, run, error)
         column = Column(spec, label, run)
+        column.play = self.play
         if not column.holds_key:
             column.agent = self._agent(column, provider)
         return column

@@ -226,15 +226,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for spec in specs:
         get_info(spec.provider)  # an unknown provider is bad usage (exit 2), not one column's provider error
     if args.from_step is not None:
+        if getattr(args, "test", None) is not None:
+            raise UsageError("--test plays a test from its prompt; --from forks a stored run: give one")
         return _compare_from(args, specs)
     if args.from_steps is not None or args.db is not None:
         raise UsageError("--steps and --db go with --from RUN_ID:K")
+    test = _compare_test(args)
+    play = None
+    if test is not None:
+        from ..testing import users
+
+        play = users.playing(test)  # a user who cannot be simulated is bad usage, before any model is paid for
+        args.prompt, args.system, args.max_steps = test.prompt, test.system_prompt, test.max_steps
     if not args.prompt:
-        raise UsageError("compare needs a prompt, or --from RUN_ID:K")
+        raise UsageError("compare needs a prompt, or --from RUN_ID:K, or --test FILE")
     # without --tools, a scripted scenario needs its own tools to play; other providers get none unless asked
     scenarios = [SCENARIOS.get(s.model or "weather") for s in specs if s.provider == "scripted"]
     names = list(dict.fromkeys(n for sc in scenarios if sc is not None for n in sc.tools))
-    tools = select_tools(args, args.tools, names)
+    tools = select_tools(args, args.tools, test.tools if test is not None else names)
     runs = getattr(args, "runs", 1)
     if not 1 <= runs <= MAX_COMPARE_RUNS:
         raise UsageError(f"--runs is a whole number from 1 to {MAX_COMPARE_RUNS}, not {runs}")
@@ -250,6 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             max_steps=args.max_steps,
             expected=expected,
             factory=create_operator_provider,
+            play=play,
         )
 
     comparison = made()
@@ -307,7 +317,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(format_repeats(rows))
         for row in rows:
             print(f"  {row['config']}: runs {', '.join(row['run_ids'])}")
+    if play is not None:
+        _print_conversations(done)
     return _compare_ended(comparison, args.out, done)
+
+
+def _compare_test(args: argparse.Namespace) -> Any:
+    """The pinned test `--test FILE` names (None without it); its prompt and system prompt are the comparison's."""
+    if getattr(args, "test", None) is None:
+        return None
+    from ..errors import TranscriptError
+    from ..testing import pinned
+
+    if args.prompt or args.system:
+        raise UsageError("--test gives the prompt and the system prompt: give neither")
+    try:
+        return pinned.load(args.test)
+    except TranscriptError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _print_conversations(done: list[Any]) -> None:
+    """Each column's conversation in one line (its user turns by author, goal met or not, who ended it, the
+    simulator's fidelity) and each breach of the simulator under it."""
+    from ..testing import users
+
+    print("\nconversations")
+    for k, comparison in enumerate(done, 1):
+        which = f"run {k} of {len(done)}: " if len(done) > 1 else ""
+        for column in comparison.columns:
+            print(f"{which}{column.label}: {users.report(column.run) or 'no conversation (the column did not start)'}")
+            for b in column.run.conversation.breaches if column.run.conversation is not None else []:
+                print(f"  simulator, message {b.message}: {b.rule}: {b.why}")
 
 
 def _compare_ended(comparison: Any, out: str | None, done: list[Any] | None = None) -> int:

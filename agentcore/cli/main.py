@@ -215,6 +215,12 @@ def _add_compare(sub: Any) -> None:
     )
     p.add_argument("prompt", nargs="?", help="the user prompt, the same for every configuration (not with --from)")
     p.add_argument(
+        "--test",
+        metavar="FILE",
+        help="play a pinned test's conversation on each configuration: its prompt, system prompt, tools, step budget "
+        "and scripted turns, then its simulated user (`user:`), drawn with the same seed on each configuration",
+    )
+    p.add_argument(
         "--from",
         dest="from_step",
         metavar="RUN_ID:K",

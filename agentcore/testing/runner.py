@@ -256,23 +256,19 @@ def play(
     cancel: threading.Event | None = None,
     draw: users.Draw | None = None,
 ) -> None:
-    """Run the test's prompt, then each scripted user turn once the model has answered the one before, then its user's.
+    """Run the test's prompt, then each scripted user turn once the model has answered the one before, then its user's
+    (users.play); a benchmark task's episode offers each turn its own tools."""
+    if episode is None:
+        users.play(agent, run, test, draw, cancel)
+        return
+    offered = {t.name: t for t in episode.tools}
 
-    Each turn has the test's step budget; a turn that uses it up is followed by the next, as BFCL does.
-    """
-    offered = {t.name: t for t in (episode.tools if episode is not None else agent.tools.values())}
-    for i, text in enumerate(users.user_turns(test, draw, run)):  # in a conversation, each says who wrote it
-        if i:
-            if run.stop_reason not in ("answer", "max_steps"):
-                break  # an error, a cancel or a structured answer ends the conversation
-            run.append(text)
-            run.stop_reason = None
-        if episode is not None:
-            episode.begin_turn(i)
-            agent.tools = {n: offered[n] for n in episode.offered(i)}
-            run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
-        users.answer(agent, run, test, cancel)
-    users.after_script(agent, run, test, draw, cancel)
+    def begin_turn(i: int) -> None:
+        episode.begin_turn(i)
+        agent.tools = {n: offered[n] for n in episode.offered(i)}
+        run.config = run.config.model_copy(update={"tools": [t.spec() for t in agent.tools.values()]})
+
+    users.play(agent, run, test, draw, cancel, begin_turn)
 
 
 def run_cell(

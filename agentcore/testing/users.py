@@ -392,6 +392,36 @@ def answer(agent: Agent, run: Run, test: Any, cancel: threading.Event | None = N
     agent.run(run, cancel)
 
 
+def play(
+    agent: Agent,
+    run: Run,
+    test: Any,
+    draw: Draw | None = None,
+    cancel: threading.Event | None = None,
+    begin_turn: Callable[[int], None] | None = None,
+) -> None:
+    """Run the test's prompt, then each scripted user turn once the model has answered the one before (`begin_turn(i)`
+    before turn i is answered), then its user's. Each turn has the test's step budget; a turn that uses it up is
+    followed by the next, as BFCL does."""
+    for i, text in enumerate(user_turns(test, draw, run)):  # in a conversation, each says who wrote it
+        if i:
+            if run.stop_reason not in ("answer", "max_steps"):
+                break  # an error, a cancel or a structured answer ends the conversation
+            run.append(text)
+            run.stop_reason = None
+        if begin_turn is not None:
+            begin_turn(i)
+        answer(agent, run, test, cancel)
+    after_script(agent, run, test, draw, cancel)
+
+
+def playing(test: Any) -> Callable[[Agent, Run, threading.Event], None]:
+    """How a comparison's column plays `test` (agentcore.compare.Play): its prompt and scripted turns, then a simulated
+    user drawn anew on each column, with the test's seed, so that every column meets the same user."""
+    check_test(test, "simulate")
+    return lambda agent, run, cancel: play(agent, run, test, Draw("simulate"), cancel)
+
+
 def after_script(
     agent: Agent, run: Run, test: Any, draw: Draw | None = None, cancel: threading.Event | None = None
 ) -> None:

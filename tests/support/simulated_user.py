@@ -2,16 +2,18 @@
 every turn alike, and a pinned test with scripted turns and a simulated user pointed at them.
 
 Both are OpenAI Chat Completions servers on 127.0.0.1 (support.stand_in): each request is kept, so a test counts
-the simulator's calls and reads what it was sent.
+the simulator's calls and reads what it was sent. SimulatorServer plays many conversations at once, each on its own.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from agentcore.testing.expectations import PinnedTest
-from support.stand_in import Reply
+from support.stand_in import QuietServer, Reply
 
 AGENT_ANSWER = "Happy to help with the booking. Which day, and for how many people?"
 
@@ -58,3 +60,43 @@ def booking_test(simulator_url: str, *, max_turns: int = 4, seed: int = 7, **use
             **user,
         },
     )
+
+
+class SimulatorServer:
+    """A simulator that plays each conversation on its own, whatever order their calls arrive in: it writes `turns`
+    in order (the next one not yet in the conversation it is sent), then ends with `reason`. `seen` holds each
+    request's body, in order of arrival. For columns played side by side on one server."""
+
+    def __init__(self, turns: list[str], reason: str = "goal met") -> None:
+        self.turns, self.reason, self.seen = list(turns), reason, []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the name http.server calls
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                with owner._lock:
+                    owner.seen.append(body)
+                said = {m.get("content") for m in body.get("messages", []) if m.get("role") == "assistant"}
+                left = [t for t in owner.turns if t not in said]
+                reply = Reply.chat(left[0]) if left else ends(json.dumps({"reason": owner.reason}))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply.body)))
+                self.end_headers()
+                self.wfile.write(reply.body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"  # the base URL, without /v1
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self) -> SimulatorServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
