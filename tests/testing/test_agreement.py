@@ -4,6 +4,7 @@ agreement` prints them on a library where people and a judge labelled the same 4
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -13,7 +14,14 @@ from agentcore import Agent, Run, RunConfig, create_provider, toolbox
 from agentcore.annotations import Annotation, make_annotation
 from agentcore.cli.main import main
 from agentcore.store.runs import Store
-from agentcore.testing.agreement import BinaryAgreement, cohen_kappa, confusion, judge_report
+from agentcore.testing.agreement import (
+    BinaryAgreement,
+    JudgeReport,
+    cohen_kappa,
+    confusion,
+    judge_report,
+    person_says,
+)
 
 
 def sk():
@@ -181,3 +189,40 @@ def test_the_command_prints_the_figures_on_a_library_of_40_steps_labelled_by_bot
     assert "against ann's labels: 40 steps" in capsys.readouterr().out
     assert main(["judge", "agreement", "--judge", "temps", "--labels", "zoe", "--db", db]) == 0
     assert "nothing to compare" in capsys.readouterr().out
+
+
+def test_kappa_is_defined_from_one_item_on_where_the_raters_differ():
+    one = cohen_kappa([[0, 1], [0, 0]])  # one item: the first rater says pass, the second fail
+    assert (one.value, one.se, one.low, one.high) == (0, 0, 0, 0)
+    assert one.value == sk().cohen_kappa_score([0], [1], labels=[0, 1])
+
+
+def test_the_figures_are_fixed_once_made():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cohen_kappa([[6, 1], [2, 4]]).value = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BinaryAgreement(1, 2, 3, 4).tp = 0  # type: ignore[misc]
+
+
+def test_the_record_counts_the_references_passes_and_fails_beside_the_rates():
+    data = BinaryAgreement(tp=20, fn=5, fp=10, tn=15).to_dict()
+    assert (data["tp"], data["reference_passes"], data["tn"], data["reference_fails"]) == (20, 25, 15, 25)
+
+
+def test_a_persons_label_is_a_pass_or_a_fail_only_where_it_says_one_and_not_both():
+    def says(**fields) -> bool | None:
+        return person_says(Annotation(step=1, author="ann", **fields))
+
+    assert says(labels=["good"]) is True and says(labels=["wrong tool", "looped"]) is False
+    assert says(labels=["good", "wrong tool"]) is None  # both, as a file may hold: neither
+    assert says(tags=["odd"]) is None and says(note="just a note") is None
+
+
+def test_the_report_says_what_it_left_out_as_ties_where_either_side_tied():
+    def ties(people: int, judge: int) -> list[str]:
+        text = JudgeReport("j", "people", BinaryAgreement(0, 0, 0, 0), people_tied=people, judge_tied=judge).text()
+        return [line for line in text.splitlines() if "left out as ties" in line]
+
+    assert ties(1, 0) == ["  left out as ties: 1 steps people split evenly on, 0 the judge judged as often each way"]
+    assert ties(0, 2) == ["  left out as ties: 0 steps people split evenly on, 2 the judge judged as often each way"]
+    assert ties(0, 0) == []

@@ -8,12 +8,15 @@ import json
 
 import pytest
 from support.judge_server import JudgeServer, says
-from testing.test_judges import RUBRIC, scripted_run, temperatures
+from testing.test_judges import RUBRIC, Down, scripted_run, temperatures
 
 from agentcore.annotations import make_annotation
 from agentcore.cli.main import main
+from agentcore.errors import UsageError
 from agentcore.store.runs import Store
 from agentcore.testing.agreement import judge_report
+from agentcore.testing.expectations import JudgeExpect
+from agentcore.testing.judges import judge_library
 
 
 @pytest.fixture
@@ -105,3 +108,32 @@ def test_a_judge_scan_named_wrongly_is_refused_in_one_line(library, tmp_path, ca
     assert main(["scan", "--scanner", "judge:temps", *args, "--db", db]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1
+
+
+def test_a_scan_skips_the_runs_its_judge_has_read_unless_asked_to_judge_again(library):
+    db, runs = library
+    store, ids = Store(db), [r.id for r in runs]
+    with JudgeServer(temperatures) as server:
+        judge = JudgeExpect(name="temps", rubric=RUBRIC, model=server.model())
+        first = judge_library(store, judge, ids, budget=10)
+        second = judge_library(store, judge, ids, budget=10)
+        again = judge_library(store, judge, ids, budget=10, again=True)
+    assert [(r.calls, r.skipped) for r in (first, second, again)] == [(6, 0), (0, 6), (6, 0)]
+    assert server.calls == 12
+
+
+def test_a_judge_that_cannot_start_or_whose_call_fails_labels_nothing_and_leaves_the_run_to_the_next_scan(library):
+    db, runs = library
+    store, ids = Store(db), [r.id for r in runs[:2]]
+    judge = JudgeExpect(name="temps", rubric=RUBRIC, model="scripted")
+
+    def cannot_start(*args, **options):
+        raise UsageError("no such model")
+
+    for factory in (cannot_start, lambda *args, **options: Down("stand-in-judge"), cannot_start):
+        report = judge_library(store, judge, ids, budget=10, factory=factory)
+        assert (report.calls, report.skipped, report.errors, report.found) == (2, 0, 2, [])
+        assert report.said == {"pass": 0, "fail": 0, "no verdict": 0}
+    assert [a.author for run_id in ids for a in store.annotations(run_id)] == ["ann", "ann"]
+    failed = [store.read_run(i) for i in store.run_ids() if i not in {r.id for r in runs}]
+    assert len(failed) == 2 and all(r.stop_reason == "error" and r.judge_of.judge == "temps" for r in failed)
