@@ -108,10 +108,17 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["agentcore/testing/judges.py", "agentcore/testing/agreement.py"],
         ["test_judges.py", "test_judge_scan.py", "test_agreement.py", "test_judges_page.py"],
     ),
-    # simulated users: the simulator, its fidelity rules, replayed conversations
+    # simulated users: the simulator, its fidelity rules, replayed conversations, conversations compared
     "users": (
-        ["agentcore/testing/users.py"],
-        ["test_simulated_users.py", "test_user_fidelity.py", "test_cli_users.py", "test_conversation_view.py"],
+        ["agentcore/testing/users.py", "ui/compare_users.py"],
+        [
+            "test_simulated_users.py",
+            "test_user_fidelity.py",
+            "test_cli_users.py",
+            "test_conversation_view.py",
+            "test_compare_users.py",
+            "test_compare_users_page.py",
+        ],
     ),
     # Compare, from the first step or from step k
     "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),

@@ -97,6 +97,7 @@ class CompareState(PageState):
     setup: CompareSetup | None = None  # asked for by another page (prefill), not yet in the widgets
     policies: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # context policies by column
     expected: ExpectedAnswer | None = None  # a pinned test's answer, for the comparisons of its prompt
+    test: PinnedTest | None = None  # the pinned test it was opened from: Run all plays its conversation (prefill_test)
     repeats: list[Any] = field(default_factory=list)  # the comparisons run again ("runs per configuration")
     origin: Origin | None = None  # a stored run and its step k: each column forks the run there (prefill_from)
     unsaved: bool = False  # the forks changed since they were last saved in the runs library
@@ -136,7 +137,8 @@ class CompareState(PageState):
     def prefill_test(cls, test: PinnedTest) -> None:
         """A new comparison of a pinned test's task, the first column on the model it was pinned from.
 
-        The test's expected answer (the texts it must contain) is what the columns are checked for.
+        The test's expected answer (the texts it must contain) is what the columns are checked for; the test is kept,
+        so that Run all plays its conversation where it has a simulated user (ui.compare_users).
         """
         config = test.pinned.config if test.pinned is not None else None
         columns = []
@@ -155,7 +157,7 @@ class CompareState(PageState):
             max_steps=test.max_steps,
             columns=columns,
         )
-        st.session_state[cls.KEY] = cls(setup=setup, expected=expected)
+        st.session_state[cls.KEY] = cls(setup=setup, expected=expected, test=test)
 
 
 @dataclass

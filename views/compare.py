@@ -34,7 +34,7 @@ from agentcore.providers.scripted import SCENARIOS
 from agentcore.run import Run, RunConfig
 from agentcore.steps import ModelRef
 from agentcore.transcript import from_dict, to_dict
-from ui import safe, words
+from ui import compare_users, safe, words
 from ui.actions import call_estimate
 from ui.messages_view import show_messages
 from ui.next_call_view import say_estimate
@@ -144,6 +144,7 @@ def _new_comparison() -> None:
         state.notice = "The columns are still working: press Stop and wait for them first."
         return
     kept = {"widgets": state.widgets, "policies": state.policies, "expected": state.expected, "origin": state.origin}
+    kept |= {"test": state.test}  # a comparison of a test's conversation plays it again
     st.session_state[CompareState.KEY] = CompareState(**kept)
 
 
@@ -361,6 +362,7 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
                 max_steps=int(st.session_state["cmp_max_steps"]),
                 api_keys=keys,
                 expected=state.expected,
+                play=compare_users.playing(state.test, st.session_state["cmp_prompt"]),
             )
         except AgentcoreError as exc:
             state.notice = str(exc)
@@ -453,6 +455,7 @@ def _column_view(
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
         st.success(f"**Final answer**  \n{safe.block(text)}", icon=":material/flag:")
     _say_verdict(run, expected)
+    compare_users.say_conversation(run)
 
 
 def _columns_view(comparison: Comparison) -> None:
@@ -602,6 +605,7 @@ def _run_repeats(state: CompareState, specs: list[ColumnSpec], keys: dict[int, s
                 max_steps=first.max_steps,
                 api_keys=keys,
                 expected=first.expected,
+                play=first.play,
             )
             with_policies(again, state.policies)
             again.start("run", keys)
@@ -703,9 +707,11 @@ def main() -> None:
     state.keep(_widget_keys())
     _act(state, specs, keys)  # before the buttons, so they show whether the columns are now busy
     busy = state.comparison is not None and state.comparison.running
+    # a person's user: one line says why, and neither button starts the columns
+    refused = state.comparison is None and compare_users.refusal(state.test, st.session_state["cmp_prompt"]) is not None
     with st.container(horizontal=True):
-        st.button("Step all", on_click=_request, args=("step",), disabled=busy, icon=":material/skip_next:")
-        st.button("Run all", on_click=_request, args=("run",), disabled=busy, icon=":material/fast_forward:")
+        st.button("Step all", on_click=_request, args=("step",), disabled=busy or refused, icon=":material/skip_next:")
+        st.button("Run all", on_click=_request, args=("run",), disabled=busy or refused, icon=":material/fast_forward:")
         st.button("Stop", on_click=_stop, disabled=not busy, icon=":material/stop:")
         st.button("New comparison", on_click=_new_comparison, disabled=busy, icon=":material/restart_alt:")
     if state.notice:
@@ -718,7 +724,9 @@ def main() -> None:
             state.expected if state.expected is not None and state.expected.prompt.strip() == prompt.strip() else None
         )
         _say_expected(asked or scenario_expectation(prompt, specs))
-        st.info("Choose the configurations, then press **Step all** or **Run all**.")
+        compare_users.say_test(state.test, prompt)
+        if not refused:
+            st.info("Choose the configurations, then press **Step all** or **Run all**.")
         return
     if state.open_index is not None:
         index, state.open_index = state.open_index, None

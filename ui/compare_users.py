@@ -1,0 +1,71 @@
+"""A pinned test's conversation on the compare page.
+
+Opened from a test with a simulated user, Run all plays the test's conversation on every column: its prompt, its
+scripted turns, then a simulated user of each column's own, drawn with the test's seed on every one
+(agentcore.testing.users.playing). Under each column's result, how its conversation went. A user played by a person
+(`human`) is refused here: the playground is where a person takes the user's place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from agentcore.compare import Play
+from agentcore.run import Run
+from agentcore.testing import users
+
+from . import safe
+
+if TYPE_CHECKING:
+    from agentcore.testing.pinned import PinnedTest
+
+
+def _plays(test: PinnedTest | None, prompt: str) -> bool:
+    """Whether the comparison is the test's conversation: a test with a user, its prompt as the test gave it."""
+    return test is not None and test.user is not None and prompt.strip() == test.prompt.strip()
+
+
+def refusal(test: PinnedTest | None, prompt: str) -> str | None:
+    """Why this page will not compare the test's conversation, in one line (None when it will, or there is none)."""
+    if not _plays(test, prompt) or not test.user.human:
+        return None
+    return (
+        f"Test {test.name or '(unnamed)'}'s user is played by a person, so Compare cannot play it: open the test's "
+        "run in the playground, where you take the user's place."
+    )
+
+
+def playing(test: PinnedTest | None, prompt: str) -> Play | None:
+    """How Run all plays each column: the test's conversation, while the prompt is the test's; None otherwise.
+
+    A UsageError for a simulator model no provider answers to, before any model is paid for."""
+    return users.playing(test) if _plays(test, prompt) else None
+
+
+def say_test(test: PinnedTest | None, prompt: str) -> None:
+    """Above the columns, before they start: the conversation Run all will play, or why it will not."""
+    refused = refusal(test, prompt)
+    if refused is not None:
+        st.warning(safe.inline(refused), icon=":material/block:")
+    elif _plays(test, prompt):
+        user = test.user
+        turns = len(test.turns)
+        st.markdown(
+            f":material/forum: **Conversation** (the pinned test {safe.inline(test.name or '(unnamed)')}): Run all "
+            f"plays its prompt, {turns} scripted turn{'s' * (turns != 1)}, then a simulated user "
+            f"({safe.code(users.label(user))}, seed {user.seed}, up to {user.max_turns} turns) on every column, "
+            "each with a user of its own. Step all steps the agent alone."
+        )
+
+
+def say_conversation(run: Run) -> None:
+    """Under a column's result: its conversation in one line (as `agentcore test` prints it) and each breach of the
+    simulator's fidelity rules."""
+    line = users.report(run)
+    if line is None:
+        return
+    st.caption(f":material/forum: {safe.inline(line)}")
+    for breach in run.conversation.breaches:
+        st.caption(f"simulator, message {breach.message}: {safe.inline(breach.rule)}: {safe.inline(breach.why)}")
