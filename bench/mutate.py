@@ -155,6 +155,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "recording-proxy": (
         [
             "agentcore/proxy/dialects.py",
+            "agentcore/proxy/edits.py",
             "agentcore/proxy/recorder.py",
             "agentcore/proxy/holds.py",
             "agentcore/proxy/handler.py",
@@ -162,6 +163,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "agentcore/proxy/control.py",
             "agentcore/store/exchanges.py",
             "ui/held_view.py",
+            "ui/held_messages.py",
+            "ui/message_editor.py",
         ],
         [
             "test_proxy_openai.py",
@@ -171,6 +174,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "test_proxy_safety.py",
             "test_proxy_holds.py",
             "test_proxy_app.py",
+            "test_proxy_edits.py",
             "test_proxy_runs.py",
             "test_proxy_bytes.py",
             "test_proxy_surfaces.py",

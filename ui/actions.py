@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from agentcore.errors import AgentcoreError, TranscriptError
+from agentcore.errors import AgentcoreError
 from agentcore.hooks.examples import check_hook_names
 from agentcore.loop import Agent, Event, Observer, ToolDecision
 from agentcore.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage, pending_tool_calls
@@ -30,9 +30,9 @@ from agentcore.providers.scripted import SCENARIOS
 from agentcore.request import base_request, prepare, request_settings
 from agentcore.run import Run, RunConfig
 from agentcore.steps import ModelRef
-from agentcore.transcript import read_json
 
 from .live import PhaseJob, PhaseProgress, follow
+from .message_editor import RefusedField, edited, parse_object
 from .otel import observer as otel_observers
 from .state import Action, Session, get_session, make_provider, on_run_changed, reopen_last_run
 from .tool_registry import available_tools, resolve_tools
@@ -193,14 +193,6 @@ def stop() -> None:
     session.running = False
 
 
-class RefusedField(ValueError):
-    """A value typed in a field that cannot be used; `key` is the field's widget, where the page says why."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
 def collect_decisions(run: Run) -> dict[str, ToolDecision]:
     """The decision on each pending tool call, from its widgets; bad JSON arguments raise RefusedField."""
     decisions: dict[str, ToolDecision] = {}
@@ -221,17 +213,6 @@ def collect_decisions(run: Run) -> dict[str, ToolDecision]:
                 raise RefusedField(key, str(exc)) from None
             decisions[call.id] = ToolDecision(action="edit", arguments=arguments)
     return decisions
-
-
-def parse_object(text: str, what: str) -> dict[str, Any]:
-    """Parse JSON that must be an object; the error names what it was for."""
-    try:  # within every reader's limits: a paste nested thousands deep is refused, not a RecursionError
-        value = read_json(text or "{}")
-    except TranscriptError as exc:
-        raise ValueError(f"{what}: the arguments are {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{what}: the arguments must be a JSON object, not {type(value).__name__}")
-    return value
 
 
 def _sidebar_config(session: Session, run: Run) -> RunConfig:
@@ -491,6 +472,9 @@ def _draft(session: Session) -> list[Message]:
     return session.draft
 
 
+EDIT_PREFIX = "edit"  # the keys of the playground's message editor: edit_content_3, edit_save_3
+
+
 def begin_edit(index: int) -> None:
     """Open the editor of one message."""
     session = get_session()
@@ -515,22 +499,11 @@ def save_edit(index: int) -> None:
     """Put the editor's content (and tool call arguments) into the draft list."""
     session = get_session()
     draft = _draft(session)
-    message = draft[index]
-    content = st.session_state.get(f"edit_content_{index}", "")
-    update: dict[str, Any] = {"content": content}
-    if isinstance(message, AssistantMessage):
-        update["content"] = content or None
-        calls = []
-        for k, call in enumerate(message.tool_calls):
-            key = f"edit_args_{index}_{k}"
-            try:
-                args = parse_object(st.session_state.get(key, ""), f"message {index}, tool call {call.name}")
-            except ValueError as exc:
-                session.refused = (key, str(exc))  # the editor stays open, the reason shown under the field
-                return
-            calls.append(call.model_copy(update={"arguments": args, "raw_arguments": None}))
-        update["tool_calls"] = tuple(calls)
-    draft[index] = message.model_copy(update=update)
+    try:
+        draft[index] = edited(EDIT_PREFIX, index, draft[index])
+    except RefusedField as exc:
+        session.refused = (exc.key, str(exc))  # the editor stays open, the reason shown under the field
+        return
     session.editing, session.notice, session.refused = None, None, None
     _drop_unchanged_draft(session)
 

@@ -1,7 +1,10 @@
 """The calls a recording proxy holds (`agentcore proxy --pause`), each with its exact request and four ways on.
 
-**Send** forwards it as the agent sent it; **Edit and send** forwards the message list as edited here (the step
-records the edit); **Answer with** gives the agent a reply of the text typed here, which the upstream never sees;
+**Send** forwards it as the agent sent it; **Edit and send** forwards it with the messages as edited here, in the
+message editor the playground edits a run's messages with (ui.message_editor): the proxy writes each new text into the
+request in its own dialect and keeps the rest (agentcore.proxy.edits), and the step records the edit. The request's
+JSON can be edited whole too, under "Edit the JSON". **Answer with** gives the agent a reply of the text typed here,
+which the upstream never sees;
 **Fork here** keeps the held conversation as a stored run of one's own, opened in the playground to go on with any
 provider. Only the person who started the proxy on this database sees its held calls (agentcore.proxy.control).
 
@@ -21,6 +24,7 @@ from agentcore.errors import AgentcoreError
 from agentcore.proxy.control import Control, fork_held, proxy_of
 
 from . import safe
+from .held_messages import forget, render_held_messages, texts_to_send
 from .open_run import follow_open, open_on_click
 
 LIVE_POLL_S = 2.0  # how often the playground asks the proxy for its held calls
@@ -39,6 +43,14 @@ def _release(prefix: str, url: str, hold: dict[str, Any], action: str) -> None:
     """The buttons' callback: release the held call one way, or say why it could not be."""
     try:
         if action == "edit":
+            texts = texts_to_send(prefix, hold)
+            if not texts:
+                st.session_state[_problem_key(prefix)] = (
+                    "No message is edited: open one with its pencil, change its text, then Edit and send."
+                )
+                return
+            Control(url).release(hold["id"], "edit", texts=texts)
+        elif action == "json":
             field = _list_field(hold)
             edited = json.loads(st.session_state[f"{prefix}_edit_{hold['id']}"])
             Control(url).release(hold["id"], "edit", body={**hold["request"], field: edited})
@@ -50,6 +62,8 @@ def _release(prefix: str, url: str, hold: dict[str, Any], action: str) -> None:
         st.session_state[_problem_key(prefix)] = f"The edited list is not JSON: {exc}"
     except AgentcoreError as exc:
         st.session_state[_problem_key(prefix)] = str(exc)
+    else:
+        forget(prefix, hold["id"])
 
 
 def _fork(prefix: str, store: Any, hold: dict[str, Any]) -> None:
@@ -72,13 +86,18 @@ def render_hold(store: Any, url: str, hold: dict[str, Any], prefix: str) -> None
         st.caption(safe.plain(str(hold["reason"])))
         with st.expander("The request as the agent sent it"):
             st.json(hold["request"], expanded=True)
+        render_held_messages(prefix, hold)
         field = _list_field(hold)
-        st.text_area(
-            f"The request's `{field}`, to edit",
-            value=json.dumps(hold["request"].get(field), indent=2, ensure_ascii=False),
-            key=f"{prefix}_edit_{hold_id}",
-            height=200,
-        )
+        with st.expander("Edit the JSON"):
+            st.text_area(
+                f"The request's `{field}`, to send in its place",
+                value=json.dumps(hold["request"].get(field), indent=2, ensure_ascii=False),
+                key=f"{prefix}_edit_{hold_id}",
+                height=200,
+            )
+            st.button(
+                "Send this JSON", key=f"{prefix}_json_{hold_id}", on_click=_release, args=(prefix, url, hold, "json")
+            )
         st.text_input("Answer with", key=f"{prefix}_answer_{hold_id}", placeholder="the reply the agent receives")
         send, edit, answer, fork, earlier = st.columns(5)
         send.button(

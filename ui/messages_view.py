@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from agentcore.steps import BY_HOOK, BY_PERSON, MOCKED_WORDS, NO_TOOLS_WORDS, RE
 from . import actions, policy_view, reasoning_view, safe, words
 from .conversation_view import author_badge
 from .debug_view import render_mock_form
+from .message_editor import render_editor
 from .state import Session, get_session
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
@@ -98,7 +100,7 @@ def _fold(content: str) -> None:
             st.code(content, language="json" if _looks_json(content) else None, wrap_lines=True)
 
 
-def _header(i: int, m: Message, answered: str | None = None, new: bool = False) -> str:
+def message_header(i: int, m: Message, answered: str | None = None, new: bool = False) -> str:
     """The message's index, role and size; for a model turn, the step and the model that wrote it."""
     head = f"**#{i}** &nbsp; {ROLE_BADGE[m.role]} &nbsp; :gray[{estimate_tokens(m.text)} tokens]"
     head = f"{head} &nbsp; {answered}" if answered else head
@@ -228,7 +230,7 @@ def _invalid_calls(m: Message) -> None:
             )
 
 
-def _message_extras(m: Message, reasoning_tokens: int | None = None) -> None:
+def message_extras(m: Message, reasoning_tokens: int | None = None) -> None:
     """The parts of a message drawn apart from its Markdown block: plain output, bad arguments, a long text."""
     reasoning_view.show_reasoning(m, reasoning_tokens)  # collapsed, with the calls it led to
     if isinstance(m, ToolMessage):
@@ -242,8 +244,8 @@ def show_messages(messages: Sequence[Message], run: Run | None = None, start: in
     message's number in the run, so a column shown from step k keeps the run's own numbers."""
     for i, m in enumerate(messages, start):
         with st.container(border=True):
-            st.markdown(f"{_header(i, m)}\n\n{message_markdown(m)}")
-            _message_extras(m, reasoning_view.reported_tokens(run, i, m))
+            st.markdown(f"{message_header(i, m)}\n\n{message_markdown(m)}")
+            message_extras(m, reasoning_view.reported_tokens(run, i, m))
 
 
 def show_newest(run: Run) -> None:
@@ -254,8 +256,10 @@ def show_newest(run: Run) -> None:
     m = run.messages[i]
     record = Record(run, len(run.messages))
     with st.container(border=True):
-        st.markdown(f"{_header(i, m, record.answered(i), new=True)}\n\n{message_markdown(m, record.tool_run(i))}")
-        _message_extras(m, reasoning_view.reported_tokens(run, i))
+        st.markdown(
+            f"{message_header(i, m, record.answered(i), new=True)}\n\n{message_markdown(m, record.tool_run(i))}"
+        )
+        message_extras(m, reasoning_view.reported_tokens(run, i))
 
 
 def show_refusal(session: Session, key: str) -> None:
@@ -303,16 +307,8 @@ def render_latest(session: Session) -> None:
 
 
 def _editor(session: Session, i: int, m: Message) -> None:
-    st.text_area("Content", value=m.content or "", key=f"edit_content_{i}", height=120)
-    if isinstance(m, AssistantMessage):
-        for k, call in enumerate(m.tool_calls):
-            raw = call.raw_arguments if call.arguments_invalid else json.dumps(call.arguments, ensure_ascii=False)
-            label = f"Arguments of {safe.code(call.name)} ({safe.inline(call.id)})"
-            st.text_area(label, value=raw, key=f"edit_args_{i}_{k}", height=80)
-            show_refusal(session, f"edit_args_{i}_{k}")
-    left, right, _ = st.columns([1, 1, 4])
-    left.button("Save", key=f"edit_save_{i}", type="primary", on_click=actions.save_edit, args=(i,))
-    right.button("Cancel", key=f"edit_cancel_{i}", on_click=actions.cancel_edit)
+    save = functools.partial(actions.save_edit, i)
+    render_editor(actions.EDIT_PREFIX, i, m, save, actions.cancel_edit, refused=session.refused)
 
 
 def _violations(messages: list[Message]) -> Violations:
@@ -380,7 +376,9 @@ def _message_row(
     editing = session.editing == i
     with st.container(border=True, key=f"msg_{i}"):
         row = st.container(horizontal=True, wrap=False, vertical_alignment="top", gap="small")
-        head = _header(i, m, record.answered(i), new) + policy_view.row_badge(upcoming, i, session.draft is not None)
+        head = message_header(i, m, record.answered(i), new) + policy_view.row_badge(
+            upcoming, i, session.draft is not None
+        )
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
         row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
         row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
@@ -398,7 +396,7 @@ def _message_row(
         if editing:
             _editor(session, i, m)
         else:
-            _message_extras(m, reasoning_view.reported_tokens(session.run, i, m))
+            message_extras(m, reasoning_view.reported_tokens(session.run, i, m))
         for reason in reasons:
             st.error(safe.block(reason), icon=":material/rule:")
 

@@ -47,11 +47,16 @@ class Control:
         found = self._call("GET", CONTROL_PATH)
         return [scrub(h) for h in found if isinstance(h, dict)] if isinstance(found, list) else []
 
-    def release(self, hold_id: str, action: str, body: Any = None, text: str | None = None) -> None:
-        """Send a held call as it is, send `body` in its place (edit), or answer it with `text`."""
+    def release(
+        self, hold_id: str, action: str, body: Any = None, text: str | None = None, texts: dict[int, str] | None = None
+    ) -> None:
+        """Send a held call as it is, send `body` in its place or the request with its messages' new `texts` (edit),
+        or answer it with `text`."""
         order: dict[str, Any] = {"action": action}
         if body is not None:
             order["body"] = body
+        if texts is not None:
+            order["texts"] = {str(i): new for i, new in texts.items()}
         if text is not None:
             order["text"] = text
         self._call("POST", f"{CONTROL_PATH}/{hold_id}", order)

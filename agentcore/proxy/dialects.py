@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TranscriptError
+from ..errors import TranscriptError, UsageError
 from ..importers import from_messages, tool_specs_from
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..providers import anthropic, ollama, openai, openai_responses
@@ -64,6 +64,14 @@ DIALECTS = (
     Dialect("ollama", ("/api/chat",)),
 )
 PASS_THROUGH = Dialect("openai", ())  # any other path: forwarded, its errors in the OpenAI kind, no step recorded
+
+
+def dialect_named(name: str) -> Dialect:
+    """The dialect of this name; a UsageError for a name none has."""
+    for dialect in DIALECTS:
+        if dialect.name == name:
+            return dialect
+    raise UsageError(f"no dialect {str(name)[:40]!r}")
 
 
 def dialect_of(path: str, upstream: str) -> tuple[Dialect, bool]:

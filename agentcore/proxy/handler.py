@@ -345,7 +345,7 @@ class Handler(BaseHTTPRequestHandler):
             self.proxy.say(f"not recorded: {type(exc).__name__}: {one_line(str(exc))[:200]}")
 
     def _control(self, method: str, path: str) -> int:
-        """The held calls: GET lists them; POST /agentcore/holds/ID {"action", "body"|"text"} releases one."""
+        """The held calls: GET lists them; POST /agentcore/holds/ID {"action", "body"|"texts"|"text"} releases one."""
         if not self._loopback_client():
             raise Refused(403, "held calls are released from this machine only")
         if method == "GET" and path == CONTROL:
@@ -361,7 +361,11 @@ class Handler(BaseHTTPRequestHandler):
             raise Refused(400, 'a release is a JSON object: {"action": "send" | "edit" | "answer", ...}') from None
         try:
             self.proxy.holds.release(
-                path.rsplit("/", 1)[1], str(order.get("action")), order.get("body"), order.get("text")
+                path.rsplit("/", 1)[1],
+                str(order.get("action")),
+                order.get("body"),
+                order.get("text"),
+                order.get("texts"),
             )
         except UsageError as exc:
             raise Refused(400, str(exc)) from None

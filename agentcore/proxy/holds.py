@@ -27,7 +27,8 @@ from ..hooks.protocol import HookEffect, Pause
 from ..hooks.specs import parse_breakpoint
 from ..providers.base import ModelRequest
 from ..run import Run
-from .dialects import Dialect
+from .dialects import Dialect, dialect_named
+from .edits import write_texts
 
 DEFAULT_HOLD_LIMIT = 600.0  # seconds a call is held before it is sent as it is
 HOOK = "proxy hold"
@@ -124,20 +125,34 @@ class Holds:
         with self.lock:
             return [h.listing() for h in sorted(self.held.values(), key=lambda h: h.since)]
 
-    def release(self, hold_id: str, action: str, body: Any = None, text: Any = None) -> None:
-        """Release a held call; a UsageError when there is no such hold or the decision is not one."""
+    def release(self, hold_id: str, action: str, body: Any = None, text: Any = None, texts: Any = None) -> None:
+        """Release a held call; a UsageError when there is no such hold or the decision is not one.
+
+        An edit sends `body` in place of the request, or the request with the new `texts` of its messages (message
+        number to text, as `read_request` numbers them) written into it in its own dialect (agentcore.proxy.edits).
+        """
         if action not in ACTIONS:
             raise UsageError(f"action {str(action)[:40]!r}: one of {', '.join(ACTIONS)}")
-        if action == "edit" and not isinstance(body, dict):
-            raise UsageError("edit needs the request body to send, a JSON object")
+        if action == "edit" and not isinstance(body, dict) and not isinstance(texts, dict):
+            raise UsageError("edit needs the request body to send, a JSON object, or the messages' new texts")
         if action == "answer" and not isinstance(text, str):
             raise UsageError("answer needs the reply's text")
         with self.lock:
             held = self.held.get(hold_id)
             if held is None or held.released.is_set():
                 raise UsageError(f"no held call {str(hold_id)[:40]!r}")
+            if action == "edit" and not isinstance(body, dict):
+                body = write_texts(dialect_named(held.dialect), held.request, _numbered(texts))
             held.decision = Decision(action, body if action == "edit" else None, text if action == "answer" else None)  # type: ignore[arg-type]
             held.released.set()
+
+
+def _numbered(texts: dict[Any, Any]) -> dict[int, str]:
+    """The new texts as sent over JSON, their message numbers written as strings, read back as numbers."""
+    try:
+        return {int(i): text for i, text in texts.items()}
+    except ValueError:
+        raise UsageError("the new texts are keyed by the number of their message") from None
 
 
 def effects_of(decision: Decision, before: Any, limit: float) -> list[HookEffect]:

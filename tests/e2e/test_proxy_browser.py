@@ -1,15 +1,15 @@
 """A held call in a real Chromium: an agent (a script on the openai SDK) waits on a request the recording proxy
-holds; on the Held calls page a person edits the last user message and sends it; the agent receives the reply to
-the edited request, and the run records the edit as the step's effect."""
+holds; in the playground, which shows the held call live, a person opens the last user message in the message editor,
+changes its text and clicks Edit and send; the agent receives the reply to the edited request (the stand-in upstream
+says back what it was asked), and the run records the edit as the step's effect."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
-from support.browser import WAIT, check_axe, expect
+from support.browser import WAIT, check_axe, expect, idle
 from support.proxy_rig import KEY, held, rig_of  # noqa: F401 - rig_of: the fixture
 from support.servers import start_app, stop_process
 from support.stand_in import Reply
@@ -33,7 +33,7 @@ def test_a_person_edits_a_held_request_in_the_browser_and_the_agent_gets_the_rep
     tmp_path,
 ):
     pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
-    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    rig = rig_of(Reply.echoing(), pause="always")
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
     agent = subprocess.Popen(
@@ -45,28 +45,34 @@ def test_a_person_edits_a_held_request_in_the_browser_and_the_agent_gets_the_rep
     )
     try:
         [hold] = held(rig)
+        editor = f"playground_held_msg_{hold['id']}"
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{app.url}/held")
-        area = page.locator(f".st-key-held_edit_{hold['id']} textarea")
-        expect(area).to_be_visible(timeout=WAIT)
-        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
-        check_axe(page, axe_source, "the held calls page with a call held")
-        edited = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]
-        area.fill(json.dumps(edited))
+        page.goto(app.url)
+        last_user = page.locator(f".st-key-{editor}_row_1")
+        expect(last_user).to_contain_text("Weather in Paris?", timeout=WAIT)
+        idle(page)
+        last_user.locator(f".st-key-{editor}_open_1 button").first.click()  # its help is a second button
+        area = page.locator(f".st-key-{editor}_content_1 textarea")
+        expect(area).to_have_value("Weather in Paris?", timeout=WAIT)
+        idle(page)
+        check_axe(page, axe_source, "the playground with a held call's message open in the editor")
+        area.fill("Weather in Rome?")
         area.press("Tab")  # a text area takes its value when it loses the focus
-        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
-        page.locator(f".st-key-held_edited_{hold['id']} button").click()
+        idle(page)
+        page.locator(f".st-key-playground_held_edited_{hold['id']} button").click()
         out, err = agent.communicate(timeout=WAIT / 1000)
         assert agent.returncode == 0, err[-2000:]
-        assert out.strip() == "Rome: 25 C"
-        expect(page.get_by_text("No call is held now.")).to_be_visible(timeout=WAIT)
+        assert out.strip() == "You asked: Weather in Rome?"
+        expect(page.locator(f".st-key-playground_held_send_{hold['id']}")).to_have_count(0, timeout=WAIT)
     finally:
         stop_process(agent)
         app.stop()
+    edited = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]
     assert rig.upstream.bodies()[0]["messages"] == edited
     [run] = rig.runs()
     [effect] = run.steps[0].hook_effects
     assert effect.kind == "message_list" and effect.after["messages"] == edited
+    assert effect.before[1] == {"role": "user", "content": "Weather in Paris?"}
     assert run.messages[1].content == "Weather in Rome?"
 
 
@@ -95,7 +101,7 @@ def test_a_call_held_while_the_playground_is_open_shows_there_without_a_click(
         [hold] = held(rig)
         send = page.locator(f".st-key-playground_held_send_{hold['id']} button")
         expect(send).to_be_visible(timeout=WAIT)  # drawn by the page's own polling: nothing was clicked
-        expect(page.locator(f".st-key-playground_held_edit_{hold['id']} textarea")).to_contain_text("Weather in Paris?")
+        expect(page.locator(f".st-key-playground_held_msg_{hold['id']}_row_1")).to_contain_text("Weather in Paris?")
         send.click()
         out, err = agent.communicate(timeout=WAIT / 1000)
         assert agent.returncode == 0, err[-2000:]

@@ -8,6 +8,8 @@ import pytest
 from support.proxy_rig import Agent, held
 from support.stand_in import Reply
 
+from ui import safe
+
 pytest.importorskip("openai", reason="the openai package is not installed (pip install '.[test]')")
 
 ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"}]
@@ -18,21 +20,100 @@ def page(open_app, monkeypatch, rig):
     return open_app("views/held.py")
 
 
+def edit_text(at, prefix: str, hold_id: str, i: int, text: str) -> None:
+    """Open message `i` of the held call in the message editor with its pencil, and type `text` as its content."""
+    at.button(key=f"{prefix}_msg_{hold_id}_open_{i}").click().run()
+    at.text_area(key=f"{prefix}_msg_{hold_id}_content_{i}").set_value(text)
+
+
 def test_a_person_edits_the_last_user_message_and_the_agent_gets_the_reply_to_it(rig_of, open_app, monkeypatch):
-    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    rig = rig_of(Reply.echoing(), pause="always")
     agent = Agent(rig, ASK)
     [hold] = held(rig)
     at = page(open_app, monkeypatch, rig)
-    assert "Weather in Paris?" in at.text_area(key=f"held_edit_{hold['id']}").value
-    edited = [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
-    at.text_area(key=f"held_edit_{hold['id']}").set_value(json.dumps(edited))
+    assert any("Weather in Paris?" in m.value for m in at.markdown)  # the message as the editor lists it
+    edit_text(at, "held", hold["id"], 1, "Weather in Rome?")
     at.button(key=f"held_edited_{hold['id']}").click().run()
     assert not at.exception and not at.error
-    assert agent.answer() == "Rome: 25 C"
+    assert agent.answer() == "You asked: Weather in Rome?"
+    edited = [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
     assert rig.upstream.bodies()[0]["messages"] == edited
     [run] = rig.runs()
     [effect] = run.steps[0].hook_effects
     assert effect.kind == "message_list" and effect.after["messages"] == edited
+    assert effect.before == ASK
+
+
+def test_a_message_saved_in_the_editor_shows_as_edited_and_is_sent_so(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.echoing(), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    edit_text(at, "held", hold["id"], 0, "Answer in French.")
+    at.button(key=f"held_msg_{hold['id']}_save_0").click().run()
+    assert not [a for a in at.text_area if str(a.key).startswith(f"held_msg_{hold['id']}_content_")]
+    assert any("Answer in French." in m.value and "edited" in m.value for m in at.markdown)
+    at.button(key=f"held_edited_{hold['id']}").click().run()
+    assert agent.answer() == "You asked: Weather in Paris?"
+    assert rig.upstream.bodies()[0]["messages"] == [{"role": "system", "content": "Answer in French."}, ASK[1]]
+
+
+def test_edit_and_send_with_nothing_edited_says_so_and_keeps_the_call_held(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    at.button(key=f"held_edited_{hold['id']}").click().run()
+    assert any("No message is edited" in e.value for e in at.error)
+    assert rig.proxy.holds.listing()  # still held
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "sent"
+
+
+def test_an_edit_the_request_has_no_place_for_is_said_on_the_page_and_the_call_stays_held(
+    rig_of, open_app, monkeypatch
+):
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+    asked = [*ASK, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    rig = rig_of(Reply.chat("sent"), pause="always")
+    agent = Agent(rig, [*asked, {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}])
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    edit_text(at, "held", hold["id"], 2, "I will look it up.")  # the call's message: no text in the request
+    at.button(key=f"held_edited_{hold['id']}").click().run()
+    assert not at.exception
+    assert any("no text in the request to replace" in e.value for e in at.error)
+    assert rig.proxy.holds.listing()  # still held
+    rig.proxy.holds.release(hold["id"], "send")
+    assert agent.answer() == "sent"
+
+
+def test_the_request_s_json_can_still_be_edited_whole_and_sent(rig_of, open_app, monkeypatch):
+    rig = rig_of(Reply.echoing(), pause="always")
+    agent = Agent(rig, ASK)
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    edited = [ASK[0], {"role": "user", "content": "Weather in Oslo?"}]
+    at.text_area(key=f"held_edit_{hold['id']}").set_value(json.dumps(edited))
+    at.button(key=f"held_json_{hold['id']}").click().run()
+    assert not at.exception and not at.error
+    assert agent.answer() == "You asked: Weather in Oslo?"
+    assert rig.upstream.bodies()[0]["messages"] == edited
+
+
+def test_a_held_message_s_markup_is_shown_as_text_and_sent_back_as_written(rig_of, open_app, monkeypatch):
+    hostile = '<img src=x onerror="alert(1)"> <script>alert(2)</script> [click](javascript:alert(3))'
+    rig = rig_of(Reply.echoing(), pause="always")
+    agent = Agent(rig, [{"role": "user", "content": hostile}])
+    [hold] = held(rig)
+    at = page(open_app, monkeypatch, rig)
+    assert not at.exception
+    shown = [m for m in at.markdown if "alert(1)" in m.value]
+    assert shown and not any(m.allow_html for m in at.markdown)
+    assert all(safe.markdown(hostile).strip() in m.value for m in shown)  # its markup escaped, its link an address
+    edit_text(at, "held", hold["id"], 0, hostile + " <b>and Rome</b>")
+    at.button(key=f"held_edited_{hold['id']}").click().run()
+    assert agent.answer() == f"You asked: {hostile} <b>and Rome</b>"
 
 
 def test_answer_with_gives_the_agent_the_typed_reply(rig_of, open_app, monkeypatch):
@@ -66,7 +147,7 @@ def test_another_persons_proxy_shows_no_held_call(rig_of, open_app, monkeypatch)
     [hold] = held(rig)
     monkeypatch.setenv("AGENTCORE_USER", "someone-else")
     at = page(open_app, monkeypatch, rig)
-    assert not [a for a in at.text_area if str(a.key).startswith("held_edit_")]
+    assert not [b for b in at.button if str(b.key).startswith("held_")]
     assert any("No recording proxy of yours" in info.value for info in at.info)
     rig.proxy.holds.release(hold["id"], "send")
     assert agent.answer() == "sent"
@@ -78,23 +159,20 @@ def playground(open_app, monkeypatch, rig):
 
 
 def test_the_playground_shows_a_held_call_and_sends_it_as_edited(rig_of, open_app, monkeypatch):
-    rig = rig_of(Reply.chat("Rome: 25 C"), pause="always")
+    rig = rig_of(Reply.echoing(), pause="always")
     agent = Agent(rig, ASK)
     [hold] = held(rig)
     at = playground(open_app, monkeypatch, rig)
-    area = at.text_area(key=f"playground_held_edit_{hold['id']}")
-    assert "Weather in Paris?" in area.value
     assert any("Held by the recording proxy" in m.value for m in at.markdown)
     for button in ("send", "edited", "answered", "fork"):
         assert at.button(key=f"playground_held_{button}_{hold['id']}")
-    edited = [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
-    area.set_value(json.dumps(edited))
+    edit_text(at, "playground_held", hold["id"], 1, "Weather in Rome?")
     at.button(key=f"playground_held_edited_{hold['id']}").click().run()
     assert not at.exception and not at.error
-    assert agent.answer() == "Rome: 25 C"
-    assert rig.upstream.bodies()[0]["messages"] == edited
+    assert agent.answer() == "You asked: Weather in Rome?"
+    assert rig.upstream.bodies()[0]["messages"] == [ASK[0], {"role": "user", "content": "Weather in Rome?"}]
     at.run()
-    assert not [a for a in at.text_area if str(a.key).startswith("playground_held_edit_")]
+    assert not [a for a in at.text_area if str(a.key).startswith("playground_held_")]
 
 
 def test_the_playground_opens_a_held_call_s_run_so_far(rig_of, open_app, monkeypatch):

@@ -42,6 +42,7 @@ class Reply:
     content_type: str = "application/json"
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    echo: bool = False  # answer with what the request's last user message says (`echoing`)
 
     @classmethod
     def chat(cls, text: str) -> Reply:
@@ -55,6 +56,21 @@ class Reply:
             "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
         }
         return cls(json.dumps(body).encode())
+
+    @classmethod
+    def echoing(cls) -> Reply:
+        """A Chat Completions answer that says back the last user message of each request: "You asked: ..."."""
+        return cls(b"", echo=True)
+
+    def body_for(self, request: Any) -> bytes:
+        """The body this reply answers `request` with."""
+        if not self.echo:
+            return self.body
+        users = [m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+        said = users[-1].get("content") if users else ""
+        if isinstance(said, list):
+            said = "\n".join(str(p.get("text", "")) for p in said if isinstance(p, dict))
+        return Reply.chat(f"You asked: {said}").body
 
     @classmethod
     def refused(cls) -> Reply:
@@ -93,13 +109,14 @@ class StandIn:
                     raw = gzip.decompress(raw)
                 owner.seen.append(Seen(self.path, dict(self.headers), json.loads(raw or b"null")))
                 reply = owner.replies.pop(0) if len(owner.replies) > 1 else owner.replies[0]
+                body = reply.body_for(owner.seen[-1].body)
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
-                self.send_header("content-length", str(len(reply.body)))
+                self.send_header("content-length", str(len(body)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(reply.body)
+                self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
                 pass
