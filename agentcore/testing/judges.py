@@ -381,7 +381,7 @@ class Judging:
 
     rejudge: bool = False
     factory: Factory | None = None
-    _made: dict[tuple[str, str, str, str], Verdict] = field(default_factory=dict)
+    _made: dict[tuple[str, str, str, str, str], Verdict] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def recorded(self, test: PinnedTest, judge: JudgeExpect, part: Part) -> Verdict | None:
@@ -390,20 +390,25 @@ class Judging:
             return None
         rubric = sha256(judge.rubric)
         with self._lock:
-            made = self._made.get((judge.name, part.sha256, rubric, judge.model))
+            made = self._made.get((judge.name, part.sha256, rubric, judge.model, judge.pass_))
         if made is not None:
             return Verdict(**{**made.__dict__, "judge_run": None, "reused": True})
         for r in reversed(test.verdicts):
-            if (r.judge, r.content_sha256, r.rubric_sha256, r.model) == (judge.name, part.sha256, rubric, judge.model):
-                return Verdict(
-                    judge, part.step, r.passed, r.reason, r.content_sha256, r.score, list(r.messages),
-                    judge_run_id=r.run_id, reused=True,
-                )  # fmt: skip
+            if (r.judge, r.content_sha256, r.rubric_sha256, r.model) != (judge.name, part.sha256, rubric, judge.model):
+                continue
+            if (r.score is None) != (judge.min_score is None):  # a score asked for where a yes or no was, or back
+                continue
+            passed = r.passed if r.score is None else r.score >= judge.min_score  # under the test's pass rule now
+            return Verdict(
+                judge, part.step, passed, r.reason, r.content_sha256, r.score, list(r.messages),
+                judge_run_id=r.run_id, reused=True,
+            )  # fmt: skip
         return None
 
     def keep(self, verdict: Verdict) -> None:
         if verdict.passed is not None:  # no verdict is asked again next time
-            key = (verdict.judge.name, verdict.content_sha256, sha256(verdict.judge.rubric), verdict.judge.model)
+            judge = verdict.judge
+            key = (judge.name, verdict.content_sha256, sha256(judge.rubric), judge.model, judge.pass_)
             with self._lock:
                 self._made.setdefault(key, verdict)
 

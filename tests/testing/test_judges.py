@@ -34,6 +34,7 @@ from agentcore.testing.judges import (
     Part,
     Verdict,
     call_judge,
+    judge_test,
     judged_part,
     keep_in_store,
     load_judges,
@@ -129,6 +130,35 @@ def test_a_changed_rubric_or_model_is_not_answered_by_an_old_verdict(tmp_path, c
         test(capsys, str(path), "--no-db")
         assert server.calls == 2
         assert len(pinned.load(path).verdicts) == 1  # one verdict per judge: the one the file's rubric made
+
+
+def test_a_verdict_made_under_one_pass_rule_is_not_reused_under_another_in_one_test_run(tmp_path):
+    run = scripted_run("weather")
+    with JudgeServer(lambda p: says(7, "clear", [0])) as server:
+        at, over = (JudgeExpect.model_validate(judge(server, **{"pass": rule})) for rule in ("score>=7", "score>=7.5"))
+        tests = [PinnedTest(name=n, prompt=PROMPT, expect={"judge": [j]}) for n, j in (("at", at), ("over", over))]
+        judging = Judging()
+        (first,) = judge_test(tests[0], run, judging)
+        (second,) = judge_test(tests[1], run, judging)  # the same run, rubric and model: another rule
+        (again,) = judge_test(tests[0], run, judging)
+    assert (first.passed, second.passed, again.passed) == (True, False, True)
+    assert server.calls == 2 and again.reused and not second.reused
+
+
+def test_a_recorded_score_is_read_under_the_files_pass_rule_now(tmp_path, capsys):
+    with JudgeServer(lambda p: says(7, "clear", [4])) as server:
+        path = write_test(tmp_path, "weather", judge(server, **{"pass": "score>=7"}))
+        assert test(capsys, str(path), "--no-db")[0] == 0 and server.calls == 1
+        data = json.loads(path.read_text())
+        data["expect"]["judge"][0]["pass"] = "score>=7.5"
+        path.write_text(json.dumps(data))
+        code, lines = test(capsys, str(path), "--no-db", "--no-record")
+        assert code == 1 and server.calls == 1  # the recorded score, read again: no call
+        assert fail_line(lines, "weather") == "FAIL weather × replay: judge temps: score 7, fail: clear"
+        data["expect"]["judge"][0]["pass"] = "yes"  # a yes or no asked for where a score was recorded: a new call
+        path.write_text(json.dumps(data))
+        test(capsys, str(path), "--no-db", "--no-record")
+        assert server.calls == 2
 
 
 def test_trials_of_an_unchanged_run_share_one_verdict_and_count_the_check(tmp_path, capsys):
