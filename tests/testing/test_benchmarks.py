@@ -12,6 +12,7 @@ import json
 import sys
 
 import pytest
+from support.embedded import embedded_model
 
 from agentcore.cli.main import main
 from agentcore.errors import UsageError
@@ -266,12 +267,7 @@ def test_the_tests_page_shows_the_scoreboard_with_a_chart(tmp_path, monkeypatch,
 @pytest.mark.slow
 @pytest.mark.bench  # three graded runs of the embedded model (about three minutes on two cores): `make bench`
 def test_the_embedded_model_is_graded_on_a_small_slice():
-    local = pytest.importorskip("agentcore.providers.local", reason="the embedded model needs the local extra")
-    pytest.importorskip("llama_cpp", reason="the embedded model needs llama-cpp-python (the local extra)")
-    try:
-        local.find_default_gguf()
-    except UsageError as exc:
-        pytest.skip(f"the SmolLM2 model is not installed: {exc}")
+    embedded_model()
     tests = bfcl.import_tasks("multi_turn_base", limit=1, max_steps=2)[0]
     tests += _agentdojo().import_tasks("banking", limit=2, max_steps=2)[0]
     matrix = run_matrix(tests, [parse_config("local")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def scripted_run(scenario: str) -> Run:
 def temperatures(prompt: str) -> dict:
     """The stand-in's rule: yes when the answer shown holds a temperature for both cities."""
     answer = prompt.rsplit("] assistant: ", 1)[-1]
-    ok = "Paris: 17.2°" in answer and "Rome: 20.4°" in answer
+    ok = all(re.search(rf"{city}: -?\d+(\.\d+)?°", answer) for city in ("Paris", "Rome"))  # each day's own figures
     index = int(prompt.rsplit("] assistant: ", 1)[0].rsplit("[", 1)[1])
     return says("yes" if ok else "no", "gives both temperatures" if ok else "no temperature in the answer", [index])
 
