@@ -14,15 +14,14 @@ import json
 import random
 import threading
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from support.stand_in import QuietServer
+from support.stand_in import QuietHandler, Served
 
 CITIES = ("Paris", "Rome", "Tokyo")
 
 
-class ChanceServer:
+class ChanceServer(Served):
     """The server: `url` to point a provider at; `chance`, `seed` and `generation` may change between runs."""
 
     def __init__(self, chance: float, *, step: int = 3, seed: int = 0, generation: str = "g0") -> None:
@@ -32,7 +31,7 @@ class ChanceServer:
         self._lock = threading.Lock()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 body = json.dumps(owner.answer(json.loads(raw))).encode()
@@ -42,20 +41,7 @@ class ChanceServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
-
-    def __enter__(self) -> ChanceServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler, "/v1")
 
     def _right(self, messages: list[dict[str, Any]]) -> bool:
         key = json.dumps(messages, sort_keys=True)

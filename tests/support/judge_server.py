@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from support.stand_in import QuietServer
+from support.stand_in import QuietHandler, Served
 
 Rule = Callable[[str], "dict[str, Any] | str"]
 
@@ -27,7 +26,7 @@ def says(verdict: Any, reason: str = "as the rubric asks", messages: Any = (0,))
     }
 
 
-class JudgeServer:
+class JudgeServer(Served):
     """The server: `url` (…/v1) to name in a judge's model, `bodies` the requests it answered, in order."""
 
     def __init__(self, rule: Rule) -> None:
@@ -36,7 +35,7 @@ class JudgeServer:
         self._lock = threading.Lock()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 body = json.loads(raw or b"{}")
@@ -50,21 +49,8 @@ class JudgeServer:
                 self.end_headers()
                 self.wfile.write(reply)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
         self.headers: list[dict[str, str]] = []
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
-
-    def __enter__(self) -> JudgeServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler, "/v1")
 
     @property
     def calls(self) -> int:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from agentcore.testing.expectations import PinnedTest
-from support.stand_in import QuietServer, Reply
+from support.stand_in import QuietHandler, Reply, Served
 
 AGENT_ANSWER = "Happy to help with the booking. Which day, and for how many people?"
 
@@ -62,7 +61,7 @@ def booking_test(simulator_url: str, *, max_turns: int = 4, seed: int = 7, **use
     )
 
 
-class SimulatorServer:
+class SimulatorServer(Served):
     """A simulator that plays each conversation on its own, whatever order their calls arrive in: it writes `turns`
     in order (the next one not yet in the conversation it is sent), then ends with `reason`. `seen` holds each
     request's body, in order of arrival. For columns played side by side on one server."""
@@ -72,7 +71,7 @@ class SimulatorServer:
         self._lock = threading.Lock()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 with owner._lock:
@@ -86,17 +85,4 @@ class SimulatorServer:
                 self.end_headers()
                 self.wfile.write(reply.body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"  # the base URL, without /v1
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
-
-    def __enter__(self) -> SimulatorServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)  # the base URL, without /v1

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 WIRE = Path(__file__).parents[1] / "fixtures" / "wire"
 TYPES = {".json": "application/json", ".sse": "text/event-stream", ".ndjson": "application/x-ndjson"}
@@ -32,6 +32,31 @@ class QuietServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         self.errors.append(sys.exc_info()[1])
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing: a test reads what it needs from its server."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class Served:
+    """A test's HTTP server on 127.0.0.1, serving on a thread of its own from entering to leaving: `serve` makes it
+    (a subclass's __init__ calls it with its handler), `url` is its address."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler], path: str = "") -> None:
+        self.server = QuietServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @dataclass
@@ -94,7 +119,7 @@ class Seen:
     body: Any
 
 
-class StandIn:
+class StandIn(Served):
     """The server: `url` to point a provider at, `seen` the requests in order. Use as a context manager."""
 
     def __init__(self, *replies: Reply) -> None:
@@ -102,7 +127,7 @@ class StandIn:
         self.seen: list[Seen] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if self.headers.get("content-encoding") == "gzip":
@@ -118,20 +143,7 @@ class StandIn:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
-
-    def __enter__(self) -> StandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
     def bodies(self) -> list[Any]:
         """The JSON bodies of the requests, in order."""
@@ -145,7 +157,7 @@ def dripping(first: bytes, rest: bytes, go_on: threading.Event, content_type: st
     stand_in = StandIn(Reply(b""))
     owner = stand_in
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:  # the name http.server calls
@@ -163,11 +175,6 @@ def dripping(first: bytes, rest: bytes, go_on: threading.Event, content_type: st
             self.wfile.write(b"0\r\n\r\n")
             self.close_connection = True
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
     stand_in.server.server_close()
-    stand_in.server = QuietServer(("127.0.0.1", 0), Handler)
-    stand_in.url = f"http://127.0.0.1:{stand_in.server.server_address[1]}"
-    stand_in.thread = threading.Thread(target=stand_in.server.serve_forever, args=(0.02,), daemon=True)
+    stand_in.serve(Handler)
     return stand_in
