@@ -513,6 +513,8 @@ class Conversation(BaseModel):
     simulator_runs: list[Name] = Field(default_factory=list, max_length=MAX_COUNT)
     breaches: list[Breach] = Field(default_factory=list, max_length=10_000)
     replayed: bool = False
+    # the step budget of each of the agent's turns (the test's max_steps), for whoever goes on with the conversation
+    turn_steps: int | None = Field(default=None, strict=True, ge=1, le=MAX_COUNT, exclude_if=lambda v: v is None)
     # the fidelity judge's calls, one per simulated turn it read (the user's `fidelity`)
     judge_runs: list[Name] = Field(default_factory=list, max_length=MAX_COUNT, exclude_if=lambda v: not v)
     # the simulator's and the judge's Run objects made in this process, for whoever saves the conversation; not part

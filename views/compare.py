@@ -320,6 +320,7 @@ def _origin_setup(origin: Origin, locked: bool) -> None:
             "request's. Empty: to the end of the run's step budget.",
         )
         right.number_input("Configurations", MIN_COLUMNS, MAX_COLUMNS, key="cmp_n", disabled=locked)
+        compare_users.say_going_on(run, k)
         st.button("Compare from a prompt instead", key="cmp_leave_origin", on_click=_leave_origin, disabled=locked)
 
 
@@ -348,7 +349,9 @@ def _act(state: CompareState, specs: list[ColumnSpec], keys: dict[int, str]) -> 
         try:
             origin = Origin(state.origin.run, state.origin.step, int(chosen) if chosen else None)
             names = [t.name for t in origin.run.config.tools]
-            state.comparison = Comparison.from_step(origin, specs, tools=resolve_tools(names), api_keys=keys)
+            state.comparison = Comparison.from_step(
+                origin, specs, tools=resolve_tools(names), api_keys=keys, play=compare_users.going_on(origin)
+            )
         except AgentcoreError as exc:
             state.notice = str(exc)
             return
@@ -687,7 +690,7 @@ def _save_forks(state: CompareState) -> None:
     store = get_store()
     try:
         for column in comparison.columns:
-            store.save_run(column.run)
+            compare_users.save(store, column.run)
     except AgentcoreError as exc:
         state.notice = f"The forks could not be saved: {exc}"
 

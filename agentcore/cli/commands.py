@@ -396,21 +396,29 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
             "as an error",
             file=sys.stderr,
         )
-    comparison = Comparison.from_step(origin, specs, tools=tools, factory=create_operator_provider)
+    from ..testing import users
+
+    play = users.going_on(origin)  # a conversation with a simulated user goes on with one on every column
+    comparison = Comparison.from_step(origin, specs, tools=tools, factory=create_operator_provider, play=play)
     made = (
         "to the end of its budget" if origin.steps is None else f"{origin.steps} step{'s' if origin.steps != 1 else ''}"
     )
+    if play is not None:
+        made = f"the conversation to its end with a simulated user ({users.label(source.conversation.user)})"
     print(
         f"from step {origin.step} of run {run_id} ({shorten(source.title or '', 60)}), {made} on each of "
         f"{len(specs)} configurations concurrently: {', '.join(c.label for c in comparison.columns)}"
     )
     try:
-        comparison.step_to_end()
+        if play is not None:
+            comparison.run_all()
+        else:
+            comparison.step_to_end()
     except KeyboardInterrupt:
         comparison.cancel()
         comparison.wait()
     for column in comparison.columns:
-        store.save_run(column.run)
+        users.save_conversation(store, column.run)
     if args.out:
         from ..exports import export_bundle
         from ..transcript import write_atomic
@@ -420,6 +428,8 @@ def _compare_from(args: argparse.Namespace, specs: list[Any]) -> int:
     print(format_step_rows(comparison.step_rows()))
     print(f"\nfrom step {origin.step} on:\n")
     print(format_table(comparison.summary()))
+    if play is not None:
+        _print_conversations([comparison])
     print("\nforks saved in " + store.location + ":")
     for column in comparison.columns:
         print(f"  {column.label}: run {column.run.id} (parent {run_id} @ step {origin.step})")

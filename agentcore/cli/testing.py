@@ -200,16 +200,14 @@ def _print_conversations(matrix) -> None:
 
 def _save_conversations(store, matrix) -> None:
     """Every conversation with a simulated or replayed user is kept, pass or fail, with the simulator's runs."""
+    from ..testing.users import save_conversation
+
     for row in matrix.cells:
         for cell in row:
             for trial in cell.trials or [cell]:
                 if trial.run is None or trial.run.conversation is None:
                     continue
-                sims = trial.run.conversation.runs
-                for sim in (*sims, *trial.run.conversation.judge_calls):
-                    store.save_run(sim)
-                if trial.passed:  # a failing run is saved with the others
-                    store.save_run(trial.run)
+                sims = save_conversation(store, trial.run)  # a failing run is saved with the others too
                 said = f" with its simulator's runs {', '.join(s.id for s in sims)}" if sims else ""
                 print(f"conversation {cell.test} × {cell.config} kept as run {trial.run.id}{said}")
 

@@ -35,6 +35,7 @@ from .judges import Verdict, ask, part_of
 END_TOOL_NAME = "end_conversation"
 MAX_TURN_CHARS = 8000  # a simulated turn longer than this is cut (and breaks the length rule)
 SCRIPT = UserAuthor(kind="script")
+SILENT = "(The assistant's answer had no text for you to read.)"  # what the user sees of a turn of tool calls alone
 UsersMode = Literal["auto", "replay", "simulate"]
 
 
@@ -106,12 +107,16 @@ def flipped(messages: Sequence[Message]) -> list[Message]:
     out: list[Message] = [UserMessage(content="(The assistant is waiting for your first message.)")]
     for m in messages:
         if isinstance(m, UserMessage):
+            if isinstance(out[-1], AssistantMessage):  # the agent answered the last turn with nothing to read
+                out.append(UserMessage(content=SILENT))
             out.append(AssistantMessage(content=m.content))
         elif isinstance(m, AssistantMessage) and m.content and m.content.strip():
             if isinstance(out[-1], UserMessage) and len(out) > 1:
                 out[-1] = UserMessage(content=f"{out[-1].content}\n\n{m.content}")
             else:
                 out.append(UserMessage(content=m.content))
+    if isinstance(out[-1], AssistantMessage):  # so the simulator answers the agent, not its own last turn
+        out.append(UserMessage(content=SILENT))
     return out
 
 
@@ -154,7 +159,8 @@ def read_reply(sim: Run) -> str | Ending:
     """What a simulator's run said: the next turn's text (cut to MAX_TURN_CHARS), or why the conversation ends."""
     if sim.stop_reason in ("error", "cancelled", "stopped"):
         return Ending("simulator failed", _cut(scrub_text(sim.error or f"the simulator's call {sim.stop_reason}")))
-    reply = next((m for m in reversed(sim.messages) if isinstance(m, AssistantMessage)), None)
+    made = sim.messages[sim.steps[0].message_count :] if sim.steps else []  # the simulator's own: not its input
+    reply = next((m for m in reversed(made) if isinstance(m, AssistantMessage)), None)
     if reply is None:
         return Ending("simulator failed", "the simulator made no reply")
     if reply.tool_calls:
@@ -236,7 +242,8 @@ def _leaks(goal: str, before: Sequence[Message], text: str, at: int) -> list[Bre
         run = " ".join(goal_words[k : k + RECITE_WORDS])
         if f" {run} " in turn:
             return [Breach(message=at, rule="goal leaked", why=_cut(f"recites the goal: {run!r}", 200))]
-    last = next((m for m in reversed(before) if isinstance(m, AssistantMessage) and m.content.strip()), None)
+    # an answer that only calls tools has no text: the last that has one is what the user read
+    last = next((m for m in reversed(before) if isinstance(m, AssistantMessage) and (m.content or "").strip()), None)
     asked = last is not None and "?" in last.content
     answer = (last.content if last is not None else "").lower()
     shown = " ".join(m.content for m in before if isinstance(m, UserMessage)).lower()
@@ -388,7 +395,14 @@ def answer(agent: Agent, run: Run, test: Any, cancel: threading.Event | None = N
     """The agent's turn of a test: the test's step budget from here (with turns to come), then the loop until it
     stops."""
     if test.turns or test.user is not None:
-        run.config = run.config.model_copy(update={"max_steps": len(run.steps) + test.max_steps})
+        _turn(agent, run, test.max_steps, cancel)
+    else:
+        agent.run(run, cancel)
+
+
+def _turn(agent: Agent, run: Run, steps: int, cancel: threading.Event | None = None) -> None:
+    """One of the agent's turns of a conversation: `steps` more steps at most, then the loop until it stops."""
+    run.config = run.config.model_copy(update={"max_steps": len(run.steps) + steps})
     agent.run(run, cancel)
 
 
@@ -432,7 +446,10 @@ def after_script(
         return
     if replays(test.pinned, draw.mode):
         run.conversation = replayed(test.pinned, test.user, run)
+        run.conversation.turn_steps = test.max_steps
         return
+    run.conversation = run.conversation or Conversation(user=test.user)
+    run.conversation.turn_steps = test.max_steps
     converse(run, test.user, lambda: answer(agent, run, test, cancel), trial=draw.trial, cancel=cancel)
 
 
@@ -446,8 +463,9 @@ def converse(
     cancel: threading.Event | None = None,
 ) -> list[Run]:
     """Go on with the conversation in `run` as the simulated user: each turn written by the simulator, then
-    `answer()` (the agent's turn), until the simulator ends it, the agent's run stops, or `max_turns` turns have been
-    written. Returns the simulator's runs, in order; the run's `conversation` says how it ended.
+    `answer()` (the agent's turn), until the simulator ends it, the agent's run stops, or the conversation holds
+    `max_turns` simulated turns (those its record counts already included). Returns the simulator's runs, in order;
+    the run's `conversation` says how it ended.
 
     Trial `trial` draws its own user: seed `spec.seed + trial`.
     """
@@ -463,7 +481,7 @@ def converse(
         _end(record, "simulator", "simulator failed", _cut(scrub_text(str(exc))))
         return sims
     tool_names = [t.name for t in run.config.tools]
-    for _ in range(spec.max_turns):
+    for _ in range(max(0, spec.max_turns - record.simulated_turns)):
         if run.stop_reason not in ("answer", "max_steps"):  # an error, a cancel or a structured answer
             _end(record, "agent", "agent stopped", f"the agent's run stopped: {run.stop_reason}")
             return sims
@@ -480,6 +498,61 @@ def converse(
         record.simulated_turns += 1
         answer()
     _end(record, "max_turns", "turns exhausted", f"{spec.max_turns} simulated turns written")
+    return sims
+
+
+def going_on(origin: Any) -> Callable[[Agent, Run, threading.Event], None] | None:
+    """How each column of a comparison from step k of a stored conversation goes on with it (agentcore.compare.Play):
+    the agent ends the turn step k belongs to, the scripted turns the original had after it follow in order, then a
+    simulated user of the column's own, the original's (same persona, goal, model and seed), writes the turns left
+    of its `max_turns`. None where the run is no conversation with a simulated user, or where the comparison makes
+    a set number of steps (`origin.steps`): there the agent goes on alone.
+
+    `origin` is an agentcore.compare.Origin. Each turn of the agent has the conversation's step budget
+    (`Conversation.turn_steps`; a conversation recorded without it, the run's default).
+    """
+    was = origin.run.conversation
+    if was is None or was.user.human or origin.steps is not None:
+        return None
+    check(was.user)  # a simulator no provider answers to is bad usage, before any model is paid for
+    spec, steps = was.user, was.turn_steps or RunConfig.model_fields["max_steps"].default
+    cut = origin.run.steps[origin.step - 1].message_count
+    later = [
+        UserMessage(content=m.content, author=SCRIPT)
+        for m in origin.run.messages[cut:]
+        if isinstance(m, UserMessage) and m.author is not None and m.author.kind == "script"
+    ]
+
+    def go_on(agent: Agent, run: Run, cancel: threading.Event) -> None:
+        asked = max((i for i, m in enumerate(run.messages) if isinstance(m, UserMessage)), default=-1)
+        made = sum(1 for s in run.steps if s.message_count > asked)  # the steps this turn made before step k
+        run.conversation = Conversation(
+            user=spec,
+            turn_steps=was.turn_steps,
+            simulated_turns=sum(
+                1 for m in run.messages if isinstance(m, UserMessage) and m.author and m.author.kind == "simulator"
+            ),
+        )
+        _turn(agent, run, max(1, steps - made), cancel)
+        for message in later:
+            if run.stop_reason not in ("answer", "max_steps"):
+                break  # converse says the agent stopped
+            run.append(message.model_copy())
+            run.stop_reason = None
+            _turn(agent, run, steps, cancel)
+        converse(run, spec, lambda: _turn(agent, run, steps, cancel), cancel=cancel)
+
+    return go_on
+
+
+def save_conversation(store: Any, run: Run) -> list[Run]:
+    """Keep `run` in `store` (an agentcore.store.Store) with the simulator's and the fidelity judge's runs its
+    conversation made in this process, those first; returns the simulator's runs."""
+    record = run.conversation
+    sims = list(record.runs) if record is not None else []
+    for made in (*sims, *(record.judge_calls if record is not None else ())):
+        store.save_run(made)
+    store.save_run(run)
     return sims
 
 

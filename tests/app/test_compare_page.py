@@ -7,7 +7,7 @@ import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import button, comparison, holds_text, set_up, settle
+from support.app import button, compare_from_runs_page, comparison, holds_text, set_up, settle
 from support.servers import free_port
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, toolbox
@@ -328,18 +328,6 @@ def research_run() -> Run:
     run = Run.start("Research why agents get expensive.", RunConfig.made_for("scripted", "research", tools))
     Agent(ScriptedProvider(scenario="research"), tools).run(run)
     return run
-
-
-def compare_from_runs_page(open_app, run: Run, step: int) -> AppTest:
-    """The Compare page as the Runs page's Compare from step `step` of the stored `run` opens it."""
-    at = open_app("views/runs.py")
-    at.selectbox(key="runs_selected").set_value(run.id).run()
-    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(step).run()
-    at.button(key="runs_compare_from").click().run()
-    assert not at.exception, at.exception
-    at.switch_page(PAGE)  # AppTest draws the page it was last sent to, as a browser does after the switch
-    at.run()
-    return at
 
 
 def test_compare_from_the_runs_page_forks_the_chosen_step_and_keeps_each_fork_under_the_run(

@@ -42,6 +42,17 @@ def from_test(open_app, tmp_path: Path, monkeypatch):
     return open_
 
 
+def _played(at):
+    """Each column's run, checked to hold the booking conversation: its scripted turns, the simulator's two, its end."""
+    runs = [c.run for c in comparison(at).columns]
+    for run in runs:
+        turns = [m for m in run.messages if isinstance(m, UserMessage)]
+        assert [t.content for t in turns] == [*SCRIPTED, *SIMULATED]
+        assert [t.author.kind for t in turns] == ["script"] * 3 + ["simulator"] * 2
+        assert (run.conversation.ended_by, run.conversation.reason) == ("simulator", "goal met")
+    return runs
+
+
 def test_run_all_plays_the_tests_conversation_on_every_column_and_says_how_each_went(from_test):
     with SimulatorServer(SIMULATED) as simulator:
         at = from_test(booking_test(simulator.url))
@@ -49,12 +60,7 @@ def test_run_all_plays_the_tests_conversation_on_every_column_and_says_how_each_
         button(at, "Run all").click()
         settle(at)
     assert not at.exception, at.exception
-    runs = [c.run for c in comparison(at).columns]
-    for run in runs:
-        turns = [m for m in run.messages if isinstance(m, UserMessage)]
-        assert [t.content for t in turns] == [*SCRIPTED, *SIMULATED]
-        assert [t.author.kind for t in turns] == ["script"] * 3 + ["simulator"] * 2
-        assert (run.conversation.ended_by, run.conversation.reason) == ("simulator", "goal met")
+    runs = _played(at)
     assert set(runs[0].conversation.simulator_runs).isdisjoint(runs[1].conversation.simulator_runs)
     assert len(simulator.seen) == 6 and {body["seed"] for body in simulator.seen} == {7}  # the same seed on each
     said = [c.value for c in at.main.caption if c.value.startswith((":material/forum:", "simulator, message"))]
@@ -89,3 +95,43 @@ def test_runs_per_configuration_play_the_conversation_again(from_test):
     (first, again) = at.session_state["compare_state"].repeats
     assert [r.conversation.simulated_turns for r in again.runs] == [2, 2]
     assert {r.id for r in again.runs}.isdisjoint(r.id for r in first.runs)
+
+
+def test_compare_from_a_step_of_a_stored_conversation_goes_on_with_it_on_every_column(
+    open_app, tmp_path: Path, monkeypatch
+):
+    """The Runs page's Compare from step 2 of a stored conversation: the origin says the conversation goes on; Run all
+    plays the scripted turn the original had after step 2, then a simulated user of each column's own; every fork and
+    each simulator call is kept in the runs library under its run."""
+    from support.app import compare_from_runs_page
+
+    from agentcore.store.runs import Store
+    from agentcore.testing import users
+    from agentcore.testing.runner import parse_config, run_matrix
+
+    db = tmp_path / "runs.db"
+    monkeypatch.setenv("AGENTCORE_DB", str(db))
+    with SimulatorServer(SIMULATED) as simulator:
+        matrix = run_matrix([booking_test(simulator.url)], [parse_config("scripted:weather")])
+        store = Store(db)
+        users.save_conversation(store, matrix.cells[0][0].run)
+        original = store.load_run(matrix.cells[0][0].run.id)
+        called = len(simulator.seen)
+        at = compare_from_runs_page(open_app, original, 2, test_run=True)
+        going_on = [c.value for c in at.main.caption if c.value.startswith(":material/forum: **Conversation**")]
+        assert len(going_on) == 1 and "Run all ends the turn step 2 is in" in going_on[0]
+        at.selectbox(key="cmp_provider_1").set_value("scripted").run()
+        at.selectbox(key="cmp_scenario_1").set_value("tool_error").run()
+        button(at, "Run all").click()
+        settle(at)
+    assert not at.exception, at.exception
+    runs = _played(at)
+    for run in runs:
+        assert run.parent.run_id == original.id
+    assert len(simulator.seen) - called == 6
+    said = [c.value for c in at.main.caption if c.value.startswith(":material/forum: 5 user turns")]
+    assert len(said) == 2
+    kept = {f.id for f in Store(db).children(original.id)}
+    assert kept == {r.id for r in runs}
+    for run in runs:
+        assert all(Store(db).load_run(s).spawned_by.run_id == run.id for s in run.conversation.simulator_runs)

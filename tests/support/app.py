@@ -106,3 +106,18 @@ def holds_text(root: object, text: str) -> bool:
             stack += [getattr(obj, slot, None) for slot in getattr(type(obj), "__slots__", ()) if isinstance(slot, str)]
             stack.append(getattr(obj, "__pydantic_private__", None))
     return False
+
+
+def compare_from_runs_page(open_app, run: Run, step: int, *, test_run: bool = False) -> AppTest:
+    """The Compare page as the Runs page's Compare from step `step` of the stored `run` opens it (a test's or a
+    lesson's run listed by turning on Show test and lesson runs)."""
+    at = open_app("views/runs.py")
+    if test_run:
+        at.toggle(key="runs_made").set_value(True).run()
+    at.selectbox(key="runs_selected").set_value(run.id).run()
+    at.selectbox(key=f"runs_compare_step_{run.id}").set_value(step).run()
+    at.button(key="runs_compare_from").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("views/compare.py")  # AppTest draws the page it was last sent to, as a browser does after the switch
+    at.run()
+    return at

@@ -23,10 +23,10 @@ def ends(arguments: str) -> Reply:
     return _reply({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
 
 
-def calls(name: str) -> Reply:
-    """A simulator reply that calls a tool it was not offered."""
+def calls(name: str, text: str | None = None) -> Reply:
+    """A reply that calls the tool `name` (for a simulator, one it was not offered), saying `text` beside the call."""
     call = {"id": "call_x", "type": "function", "function": {"name": name, "arguments": "{}"}}
-    return _reply({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
+    return _reply({"role": "assistant", "content": text, "tool_calls": [call]}, "tool_calls")
 
 
 def _reply(message: dict[str, Any], finish: str) -> Reply:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from support.simulated_user import AGENT_ANSWER, SimulatorServer, booking_test
+import pytest
+from support.simulated_user import AGENT_ANSWER, SimulatorServer, booking_test, calls
 from support.stand_in import Reply, StandIn
 
 from agentcore.cli.main import main
@@ -99,3 +100,115 @@ def test_agentcore_compare_test_refuses_a_user_it_cannot_play_and_a_prompt_besid
     assert main(["compare", "--test", str(tmp_path / "none.json"), *configs]) == 2
     assert main(["compare", "--test", str(source), "--from", "abc:1", *configs]) == 2
     assert "give one" in capsys.readouterr().err
+
+
+# -- Compare from step k of a stored conversation --------------------------------------------------------------------
+
+
+def _stored_conversation(tmp_path, simulator, agent, **user):
+    """The booking conversation played once by the stand-in agent and simulator, saved and read back: its run as
+    stored, and the Store."""
+    from agentcore.store.runs import Store
+    from agentcore.testing.runner import parse_config, run_matrix
+
+    matrix = run_matrix([booking_test(simulator.url, **user)], [parse_config(f"openai:agent@{agent.url}/v1")])
+    store = Store(tmp_path / "runs.db")
+    users.save_conversation(store, matrix.cells[0][0].run)
+    return store.load_run(matrix.cells[0][0].run.id), store
+
+
+def _forks_from(run, step, agent_urls, steps=None):
+    from agentcore.compare import Origin
+
+    origin = Origin(run, step, steps)
+    specs = [parse_spec(f"openai:{name}@{url}/v1") for name, url in agent_urls]
+    comparison = Comparison.from_step(origin, specs, tools=[], play=users.going_on(origin))
+    comparison.run_all()
+    return comparison
+
+
+@pytest.mark.parametrize("step", [2, 3])
+def test_compare_from_a_scripted_turn_plays_the_later_scripted_turns_then_a_user_of_each_columns_own(
+    tmp_path, step
+) -> None:
+    with StandIn(Reply.chat(AGENT_ANSWER)) as agent, SimulatorServer(SIMULATED) as simulator:
+        original, _ = _stored_conversation(tmp_path, simulator, agent)
+        assert original.conversation.turn_steps == 3  # the test's step budget of a turn, kept with the record
+        called = len(simulator.seen)
+        comparison = _forks_from(original, step, [("a", agent.url), ("b", agent.url)])
+    for run in comparison.runs:
+        _check_conversation(run)  # the scripted turns after step k, then the simulator's two and its end
+        assert run.parent.run_id == original.id and run.parent.step == step
+        assert run.conversation.turn_steps == 3
+    assert len(simulator.seen) - called == 6  # three calls on each column: two turns written, then the end
+    assert all(c.state == "done" for c in comparison.columns)
+
+
+def test_compare_from_a_simulated_turn_writes_only_the_turns_left_of_max_turns(tmp_path) -> None:
+    with StandIn(Reply.chat(AGENT_ANSWER)) as agent, SimulatorServer(SIMULATED) as simulator:
+        original, _ = _stored_conversation(tmp_path, simulator, agent, max_turns=2)
+        assert (original.conversation.reason, original.conversation.simulated_turns) == ("turns exhausted", 2)
+        called = len(simulator.seen)
+        comparison = _forks_from(original, 4, [("a", agent.url), ("b", agent.url)])  # step 4 answers "Friday"
+    for run in comparison.runs:
+        turns = _user_turns(run)
+        assert [t.content for t in turns] == [*SCRIPTED, *SIMULATED]
+        assert [t.author.kind for t in turns] == ["script"] * 3 + ["simulator"] * 2
+        # the one turn left of two: written, then the conversation ends with no further call
+        record = run.conversation
+        assert (record.reason, record.ended_by, record.simulated_turns) == ("turns exhausted", "max_turns", 2)
+        assert len(record.simulator_runs) == 1
+    assert len(simulator.seen) - called == 2
+
+
+def test_each_agent_turn_of_a_fork_has_the_conversations_step_budget_the_turn_of_step_k_what_it_had_left(
+    tmp_path,
+) -> None:
+    """An agent that never stops calling a tool uses each turn's three steps: the original makes 15 in five turns.
+    From step 5, the second step of turn 2, that turn has two steps left, and every later turn three."""
+    with StandIn(calls("lookup", AGENT_ANSWER)) as agent, SimulatorServer(SIMULATED) as simulator:
+        original, _ = _stored_conversation(tmp_path, simulator, agent)
+        assert len(original.steps) == 15 and original.steps[4].message_count > original.steps[3].message_count
+        comparison = _forks_from(original, 5, [("a", agent.url), ("b", agent.url)])
+    for run in comparison.runs:
+        assert len(run.steps) == 15 and run.stop_reason == "max_steps"
+        asked = [i for i, m in enumerate(run.messages) if isinstance(m, UserMessage)]
+        # each user turn answered by three steps: the first step after each is at 1, 4, 7, 10, 13
+        firsts = [next(k for k, s in enumerate(run.steps, 1) if s.message_count > i) for i in asked]
+        assert firsts == [1, 4, 7, 10, 13]
+        assert [t.content for t in _user_turns(run)] == [*SCRIPTED, *SIMULATED]
+
+
+def test_a_set_number_of_steps_or_a_person_as_the_user_leaves_the_agent_to_go_on_alone(tmp_path) -> None:
+    from agentcore.compare import Origin
+
+    with StandIn(Reply.chat(AGENT_ANSWER)) as agent, SimulatorServer(SIMULATED) as simulator:
+        original, _ = _stored_conversation(tmp_path, simulator, agent)
+    assert users.going_on(Origin(original, 2, 1)) is None
+    assert users.going_on(Origin(original, 2)) is not None
+    person = original.model_copy(deep=True)
+    person.conversation.user = person.conversation.user.model_copy(update={"model": "human"})
+    assert users.going_on(Origin(person, 2)) is None
+    plain = original.model_copy(deep=True)
+    plain.conversation = None
+    assert users.going_on(Origin(plain, 2)) is None
+
+
+def test_agentcore_compare_from_a_conversation_goes_on_with_it_and_keeps_the_simulators_runs(tmp_path, capsys) -> None:
+    with StandIn(Reply.chat(AGENT_ANSWER)) as agent, SimulatorServer(SIMULATED) as simulator:
+        original, store = _stored_conversation(tmp_path, simulator, agent)
+        capsys.readouterr()
+        configs = ["--config", f"openai:a@{agent.url}/v1", "--config", f"openai:b@{agent.url}/v1"]
+        db = str(tmp_path / "runs.db")
+        assert main(["compare", "--from", f"{original.id}:3", "--db", db, *configs]) == 0
+    printed = capsys.readouterr().out
+    assert "the conversation to its end with a simulated user (openai:sim) on each of 2" in printed
+    said = "5 user turns (3 script, 2 simulator) · 2 simulated turns · goal met · ended by the simulator"
+    assert printed.count(said) == 2 and "\nconversations\n" in printed
+    forks = store.children(original.id)
+    assert len(forks) == 2
+    for fork in forks:
+        run = store.load_run(fork.id)
+        _check_conversation(run)
+        for sim_id in run.conversation.simulator_runs:  # each simulator call kept, linked to the fork
+            assert store.load_run(sim_id).spawned_by.run_id == run.id

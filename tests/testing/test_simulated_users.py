@@ -169,3 +169,36 @@ def test_a_transcript_without_a_conversation_is_written_as_before_and_reads_back
     assert "conversation" not in body and all("author" not in m for m in body["messages"])
     text = json_text(body)
     assert json_text(to_dict(from_dict(json.loads(text)))) == text  # byte for byte, as before authors
+
+
+def test_an_agent_that_answers_only_with_tool_calls_leaves_the_simulator_nothing_to_read_and_nothing_crashes() -> None:
+    """Each turn of the agent ends at its step budget on a call with no text: the fidelity rules read the last
+    answer that had text (none here), and the conversation goes on to the simulator's end."""
+    with (
+        StandIn(calls("lookup")) as agent,
+        StandIn(Reply.chat("Friday, 4 of us, at 19:00."), ends('{"reason": "goal met"}')) as simulator,
+    ):
+        cell = _play(simulator, agent)
+    run = cell.run
+    assert [t.author.kind for t in _user_turns(run)] == ["script", "script", "script", "simulator"]
+    assert _user_turns(run)[3].content == "Friday, 4 of us, at 19:00."  # the simulator's, not its last turn again
+    assert (run.conversation.reason, run.conversation.ended_by) == ("goal met", "simulator")
+    assert len(run.steps) == 12 and run.stop_reason == "max_steps"  # four turns of three steps
+    # the simulator is told the agent's turn had no text, after each user turn it read: it answers that
+    sent = simulator.seen[0].body["messages"]
+    assert [m["role"] for m in sent[-2:]] == ["assistant", "user"] and sent[-1]["content"] == users.SILENT
+    assert sum(m["content"] == users.SILENT for m in sent) == 3
+
+
+def test_a_simulator_run_that_made_no_call_wrote_no_turn() -> None:
+    """Its input's last message is no reply of the simulator's: the conversation ends, saying it made no call."""
+    from agentcore.messages import AssistantMessage, SystemMessage
+    from agentcore.run import Run, RunConfig
+
+    sim = Run(
+        config=RunConfig.made_for("openai", "sim", [], None),
+        messages=[SystemMessage(content="play"), UserMessage(content="hi"), AssistantMessage(content="my last turn")],
+    )
+    sim.stop_reason = "answer"
+    said = users.read_reply(sim)
+    assert isinstance(said, users.Ending) and said.reason == "simulator failed"
