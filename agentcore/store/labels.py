@@ -24,10 +24,13 @@ if TYPE_CHECKING:
 ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
 
 
+def annotation_row(run_id: str, a: Annotation) -> tuple[Any, ...]:
+    """The values PUT_ANNOTATION writes for one annotation of a run."""
+    return (run_id, a.id, a.step, plain(a.author), plain(a.created_at), dump(a.model_dump(mode="json")))
+
+
 def put_annotations(db: Any, run_id: str, annotations: list[Annotation]) -> None:
-    for a in annotations:
-        values = (run_id, a.id, a.step, plain(a.author), plain(a.created_at), dump(a.model_dump(mode="json")))
-        db.execute(PUT_ANNOTATION, values)
+    db.executemany(PUT_ANNOTATION, [annotation_row(run_id, a) for a in annotations])
 
 
 SOURCES = ("people", "scanners")  # whose labels an error analysis counts; a scanner's name counts its own alone
@@ -166,38 +169,51 @@ class LabelsTable:
     def replace_findings_of(
         self, scanned: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]]
     ) -> tuple[int, int]:
-        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time)."""
-        added = removed = 0
+        """`replace_findings` for several runs in one transaction (a scan writes a batch of runs at a time): the
+        runs' rows locked and their earlier findings read in one statement each, every change written as a batch."""
+        merged: dict[str, tuple[dict[str, list[Annotation]], dict[str, tuple[int, str]]]] = {}
+        for run_id, findings, read in scanned:  # a run named twice: its later findings of an author stand, as in turn
+            was_found, was_read = merged.get(run_id, ({}, {}))
+            merged[run_id] = ({**was_found, **findings}, {**was_read, **(read or {})})
+        if not merged:
+            return 0, 0
+        ids = list(merged)
+        authors = list(dict.fromkeys(author for findings, _ in merged.values() for author in findings))
+        gone: list[tuple[str, str]] = []
+        new: list[tuple[Any, ...]] = []
+        read_rows: list[tuple[str, str, int, str]] = []
         with self._transaction() as db:
-            for run_id, findings, read in scanned:
-                a, r = self._replace(db, run_id, findings, read)
-                added, removed = added + a, removed + r
-        return added, removed
-
-    def _replace(
-        self, db: Any, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None
-    ) -> tuple[int, int]:
-        wanted = {
-            (author, a.id): a.model_copy(update={"author": author}) for author, kept in findings.items() for a in kept
-        }
-        authors = list(findings)
-        if db.execute(f"SELECT 1 FROM runs WHERE id = ?{db.lock_row}", (run_id,)).fetchone() is None:
-            raise self._no_run(run_id)
-        kept: set[tuple[str, str]] = set()
-        if authors:
-            sql = f"SELECT author, id FROM annotations WHERE run_id = ? AND author IN ({', '.join('?' * len(authors))})"
-            kept = {tuple(r) for r in db.execute(sql, (run_id, *authors)).fetchall()}
-        gone = kept - wanted.keys()
-        for _, annotation_id in gone:
-            db.execute("DELETE FROM annotations WHERE run_id = ? AND id = ?", (run_id, annotation_id))
-        put_annotations(db, run_id, [a for key, a in wanted.items() if key not in kept])
-        for author, (revision, version) in (read or {}).items():
-            db.execute(
+            marks = ", ".join("?" * len(ids))
+            present = {r[0] for r in db.execute(f"SELECT id FROM runs WHERE id IN ({marks}){db.lock_row}", ids)}
+            missing = next((run_id for run_id in ids if run_id not in present), None)
+            if missing is not None:
+                raise self._no_run(missing)
+            kept: dict[str, set[tuple[str, str]]] = {}
+            if authors:
+                sql = (
+                    f"SELECT run_id, author, id FROM annotations WHERE run_id IN ({marks}) "
+                    f"AND author IN ({', '.join('?' * len(authors))})"
+                )
+                for run_id, author, annotation_id in db.execute(sql, (*ids, *authors)).fetchall():
+                    kept.setdefault(run_id, set()).add((author, annotation_id))
+            for run_id, (findings, read) in merged.items():
+                wanted = {
+                    (author, a.id): a.model_copy(update={"author": author})
+                    for author, found in findings.items()
+                    for a in found
+                }
+                had = {key for key in kept.get(run_id, ()) if key[0] in findings}
+                gone += [(run_id, annotation_id) for _, annotation_id in had - wanted.keys()]
+                new += [annotation_row(run_id, a) for key, a in wanted.items() if key not in had]
+                read_rows += [(run_id, author, rev, version) for author, (rev, version) in read.items()]
+            db.executemany("DELETE FROM annotations WHERE run_id = ? AND id = ?", gone)
+            db.executemany(PUT_ANNOTATION, new)
+            db.executemany(
                 "INSERT INTO scans (run_id, scanner, revision, version) VALUES (?, ?, ?, ?) ON CONFLICT "
                 "(run_id, scanner) DO UPDATE SET revision = excluded.revision, version = excluded.version",
-                (run_id, author, revision, version),
+                read_rows,
             )
-        return len(wanted.keys() - kept), len(gone)
+        return len(new), len(gone)
 
     def annotations_by_run(self: Store, run_ids: list[str] | None = None) -> dict[str, list[Annotation]]:
         """The annotations of the runs named (every annotated run when None), by run id; unlabelled runs left out."""

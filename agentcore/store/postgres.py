@@ -189,6 +189,13 @@ class PostgresBackend:
         """Run one statement written with `?` placeholders (the store's SQL has no literal % or ?)."""
         return self._live().execute(sql.replace("?", "%s"), params)
 
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement written with `?` placeholders once for each row of values, sent together (psycopg's
+        pipeline), not a round trip a row."""
+        if rows:
+            with self._live().cursor() as cursor:
+                cursor.executemany(sql.replace("?", "%s"), rows)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction (READ COMMITTED; the rows a save reads are locked with FOR UPDATE)."""

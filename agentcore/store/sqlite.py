@@ -43,6 +43,11 @@ class SqliteBackend:
         """Run one statement written with `?` placeholders."""
         return self._db.execute(sql, params)
 
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement written with `?` placeholders once for each row of values."""
+        if rows:
+            self._db.executemany(sql, rows)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction, taking the write lock at its start so a read inside it cannot go stale."""
