@@ -24,6 +24,23 @@ if TYPE_CHECKING:
 ALLOW_DELETE_OTHERS = "AGENTCORE_ALLOW_DELETE_OTHERS"
 
 
+class StoredRun:
+    """A run as the database holds it: its body's, its steps' and its annotations' JSON texts."""
+
+    __slots__ = ("annotations", "body", "steps")
+
+    def __init__(self, body: str) -> None:
+        self.body, self.steps, self.annotations = body, [], []
+
+    def run(self) -> Run:
+        """The Run these texts hold, read as `Store.read_run` reads one (its stored figures trusted, not measured)."""
+        data = _loaded(self.body)
+        data["steps"] = [_loaded(step) for step in self.steps]
+        if self.annotations:
+            data["annotations"] = [json.loads(a) for a in self.annotations]
+        return from_dict(data, check_messages=False, stored=True)
+
+
 def annotation_row(run_id: str, a: Annotation) -> tuple[Any, ...]:
     """The values PUT_ANNOTATION writes for one annotation of a run."""
     return (run_id, a.id, a.step, plain(a.author), plain(a.created_at), dump(a.model_dump(mode="json")))
@@ -128,31 +145,35 @@ class LabelsTable:
         return found
 
     def read_runs(self: Store, run_ids: list[str]) -> dict[str, Run]:
-        """The stored runs named, read as read_run reads one but in three queries for them all, not three a run:
-        what a scan of the library reads a batch at a time. A run not stored, or not this viewer's, is left out."""
+        """The stored runs named, read as read_run reads one but in three queries for them all, not three a run.
+        A run not stored, or not this viewer's, is left out."""
+        return {run_id: stored.run() for run_id, stored in self.stored_runs(run_ids).items()}
+
+    def stored_runs(self: Store, run_ids: list[str]) -> dict[str, StoredRun]:
+        """The stored runs named as the database holds them, each read into a Run when asked (`StoredRun.run`): what a
+        scan of the library reads a batch at a time, making one Run at a time, so that a batch's runs never pile up
+        for the garbage collector. Three queries for them all; a run not stored, or not this viewer's, is left out."""
         if not run_ids:
             return {}
         visible, params = self._visible()
         marks = ", ".join("?" * len(run_ids))
         with self._transaction() as db:  # the runs and their steps as of one moment
             rows = db.execute(f"SELECT id, body FROM runs WHERE id IN ({marks}){visible}", (*run_ids, *params))
-            found = {run_id: _loaded(body) for run_id, body in rows.fetchall()}
+            found = {run_id: StoredRun(body) for run_id, body in rows.fetchall()}
             steps = db.execute(
                 f"SELECT run_id, body FROM steps WHERE run_id IN ({marks}) ORDER BY run_id, idx", run_ids
             )
             for run_id, body in steps.fetchall():
                 if run_id in found:
-                    found[run_id].setdefault("steps", []).append(_loaded(body))
+                    found[run_id].steps.append(body)
             annotations = db.execute(
                 f"SELECT run_id, body FROM annotations WHERE run_id IN ({marks}) ORDER BY run_id, step, created_at, id",
                 run_ids,
             )
             for run_id, body in annotations.fetchall():
                 if run_id in found:
-                    found[run_id].setdefault("annotations", []).append(json.loads(body))
-        for data in found.values():
-            data.setdefault("steps", [])
-        return {run_id: from_dict(data, check_messages=False, stored=True) for run_id, data in found.items()}
+                    found[run_id].annotations.append(body)
+        return found
 
     def replace_findings(
         self, run_id: str, findings: dict[str, list[Annotation]], read: dict[str, tuple[int, str]] | None = None

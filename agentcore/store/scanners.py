@@ -36,7 +36,8 @@ from ..schemas import SchemaError, compile_pattern, search
 from ..secrets import scrub_text
 
 if TYPE_CHECKING:
-    from .store.runs import Store
+    from .labels import StoredRun
+    from .runs import Store
 
 LOOP_REPEATS = 3  # the same call in this many steps running is a loop
 CONTEXT_SHARE = 0.8  # a request past this share of the model's window is a finding
@@ -365,7 +366,11 @@ def scan_library(
     """
     report = ScanReport(findings={s.name: 0 for s in scanners})
     ids = list(run_ids)
-    state = store.scanned(ids, None if again else {s.author: s.version for s in scanners})
+    # each run to read, with its revision (what each scanner last read of it is the database's to compare)
+    state = {
+        k: revision
+        for k, (revision, _) in store.scanned(ids, None if again else {s.author: s.version for s in scanners}).items()
+    }
     batch: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]] = []
 
     def write() -> None:
@@ -374,16 +379,17 @@ def scan_library(
         report.removed += removed
         batch.clear()
 
-    runs: dict[str, Run] = {}
+    runs: dict[str, StoredRun] = {}
     for i, run_id in enumerate(ids, start=1):
-        revision, read = state.get(run_id, (None, {}))
+        revision = state.get(run_id)
         if not again and run_id not in state:  # every scanner has read this revision: the database left it out
             report.skipped += 1
         else:
             if run_id not in runs:  # the next batch of runs to read, read together
-                runs = store.read_runs([r for r in ids[i - 1 : i - 1 + READ_BATCH] if again or r in state])
+                runs = store.stored_runs([r for r in ids[i - 1 : i - 1 + READ_BATCH] if again or r in state])
             # a run gone since the scan began is read alone, which says it is not there
-            found = scan_run(runs.pop(run_id, None) or store.read_run(run_id), scanners)
+            stored = runs.pop(run_id, None)
+            found = scan_run(stored.run() if stored is not None else store.read_run(run_id), scanners)
             batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
             for scanner in scanners:
                 report.findings[scanner.name] += len(found[scanner.author])

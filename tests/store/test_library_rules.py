@@ -360,8 +360,8 @@ def test_a_scan_reads_runs_a_batch_at_a_time_and_finds_on_each_what_its_own_read
         store.save_run(run)
     store.replace_findings(runs[1].id, {"ada": [make_annotation(step=1, labels=["good"])]})
     read: list[list[str]] = []
-    read_runs = store.read_runs
-    monkeypatch.setattr(store, "read_runs", lambda ids: (read.append(list(ids)), read_runs(ids))[1])
+    stored_runs = store.stored_runs
+    monkeypatch.setattr(store, "stored_runs", lambda ids: (read.append(list(ids)), stored_runs(ids))[1])
     chosen = list(scanners.BUILTINS.values())
     ids = [r.id for r in runs]
     report = scanners.scan_library(store, chosen, ids)

@@ -140,6 +140,7 @@ STORE_READS: dict[str, Callable[[Store, World, str], set[str]]] = {
     "list_runs": lambda s, w, v: w.owners_of(r.id for r in s.list_runs()),
     "summary": lambda s, w, v: {o for o in OWNERS if s.summary(w.stepped[o]) is not None},
     "read_runs": lambda s, w, v: w.owners_of(s.read_runs([w.stepped[o] for o in OWNERS])),
+    "stored_runs": lambda s, w, v: w.owners_of(s.stored_runs([w.stepped[o] for o in OWNERS])),
     "exchange": lambda s, w, v: {o for o in OWNERS if s.exchange(w.stepped[o], 0) is not None},
     "read_run": lambda s, w, v: {o for o in OWNERS if _done(lambda o=o: s.read_run(w.stepped[o]), w)},
     "load_run": lambda s, w, v: {o for o in OWNERS if _done(lambda o=o: s.load_run(w.stepped[o]), w)},
