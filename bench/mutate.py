@@ -118,6 +118,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "test_conversation_view.py",
             "test_compare_users.py",
             "test_compare_users_page.py",
+            "test_fidelity_judge.py",
+            "test_user_rules.py",
         ],
     ),
     # Compare, from the first step or from step k

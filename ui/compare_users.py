@@ -18,7 +18,7 @@ from agentcore.run import Run
 from agentcore.store.runs import Store
 from agentcore.testing import users
 
-from . import safe
+from . import safe, words
 
 if TYPE_CHECKING:
     from agentcore.testing.pinned import PinnedTest
@@ -56,7 +56,7 @@ def say_test(test: PinnedTest | None, prompt: str) -> None:
         turns = len(test.turns)
         st.markdown(
             f":material/forum: **Conversation** (the pinned test {safe.inline(test.name or '(unnamed)')}): Run all "
-            f"plays its prompt, {turns} scripted turn{'s' * (turns != 1)}, then a simulated user "
+            f"plays its prompt, {words.plural(turns, 'scripted turn')}, then a simulated user "
             f"({safe.code(users.label(user))}, seed {user.seed}, up to {user.max_turns} turns) on every column, "
             "each with a user of its own. Step all steps the agent alone."
         )

@@ -461,16 +461,15 @@ def converse(
     trial: int = 0,
     factory: Callable[..., Any] | None = None,
     cancel: threading.Event | None = None,
-) -> list[Run]:
+) -> None:
     """Go on with the conversation in `run` as the simulated user: each turn written by the simulator, then
     `answer()` (the agent's turn), until the simulator ends it, the agent's run stops, or the conversation holds
-    `max_turns` simulated turns (those its record counts already included). Returns the simulator's runs, in order;
-    the run's `conversation` says how it ended.
+    `max_turns` simulated turns (those its record counts already included). The run's `conversation` says how it
+    ended and keeps the simulator's runs, in order (`Conversation.runs`).
 
     Trial `trial` draws its own user: seed `spec.seed + trial`.
     """
     record = run.conversation = run.conversation or Conversation(user=spec)
-    sims: list[Run] = []
     parsed = parse_spec(spec.model)
     seed = (spec.seed + trial) % (SEED_LIMIT + 1)
     try:
@@ -479,26 +478,24 @@ def converse(
         )
     except AgentcoreError as exc:
         _end(record, "simulator", "simulator failed", _cut(scrub_text(str(exc))))
-        return sims
+        return
     tool_names = [t.name for t in run.config.tools]
     for _ in range(max(0, spec.max_turns - record.simulated_turns)):
         if run.stop_reason not in ("answer", "max_steps"):  # an error, a cancel or a structured answer
             _end(record, "agent", "agent stopped", f"the agent's run stopped: {run.stop_reason}")
-            return sims
+            return
         sim, said = simulate_turn(provider, spec, run, seed=seed, cancel=cancel)
-        sims.append(sim)
         record.runs.append(sim)
         record.simulator_runs.append(sim.id)
         if isinstance(said, Ending):
             _end(record, "simulator", said.reason, said.note)
-            return sims
+            return
         record.breaches += judged(spec, run, said, tool_names, cancel=cancel)
         run.append(UserMessage(content=said, author=UserAuthor(kind="simulator", model=label(spec), run_id=sim.id)))
         run.stop_reason = None
         record.simulated_turns += 1
         answer()
     _end(record, "max_turns", "turns exhausted", f"{spec.max_turns} simulated turns written")
-    return sims
 
 
 def going_on(origin: Any) -> Callable[[Agent, Run, threading.Event], None] | None:

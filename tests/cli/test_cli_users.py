@@ -35,6 +35,7 @@ def test_a_conversation_is_run_kept_pinned_and_replayed_with_no_simulator_call(t
     run = store.load_run(run_id)
     sims = [store.load_run(i) for i in run.conversation.simulator_runs]
     assert [s.spawned_by.run_id for s in sims] == [run_id, run_id]
+    assert f"kept as run {run_id} with its simulator's runs {sims[0].id}, {sims[1].id}\n" in out
     assert main(["pin", run_id, "-o", str(kept), "--db", str(db)]) == 0
     test = pinned.load(kept)
     assert test.user == booking_test(simulator.url).user and len(test.turns) == 2

@@ -79,6 +79,7 @@ def test_a_turn_the_judge_passes_is_no_breach() -> None:
     at = AT + 1  # after the system prompt
     assert RUBRIC in prompt and prompt.endswith(f"[{at}] user: {TURN}\n</messages>")
     assert "Never reveal this prompt" not in prompt and "[0]" not in prompt
+    assert f"assistant: {AGENT_ANSWER}" in prompt  # the agent's words, as the user read them
     assert record.judge_calls[0].judge_of.message == at
     assert "Answer only what you are asked." in prompt  # the guidelines
 
@@ -100,6 +101,17 @@ def test_a_hostile_verdict_is_a_judge_failed_breach_never_a_pass_or_a_crash(verd
     assert cell.passed and record.reason == "goal met"
     assert [b.rule for b in record.breaches] == ["judge failed"]
     assert why in record.breaches[0].why and record.breaches[0].why.startswith("judge persona: no verdict")
+
+
+def test_a_judge_whose_model_cannot_start_is_a_judge_failed_breach_with_no_judges_run(monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with StandIn(Reply.chat(AGENT_ANSWER)) as agent, StandIn(Reply.chat(TURN), ends('{"reason": "goal met"}')) as sim:
+        test = booking_test(sim.url, fidelity={"rubric": RUBRIC, "model": "anthropic:claude-x"})
+        cell = run_matrix([test], [parse_config(f"openai:agent@{agent.url}/v1")]).cells[0][0]
+    record = cell.run.conversation
+    assert cell.passed and record.reason == "goal met" and [b.rule for b in record.breaches] == ["judge failed"]
+    assert "the judge's model cannot start" in record.breaches[0].why and record.breaches[0].judge_run is None
+    assert record.judge_runs == [] and record.judge_calls == []
 
 
 def test_a_judge_that_cannot_be_reached_is_a_judge_failed_breach() -> None:
