@@ -123,7 +123,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     # Compare, from the first step or from step k
-    "compare": (["agentcore/compare.py"], ["test_compare.py", "test_compare_from.py", "test_compare_page.py"]),
+    "compare": (
+        ["agentcore/compare.py"],
+        ["test_compare.py", "test_compare_from.py", "test_compare_page.py", "test_compare_rules.py"],
+    ),
     # the library's readers: statistics, scanners, and what each step cost
     "library": (
         ["agentcore/store/stats.py", "agentcore/store/scanners.py", "agentcore/accounting.py"],
