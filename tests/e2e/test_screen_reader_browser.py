@@ -178,14 +178,17 @@ def test_the_annotate_form_labels_two_steps_and_each_keeps_only_its_own_label(fr
         idle(page)
         page.get_by_text(f"Annotate step {n}", exact=True).click()
         expect(form(n, "note").locator("textarea")).to_be_visible(timeout=WAIT)
+        idle(page)  # a redraw still running would empty the form as it is filled
 
     def label(n: int, name: str, note: str = "") -> None:
         box = form(n, "labels").get_by_role("combobox")
         box.click()
-        box.type(name)  # the list narrows to the label typed
+        box.fill(name)  # the whole name at once: typed key by key, a key lost to a redraw narrows to another label
+        expect(page.get_by_role("option")).to_have_count(1, timeout=WAIT)  # the list narrowed to the label alone
         expect(page.get_by_role("option", name=name, exact=True)).to_be_visible(timeout=WAIT)
         box.press("Enter")
         box.press("Escape")
+        expect(form(n, "labels").get_by_role("button", name=re.compile(r"^Remove "))).to_have_count(1)
         expect(form(n, "labels")).to_contain_text(name)
         if note:
             form(n, "note").locator("textarea").fill(note)

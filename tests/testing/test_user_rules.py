@@ -54,8 +54,10 @@ def test_each_trial_seeds_its_user_with_the_tests_seed_plus_its_index_wrapping_a
         StandIn(Reply.chat(AGENT_ANSWER)) as agent,
         StandIn(ends('{"reason": "goal met"}')) as simulator,
     ):
-        _cell(simulator, agent, booking_test(simulator.url, seed=SEED_LIMIT - 1), trials=3)
-    assert [s.body["seed"] for s in simulator.seen] == [SEED_LIMIT - 1, SEED_LIMIT, 0]
+        cell = _cell(simulator, agent, booking_test(simulator.url, seed=SEED_LIMIT - 1), trials=3)
+    # the trials run side by side: each is read from its own simulator run, not from the order of the calls
+    assert [t.run.conversation.runs[0].config.seed for t in cell.trials] == [SEED_LIMIT - 1, SEED_LIMIT, 0]
+    assert sorted(s.body["seed"] for s in simulator.seen) == [0, SEED_LIMIT - 1, SEED_LIMIT]
 
 
 def test_an_end_call_with_a_reason_it_does_not_take_is_unclear() -> None:
