@@ -16,7 +16,7 @@ from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import AppTest, local_script_runner
 from support.pg import pg_cluster, pg_url  # noqa: F401 - a throwaway PostgreSQL cluster, a database per test
 from support.servers import APP_WAIT, ROOT, katan, katan_pool, llama_server  # noqa: F401 - session fixtures of the real peer servers
 from support.tls import contexts_built_once
@@ -86,6 +86,19 @@ def _tls_contexts_built_once():
         yield
 
 
+def _script_run_awaited(runner: local_script_runner.LocalScriptRunner, timeout: float = 3) -> None:
+    """Wait for an AppTest's script run as Streamlit's own wait does, on its thread rather than by looking every
+    millisecond: each look took the interpreter's lock from the script it waited for, and read every event so far."""
+    thread = runner._script_thread
+    if thread is not None:
+        thread.join(timeout)
+    if runner.script_stopped():
+        return
+    runner.request_stop()  # as Streamlit's wait does when the time is up: stop the script, then say so
+    runner.join()
+    raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _app_scripts_compiled_once():
     """Each AppTest run compiles app.py and its page afresh and scans every installed package for components,
@@ -107,6 +120,7 @@ def _app_scripts_compiled_once():
         return compiled[key]
 
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local_script_runner, "require_widgets_deltas", _script_run_awaited)
         patch.setattr(ScriptCache, "get_bytecode", get_bytecode)
         patch.setattr(
             manifest_scanner, "scan_component_manifests", functools.cache(manifest_scanner.scan_component_manifests)

@@ -169,7 +169,8 @@ def _found(text: str, lowered: str) -> list[tuple[str, str]]:
     if any(m in lowered for m in _KEYWORD_MARKERS):
         for value in _keyword_values(text, lowered):
             found.setdefault(value, _KEYWORD.secret_type)
-    if '":' in text and any(m in lowered for m in _FIELD_MARKERS):  # JSON text: tool arguments as a model wrote them
+    # JSON text: tool arguments as a model wrote them, spaced or not around the colon (`"token" : "…"`)
+    if '"' in text and any(m in lowered for m in _FIELD_MARKERS):
         for name, value in _JSON_FIELD.findall(text):
             if SECRET_FIELD.search(name) and _field_value(value):
                 found.setdefault(value, FIELD_KIND)

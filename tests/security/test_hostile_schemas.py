@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.stand_in import QuietServer
+from support.stand_in import POLL_S, QuietServer
 
 from agentcore.cli.main import main
 from agentcore.loop import Agent, check_final_schema
@@ -57,7 +57,7 @@ class RefServer:
 
         self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/schema.json"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True)
         self.thread.start()
 
 

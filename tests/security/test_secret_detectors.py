@@ -382,3 +382,74 @@ def test_an_assignment_after_a_long_line_whose_lower_case_is_longer_is_found_whe
     # 250 "İ" lower to 500 characters: a search of the lower-cased text would read 250 characters too early
     text = "İ" * 250 + '\nx; DB_PASSWORD = "hunt3rHunter"'
     assert mask_text(text).endswith('\nx; DB_PASSWORD = "[redacted: Secret Keyword]"')
+
+
+# a credential of each plugin whose every marker is three characters long, alone in its text: no longer marker and
+# no capital M, N or O (the shapes of the two-character markers) is there to let the text through the first look
+ALONE = {
+    "Hugging Face Token": "hf_abcdefghijklabcdefghijklabcdefghij",
+    "Mailchimp Access Key": "0123456789abcdef0123456789abcdef-us12",
+    "Slack Token": "xoxb-123456789012-1234567890123-abcdefghijklabcdefghijkl",
+    "SendGrid API Key": "SG.abcdefghijklabcdefghij.abcdefghijklabcdefghijklabcdefghijklabcdefg",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ALONE))
+def test_a_credential_found_by_a_three_character_marker_alone_in_its_text_is_masked(kind):
+    assert find_secrets(f"see {ALONE[kind]}") == [(kind, ALONE[kind])]
+    assert mask_text(f"see {ALONE[kind]}") == f"see [redacted: {kind}]"
+
+
+def test_a_credential_field_of_json_text_is_found_with_spaces_around_its_colon():
+    # the field rule's pattern allows them; "token" is not one of the keyword plugin's names, so only it finds these
+    for text in ('{"token" : "abcd1234"}', '{"token":"abcd1234"}', '{"token"  :\t"abcd1234"}'):
+        assert find_secrets(text) == [("Secret Keyword", "abcd1234")], text
+    assert find_secrets('{"tokens" : "abcd1234"}') == []  # a name that only holds "token" is not a credential's
+
+
+@pytest.mark.parametrize("value", ["$DB_PASS", "${DB_PASS}", "{{ db_pass }}", "********", "abcdefghij", "0123456789"])
+def test_a_keyword_value_that_is_a_placeholder_a_variable_a_mask_or_a_run_of_characters_is_left(value):
+    # the keyword plugin's pattern takes no value that starts with "$", "{", "<" or "*"; a run of letters or digits
+    # in order it takes, and the sequence filter leaves it
+    assert find_secrets(f'password = "{value}"') == []
+    assert find_secrets('password = "hunt3rHunter2"') == [("Secret Keyword", "hunt3rHunter2")]
+
+
+def test_secret_kinds_names_a_shaped_key_by_its_shape_and_a_registered_one_as_registered():
+    from agentcore.secrets import REGISTERED_KIND, forget_secrets, register_secret
+
+    assert secret_kinds(f"key {SHAPES['sk- key']} here") == ["sk- key"]
+    assert secret_kinds(f"Authorization: Bearer {SHAPES['Bearer token']}") == ["Bearer token"]
+    try:
+        register_secret("zq81-kept-in-memory-0042")
+        assert secret_kinds("the value zq81-kept-in-memory-0042 again") == [REGISTERED_KIND]
+    finally:
+        forget_secrets()
+
+
+def test_a_model_is_masked_200_levels_deep_and_left_past_them_and_what_mask_does_not_know_comes_back_as_it_is():
+    from pydantic import BaseModel
+
+    class Box(BaseModel):
+        inner: Box | str
+
+    def nested(depth: int) -> Box:
+        value: Box | str = SHAPES["GitHub token"]
+        for _ in range(depth):
+            value = Box(inner=value)
+        return value
+
+    def innermost(value: Box) -> str:
+        while isinstance(value, Box):
+            value = value.inner
+        return value
+
+    assert innermost(mask(nested(200))) == "[redacted: GitHub Token]"
+    assert innermost(mask(nested(201))) == SHAPES["GitHub token"]
+
+    class Copyable:  # a model_copy, but no model fields: not a model
+        def model_copy(self, **_: object) -> Copyable:
+            return self
+
+    for odd in (b"ghp_R2d2C3poX1y2Z3a4B5c6D7e8F9g0H1i2J3k4", {1, 2}, Copyable(), True):
+        assert mask(odd) is odd

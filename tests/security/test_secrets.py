@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.servers import ROOT
-from support.stand_in import QuietServer
+from support.stand_in import POLL_S, QuietServer
 
 from agentcore import secrets
 from agentcore.cli.main import main
@@ -77,7 +77,7 @@ class EchoHandler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def echo() -> Iterator[str]:
     server = QuietServer(("127.0.0.1", 0), EchoHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.stand_in import POLL_S
 
 from agentcore import transcript as tr
 from agentcore.accounting import account
@@ -253,7 +254,7 @@ class _Canned(BaseHTTPRequestHandler):
 @pytest.fixture
 def canned() -> Iterator[CannedServer]:
     server = CannedServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     yield server
     server.shutdown()

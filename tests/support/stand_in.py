@@ -34,6 +34,11 @@ class QuietServer(ThreadingHTTPServer):
         self.errors.append(sys.exc_info()[1])
 
 
+# how often a test server's loop looks whether it is asked to stop: leaving one waits for the next look, and tests
+# leave several hundred of them
+POLL_S = 0.005
+
+
 class QuietHandler(BaseHTTPRequestHandler):
     """A request handler that logs nothing: a test reads what it needs from its server."""
 
@@ -48,7 +53,7 @@ class Served:
     def serve(self, handler: type[BaseHTTPRequestHandler], path: str = "") -> None:
         self.server = QuietServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True)
 
     def __enter__(self) -> Self:
         self.thread.start()

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from support.stand_in import QuietServer
+from support.stand_in import POLL_S, QuietServer
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -41,7 +41,7 @@ def receiver():
         status = 200
 
     server = QuietServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", Handler
     server.shutdown()
