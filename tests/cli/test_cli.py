@@ -192,6 +192,27 @@ def test_loop_guard_flag_parses_to_the_runs_setting_and_refuses_other_values(cap
     assert err.count("\n") == 1 and "--loop-guard" in err and "'guard'" in err
 
 
+def test_the_parser_is_built_once_and_again_for_a_provider_or_hook_registered_since(monkeypatch, capsys):
+    from agentcore.cli.main import parser
+    from agentcore.hooks.examples import HOOKS
+    from agentcore.providers import REGISTRY
+
+    def run_help(built) -> str:
+        with pytest.raises(SystemExit):
+            built.parse_args(["run", "--help"])
+        return " ".join(capsys.readouterr().out.split())
+
+    first = parser()
+    assert parser() is first  # parsing leaves it as it was: the next command line reads the same parser
+    assert first.parse_args(["runs", "list"]).command == "runs" and parser().parse_args(["run", "x"]).prompt == "x"
+    monkeypatch.setattr(REGISTRY, "_entries", {**REGISTRY._entries, "acmeprov": REGISTRY["scripted"]})
+    with_provider = parser()
+    assert with_provider is not first and "acmeprov" in run_help(with_provider) and "acmeprov" not in run_help(first)
+    monkeypatch.setattr(HOOKS, "_entries", {**HOOKS._entries, "acmehook": next(iter(HOOKS.values()))})
+    with_hook = parser()
+    assert with_hook is not with_provider and "acmehook:" in run_help(with_hook)
+
+
 def test_loop_guard_on_the_cli_ends_the_runaway_loop_with_an_answer(tmp_path, capsys):
     out = tmp_path / "t.json"
     args = ["run", "--provider", "scripted", "--scenario", "runaway", "--no-db", "--out", str(out)]
