@@ -5,9 +5,11 @@ its JSON Schema from the type hints. Every failure (unknown tool, arguments that
 are not JSON or fail the schema, an exception, a timeout) becomes a result with
 `is_error` set, worded so the model can recover.
 
-A tool runs in a reused worker thread, so that its time limit can be kept; or,
-declared `isolated=True`, in a reused worker process, which the time limit really
-stops: Python cannot kill a thread, and a thread that computes holds the GIL.
+A tool with a time limit runs in the main thread under the real-time timer, where the
+loop runs there and nothing else in the process uses the timer, else in a reused worker
+thread, so that its time limit can be kept; or, declared `isolated=True`, in a reused
+worker process, which the time limit really stops: Python cannot kill a thread, and a
+thread that computes holds the GIL.
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .messages import COMPACT_JSON, ShallowObject, ToolCall, estimate_tokens
 from .tool_output import describe, raised, shown
-from .workers import PROCESSES, THREADS, Job, ProcessEnded, Unsendable, check_importable, function_ref
+from .workers import (
+    PROCESSES,
+    THREADS,
+    Job,
+    ProcessEnded,
+    TimedOut,
+    Unsendable,
+    check_importable,
+    function_ref,
+    within,
+)
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTPUT_CHARS = 8000
@@ -135,6 +147,8 @@ class Tool:
         def target() -> None:
             try:
                 box["value"] = self.fn(**kwargs)
+            except TimedOut:
+                raise  # its time limit, kept in this thread by `within`
             except BaseException as exc:  # noqa: BLE001 - a tool's failure is data for the model
                 box["error"] = exc
 
@@ -144,11 +158,17 @@ class Tool:
 
         if self.timeout_s is None:
             target()  # no time limit asked for: run in the calling thread, with no handoff at all
-            if isinstance(box.get("error"), KeyboardInterrupt):
-                # in the calling thread this is the user's Ctrl-C, not the tool's failure: stop the loop
-                raise box["error"]
-        elif not THREADS.run(on_worker, self.timeout_s):
-            return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was abandoned.", "timeout")
+            here = True
+        else:
+            in_time = within(target, self.timeout_s)  # the main thread: no handoff, the timer keeps the limit
+            if in_time is False:
+                return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was stopped.", "timeout")
+            here = in_time is True
+            if not here and not THREADS.run(on_worker, self.timeout_s):
+                return done(f"Error: {self.name} timed out after {self.timeout_s:g} s and was abandoned.", "timeout")
+        if here and isinstance(box.get("error"), KeyboardInterrupt):
+            # in the calling thread this is the user's Ctrl-C, not the tool's failure: stop the loop
+            raise box["error"]
         if "error" in box:
             return done(*raised(self.name, box["error"]))
         return done(*shown(self.name, box.get("value"), self.max_output_chars))

@@ -1,6 +1,7 @@
-"""Where a tool call runs when it has a time limit: a reused worker thread, or, for an isolated tool, a reused
-worker process that the time limit really stops (Python cannot kill a thread, and a thread that computes holds
-the GIL)."""
+"""Where a tool call runs when it has a time limit: in the main thread itself, under the process's real-time
+timer, where that thread calls and nothing else in the process uses the timer; else on a reused worker thread;
+or, for an isolated tool, in a reused worker process that the time limit really stops (Python cannot kill a
+thread, and a thread that computes holds the GIL)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import pickle
 import queue
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -126,6 +128,63 @@ class _Workers:
 THREADS = _Workers()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=THREADS._reset)
+
+
+# -- the main thread: a time limit kept by the real-time timer ---------------------------
+
+
+class TimedOut(BaseException):
+    """Raised inside a call run by `within` when its time limit passes. A BaseException, so that a tool's own
+    `except Exception` does not take it for one of its failures; a call that catches it and goes on is not
+    stopped by it."""
+
+
+_TIMER = getattr(signal, "ITIMER_REAL", None)  # absent where there is no setitimer (Windows)
+_armed = False  # a call of `within` is running and its time limit has not yet passed
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    global _armed
+    if _armed:  # not a signal that came after the call returned, or from another process
+        _armed = False
+        raise TimedOut
+
+
+def within(target: Callable[[], None], timeout_s: float) -> bool | None:
+    """Run `target` in this thread with SIGALRM due when `timeout_s` passes: True if it returned in time, False
+    if the time limit passed first (TimedOut was raised in it, at the point where it was), None if this way is
+    not open here and nothing was run.
+
+    Open in the main thread (where Python runs signal handlers) when no other part of the process has a handler
+    for SIGALRM or a real-time timer running (a time limit of its own, an enclosing call of this one): such a
+    call takes the worker-thread way. A handoff to a thread costs two thread switches a call, more than the
+    rest of a step of the loop on a busy machine; the timer costs four system calls. A call blocked in a system
+    call (sleep, a socket, a lock, a child process) is woken by the signal; one computing in Python is stopped
+    between two of its instructions.
+    """
+    global _armed
+    if (
+        _TIMER is None
+        or timeout_s <= 0
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
+        or signal.getitimer(_TIMER) != (0.0, 0.0)
+    ):
+        return None
+    signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        try:
+            _armed = True
+            signal.setitimer(_TIMER, timeout_s)
+            target()
+            return True
+        except TimedOut:
+            return False
+        finally:
+            _armed = False
+            signal.setitimer(_TIMER, 0)
+    finally:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 # -- isolated tools: worker processes ---------------------------------------------------

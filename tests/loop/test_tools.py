@@ -108,8 +108,10 @@ def test_sequential_flag_is_kept():
     assert write.sequential and not add.sequential
 
 
-def test_a_tool_without_a_time_limit_runs_in_the_calling_thread():
+def test_a_tool_without_a_time_limit_runs_in_the_calling_thread_and_one_with_a_limit_too_in_the_main_one():
     import threading
+
+    from support.threads import off_main
 
     @tool(timeout_s=None)
     def where() -> str:
@@ -121,8 +123,9 @@ def test_a_tool_without_a_time_limit_runs_in_the_calling_thread():
         """Names the thread it runs in."""
         return threading.current_thread().name
 
-    assert run(where).content == threading.current_thread().name
-    assert run(where_limited).content == "tool-where_limited"
+    assert run(where).content == run(where_limited).content == threading.main_thread().name
+    assert off_main(run, where).content == "off-main"
+    assert off_main(run, where_limited).content == "tool-where_limited"  # handed to a kept worker
 
 
 def test_worker_threads_are_reused_and_a_hung_call_does_not_block_the_next():
@@ -141,11 +144,13 @@ def test_worker_threads_are_reused_and_a_hung_call_does_not_block_the_next():
         """The worker's thread id."""
         return threading.get_ident()
 
-    run(ident)  # leaves at least one idle worker
+    from support.threads import off_main  # as the app's script thread: off the main thread, calls go to workers
+
+    off_main(run, ident)  # leaves at least one idle worker
     existing = {str(t.ident) for t in threading.enumerate()}
-    assert run(ident).content in existing  # served by a worker that was already there, not a new thread
-    assert run(stuck).error == "timeout"
-    assert not run(ident).is_error  # served by another worker while the hung one is still busy
+    assert off_main(run, ident).content in existing  # served by a worker that was already there, not a new thread
+    assert off_main(run, stuck).error == "timeout"
+    assert not off_main(run, ident).is_error  # served by another worker while the hung one is still busy
     release.set()
 
 

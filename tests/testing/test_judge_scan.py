@@ -24,7 +24,9 @@ def library(tmp_path):
     db = str(tmp_path / "runs.db")
     store = Store(db)
     runs = [scripted_run("weather" if n % 2 == 0 else "recovery") for n in range(6)]
-    for run in runs:
+    for n, run in enumerate(runs):
+        # a scan takes runs oldest first; made within one millisecond, two would be taken in the order of their ids
+        run.created_at = f"2026-01-01T00:00:0{n}.000+00:00"
         store.save_run(run)
         said = "good" if run.title.startswith("weather") else "hallucinated a fact"
         store.annotate(run.id, make_annotation(step=len(run.steps), labels=[said]), user="ann")
