@@ -11,7 +11,6 @@ import os
 import pickle
 import queue
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -139,7 +138,18 @@ class TimedOut(BaseException):
     stopped by it."""
 
 
-_TIMER = getattr(signal, "ITIMER_REAL", None)  # absent where there is no setitimer (Windows)
+# the C functions under the signal module's own, which wrap each handler and number in an enum: three of those
+# a call cost more than the system calls themselves
+try:
+    from _signal import ITIMER_REAL as _TIMER
+    from _signal import SIG_DFL as _DEFAULT
+    from _signal import SIGALRM as _ALARM
+    from _signal import getitimer as _getitimer
+    from _signal import getsignal as _getsignal
+    from _signal import setitimer as _setitimer
+    from _signal import signal as _handle
+except ImportError:  # no SIGALRM or no setitimer (Windows): calls take the worker-thread way
+    _TIMER = None
 _armed = False  # a call of `within` is running and its time limit has not yet passed
 
 
@@ -167,24 +177,24 @@ def within(target: Callable[[], None], timeout_s: float) -> bool | None:
         _TIMER is None
         or timeout_s <= 0
         or threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
-        or signal.getitimer(_TIMER) != (0.0, 0.0)
+        or _getsignal(_ALARM) != _DEFAULT
+        or _getitimer(_TIMER) != (0.0, 0.0)
     ):
         return None
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _handle(_ALARM, _on_alarm)
     try:
         try:
             _armed = True
-            signal.setitimer(_TIMER, timeout_s)
+            _setitimer(_TIMER, timeout_s)
             target()
             return True
         except TimedOut:
             return False
         finally:
             _armed = False
-            signal.setitimer(_TIMER, 0)
+            _setitimer(_TIMER, 0)
     finally:
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        _handle(_ALARM, _DEFAULT)
 
 
 # -- isolated tools: worker processes ---------------------------------------------------
