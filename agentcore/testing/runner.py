@@ -308,7 +308,8 @@ def run_cell(
     cell.run = run
     cell.wall_s = time.perf_counter() - started
     if run.stop_reason == "cancelled":
-        cell.failures = [Failure("stopped", f"stopped after {len(run.steps)} steps: the test run was stopped")]
+        steps = f"{len(run.steps)} step" + ("" if len(run.steps) == 1 else "s")
+        cell.failures = [Failure("stopped", f"stopped after {steps}: the test run was stopped")]
         return cell
     cell.failures = check(test.expect, run, run_cost(run))
     if test.expect.judge and run.stop_reason != "error":  # a judge reads what the run did; a failed run did nothing
@@ -544,7 +545,8 @@ def junit_xml(matrix: Matrix) -> str:
                 for k, t in enumerate(cell.trials)
             ]
             if cell.run is not None and not cell.trials:
-                out.append(f"run {cell.run.id} · {len(cell.run.steps)} steps · stop: {cell.run.stop_reason}")
+                steps = f"{len(cell.run.steps)} step" + ("" if len(cell.run.steps) == 1 else "s")
+                out.append(f"run {cell.run.id} · {steps} · stop: {cell.run.stop_reason}")
             if out:
                 ET.SubElement(case, "system-out").text = _xml_text("\n".join(out))
     ET.indent(root)

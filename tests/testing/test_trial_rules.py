@@ -340,3 +340,207 @@ def test_the_json_record_keeps_a_tests_letters_as_they_are():
 
     written = results_json(Matrix(["Zürich"], ["c"], [[_cell("Zürich")]]))
     assert '"test": "Zürich"' in written and "\\u00fc" not in written
+
+
+# -- one cell: what stops it before, during and after its run ---------------------------------------------------
+
+
+_WEATHER = PinnedTest(name="weather", prompt="What is the weather in Paris?", tools=["get_weather"])
+
+
+def test_a_cell_stopped_before_it_starts_makes_no_provider_and_one_not_stopped_runs():
+    import threading
+
+    from agentcore.providers import create_provider
+    from agentcore.testing.runner import run_cell
+
+    made: list[str] = []
+
+    def factory(name, model, **options):
+        made.append(name)
+        return create_provider(name, model, **options)
+
+    stopped = threading.Event()
+    stopped.set()
+    cell = run_cell(_WEATHER, parse_config("scripted:weather"), factory=factory, cancel=stopped)
+    assert (cell.run, made) == (None, [])
+    assert [(f.expectation, f.message) for f in cell.failures] == [("stopped", "not run: the test run was stopped")]
+    cell = run_cell(_WEATHER, parse_config("scripted:weather"), factory=factory, cancel=threading.Event())
+    assert made == ["scripted"] and cell.passed and cell.run.stop_reason == "answer" and cell.wall_s > 0
+
+
+def test_a_cell_stopped_during_its_run_keeps_the_run_and_says_after_how_many_steps():
+    import threading
+
+    from agentcore.testing.runner import run_cell
+    from agentcore.tools import tool
+
+    stop = threading.Event()
+
+    @tool(name="get_weather")
+    def get_weather(city: str) -> str:
+        """The weather, and the test run is stopped while it is asked."""
+        stop.set()
+        return f"{city}: 18 C"
+
+    cell = run_cell(_WEATHER, parse_config("scripted:weather"), tools=[get_weather], cancel=stop)
+    assert cell.run is not None and cell.run.stop_reason == "cancelled" and len(cell.run.steps) == 1
+    failures = [(f.expectation, f.message) for f in cell.failures]
+    assert failures == [("stopped", "stopped after 1 step: the test run was stopped")]
+    assert cell.wall_s > 0
+    stop.clear()
+    from agentcore.providers.scripted import ScriptedProvider
+
+    def ask(city: str, at: int) -> AssistantMessage:
+        return AssistantMessage(tool_calls=(ToolCall(id=f"c{at}", name="get_weather", arguments={"city": city}),))
+
+    turns = [ask("Paris", 1), ask("Rome", 2), AssistantMessage(content="Mild in both.")]
+    calls: list[str] = []
+
+    @tool(name="get_weather")
+    def second_stops(city: str) -> str:
+        """The weather; the test run is stopped at the second call, a step later."""
+        calls.append(city)
+        if len(calls) == 2:
+            stop.set()
+        return f"{city}: 18 C"
+
+    replay = lambda *a, **kw: ScriptedProvider(replay=turns)  # noqa: E731
+    cell = run_cell(_WEATHER, parse_config("scripted:weather"), tools=[second_stops], cancel=stop, factory=replay)
+    assert [f.message for f in cell.failures] == ["stopped after 2 steps: the test run was stopped"]
+    assert len(cell.run.steps) == 2
+
+
+def test_a_provider_that_cannot_start_fails_the_cells_setup_and_bad_input_stops_the_matrix():
+    from agentcore.errors import ProviderError
+    from agentcore.testing.runner import run_cell
+
+    def down(*args, **options):
+        raise ProviderError("no server at 127.0.0.1:9", provider="openai")
+
+    cell = run_cell(_WEATHER, parse_config("openai:gpt-4o-mini"), factory=down)
+    assert cell.run is None and cell.errored
+    assert [(f.expectation, f.message) for f in cell.failures] == [("setup", "openai: no server at 127.0.0.1:9")]
+
+    def refused(*args, **options):
+        raise UsageError("no such model")
+
+    with pytest.raises(UsageError, match="no such model"):
+        run_cell(_WEATHER, parse_config("openai:gpt-4o-mini"), factory=refused)
+
+
+def test_a_message_list_the_provider_refuses_before_any_call_ends_the_cells_run_in_error():
+    from agentcore.messages import Violation
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.testing.runner import run_cell
+
+    class Refusing(ScriptedProvider):
+        def preflight(self, request):
+            return [Violation(0, "a system message must come first")]
+
+    cell = run_cell(_WEATHER, parse_config("scripted:weather"), factory=lambda *a, **kw: Refusing("weather"))
+    assert cell.run is not None and cell.run.stop_reason == "error"
+    assert cell.run.error == "message 0: a system message must come first" and cell.run.steps == []
+    assert not cell.passed
+
+
+def _replayed(*turns: AssistantMessage, prompt: str = "What is the weather in Paris?", steps: int = 20) -> Run:
+    from agentcore.loop import Agent
+    from agentcore.providers.scripted import ScriptedProvider
+    from agentcore.tools import tool
+
+    @tool(name="get_weather")
+    def get_weather(city: str) -> str:
+        """The weather."""
+        return f"{city}: 18 C"
+
+    run = Run.start(prompt, RunConfig(provider="scripted", model="replay", max_steps=steps))
+    return Agent(ScriptedProvider(replay=list(turns)), [get_weather]).run(run)
+
+
+def _asks(city: str, at: int) -> AssistantMessage:
+    return AssistantMessage(tool_calls=(ToolCall(id=f"c{at}", name="get_weather", arguments={"city": city}),))
+
+
+def test_a_run_departs_from_its_pinned_run_at_the_step_whose_call_or_tools_first_differ():
+    from agentcore.testing.runner import departure_step
+
+    done = AssistantMessage(content="Mild.")
+    pinned = _replayed(_asks("Paris", 1), _asks("Rome", 2), done)  # messages: user, a1, t1, a2, t2, answer
+    assert [s.message_count for s in pinned.steps] == [1, 3, 5]
+    assert departure_step(pinned, _replayed(_asks("Paris", 1), _asks("Rome", 2), done)) is None
+    assert departure_step(pinned, _replayed(_asks("Oslo", 1), _asks("Rome", 2), done)) == 1  # message 1
+    assert departure_step(pinned, _replayed(_asks("Paris", 1), _asks("Oslo", 2), done)) == 2  # message 3, exactly
+    assert departure_step(pinned, _replayed(_asks("Paris", 1), _asks("Rome", 2), AssistantMessage(content="x"))) == 3
+    assert departure_step(pinned, _replayed(_asks("Paris", 1), done)) == 2  # ended a step early
+    assert departure_step(pinned, _replayed(done, prompt="Weather in Oslo?")) == 1  # the prompt: before any step
+    cut = _replayed(_asks("Paris", 1), _asks("Rome", 2), done, steps=1)  # the pinned run's first three messages
+    assert len(cut.messages) == 3 and departure_step(pinned, cut) == 1  # the pinned run went on past its last step
+    longer = _replayed(_asks("Paris", 1), _asks("Rome", 2), _asks("Oslo", 3), done)
+    assert departure_step(pinned, longer) == 3  # it called again where the pinned run answered
+    unrun = Run.start("Weather in Oslo?", RunConfig(provider="scripted", model="replay"))
+    assert departure_step(pinned, unrun) is None  # no step to blame
+
+
+def test_the_junit_record_of_trials_says_each_trial_flaky_failures_and_a_single_runs_steps():
+    import xml.etree.ElementTree as ET
+
+    from agentcore.testing.runner import junit_xml
+
+    ok, wrong = priced_run([(1, 1, 0, 1.0)]), priced_run([(1, 1, 0, 1.0), (2, 1, 0, 1.0)])
+    trials = [_cell(run=ok, wall_s=1.0), _cell(failures=[WRONG], run=wrong, wall_s=2.0), _cell(wall_s=0.5)]
+    flaky = combine_trials(trials, 0.6)  # 2 of 3: passes at 0.6
+    short = combine_trials([_cell("u", failures=[WRONG]), _cell("u", failures=[DOWN])], 0.6)  # 0 of 2
+    matrix = Matrix(["t", "u"], ["c"], [[flaky], [short]], wall_s=4.0)
+    matrix.trials, matrix.pass_threshold = 3, 0.6
+    root = ET.fromstring(junit_xml(matrix))
+    (suite,) = root.iter("testsuite")
+    props = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
+    assert props == [("trials", "3"), ("pass_threshold", "0.6"), ("passed: t", "2/3"), ("passed: u", "0/2")]
+    case_t, case_u = suite.iter("testcase")
+    (flaky_failure,) = case_t.iter("flakyFailure")
+    assert (flaky_failure.get("message"), flaky_failure.get("type")) == (trials[1].first_failure, "expectation")
+    assert flaky_failure.text == str(WRONG) and not list(case_t.iter("failure"))
+    assert case_t.find("system-out").text.splitlines() == [
+        f"trial 1: pass · run {ok.id}",
+        f"trial 2: FAIL · run {wrong.id}",
+        "trial 3: pass · run -",
+    ]
+    verdicts = [(child.tag, child.get("type")) for child in case_u if child.tag != "system-out"]
+    assert verdicts == [("error", "provider") if short.errored else ("failure", "expectation")]
+    assert (root.get("failures"), root.get("errors")) == (
+        str(len(matrix.failed) - len(matrix.errors)),
+        str(len(matrix.errors)),
+    )
+
+    two = Matrix(["t"], ["c"], [[combine_trials(trials[:2], 0.5)]])
+    two.trials, two.pass_threshold = 2, 0.5
+    assert ("trials", "2") in [(p.get("name"), p.get("value")) for p in ET.fromstring(junit_xml(two)).iter("property")]
+
+    single = Matrix(["t"], ["c"], [[_cell(run=wrong, wall_s=1.25)]])
+    root = ET.fromstring(junit_xml(single))
+    assert not list(root.iter("properties")) and not list(root.iter("flakyFailure"))
+    assert root.find("testsuite/testcase/system-out").text == f"run {wrong.id} · 2 steps · stop: answer"
+    assert root.find("testsuite/testcase").get("time") == "1.250"
+    one_step = Matrix(["t"], ["c"], [[_cell(run=ok)]])
+    assert (
+        ET.fromstring(junit_xml(one_step)).find("testsuite/testcase/system-out").text.endswith(" 1 step · stop: answer")
+    )
+    assert ET.fromstring(junit_xml(Matrix(["t"], ["c"], [[_cell()]]))).find("testsuite/testcase/system-out") is None
+
+
+def test_a_matrix_tells_of_each_cell_once_as_its_last_trial_ends_and_times_the_whole():
+    seen: list[tuple[int, int, Cell]] = []
+    tests = [_WEATHER, PinnedTest(name="rome", prompt="What is the weather in Rome?", tools=["get_weather"])]
+    specs = [parse_config("scripted:weather")]
+    matrix = run_matrix(tests, specs, on_cell=lambda i, j, cell: seen.append((i, j, cell)))
+    assert sorted((i, j) for i, j, _ in seen) == [(0, 0), (1, 0)]
+    for i, j, cell in seen:
+        assert cell is matrix.cells[i][j] and cell.trials == [] and cell.run is not None
+    assert matrix.wall_s >= max(c.wall_s for row in matrix.cells for c in row) > 0
+
+    seen.clear()
+    matrix = run_matrix(tests[:1], specs, trials=3, on_cell=lambda i, j, cell: seen.append((i, j, cell)))
+    ((i, j, cell),) = seen  # once, for the cell's three trials together
+    assert (i, j, len(cell.trials), cell.stats.passed) == (0, 0, 3, 3)
+    assert [t.run.id for t in cell.trials] == [t.run.id for t in matrix.cells[0][0].trials]
