@@ -189,6 +189,11 @@ def test_a_run_leaves_its_reference_at_a_call_it_did_not_make_next_or_an_answer_
     second = _run_of(AssistantMessage(content="", tool_calls=[a, b]), UserMessage(content="more"))
     second.messages.append(AssistantMessage(content="", tool_calls=[a]))
     assert reference_turn(reference, second) == (2, None)  # a turn the reference has no calls for
+    answered = _run_of(*kept.messages[1:], AssistantMessage(content="done"))
+    assert reference_turn(reference, answered) is None  # an answer once every reference call is made
+    each_turn = _run_of(AssistantMessage(content="", tool_calls=[a]), UserMessage(content="again"))
+    each_turn.messages.append(AssistantMessage(content="", tool_calls=[a]))
+    assert reference_turn([[a], [a]], each_turn) is None  # a user turn starts its count of calls made anew
 
 
 def test_a_replayed_run_that_differs_says_where_and_cuts_each_text_at_100_characters():
