@@ -156,6 +156,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # the class page's rows and flags
     "class": (["views/class_page.py"], ["test_class_page.py", "test_class_access.py"]),
+    # what the playground's live region reads after a Step
+    "announce": (["ui/announcement.py"], ["test_announcement.py", "test_playground_output_limit.py"]),
     # the recording proxy: its dialects, runs, holds, the HTTP side and the control of held calls
     "recording-proxy": (
         [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 import streamlit as st
@@ -14,6 +13,7 @@ from agentcore.providers import REGISTRY
 from agentcore.run import Run
 from agentcore.testing.pinned import last_turn_repeats
 from ui import actions, otel, safe, words
+from ui.announcement import STOP_LABELS, announcement
 from ui.conversation_view import render_conversation
 from ui.graph import loop_html, source_html, source_view
 from ui.held_view import render_live_holds
@@ -36,8 +36,6 @@ from ui.steps_view import render_steps, run_label
 from ui.style import announce
 from ui.tool_registry import available_tools
 
-# the reason as the page says it: an answer is not a right answer, and a reply cut off is not an answer
-STOP_LABELS = {"answer": "answered", "output limit": "stopped at the output limit"}
 STOP_REASONS = {
     "answer": "the model replied without asking for a tool; whether the reply is right is for you to judge",
     "output limit": "the reply reached the most tokens a call may write and was cut off there: raise Max output "
@@ -222,61 +220,6 @@ def _said_once(line: str, key: str) -> None:
     live regions, and the page's one live region (`announcement`) already reads it after the Step."""
     with st.container(border=True, key=key):
         st.markdown(line)
-
-
-def announcement(run: Run) -> str:
-    """What the last phase did, for the live region: the step, the messages it added, then where the run is
-    (the stop reason, a pause, or the next phase), which is never cut off."""
-    if not run.steps:
-        return f"Run started: {len(run.messages)} messages, no step yet."
-    step = run.steps[-1]
-    if run.stop_reason == "error":
-        end = "The model call failed."
-    elif run.stop_reason:
-        end = f"Stop reason: {STOP_LABELS.get(run.ending or '', run.ending)}."
-    elif run.paused:
-        end = "Paused."
-    else:
-        end = f"Next: the {run.next_phase} phase."
-    said = " ".join(_said(m) for m in run.messages[step.message_count :])
-    if len(said) > 400:
-        said = said[:399] + "…"
-    text = f"Step {step.index} of {run.config.max_steps}. {said} {end}".replace("  ", " ")
-    return _LINK.sub("(a link)", text)  # read aloud, an address is noise; and no page element carries one
-
-
-_LINK = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]{1,20}://|www\.)\S+")
-# Markdown a screen reader would read out as marks: emphasis, code spans and fences, headings, quotes, list
-# bullets, a link's or an image's brackets (its words are kept)
-_MARKED = (
-    (re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s[^)]*)?\)"), r"\1"),
-    (re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+|`{3,}[^\n]*$|~{3,}[^\n]*$)"), ""),
-    (re.compile(r"(?<!\w)(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)"), r"\2"),
-    (re.compile(r"`+"), ""),
-    (re.compile(r"\*{2,}|_{2,}|~~"), ""),
-)
-
-
-def plain_words(text: str) -> str:
-    """A model's Markdown as the words it shows, for a screen reader: no asterisk, backtick or hash read out."""
-    for pattern, kept in _MARKED:
-        text = pattern.sub(kept, text)
-    return text
-
-
-def _said(m) -> str:
-    """One message in a sentence a screen reader can read: who said it and what, cut short."""
-    said = m.content if m.role == "assistant" else m.text
-    text = " ".join(plain_words(said if isinstance(said, str) else "").split())
-    cut = text if len(text) <= 100 else text[:99] + "…"
-    if m.role == "assistant" and getattr(m, "tool_calls", ()):
-        names = ", ".join(c.name for c in m.tool_calls)
-        return f"The model asked for {names}." + (f" It said: {cut}" if m.content else "")
-    if m.role == "assistant":
-        return f"The model answered: {cut}"
-    if m.role == "tool":
-        return f"Tool {m.name} {'failed' if m.is_error else 'returned'}: {cut}"
-    return f"{m.role.capitalize()} message: {cut}"
 
 
 def _loop_guard(run: Run) -> None:

@@ -53,7 +53,7 @@ def test_max_output_tokens_goes_to_the_run_and_a_run_opened_shows_its_own(open_a
 
 def test_the_stop_reason_is_said_once_in_plain_words(open_app):
     from agentcore.messages import AssistantMessage
-    from views.playground import announcement
+    from ui.announcement import announcement
 
     run = weather_run()
     run.messages[-1] = AssistantMessage(
