@@ -37,7 +37,10 @@ JOINER = "\u2060"
 # A word holding what GitHub-flavoured Markdown links by itself (http(s)://, www., an e-mail address),
 # whole, so no part of it is left outside the code span to be linked. A `|`, a backtick, a bracket or
 # an angle bracket ends it, so such a code span never holds a table's cell separator or a label's end.
-_ADDRESS = r"[^\s<>|`\[\]()\"']*(?:https?://|www\.|@[-\w]+\.[-\w])[^\s<>|`\[\]]*"
+# It is looked for from a word's first character only (the lookbehind): a match from inside a word is one
+# from its first character too, and a long word with no address in it is read once, not once a character.
+_WORD = "[^\\s<>|`\\[\\]()\"']"
+_ADDRESS = f"(?<!{_WORD}){_WORD}*(?:https?://|www\\.|@[-\\w]+\\.[-\\w])[^\\s<>|`\\[\\]]*"
 _ADDRESSED = re.compile(f"(?P<address>{_ADDRESS})", re.IGNORECASE)
 # an inline image or link; anything fancier (nested brackets, odd destinations) falls through to escaping
 _LINKED = re.compile(

@@ -77,6 +77,19 @@ def test_plain_text_keeps_what_needs_no_escape():
     assert safe.inline("color:red and :red[x]") == r"color\:red and \:red[x\]"
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "word",
+    ["a" * 300_000, "a." * 150_000, "@a" * 150_000, "x" * 300_000 + " https://e.invalid/z", "[a](" * 75_000],
+    ids=["letters", "dots", "at signs", "an address after a long word", "open links"],
+)
+def test_a_word_of_hundreds_of_thousands_of_characters_is_shown_whole_and_read_once(word):
+    # a tool's token or a base64 blob: the address pattern once read such a word from each of its characters
+    for shown in (safe.markdown(word), safe.inline(word)):
+        assert len(shown) >= len(word)
+        assert ("`https://e.invalid/z`" in shown) is word.endswith("/z")
+
+
 def test_plotly_names_show_markup_as_text():
     assert safe.plotly(f'<a href="http://{EVIL}">x</a>') == f'&lt;a href="http://{EVIL}"&gt;x&lt;/a&gt;'
 

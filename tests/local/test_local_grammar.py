@@ -132,6 +132,24 @@ def test_an_example_clause_is_cut_whole_from_a_description(description, shown):
     assert without_examples(description) == shown
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("description", "shown"),
+    [
+        (" " * 200_000 + "e.g. x", ""),
+        ("Pick" + " " * 200_000 + "one.", "Pick" + " " * 200_000 + "one."),
+        ("Use it, e.g. " + "x " * 100_000 + "then stop.", "Use it."),
+        ("a" + " " * 200_000 + "(e.g. x) b.", "a b."),
+        ("x;" + "\t" * 100_000 + "for instance y", "x"),
+    ],
+    ids=["spaces then an example", "spaces and no example", "a long example", "a bracket after spaces", "a semicolon"],
+)
+def test_a_description_of_hundreds_of_thousands_of_spaces_is_read_once(description, shown):
+    # an MCP server's description: the pattern that began with the spaces read them once per way of sharing
+    # them between its two runs of spaces (36 s for 2,000)
+    assert without_examples(description) == shown
+
+
 def test_smollm2_format_writes_calls_as_a_list_and_results_in_tool_response_tags():
     calls = (
         ToolCall(id="call_1", name="order", arguments={"item": "tea", "count": 1}),
