@@ -210,3 +210,98 @@ def test_reasoning_parts_of_none_leave_the_reasoning_text_and_parts_stand_for_it
 def test_a_steps_record_says_where_it_was_by_its_id_else_by_its_place():
     run = runs_of(trajectory(user("Hi"), agent("a", step_id=7), agent("b")))[0]
     assert [s.wire.url for s in run.steps] == ["t.json (atif, step 7)", "t.json (atif, step 3)"]
+
+
+# -- the ATIF export ---------------------------------------------------------------------------------------------
+
+
+def _asked(run: Run, call_id: str) -> None:
+    from agentcore.messages import ToolCall
+
+    run.messages[-1] = AssistantMessage(tool_calls=(ToolCall(id=call_id, name="helper", arguments={}),))
+    run.messages.append(ToolMessage(tool_call_id=call_id, name="helper", content="done"))
+
+
+def test_a_subagent_no_call_started_is_named_by_a_result_of_the_agent_step_that_started_it():
+    from support.runs import priced_run
+
+    from agentcore.run import SubagentLink
+    from agentcore.sessions.atif_export import to_atif
+
+    run = priced_run([(10, 1, 0, 1.0), (20, 1, 0, 1.0), (30, 1, 0, 1.0)])
+    _asked(run, "c9")
+    subs = [priced_run([(5, 1, 0, 1.0)]) for _ in range(4)]
+    run.subagents = [
+        SubagentLink(run_id=subs[0].id, step=2),  # no call: named by step 2's results
+        SubagentLink(run_id=subs[1].id, step=0),  # a step before the first: the first agent step
+        SubagentLink(run_id=subs[2].id, step=9),  # past the last: the last agent step
+        SubagentLink(run_id=subs[3].id, step=3, tool_call_id="c9"),  # its call's result names it
+    ]
+    data = to_atif(run, subs[:3] + subs[3:])
+    agent_steps = [s for s in data["steps"] if s["source"] == "agent"]
+    refs = [
+        [
+            ref["trajectory_id"]
+            for r in s.get("observation", {}).get("results", [])
+            for ref in r.get("subagent_trajectory_ref", [])
+        ]
+        for s in agent_steps
+    ]
+    assert refs == [[subs[1].id], [subs[0].id], [subs[3].id, subs[2].id]]  # the call's own result first
+    assert all(s["source"] == "agent" for s in data["steps"] if "observation" in s)
+    not_embedded = to_atif(run, subs[:1])  # only the embedded ones are named
+    named = json.dumps(not_embedded["steps"])
+    assert subs[0].id in named and not any(s.id in named for s in subs[1:])
+
+
+def test_an_estimated_step_with_no_input_counted_has_no_metrics_and_one_with_some_says_it_is_estimated():
+    from support.runs import priced_run
+
+    from agentcore.sessions.atif_export import to_atif
+
+    run = priced_run([(0, 0, 0, 1.0), (1, 2, 0, 1.0), (0, 3, 0, 1.0)])
+    run.steps[0].estimated = run.steps[1].estimated = True
+    first, second, third = (s for s in to_atif(run)["steps"] if s["source"] == "agent")
+    assert "metrics" not in first
+    assert second["metrics"]["extra"] == {"estimated": True} and second["metrics"]["prompt_tokens"] == 1
+    assert third["metrics"]["prompt_tokens"] == 0 and "extra" not in third["metrics"]  # counted, by the provider
+
+
+def test_a_step_keeps_its_time_only_when_it_is_iso_8601():
+    from support.runs import priced_run
+
+    from agentcore.sessions.atif_export import to_atif
+
+    run = priced_run([(1, 1, 0, 1.0), (1, 1, 0, 1.0)])
+    run.steps[0].started_at, run.steps[1].started_at = "2026-01-02T10:00:00Z", "yesterday at noon"
+    first, second = (s for s in to_atif(run)["steps"] if s["source"] == "agent")
+    assert first["timestamp"] == "2026-01-02T10:00:00Z" and "timestamp" not in second
+
+
+def test_reasoning_parts_are_exported_with_only_the_fields_they_set():
+    from support.runs import priced_run
+
+    from agentcore.messages import ReasoningPart
+    from agentcore.sessions.atif_export import to_atif
+
+    run = priced_run([(1, 1, 0, 1.0)])
+    run.messages[-1] = AssistantMessage(content="a", reasoning=(ReasoningPart(provider="anthropic", text="t"),))
+    (step,) = (s for s in to_atif(run)["steps"] if s["source"] == "agent")
+    assert step["extra"] == {"agentcore_reasoning": [{"provider": "anthropic", "text": "t"}]}
+
+
+def test_each_steps_cost_and_the_total_only_when_every_step_is_priced():
+    from support.runs import priced_run
+
+    from agentcore.sessions.atif_export import to_atif
+
+    priced = to_atif(priced_run([(1000, 100, 0, 1.0), (2000, 100, 0, 1.0)]))
+    costs = [s["metrics"]["cost_usd"] for s in priced["steps"] if s["source"] == "agent"]
+    assert len(costs) == 2 and all(c > 0 for c in costs)
+    assert priced["final_metrics"]["total_cost_usd"] == sum(costs)
+    unknown = priced_run([(1000, 100, 0, 1.0), (2000, 100, 0, 1.0)])
+    unknown.steps[1].model = "a-model-no-price-list-knows"
+    data = to_atif(unknown)
+    assert [("cost_usd" in s["metrics"]) for s in data["steps"] if s["source"] == "agent"] == [True, False]
+    assert "total_cost_usd" not in data["final_metrics"]
+    assert "total_cost_usd" not in to_atif(priced_run([]))["final_metrics"]  # no step, no total
