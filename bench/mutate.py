@@ -141,7 +141,16 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "agentcore/sessions/claude_code.py",
             "agentcore/sessions/codex.py",
         ],
-        ["test_sessions.py", "test_compaction.py", "test_codex_usage.py", "test_session_limits.py"],
+        [
+            "test_sessions.py",
+            "test_compaction.py",
+            "test_codex_usage.py",
+            "test_session_limits.py",
+            "test_atif_rules.py",
+            "test_builder_rules.py",
+            "test_codex_rules.py",
+            "test_claude_code_rules.py",
+        ],
     ),
     # the MCP runs server: its arguments, limits, tools, their groups and the context they share
     "runs-server": (
