@@ -161,7 +161,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "agentcore/runs_server/groups.py",
             "agentcore/runs_server/context.py",
         ],
-        ["test_mcp_runs_server.py", "test_mcp_shared.py"],
+        ["test_mcp_runs_server.py", "test_mcp_shared.py", "test_runs_server_rules.py"],
     ),
     # the class page's rows and flags
     "class": (["views/class_page.py"], ["test_class_page.py", "test_class_access.py"]),

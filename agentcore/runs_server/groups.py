@@ -64,7 +64,7 @@ def add_reading(shared: Shared) -> None:
     ) -> dict[str, Any]:
         """The stored runs, newest first, as the app's Runs page filters them: `text` matches id, title, models
         and the first prompt; `provider`, `model`, `owner` and `label` (a step label) keep those runs."""
-        wanted = limit if not (model or label) else MAX_LIST * 5
+        wanted = limit + 1 if not (model or label) else MAX_LIST * 5  # one past the limit: whether there are more
         with shared.store(ctx) as store:
             found = store.list_runs(text or None, provider or None, wanted, owner=owner or None)
             if model:

@@ -305,3 +305,29 @@ def test_each_steps_cost_and_the_total_only_when_every_step_is_priced():
     assert [("cost_usd" in s["metrics"]) for s in data["steps"] if s["source"] == "agent"] == [True, False]
     assert "total_cost_usd" not in data["final_metrics"]
     assert "total_cost_usd" not in to_atif(priced_run([]))["final_metrics"]  # no step, no total
+
+
+def test_subagents_a_step_names_past_the_depth_limit_are_noted_and_not_read():
+    from agentcore.sessions.files import MAX_DEPTH
+
+    def named(levels: int) -> dict[str, Any]:
+        data = trajectory(user("level 0"), agent("at 0"), trajectory_id="t-0")
+        for level in range(1, levels + 1):
+            ref = {
+                "source_call_id": "c1",
+                "content": "ok",
+                "subagent_trajectory_ref": [{"trajectory_id": f"t-{level - 1}"}],
+            }
+            data = trajectory(
+                user(f"level {level}"),
+                agent("", call(), results=[ref]),
+                agent(f"at {level}"),
+                trajectory_id=f"t-{level}",
+                subagent_trajectories=[data],
+            )
+        return data
+
+    assert len(runs_of(named(MAX_DEPTH))) == MAX_DEPTH + 1
+    runs = runs_of(named(MAX_DEPTH + 1))
+    assert len(runs) == MAX_DEPTH + 1 and runs[-1].messages[-1].text == "at 1"
+    assert f"subagents nested more than {MAX_DEPTH} levels deep not imported" in notes_of(named(MAX_DEPTH + 1))

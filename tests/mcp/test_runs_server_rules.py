@@ -1,0 +1,237 @@
+"""The runs server's shared rules, called here without a server: how a failure is said (one line of at most 500
+characters, its kind named unless it is agentcore's own), the server's log, a tool's description, and whose call
+it is when a header names the user."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from agentcore.errors import UsageError
+from agentcore.runs_server import context
+from agentcore.runs_server.context import Shared, _one_line, said, tool_errors
+
+
+class Ctx:
+    def __init__(self, headers: dict[str, str] | None) -> None:
+        self.headers = headers
+
+
+def test_a_failure_is_one_line_of_at_most_500_characters():
+    assert _one_line(ValueError("a\n  b\tc")) == "a b c"
+    assert _one_line(ValueError("")) == "ValueError"
+    assert _one_line(ValueError("x" * 500)) == "x" * 500
+    assert _one_line(ValueError("x" * 501)) == "x" * 499 + "…"
+
+
+def test_agentcores_own_failure_is_said_as_it_is_a_bug_with_its_kind_and_a_bad_value_as_a_reader_says_it():
+    from pydantic import BaseModel, ValidationError
+
+    class Model(BaseModel):
+        n: int
+
+    assert said(UsageError("no such run")) == "no such run"
+    assert said(KeyError("k")) == "KeyError: 'k'"
+    with pytest.raises(ValidationError) as caught:
+        Model.model_validate({"n": "many"})
+    words = said(caught.value)
+    assert "n" in words and not words.startswith("ValidationError") and "\n" not in words
+
+
+def test_the_servers_log_is_one_plain_line_a_record_set_up_once(monkeypatch):
+    log = logging.getLogger("agentcore.runs_server")
+    monkeypatch.setattr(log, "handlers", [])
+    monkeypatch.setattr(log, "propagate", True)
+    context.log_to_stderr()
+    context.log_to_stderr()
+    assert len(log.handlers) == 1 and log.propagate is False and log.level == logging.WARNING
+    assert log.handlers[0].formatter._fmt == "agentcore mcp-server: %(message)s"
+
+
+def test_a_tools_failure_is_a_one_line_tool_error_logged_once_and_its_description_is_its_docstring(caplog, monkeypatch):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def broken(x: int) -> int:
+        """Breaks.
+
+        Indented detail.
+        """
+        raise RuntimeError("bad\nthing")
+
+    def works() -> int:
+        return 1
+
+    wrapped = tool_errors(broken)
+    assert wrapped.__doc__ == "Breaks.\n\nIndented detail."
+    assert tool_errors(works).__doc__ == "" and tool_errors(works)() == 1
+    monkeypatch.setattr(logging.getLogger("agentcore.runs_server"), "propagate", True)  # to caplog's handler
+    with caplog.at_level(logging.WARNING, logger="agentcore.runs_server"):
+        with pytest.raises(ToolError, match=r"^RuntimeError: bad thing$"):
+            wrapped(1)
+    assert [r.getMessage() for r in caplog.records] == ["tool broken: RuntimeError: bad thing"]
+
+
+def test_a_calls_viewer_is_the_servers_user_or_the_name_its_header_carries_in_either_case(monkeypatch):
+    monkeypatch.setenv("AGENTCORE_TEACHERS", "tess")
+    plain = Shared(server=None, pool=None, rules=None, limits=None, user="ann")  # type: ignore[arg-type]
+    assert plain.viewer(None) == ("ann", None)
+    shared = Shared(server=None, pool=None, rules=None, limits=None, user_header="X-User")  # type: ignore[arg-type]
+    assert shared.viewer(Ctx({"x-user": "bob"})) == ("bob", False)
+    assert shared.viewer(Ctx({"X-User": "tess"})) == ("tess", True)
+    for headers in (None, {}, {"x-user": "<b>"}):
+        with pytest.raises(UsageError, match="not signed in: this server takes the user's name from the X-User header"):
+            shared.viewer(Ctx(headers))
+    with pytest.raises(UsageError):
+        shared.viewer(None)
+    with pytest.raises(AttributeError):
+        shared.user = "mallory"  # type: ignore[misc]
+
+
+def test_a_calls_limits_and_a_clients_rules_are_values_no_tool_can_change():
+    from agentcore.runs_server.limits import ClientRules, Limits
+
+    with pytest.raises(AttributeError):
+        Limits().calls = 10**6  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        ClientRules().allowed_urls = ("http://anywhere",)  # type: ignore[misc]
+
+
+def test_a_client_is_gone_only_when_its_request_was_cancelled():
+    import anyio
+    import anyio.to_thread
+
+    from agentcore.runs_server.limits import client_gone
+
+    assert client_gone() is False  # not a worker thread of the server's loop
+
+    async def asked() -> bool:
+        return await anyio.to_thread.run_sync(client_gone)
+
+    assert anyio.run(asked) is False  # a worker thread whose request goes on
+
+
+def test_a_deadlines_timer_is_a_daemon_and_sets_the_event_when_the_time_runs_out():
+    import threading
+
+    from agentcore.runs_server.limits import Deadline
+
+    done = threading.Event()
+    before = set(threading.enumerate())  # pytest's own timer among them
+    with Deadline(0.05).cancels(done):
+        timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer) and t not in before]
+        assert len(timers) == 1 and timers[0].daemon  # a call that ends early leaves no thread holding the server
+        assert done.wait(5)
+
+
+def test_a_quiet_providers_failure_names_what_failed_and_its_request_id_cut_at_100_and_the_rest_passes_through():
+    from agentcore.errors import ProviderError
+    from agentcore.runs_server.limits import NO_BODY, _QuietProvider
+
+    class Loud:
+        name, model = "openai", "gpt-x"
+
+        def __init__(self, request_id: str | None, status: int | None = 500) -> None:
+            self.request_id, self.status = request_id, status
+
+        def complete(self, request, on_text=None):
+            raise ProviderError(
+                "the upstream said <secret page>", provider="openai", status=self.status, request_id=self.request_id
+            )
+
+    quiet = _QuietProvider(Loud("r" * 150))
+    assert (quiet.name, quiet.model) == ("openai", "gpt-x")
+    with pytest.raises(ProviderError) as caught:
+        quiet.complete(None)
+    assert caught.value.message == NO_BODY and caught.value.request_id == "r" * 100 and caught.value.status == 500
+    with pytest.raises(ProviderError) as caught:
+        _QuietProvider(Loud("", None)).complete(None)
+    assert caught.value.request_id is None and caught.value.message.startswith("no reply it could use")
+
+
+# -- the tools as the server adds them, called here without a transport ----------------------------------------
+
+
+class _Server:
+    """What the SDK's server is asked for by the groups: each tool and resource, kept by name."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, Any] = {}
+        self.resources: dict[str, Any] = {}
+
+    def tool(self):
+        return lambda fn: self.tools.setdefault(fn.__name__, fn)
+
+    def resource(self, uri: str, mime_type: str):
+        return lambda fn: self.resources.setdefault(uri, fn)
+
+
+@pytest.fixture
+def served(tmp_path):
+    from agentcore.runs_server.groups import add_library, add_reading, add_tests
+    from agentcore.runs_server.http import StorePool
+    from agentcore.runs_server.limits import ClientRules, Limits
+    from agentcore.store.runs import Store
+
+    db = str(tmp_path / "runs.db")
+    server = _Server()
+    shared = Shared(
+        server, StorePool(lambda owner, teacher: Store(db, owner=owner, teacher=teacher)), ClientRules(), Limits()
+    )
+    for add in (add_reading, add_library, add_tests):
+        add(shared)
+    return server, Store(db)
+
+
+def test_list_runs_says_whether_there_are_more_than_its_limit_and_filters_by_model_and_label_past_it(served):
+    from support.runs import priced_run
+
+    from agentcore.annotations import Annotation
+
+    server, store = served
+    runs = [priced_run([(10, 1, 0, 1.0)], model="gpt-4o-mini" if n % 2 else "gpt-4o") for n in range(6)]
+    for run in runs:
+        store.save_run(run)
+    list_runs = server.tools["list_runs"]
+    assert len(list_runs(limit=6)["runs"]) == 6 and list_runs(limit=6)["more"] is False
+    assert list_runs(text="no such words")["runs"] == [] and list_runs(provider="anthropic")["runs"] == []
+    assert list_runs(owner="bob")["runs"] == []
+    assert len(list_runs(limit=5)["runs"]) == 5 and list_runs(limit=5)["more"] is True
+    minis = list_runs(model="mini", limit=2)  # filtered from more than the limit: the limit is of what is kept
+    assert len(minis["runs"]) == 2 and minis["more"] is True
+    assert len(list_runs(model="mini", limit=3)["runs"]) == 3 and list_runs(model="mini", limit=3)["more"] is False
+    store.annotate(runs[0].id, Annotation(step=1, labels=["good"]), user="ann")
+    store.annotate(runs[1].id, Annotation(step=1, labels=["good"]), user="ann")
+    labelled = list_runs(label="good", limit=1)
+    assert len(labelled["runs"]) == 1 and labelled["more"] is True
+    assert {r["run_id"] for r in list_runs(label="good", limit=5)["runs"]} == {runs[0].id, runs[1].id}
+
+
+def test_stats_groups_with_a_filter_left_empty_meaning_none_and_totals_only_where_a_run_is_in_one_group(served):
+    from support.runs import priced_run
+
+    server, store = served
+    for model in ("gpt-4o", "gpt-4o-mini"):
+        store.save_run(priced_run([(10, 1, 0, 1.0)], model=model))
+    stats = server.tools["stats"]
+    by_model = stats(by="model")
+    assert [g["runs"] for g in by_model["groups"]] == [1, 1] and by_model["totals"]["steps"] == 2
+    assert stats(by="provider", provider="", owner="", text="", since="")["groups"][0]["runs"] == 2
+    assert stats(by="label")["totals"] is None  # a run may be in several groups: no total
+    for narrowed in ({"provider": "anthropic"}, {"owner": "bob"}, {"text": "no such words"}):
+        assert stats(by="model", **narrowed)["groups"] == [], narrowed
+
+
+def test_a_scan_left_to_its_defaults_skips_runs_read_already_and_the_replay_page_is_the_runs(served):
+    from support.runs import priced_run
+
+    server, store = served
+    run = priced_run([(10, 1, 0, 1.0)])
+    store.save_run(run)
+    first = server.tools["scan"]()
+    again = server.tools["scan"]()
+    assert (first["runs"], again["runs"], again["skipped"]) == (1, 0, 1)
+    assert server.tools["scan"](again=True)["runs"] == 1
+    page = next(fn for uri, fn in server.resources.items() if "replay" in uri)(run.id, None)
+    assert page.startswith("<!DOCTYPE html>") and run.id in page
