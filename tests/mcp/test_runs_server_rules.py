@@ -4,6 +4,7 @@ it is when a header names the user."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -235,3 +236,105 @@ def test_a_scan_left_to_its_defaults_skips_runs_read_already_and_the_replay_page
     assert server.tools["scan"](again=True)["runs"] == 1
     page = next(fn for uri, fn in server.resources.items() if "replay" in uri)(run.id, None)
     assert page.startswith("<!DOCTYPE html>") and run.id in page
+
+
+# -- the tools' own rules, on a Store of the test's ----------------------------------------------------------------
+
+
+def _fresh(store: Any, max_steps: int = 5, **config: Any) -> Any:
+    from agentcore import toolbox
+    from agentcore.run import Run, RunConfig
+
+    tools = [t.spec() for t in toolbox.get_tools("get_weather")]
+    settings = {"provider": "scripted", "model": "weather", "scenario": "weather", "tools": tools} | config
+    run = Run.start("What is the weather in Paris?", RunConfig(max_steps=max_steps, **settings))
+    store.save_run(run)
+    return run
+
+
+def test_a_run_no_one_stored_or_named_by_no_text_is_refused_by_name(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    for missing in ("nope", 7):
+        with pytest.raises(UsageError, match=f"no run {str(missing)!r} in the runs database"):
+            tools.read(store, missing)  # type: ignore[arg-type]
+
+
+def test_a_stored_run_going_on_with_a_model_file_of_the_servers_is_refused(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.limits import ClientRules
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    run = _fresh(store, provider="local", model="/srv/models/secret.gguf")
+    with pytest.raises(UsageError, match="a client names no file of the server's"):
+        tools.own(store, run.id, ClientRules())
+
+
+def test_a_fork_takes_edited_messages_up_to_their_limit_of_json_exactly(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.tools import MAX_EDIT_CHARS
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    run = _fresh(store)
+    shell = json.dumps([{"role": "user", "content": ""}])
+    exact = [{"role": "user", "content": "x" * (MAX_EDIT_CHARS - len(shell))}]
+    assert len(json.dumps(exact)) == MAX_EDIT_CHARS
+    made = tools.fork(store, run.id, 1, exact, None)
+    assert made["parent"]["run_id"] == run.id and store.summary(made["run_id"]) is not None
+    over = [{"role": "user", "content": "x" * (MAX_EDIT_CHARS - len(shell) + 1)}]
+    with pytest.raises(UsageError, match="more than 2,000,000 characters of JSON"):
+        tools.fork(store, run.id, 1, over, None)
+
+
+def test_step_run_moves_one_phase_or_one_step_and_an_ended_run_only_through_its_tools(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.limits import ClientRules, Limits
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    run = _fresh(store)
+    model = tools.step(store, run.id, "model", ClientRules(), Limits())
+    assert model["next_phase"] == "tools" and model["new_messages"] == 1
+    tools_phase = tools.step(store, run.id, "tools", ClientRules(), Limits())
+    assert tools_phase["next_phase"] == "model" and tools_phase["new_messages"] >= 1
+    whole = tools.step(store, _fresh(store).id, "step", ClientRules(), Limits())
+    assert whole["next_phase"] == "model" and whole["new_messages"] >= 2
+    ended = tools.to_end(store, run.id, ClientRules(), Limits())
+    assert ended["stop_reason"] == "answer"
+    with pytest.raises(UsageError, match=rf"run {run.id} has ended \(answer\): fork it to go on"):
+        tools.step(store, run.id, "step", ClientRules(), Limits())
+    with pytest.raises(UsageError, match=rf"run {run.id} has ended \(answer\): fork it to go on"):
+        tools.to_end(store, run.id, ClientRules(), Limits())
+
+
+def test_run_to_end_takes_a_run_whose_budget_is_within_the_calls_of_one_call_exactly(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.limits import ClientRules, Limits
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    within = _fresh(store, max_steps=3)
+    assert tools.to_end(store, within.id, ClientRules(), Limits(calls=3))["stop_reason"] == "answer"
+    past = _fresh(store, max_steps=4)
+    with pytest.raises(UsageError, match=rf"run {past.id} may make 4 more calls: step it, at most 3 here"):
+        tools.to_end(store, past.id, ClientRules(), Limits(calls=3))
+
+
+def test_a_pinned_test_is_written_as_yaml_or_json_by_its_suffix(tmp_path, monkeypatch):
+    from support.runs import scripted_run
+
+    from agentcore.runs_server import tools
+    from agentcore.store.runs import Store
+
+    monkeypatch.chdir(tmp_path)
+    store = Store(str(tmp_path / "runs.db"))
+    run = scripted_run("weather")
+    store.save_run(run)
+    tools.pin(store, run.id, "t.yaml", "weather")
+    tools.pin(store, run.id, "t.json", "weather")
+    assert not (tmp_path / "t.yaml").read_text().lstrip().startswith("{")
+    assert json.loads((tmp_path / "t.json").read_text())["name"] == "weather"
