@@ -338,3 +338,45 @@ def test_a_pinned_test_is_written_as_yaml_or_json_by_its_suffix(tmp_path, monkey
     tools.pin(store, run.id, "t.json", "weather")
     assert not (tmp_path / "t.yaml").read_text().lstrip().startswith("{")
     assert json.loads((tmp_path / "t.json").read_text())["name"] == "weather"
+    tools.pin(store, run.id, "deep/er/t.json", "weather")  # the folders made as needed
+    assert (tmp_path / "deep" / "er" / "t.json").is_file()
+
+
+def test_a_test_run_takes_configurations_trials_and_runs_up_to_their_limits_exactly(tmp_path, monkeypatch):
+    from support.runs import scripted_run
+
+    from agentcore.compare import MAX_COLUMNS
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.limits import ClientRules, Limits
+    from agentcore.store.runs import Store
+
+    monkeypatch.chdir(tmp_path)
+    store = Store(str(tmp_path / "runs.db"))
+    run = scripted_run("weather")
+    store.save_run(run)
+    tools.pin(store, run.id, "tests/weather.json", "weather")
+    rules = ClientRules()
+    with pytest.raises(UsageError, match=f"at most {MAX_COLUMNS} configurations in one call, not {MAX_COLUMNS + 1}"):
+        tools.run_tests(store, "tests", ["replay"] * (MAX_COLUMNS + 1), 1, rules, Limits())
+    with pytest.raises(UsageError, match=rf"x {MAX_COLUMNS} configurations x 1 trials is {MAX_COLUMNS} runs"):
+        tools.run_tests(store, "tests", ["replay"] * MAX_COLUMNS, 1, rules, Limits(trials=MAX_COLUMNS - 1))
+    for bad in (0, -1, "2"):
+        with pytest.raises(UsageError, match=f"trials is a whole number from 1, not {bad}"):
+            tools.run_tests(store, "tests", None, bad, rules, Limits())  # type: ignore[arg-type]
+    done = tools.run_tests(store, "tests", None, 2, rules, Limits(trials=2))  # 1 test x 1 configuration x 2
+    assert (done["passed"], done["cells"], done["trials"], done["stopped"]) == (1, 1, 2, None)
+    with pytest.raises(UsageError, match="is 3 runs, over this server's 2 in one call"):
+        tools.run_tests(store, "tests", None, 3, rules, Limits(trials=2))
+
+
+def test_blame_grades_by_a_text_or_a_test_one_of_them(tmp_path):
+    from agentcore.runs_server import tools
+    from agentcore.runs_server.limits import ClientRules, Limits
+    from agentcore.store.runs import Store
+
+    store = Store(str(tmp_path / "runs.db"))
+    for grading in ((None, None), ("18", "tests/t.json")):
+        with pytest.raises(UsageError, match="give `expect` .* or `test` .*, one of them"):
+            tools.blame(store, "any", grading, None, 1, None, False, ClientRules(), Limits())
+    with pytest.raises(UsageError, match="no run 'any'"):
+        tools.blame(store, "any", ("18", None), None, 1, None, False, ClientRules(), Limits())
