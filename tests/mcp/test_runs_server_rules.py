@@ -51,7 +51,7 @@ def test_the_servers_log_is_one_plain_line_a_record_set_up_once(monkeypatch):
     assert log.handlers[0].formatter._fmt == "agentcore mcp-server: %(message)s"
 
 
-def test_a_tools_failure_is_a_one_line_tool_error_logged_once_and_its_description_is_its_docstring(caplog, monkeypatch):
+def test_a_tools_failure_is_a_one_line_tool_error_logged_once_and_its_description_is_its_docstring(monkeypatch):
     from mcp.server.mcpserver.exceptions import ToolError
 
     def broken(x: int) -> int:
@@ -67,11 +67,19 @@ def test_a_tools_failure_is_a_one_line_tool_error_logged_once_and_its_descriptio
     wrapped = tool_errors(broken)
     assert wrapped.__doc__ == "Breaks.\n\nIndented detail."
     assert tool_errors(works).__doc__ == "" and tool_errors(works)() == 1
-    monkeypatch.setattr(logging.getLogger("agentcore.runs_server"), "propagate", True)  # to caplog's handler
-    with caplog.at_level(logging.WARNING, logger="agentcore.runs_server"):
-        with pytest.raises(ToolError, match=r"^RuntimeError: bad thing$"):
-            wrapped(1)
-    assert [r.getMessage() for r in caplog.records] == ["tool broken: RuntimeError: bad thing"]
+    heard: list[str] = []
+
+    class Heard(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            heard.append(record.getMessage())
+
+    log = logging.getLogger("agentcore.runs_server")
+    monkeypatch.setattr(log, "handlers", [Heard()])  # the server's log alone, whatever another test set up
+    monkeypatch.setattr(log, "propagate", False)
+    monkeypatch.setattr(log, "level", logging.WARNING)
+    with pytest.raises(ToolError, match=r"^RuntimeError: bad thing$"):
+        wrapped(1)
+    assert heard == ["tool broken: RuntimeError: bad thing"]
 
 
 def test_a_calls_viewer_is_the_servers_user_or_the_name_its_header_carries_in_either_case(monkeypatch):
