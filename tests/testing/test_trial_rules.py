@@ -538,7 +538,11 @@ def test_a_matrix_tells_of_each_cell_once_as_its_last_trial_ends_and_times_the_w
     seen: list[tuple[int, int, Cell]] = []
     tests = [_WEATHER, PinnedTest(name="rome", prompt="What is the weather in Rome?", tools=["get_weather"])]
     specs = [parse_config("scripted:weather")]
+    import time
+
+    started = time.perf_counter()
     matrix = run_matrix(tests, specs, on_cell=lambda i, j, cell: seen.append((i, j, cell)))
+    assert matrix.wall_s <= time.perf_counter() - started  # the matrix's own time, within the call's
     assert sorted((i, j) for i, j, _ in seen) == [(0, 0), (1, 0)]
     for i, j, cell in seen:
         assert cell is matrix.cells[i][j] and cell.trials == [] and cell.run is not None
