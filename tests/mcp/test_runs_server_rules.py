@@ -9,10 +9,34 @@ import logging
 from typing import Any
 
 import pytest
+from support.runs import priced_run, scripted_run
 
-from agentcore.errors import UsageError
-from agentcore.runs_server import context
+from agentcore import toolbox
+from agentcore.annotations import Annotation
+from agentcore.compare import MAX_COLUMNS
+from agentcore.errors import ProviderError, UsageError
+from agentcore.run import Run, RunConfig
+from agentcore.runs_server import context, tools
 from agentcore.runs_server.context import Shared, _one_line, said, tool_errors
+from agentcore.runs_server.groups import add_library, add_reading, add_tests
+from agentcore.runs_server.http import StorePool
+from agentcore.runs_server.limits import NO_BODY, ClientRules, Deadline, Limits, _QuietProvider, client_gone
+from agentcore.runs_server.tools import MAX_EDIT_CHARS
+from agentcore.store.runs import Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(str(tmp_path / "runs.db"))
+
+
+@pytest.fixture
+def weather(store, tmp_path, monkeypatch):
+    """A finished scripted weather run, stored; the server's working folder is the test's."""
+    monkeypatch.chdir(tmp_path)
+    run = scripted_run("weather")
+    store.save_run(run)
+    return run
 
 
 class Ctx:
@@ -99,8 +123,6 @@ def test_a_calls_viewer_is_the_servers_user_or_the_name_its_header_carries_in_ei
 
 
 def test_a_calls_limits_and_a_clients_rules_are_values_no_tool_can_change():
-    from agentcore.runs_server.limits import ClientRules, Limits
-
     with pytest.raises(AttributeError):
         Limits().calls = 10**6  # type: ignore[misc]
     with pytest.raises(AttributeError):
@@ -110,8 +132,6 @@ def test_a_calls_limits_and_a_clients_rules_are_values_no_tool_can_change():
 def test_a_client_is_gone_only_when_its_request_was_cancelled():
     import anyio
     import anyio.to_thread
-
-    from agentcore.runs_server.limits import client_gone
 
     assert client_gone() is False  # not a worker thread of the server's loop
 
@@ -124,8 +144,6 @@ def test_a_client_is_gone_only_when_its_request_was_cancelled():
 def test_a_deadlines_timer_is_a_daemon_and_sets_the_event_when_the_time_runs_out():
     import threading
 
-    from agentcore.runs_server.limits import Deadline
-
     done = threading.Event()
     before = set(threading.enumerate())  # pytest's own timer among them
     with Deadline(0.05).cancels(done):
@@ -135,9 +153,6 @@ def test_a_deadlines_timer_is_a_daemon_and_sets_the_event_when_the_time_runs_out
 
 
 def test_a_quiet_providers_failure_names_what_failed_and_its_request_id_cut_at_100_and_the_rest_passes_through():
-    from agentcore.errors import ProviderError
-    from agentcore.runs_server.limits import NO_BODY, _QuietProvider
-
     class Loud:
         name, model = "openai", "gpt-x"
 
@@ -177,12 +192,7 @@ class _Server:
 
 
 @pytest.fixture
-def served(tmp_path):
-    from agentcore.runs_server.groups import add_library, add_reading, add_tests
-    from agentcore.runs_server.http import StorePool
-    from agentcore.runs_server.limits import ClientRules, Limits
-    from agentcore.store.runs import Store
-
+def served(tmp_path, store):
     db = str(tmp_path / "runs.db")
     server = _Server()
     shared = Shared(
@@ -190,14 +200,10 @@ def served(tmp_path):
     )
     for add in (add_reading, add_library, add_tests):
         add(shared)
-    return server, Store(db)
+    return server, store
 
 
 def test_list_runs_says_whether_there_are_more_than_its_limit_and_filters_by_model_and_label_past_it(served):
-    from support.runs import priced_run
-
-    from agentcore.annotations import Annotation
-
     server, store = served
     runs = [priced_run([(10, 1, 0, 1.0)], model="gpt-4o-mini" if n % 2 else "gpt-4o") for n in range(6)]
     for run in runs:
@@ -218,8 +224,6 @@ def test_list_runs_says_whether_there_are_more_than_its_limit_and_filters_by_mod
 
 
 def test_stats_groups_with_a_filter_left_empty_meaning_none_and_totals_only_where_a_run_is_in_one_group(served):
-    from support.runs import priced_run
-
     server, store = served
     for model in ("gpt-4o", "gpt-4o-mini"):
         store.save_run(priced_run([(10, 1, 0, 1.0)], model=model))
@@ -233,8 +237,6 @@ def test_stats_groups_with_a_filter_left_empty_meaning_none_and_totals_only_wher
 
 
 def test_a_scan_left_to_its_defaults_skips_runs_read_already_and_the_replay_page_is_the_runs(served):
-    from support.runs import priced_run
-
     server, store = served
     run = priced_run([(10, 1, 0, 1.0)])
     store.save_run(run)
@@ -250,9 +252,6 @@ def test_a_scan_left_to_its_defaults_skips_runs_read_already_and_the_replay_page
 
 
 def _fresh(store: Any, max_steps: int = 5, **config: Any) -> Any:
-    from agentcore import toolbox
-    from agentcore.run import Run, RunConfig
-
     tools = [t.spec() for t in toolbox.get_tools("get_weather")]
     settings = {"provider": "scripted", "model": "weather", "scenario": "weather", "tools": tools} | config
     run = Run.start("What is the weather in Paris?", RunConfig(max_steps=max_steps, **settings))
@@ -260,33 +259,19 @@ def _fresh(store: Any, max_steps: int = 5, **config: Any) -> Any:
     return run
 
 
-def test_a_run_no_one_stored_or_named_by_no_text_is_refused_by_name(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_a_run_no_one_stored_or_named_by_no_text_is_refused_by_name(store):
     for missing in ("nope", 7):
         with pytest.raises(UsageError, match=f"no run {str(missing)!r} in the runs database"):
             tools.read(store, missing)  # type: ignore[arg-type]
 
 
-def test_a_stored_run_going_on_with_a_model_file_of_the_servers_is_refused(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.limits import ClientRules
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_a_stored_run_going_on_with_a_model_file_of_the_servers_is_refused(store):
     run = _fresh(store, provider="local", model="/srv/models/secret.gguf")
     with pytest.raises(UsageError, match="a client names no file of the server's"):
         tools.own(store, run.id, ClientRules())
 
 
-def test_a_fork_takes_edited_messages_up_to_their_limit_of_json_exactly(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.tools import MAX_EDIT_CHARS
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_a_fork_takes_edited_messages_up_to_their_limit_of_json_exactly(store):
     run = _fresh(store)
     shell = json.dumps([{"role": "user", "content": ""}])
     exact = [{"role": "user", "content": "x" * (MAX_EDIT_CHARS - len(shell))}]
@@ -298,12 +283,7 @@ def test_a_fork_takes_edited_messages_up_to_their_limit_of_json_exactly(tmp_path
         tools.fork(store, run.id, 1, over, None)
 
 
-def test_step_run_moves_one_phase_or_one_step_and_an_ended_run_only_through_its_tools(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.limits import ClientRules, Limits
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_step_run_moves_one_phase_or_one_step_and_an_ended_run_only_through_its_tools(store):
     run = _fresh(store)
     model = tools.step(store, run.id, "model", ClientRules(), Limits())
     assert model["next_phase"] == "tools" and model["new_messages"] == 1
@@ -319,12 +299,7 @@ def test_step_run_moves_one_phase_or_one_step_and_an_ended_run_only_through_its_
         tools.to_end(store, run.id, ClientRules(), Limits())
 
 
-def test_run_to_end_takes_a_run_whose_budget_is_within_the_calls_of_one_call_exactly(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.limits import ClientRules, Limits
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_run_to_end_takes_a_run_whose_budget_is_within_the_calls_of_one_call_exactly(store):
     within = _fresh(store, max_steps=3)
     assert tools.to_end(store, within.id, ClientRules(), Limits(calls=3))["stop_reason"] == "answer"
     past = _fresh(store, max_steps=4)
@@ -332,37 +307,17 @@ def test_run_to_end_takes_a_run_whose_budget_is_within_the_calls_of_one_call_exa
         tools.to_end(store, past.id, ClientRules(), Limits(calls=3))
 
 
-def test_a_pinned_test_is_written_as_yaml_or_json_by_its_suffix(tmp_path, monkeypatch):
-    from support.runs import scripted_run
-
-    from agentcore.runs_server import tools
-    from agentcore.store.runs import Store
-
-    monkeypatch.chdir(tmp_path)
-    store = Store(str(tmp_path / "runs.db"))
-    run = scripted_run("weather")
-    store.save_run(run)
-    tools.pin(store, run.id, "t.yaml", "weather")
-    tools.pin(store, run.id, "t.json", "weather")
+def test_a_pinned_test_is_written_as_yaml_or_json_by_its_suffix(store, weather, tmp_path):
+    tools.pin(store, weather.id, "t.yaml", "weather")
+    tools.pin(store, weather.id, "t.json", "weather")
     assert not (tmp_path / "t.yaml").read_text().lstrip().startswith("{")
     assert json.loads((tmp_path / "t.json").read_text())["name"] == "weather"
-    tools.pin(store, run.id, "deep/er/t.json", "weather")  # the folders made as needed
+    tools.pin(store, weather.id, "deep/er/t.json", "weather")  # the folders made as needed
     assert (tmp_path / "deep" / "er" / "t.json").is_file()
 
 
-def test_a_test_run_takes_configurations_trials_and_runs_up_to_their_limits_exactly(tmp_path, monkeypatch):
-    from support.runs import scripted_run
-
-    from agentcore.compare import MAX_COLUMNS
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.limits import ClientRules, Limits
-    from agentcore.store.runs import Store
-
-    monkeypatch.chdir(tmp_path)
-    store = Store(str(tmp_path / "runs.db"))
-    run = scripted_run("weather")
-    store.save_run(run)
-    tools.pin(store, run.id, "tests/weather.json", "weather")
+def test_a_test_run_takes_configurations_trials_and_runs_up_to_their_limits_exactly(store, weather):
+    tools.pin(store, weather.id, "tests/weather.json", "weather")
     rules = ClientRules()
     with pytest.raises(UsageError, match=f"at most {MAX_COLUMNS} configurations in one call, not {MAX_COLUMNS + 1}"):
         tools.run_tests(store, "tests", ["replay"] * (MAX_COLUMNS + 1), 1, rules, Limits())
@@ -377,12 +332,7 @@ def test_a_test_run_takes_configurations_trials_and_runs_up_to_their_limits_exac
         tools.run_tests(store, "tests", None, 3, rules, Limits(trials=2))
 
 
-def test_blame_grades_by_a_text_or_a_test_one_of_them(tmp_path):
-    from agentcore.runs_server import tools
-    from agentcore.runs_server.limits import ClientRules, Limits
-    from agentcore.store.runs import Store
-
-    store = Store(str(tmp_path / "runs.db"))
+def test_blame_grades_by_a_text_or_a_test_one_of_them(store):
     for grading in ((None, None), ("18", "tests/t.json")):
         with pytest.raises(UsageError, match="give `expect` .* or `test` .*, one of them"):
             tools.blame(store, "any", grading, None, 1, None, False, ClientRules(), Limits())
