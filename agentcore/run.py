@@ -6,7 +6,6 @@ Everything the app and the CLI show is derived from a Run; the transcript is its
 from __future__ import annotations
 
 import math
-import operator
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -348,8 +347,10 @@ class Run(BaseModel):
         # the private attributes read from their own dict: `self._trusted` would first fail a lookup (an
         # AttributeError made and dropped) before pydantic's __getattr__ finds it, and these run every phase
         trusted, messages = self.__pydantic_private__["_trusted"], self.messages
-        # compared by identity, with nothing made: this runs every phase over the whole, growing list
-        if len(trusted) == len(messages) and all(map(operator.is_, trusted, messages)):
+        # list equality, in C: each message is first compared by identity (only one replaced is compared by its
+        # fields, and a message equal to the one checked breaks no rule the check did not already find); this
+        # runs every phase over the whole, growing list
+        if trusted == messages:
             return
         violations = validate_messages(messages)
         if violations:
@@ -364,7 +365,7 @@ class Run(BaseModel):
         """
         private, messages = self.__pydantic_private__, self.messages  # as in check_messages
         read = private["_ids_read"]
-        if len(messages) < len(read) or not all(map(operator.is_, read, messages)):
+        if read != messages[: len(read)]:  # in C, by identity first, as in check_messages
             # new objects: a copy of this run may share the old ones
             read = private["_ids_read"] = []
             private["_call_ids"] = set()

@@ -18,14 +18,13 @@ from operator import attrgetter
 from typing import Any, ClassVar
 
 from ..errors import ProviderError, UsageError
-from ..messages import AssistantMessage, ToolCall, ToolMessage, Usage, UserMessage
+from ..messages import AssistantMessage, Message, ToolCall, ToolMessage, Usage, UserMessage
 from .base import (
     BaseProvider,
     ModelRequest,
     ModelResponse,
     TextSink,
     WireExchange,
-    estimate_request_tokens,
     estimate_tokens,
 )
 
@@ -69,20 +68,56 @@ class Scenario:
 
 _DATA = attrgetter("data")
 _ROLE = attrgetter("role")
+_TOKENS = attrgetter("tokens")
 
 
-def scripted_response(scenario: str, request: ModelRequest, message: AssistantMessage) -> ModelResponse:
-    """A scripted model's answer to `request`: `message`, its usage estimated, and the exchange as it would look."""
-    body: dict[str, Any] = {
-        "scenario": scenario,
-        "messages": list(map(_DATA, request.messages)),
-        "tools": list(map(_DATA, request.tools)),
-    }
+@dataclass(frozen=True)
+class Read:
+    """What a request's messages come to for a scripted model: each one's data, their tokens, their assistant turns."""
+
+    messages: tuple[Message, ...]
+    data: list[dict[str, Any]]
+    tokens: int
+    turns: int
+
+    @classmethod
+    def of(cls, messages: tuple[Message, ...], last: Read | None = None) -> Read:
+        """The read of `messages`; only the messages past `last`'s where its messages begin these.
+
+        A run's requests grow by a turn at a time: read whole, each step would read the whole, growing history
+        again. The prefix is compared in C, by identity first; a message equal to the one read reads the same.
+        """
+        if last is not None and messages[: len(last.messages)] == last.messages:
+            new = messages[len(last.messages) :]
+            return cls(
+                messages,
+                last.data + list(map(_DATA, new)),
+                last.tokens + sum(map(_TOKENS, new)),
+                last.turns + list(map(_ROLE, new)).count("assistant"),
+            )
+        return cls(
+            messages,
+            list(map(_DATA, messages)),
+            sum(map(_TOKENS, messages)),
+            list(map(_ROLE, messages)).count("assistant"),
+        )
+
+
+def scripted_response(
+    scenario: str, request: ModelRequest, message: AssistantMessage, read: Read | None = None
+) -> ModelResponse:
+    """A scripted model's answer to `request`: `message`, its usage estimated, and the exchange as it would look.
+
+    `read`, when given, is `Read.of(request.messages)`, kept by the caller from its last request."""
+    read = read if read is not None and read.messages is request.messages else Read.of(request.messages)
+    body: dict[str, Any] = {"scenario": scenario, "messages": read.data, "tools": list(map(_DATA, request.tools))}
     if request.tool_choice == "none":
         body["tool_choice"] = "none"
     return ModelResponse(
         message=message,
-        usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=estimate_tokens(message.text)),
+        usage=Usage(
+            input_tokens=read.tokens + sum(map(_TOKENS, request.tools)), output_tokens=estimate_tokens(message.text)
+        ),
         estimated=True,
         finish_reason="tool_calls" if message.tool_calls else "stop",
         wire=WireExchange(
@@ -445,21 +480,21 @@ class ScriptedProvider(BaseProvider):
         self.pace_s = _pace(pace_s)  # None: from AGENTCORE_SCRIPTED_PACE, else no wait
         self.replay = list(replay) if replay is not None else None
         self.scenario = None if self.replay is not None else get_scenario(scenario or model)
+        self._read: Read | None = None  # the last request's messages as read (Read.of)
         super().__init__(model or ("replay" if self.replay is not None else self.scenario.name))
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelResponse:
-        message = self._next(request)
+        # the last request's read, taken once: a provider shared by threads at worst reads a request whole
+        read = self._read = Read.of(request.messages, self._read)
+        message = self._next(request, read.turns)
         if on_text is not None and message.content:
             for piece in re.findall(r"\S+\s*", message.content):
                 if self.pace_s:
                     time.sleep(self.pace_s)
                 on_text(piece)
-        return scripted_response(self.model, request, message)
+        return scripted_response(self.model, request, message, read)
 
-    def _next(self, request: ModelRequest) -> AssistantMessage:
-        # map over C builtins, by role (an assistant message's alone is "assistant"): isinstance would ask each
-        # message's class through abc, and this count runs every step over the whole, growing message list
-        assistant_turns = list(map(_ROLE, request.messages)).count("assistant")
+    def _next(self, request: ModelRequest, assistant_turns: int) -> AssistantMessage:
         if self.replay is not None:
             if assistant_turns >= len(self.replay):
                 raise ProviderError(
