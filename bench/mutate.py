@@ -164,7 +164,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["test_mcp_runs_server.py", "test_mcp_shared.py", "test_runs_server_rules.py"],
     ),
     # the class page's rows and flags
-    "class": (["views/class_page.py"], ["test_class_page.py", "test_class_access.py"]),
+    "class": (["ui/classroom.py"], ["test_class_page.py", "test_class_access.py"]),
     # what the playground's live region reads after a Step
     "announce": (["ui/announcement.py"], ["test_announcement.py", "test_playground_output_limit.py"]),
     # the recording proxy: its dialects, runs, holds, the HTTP side and the control of held calls

@@ -2,7 +2,8 @@
 
 Everything here is derived from the runs library's rows (RunSummary) and, for the repeated-call flag, the
 runs themselves: a lesson's run is known by the title the lesson gives it ("Lesson: TITLE", a fork's too).
-The class page (views/class_page.py) draws these rows and redraws them as the database changes.
+The class page (views/class_page.py) draws these rows, and the tables and caption made of them here, and
+redraws them as the database changes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agentcore.run import Run
 from agentcore.store.runs import RunSummary
 from agentcore.toolbox import get_tools
 
+from . import safe, words
 from .lessons import LESSONS, Lesson, lesson_titled
 
 NOT_STARTED, DONE = "not started", "done"
@@ -150,3 +152,57 @@ def class_rows(
                 row.stuck[r.id] = reason
         rows.append(row)
     return rows
+
+
+def saved_time(saved: str) -> str:
+    """A time as the store keeps it, to the second, as the class page shows it: `2026-12-06 13:22:17 UTC`."""
+    return saved[:19].replace("T", " ") + " UTC" if saved else ""
+
+
+def student_table(rows: list[StudentRow], lesson_id: str | None) -> list[dict[str, object]]:
+    """The students table's lines: each student's state in each lesson (or the one chosen), their runs, steps,
+    tokens, last activity and flag."""
+    lessons = [LESSONS[lesson_id]] if lesson_id else list(LESSONS.values())
+    table = []
+    for row in rows:
+        line: dict[str, object] = {"student": safe.plain(row.student)}
+        line.update({f"{i + 1}. {lesson.title}": row.lessons[lesson.id] for i, lesson in enumerate(lessons)})
+        line.update(
+            {
+                "runs": len(row.runs),
+                "steps": row.steps,
+                "tokens": row.tokens,
+                "last active": saved_time(row.last_active),
+                "stuck": safe.plain(row.flag),
+            }
+        )
+        table.append(line)
+    return table
+
+
+def runs_table(runs: list[RunSummary], rows: list[StudentRow]) -> list[dict[str, object]]:
+    """The runs table's lines, newest save first, each with its student, lesson and stuck flag."""
+    stuck = {run_id: why for row in rows for run_id, why in row.stuck.items()}
+    return [
+        {
+            "student": safe.plain(r.owner or ""),
+            "run": safe.plain(r.title or "(untitled)"),
+            "lesson": (lesson.title if (lesson := lesson_of_summary(r)) else ""),
+            "steps": r.steps,
+            "tokens": r.total_tokens,
+            "stop": r.stop_reason or "open",
+            "stuck": safe.plain(stuck.get(r.id, "")),
+            "saved": saved_time(r.updated_at),
+            "id": r.id,
+        }
+        for r in sorted(runs, key=lambda r: r.updated_at, reverse=True)
+    ]
+
+
+def class_caption(rows: list[StudentRow], runs: list[RunSummary], every_s: int) -> str:
+    """The line over the tables: students, runs, students with a stuck run, how often it redraws."""
+    stuck = sum(1 for row in rows if row.flag)
+    return (
+        f"{words.plural(len(rows), 'student')} · {words.plural(len(runs), 'run')} · "
+        f"{words.plural(stuck, 'student')} with a stuck run · updates every {every_s} s"
+    )

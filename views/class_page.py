@@ -19,7 +19,7 @@ from agentcore.run import Run
 from agentcore.store.access import Teachers
 from agentcore.store.runs import RunSummary, Store
 from ui import safe, words
-from ui.classroom import WINDOWS, StudentRow, class_rows, lesson_of_summary, since
+from ui.classroom import WINDOWS, StudentRow, class_caption, class_rows, runs_table, since, student_table
 from ui.lessons import LESSONS
 from ui.open_run import follow_open, open_on_click
 from ui.state import current_user, get_session, get_store
@@ -58,65 +58,18 @@ def _rows(store: Store, window: str, lesson_id: str | None) -> tuple[list[Studen
     return cache["rows"], cache["runs"]
 
 
-def _student_table(rows: list[StudentRow], lesson_id: str | None) -> pd.DataFrame:
-    lessons = [LESSONS[lesson_id]] if lesson_id else list(LESSONS.values())
-    table = []
-    for row in rows:
-        line = {"student": safe.plain(row.student)}
-        line.update({f"{i + 1}. {lesson.title}": row.lessons[lesson.id] for i, lesson in enumerate(lessons)})
-        line.update(
-            {
-                "runs": len(row.runs),
-                "steps": row.steps,
-                "tokens": row.tokens,
-                "last active": _time(row.last_active),
-                "stuck": safe.plain(row.flag),
-            }
-        )
-        table.append(line)
-    return pd.DataFrame(table)
-
-
-def _time(saved: str) -> str:
-    return saved[:19].replace("T", " ") + " UTC" if saved else ""
-
-
-def _runs_table(runs: list[RunSummary], rows: list[StudentRow]) -> pd.DataFrame:
-    stuck = {run_id: why for row in rows for run_id, why in row.stuck.items()}
-    return pd.DataFrame(
-        [
-            {
-                "student": safe.plain(r.owner or ""),
-                "run": safe.plain(r.title or "(untitled)"),
-                "lesson": (lesson.title if (lesson := lesson_of_summary(r)) else ""),
-                "steps": r.steps,
-                "tokens": r.total_tokens,
-                "stop": r.stop_reason or "open",
-                "stuck": safe.plain(stuck.get(r.id, "")),
-                "saved": _time(r.updated_at),
-                "id": r.id,
-            }
-            for r in sorted(runs, key=lambda r: r.updated_at, reverse=True)
-        ]
-    )
-
-
 @st.fragment(run_every=LIVE_SECONDS)
 def _live(store: Store, window: str, lesson_id: str | None) -> None:
     """The tables and the run picker, redrawn on their own every LIVE_SECONDS."""
     rows, runs = _rows(store, window, lesson_id)
-    stuck = sum(1 for row in rows if row.flag)
-    st.caption(
-        f"{words.plural(len(rows), 'student')} · {words.plural(len(runs), 'run')} · "
-        f"{words.plural(stuck, 'student')} with a stuck run · updates every {LIVE_SECONDS} s"
-    )
+    st.caption(class_caption(rows, runs, LIVE_SECONDS))
     if not rows:
         st.info("No student has saved a run in this time yet: their rows appear here as they start.")
         return
     st.header("Students")
-    st.dataframe(_student_table(rows, lesson_id), hide_index=True, width="stretch", key="class_students")
+    st.dataframe(pd.DataFrame(student_table(rows, lesson_id)), hide_index=True, width="stretch", key="class_students")
     st.header("Runs")
-    st.dataframe(_runs_table(runs, rows), hide_index=True, width="stretch", key="class_runs")
+    st.dataframe(pd.DataFrame(runs_table(runs, rows)), hide_index=True, width="stretch", key="class_runs")
     labels = {r.id: f"{r.owner} · {r.title or '(untitled)'} · {words.plural(r.steps, 'step')} · {r.id}" for r in runs}
     pick, go = st.columns([4, 1], vertical_alignment="bottom")
     chosen = pick.selectbox(
