@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from support.runs import priced_run, scripted_run
+from support.runs import made_run, priced_run, scripted_run
+from support.stand_in import Reply, StandIn
 
 from agentcore import toolbox
 from agentcore.annotations import Annotation
 from agentcore.compare import MAX_COLUMNS
 from agentcore.errors import ProviderError, UsageError
+from agentcore.messages import AssistantMessage, ToolCall, ToolMessage
 from agentcore.run import Run, RunConfig
-from agentcore.runs_server import context, tools
+from agentcore.runs_server import context, groups, limits, tools
 from agentcore.runs_server.context import Shared, _one_line, said, tool_errors
+from agentcore.runs_server.data import MAX_TEXT
 from agentcore.runs_server.groups import add_library, add_reading, add_tests
 from agentcore.runs_server.http import StorePool
 from agentcore.runs_server.limits import NO_BODY, ClientRules, Deadline, Limits, _QuietProvider, client_gone
-from agentcore.runs_server.tools import MAX_EDIT_CHARS
+from agentcore.runs_server.tools import MAX_BLAME_IDS, MAX_EDIT_CHARS, SCAN_CHUNK
 from agentcore.store.runs import Store
 
 
@@ -338,3 +343,143 @@ def test_blame_grades_by_a_text_or_a_test_one_of_them(store):
             tools.blame(store, "any", grading, None, 1, None, False, ClientRules(), Limits())
     with pytest.raises(UsageError, match="no run 'any'"):
         tools.blame(store, "any", ("18", None), None, 1, None, False, ClientRules(), Limits())
+
+
+def test_list_runs_filtered_by_a_model_reads_the_newest_max_list_x_5_runs_and_no_further(served, monkeypatch):
+    server, store = served
+    monkeypatch.setattr(groups, "MAX_LIST", 10)  # the rule at a size a test stores quickly
+    read = 10 * 5
+    oldest = Run.start("Hello?", RunConfig(provider="openai", model="gpt-4o-mini"))
+    store.save_run(oldest)
+    time.sleep(0.002)  # saved a millisecond before the rest: the oldest, whatever their ids
+    for _ in range(read - 1):
+        store.save_run(Run.start("Hello?", RunConfig(provider="openai", model="gpt-4o")))
+    found = server.tools["list_runs"](model="mini")
+    assert [r["run_id"] for r in found["runs"]] == [oldest.id] and found["more"] is False
+    store.save_run(Run.start("Hello?", RunConfig(provider="openai", model="gpt-4o")))  # now one past the newest 50
+    assert server.tools["list_runs"](model="mini") == {"runs": [], "more": False}
+
+
+def _within(calls: int = 100) -> tuple[ClientRules, Limits]:
+    return ClientRules(), Limits(calls=calls)
+
+
+def test_blame_left_to_its_defaults_forks_before_every_step_on_the_runs_own_configuration_five_times(served, weather):
+    server, store = served
+    found = server.tools["blame"](run_id=weather.id, expect="Atlantis")
+    assert (found["config"], found["bisect"], found["trials"]) == ("scripted:weather", False, 5)
+    assert [r["step"] for r in found["rates"]] == list(range(1, len(weather.steps) + 1))  # every step, not halves
+    for rate in found["rates"]:
+        assert (rate["trials"], len(rate["run_ids"]), rate["more_run_ids"]) == (5, 5, 0)
+        assert all(store.read_run(i).parent.run_id == weather.id for i in rate["run_ids"])
+
+
+def test_blame_lists_five_continuations_of_a_fork_step_and_counts_the_rest_each_one_saved(store, weather):
+    found = tools.blame(store, weather.id, ("Atlantis", None), None, MAX_BLAME_IDS + 1, None, False, *_within())
+    for rate in found["rates"]:
+        assert (rate["trials"], len(rate["run_ids"]), rate["more_run_ids"]) == (MAX_BLAME_IDS + 1, MAX_BLAME_IDS, 1)
+    made = [c.id for c in store.children(weather.id)]
+    assert len(made) == (MAX_BLAME_IDS + 1) * len(weather.steps)
+    assert {i for rate in found["rates"] for i in rate["run_ids"]} < set(made)
+
+
+def _calculator_call(shown: int) -> tuple[ToolCall, str]:
+    """A calculator call whose row text, `calculator(ARGUMENTS)`, is `shown` characters long; and that text."""
+    padding = shown - len(
+        f"calculator({ToolCall(id='c', name='calculator', arguments={'expression': ''}).arguments_text})"
+    )
+    call = ToolCall(id=f"c{shown}", name="calculator", arguments={"expression": "1" * padding})
+    text = f"calculator({call.arguments_text})"
+    assert len(text) == shown
+    return call, text
+
+
+def test_a_comparisons_rows_keep_a_reply_and_a_call_whole_at_their_limits_and_cut_them_one_past(store):
+    whole_call, whole_shown = _calculator_call(500)
+    long_call, long_shown = _calculator_call(501)
+
+    def result(call: ToolCall) -> list[ToolMessage]:
+        return [ToolMessage(tool_call_id=call.id, name="calculator", content="2")]
+
+    run = made_run(
+        [
+            AssistantMessage(content="a" * MAX_TEXT, tool_calls=[whole_call]),
+            result(whole_call),
+            AssistantMessage(content="b" * (MAX_TEXT + 1), tool_calls=[long_call]),
+            result(long_call),
+            AssistantMessage(content="c" * (MAX_TEXT + 1)),
+        ]
+    )
+    store.save_run(run)
+    columns = ["scripted:weather", "scripted:weather"]
+    first = tools.compare(store, run, 1, columns, 1, *_within())
+    assert first["step"][0]["reply"] == "a" * MAX_TEXT and first["step"][0]["tool_calls"] == [whole_shown]
+    assert first["summary"][0]["final_answer"] == "c" * MAX_TEXT + "… (1 more characters not shown)"
+    second = tools.compare(store, run, 2, columns, 1, *_within())["step"][0]
+    assert second["reply"] == "b" * MAX_TEXT + "… (1 more characters not shown)"
+    assert second["tool_calls"] == [long_shown[:500] + "… (1 more characters not shown)"]
+
+
+def test_a_comparison_takes_configurations_x_steps_up_to_the_calls_of_one_call_exactly(store, weather):
+    columns = ["scripted:weather", "scripted:weather"]
+    with pytest.raises(UsageError, match="2 configurations x 2 steps is 4 model calls, over this server's 3 in one"):
+        tools.compare(store, weather, 1, columns, 2, *_within(calls=3))
+    assert store.children(weather.id) == []  # refused before any fork
+    compared = tools.compare(store, weather, 1, columns, 2, *_within(calls=4))
+    assert [r["steps"] for r in compared["summary"][1:]] == [2, 2] and compared["stopped"] is None
+
+
+def test_a_comparisons_failed_column_is_not_asked_again_while_the_others_go_on_to_their_end(
+    store, weather, monkeypatch
+):
+    for name in ("OPENAI_BASE_URL", "AGENTCORE_MCP_ALLOW_BASE_URLS"):
+        monkeypatch.delenv(name, raising=False)
+    refusing = Reply(json.dumps({"error": {"message": "bad request"}}).encode(), status=400)  # not retried
+    with StandIn(refusing) as upstream:
+        rules = ClientRules.of([f"{upstream.url}/v1"])
+        columns = [f"openai:m@{upstream.url}/v1", "scripted:weather"]
+        compared = tools.compare(store, weather, 1, columns, None, rules, Limits())
+        asked = len(upstream.seen)
+    assert asked == 1
+    failed, went_on = compared["summary"][1:]
+    assert (failed["state"], failed["steps"]) == ("error", 0) and "400" in compared["forks"][0]["error"]
+    assert (went_on["stop_reason"], went_on["steps"]) == ("answer", len(weather.steps))
+
+
+def test_a_test_run_saves_each_failing_trials_run_and_no_passing_one(store, weather):
+    tools.pin(store, weather.id, "tests/passes.json", "passes")
+    tools.pin(store, weather.id, "tests/fails.json", "fails")
+    failing = json.loads(Path("tests/fails.json").read_text())
+    failing["expect"]["answer"]["contains"] = ["Atlantis"]
+    Path("tests/fails.json").write_text(json.dumps(failing))
+    for trials in (1, 2):
+        before = set(store.run_ids())
+        done = tools.run_tests(store, "tests", None, trials, ClientRules(), Limits())
+        outcomes = {r["test"]: r["outcomes"] for r in done["results"]}
+        assert [o["passed"] for o in outcomes["fails"]] == [False] * trials
+        assert [o["passed"] for o in outcomes["passes"]] == [True] * trials
+        assert set(store.run_ids()) - before == {o["run_id"] for o in outcomes["fails"]}
+
+
+def test_a_scan_whose_client_goes_away_says_how_many_runs_it_read_of_how_many(served, monkeypatch):
+    server, store = served
+    for _ in range(SCAN_CHUNK // 2):
+        store.save_run(priced_run([(10, 1, 0, 1.0)]))
+    assert server.tools["scan"]()["runs"] == SCAN_CHUNK // 2
+    for _ in range(SCAN_CHUNK // 2 + 2):
+        store.save_run(priced_run([(10, 1, 0, 1.0)]))
+    looks: list[bool] = []
+
+    def gone_at_the_second_look() -> bool:
+        looks.append(True)
+        return len(looks) > 1
+
+    monkeypatch.setattr(limits, "client_gone", gone_at_the_second_look)
+    stopped = server.tools["scan"]()
+    assert (stopped["runs"], stopped["skipped"]) == (SCAN_CHUNK // 2, SCAN_CHUNK // 2)  # one chunk: old and new
+    assert stopped["stopped"] == (
+        f"the client went away after {SCAN_CHUNK} of {SCAN_CHUNK + 2} runs: scan again to go on (runs read are skipped)"
+    )
+    monkeypatch.setattr(limits, "client_gone", lambda: False)
+    rest = server.tools["scan"]()
+    assert (rest["runs"], rest["skipped"], rest["stopped"]) == (2, SCAN_CHUNK, None)

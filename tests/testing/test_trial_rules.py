@@ -1,31 +1,49 @@
 """The rules of repeated trials, the matrix and its scoreboard at their limits, on cells and runs made here: what
 a cell's trials say together, when a cell passes its threshold, which trial stands for it, how many failed and
-errored, the scoreboard's totals and lines, and the bounds a test run is held to."""
+errored, the scoreboard's totals and lines, the bounds a test run is held to, and which runs a judge and a
+benchmark's grader are asked of."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import threading
+import time
 
 import pytest
+from support.judge_server import JudgeServer, says
 from support.runs import priced_run
 
-from agentcore.errors import UsageError
-from agentcore.messages import AssistantMessage, ToolCall, UserMessage
+from agentcore.errors import ProviderError, UsageError
+from agentcore.loop import Agent
+from agentcore.messages import AssistantMessage, ToolCall, UserMessage, Violation
+from agentcore.providers import create_provider
+from agentcore.providers.scripted import ScriptedProvider
 from agentcore.run import Run, RunConfig
+from agentcore.steps import FINAL_ANSWER_TOOL
+from agentcore.testing import benchmarks
+from agentcore.testing.expectations import BenchmarkRef, Expectations, JudgeExpect
+from agentcore.testing.judges import Judging
 from agentcore.testing.pinned import Failure, PinnedTest
 from agentcore.testing.runner import (
     MAX_TRIALS,
     Cell,
     Matrix,
     combine_trials,
+    departure_step,
+    junit_xml,
     parse_config,
+    reference_departure,
     reference_turn,
     replay_failures,
+    results_json,
+    run_cell,
     run_matrix,
     said_call,
 )
 from agentcore.testing.scoreboard import Score, floor_line, scoreboard, table, time_line
 from agentcore.testing.trials import Spread, TrialStats, pass_hat_k, stats, threshold_failure, wilson
+from agentcore.tools import tool
 
 WRONG = Failure("answer", "'381' does not contain '391'")
 DOWN = Failure("setup", "the provider did not start")
@@ -58,6 +76,12 @@ def test_the_wilson_interval_takes_a_count_from_0_to_n_and_nothing_of_no_trials(
     for passed in (-1, 4):
         with pytest.raises(ValueError, match=f"{passed} passed of 3 trials"):
             wilson(passed, 3)
+
+
+def test_one_trial_narrows_the_wilson_interval_and_no_trials_leave_it_whole():
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert wilson(1, 1) == pytest.approx((0.2065, 1.0), abs=1e-4)
+    assert wilson(0, 1) == pytest.approx((0.0, 0.7935), abs=1e-4)
 
 
 def test_a_spread_of_nothing_is_unknown_and_one_of_values_says_its_median_and_range():
@@ -196,6 +220,27 @@ def test_a_run_leaves_its_reference_at_a_call_it_did_not_make_next_or_an_answer_
     assert reference_turn([[a], [a]], each_turn) is None  # a user turn starts its count of calls made anew
 
 
+def test_a_runs_departure_from_its_reference_is_the_step_of_its_first_wrong_move_and_none_while_it_keeps_to_it():
+    a, b = ToolCall(id="1", name="a", arguments={}), ToolCall(id="2", name="b", arguments={"x": 1})
+    kept = _run_of(AssistantMessage(content="", tool_calls=[a]), AssistantMessage(content="", tool_calls=[b]))
+    assert reference_departure([[a, b]], kept) is None
+    assert reference_departure([[a, b]], _run_of(AssistantMessage(content="", tool_calls=[b]))) == 1
+    early = _run_of(AssistantMessage(content="", tool_calls=[a]), AssistantMessage(content="done"))
+    assert reference_departure([[a, b]], early) == 2
+    assert reference_departure([[a]], kept) == 2  # a call where the reference answered
+
+
+def test_a_move_made_before_the_first_user_message_belongs_to_no_turn_of_the_reference():
+    a = ToolCall(id="1", name="a", arguments={})
+    called = Run.start("go", RunConfig(provider="scripted", model="m"))
+    called.messages = [AssistantMessage(content="", tool_calls=[a])]
+    assert reference_turn([[a]], called) == (1, None)  # the reference made no call there
+    answered = Run.start("go", RunConfig(provider="scripted", model="m"))
+    answered.messages = [AssistantMessage(content="hello"), UserMessage(content="go")]
+    answered.messages.append(AssistantMessage(content="", tool_calls=[a]))
+    assert reference_turn([[a]], answered) is None  # an answer where the reference had nothing to call
+
+
 def test_a_replayed_run_that_differs_says_where_and_cuts_each_text_at_100_characters():
     pinned = _run_of(AssistantMessage(content="x" * 100), AssistantMessage(content="y" * 101))
     same = _run_of(*pinned.messages[1:])
@@ -331,7 +376,6 @@ def test_the_floor_and_time_lines_are_said_only_where_they_mean_something():
 
 
 def test_a_score_a_spread_and_a_cells_statistics_are_values_no_reader_can_change():
-    import dataclasses
 
     unknown = Spread.of([])
     one = Score("c", passed=1, tests=1, steps=1, input_tokens=5, output_tokens=1, cost_usd=None, wall_s=0.0)
@@ -341,7 +385,6 @@ def test_a_score_a_spread_and_a_cells_statistics_are_values_no_reader_can_change
 
 
 def test_the_json_record_keeps_a_tests_letters_as_they_are():
-    from agentcore.testing.runner import results_json
 
     written = results_json(Matrix(["Zürich"], ["c"], [[_cell("Zürich")]]))
     assert '"test": "Zürich"' in written and "\\u00fc" not in written
@@ -354,10 +397,6 @@ _WEATHER = PinnedTest(name="weather", prompt="What is the weather in Paris?", to
 
 
 def test_a_cell_stopped_before_it_starts_makes_no_provider_and_one_not_stopped_runs():
-    import threading
-
-    from agentcore.providers import create_provider
-    from agentcore.testing.runner import run_cell
 
     made: list[str] = []
 
@@ -375,10 +414,6 @@ def test_a_cell_stopped_before_it_starts_makes_no_provider_and_one_not_stopped_r
 
 
 def test_a_cell_stopped_during_its_run_keeps_the_run_and_says_after_how_many_steps():
-    import threading
-
-    from agentcore.testing.runner import run_cell
-    from agentcore.tools import tool
 
     stop = threading.Event()
 
@@ -394,7 +429,6 @@ def test_a_cell_stopped_during_its_run_keeps_the_run_and_says_after_how_many_ste
     assert failures == [("stopped", "stopped after 1 step: the test run was stopped")]
     assert cell.wall_s > 0
     stop.clear()
-    from agentcore.providers.scripted import ScriptedProvider
 
     def ask(city: str, at: int) -> AssistantMessage:
         return AssistantMessage(tool_calls=(ToolCall(id=f"c{at}", name="get_weather", arguments={"city": city}),))
@@ -417,8 +451,6 @@ def test_a_cell_stopped_during_its_run_keeps_the_run_and_says_after_how_many_ste
 
 
 def test_a_provider_that_cannot_start_fails_the_cells_setup_and_bad_input_stops_the_matrix():
-    from agentcore.errors import ProviderError
-    from agentcore.testing.runner import run_cell
 
     def down(*args, **options):
         raise ProviderError("no server at 127.0.0.1:9", provider="openai")
@@ -435,9 +467,6 @@ def test_a_provider_that_cannot_start_fails_the_cells_setup_and_bad_input_stops_
 
 
 def test_a_message_list_the_provider_refuses_before_any_call_ends_the_cells_run_in_error():
-    from agentcore.messages import Violation
-    from agentcore.providers.scripted import ScriptedProvider
-    from agentcore.testing.runner import run_cell
 
     class Refusing(ScriptedProvider):
         def preflight(self, request):
@@ -450,9 +479,6 @@ def test_a_message_list_the_provider_refuses_before_any_call_ends_the_cells_run_
 
 
 def _replayed(*turns: AssistantMessage, prompt: str = "What is the weather in Paris?", steps: int = 20) -> Run:
-    from agentcore.loop import Agent
-    from agentcore.providers.scripted import ScriptedProvider
-    from agentcore.tools import tool
 
     @tool(name="get_weather")
     def get_weather(city: str) -> str:
@@ -468,7 +494,6 @@ def _asks(city: str, at: int) -> AssistantMessage:
 
 
 def test_a_run_departs_from_its_pinned_run_at_the_step_whose_call_or_tools_first_differ():
-    from agentcore.testing.runner import departure_step
 
     done = AssistantMessage(content="Mild.")
     pinned = _replayed(_asks("Paris", 1), _asks("Rome", 2), done)  # messages: user, a1, t1, a2, t2, answer
@@ -489,8 +514,6 @@ def test_a_run_departs_from_its_pinned_run_at_the_step_whose_call_or_tools_first
 
 def test_the_junit_record_of_trials_says_each_trial_flaky_failures_and_a_single_runs_steps():
     import xml.etree.ElementTree as ET
-
-    from agentcore.testing.runner import junit_xml
 
     ok, wrong = priced_run([(1, 1, 0, 1.0)]), priced_run([(1, 1, 0, 1.0), (2, 1, 0, 1.0)])
     trials = [_cell(run=ok, wall_s=1.0), _cell(failures=[WRONG], run=wrong, wall_s=2.0), _cell(wall_s=0.5)]
@@ -538,7 +561,6 @@ def test_a_matrix_tells_of_each_cell_once_as_its_last_trial_ends_and_times_the_w
     seen: list[tuple[int, int, Cell]] = []
     tests = [_WEATHER, PinnedTest(name="rome", prompt="What is the weather in Rome?", tools=["get_weather"])]
     specs = [parse_config("scripted:weather")]
-    import time
 
     started = time.perf_counter()
     matrix = run_matrix(tests, specs, on_cell=lambda i, j, cell: seen.append((i, j, cell)))
@@ -553,3 +575,158 @@ def test_a_matrix_tells_of_each_cell_once_as_its_last_trial_ends_and_times_the_w
     ((i, j, cell),) = seen  # once, for the cell's three trials together
     assert (i, j, len(cell.trials), cell.stats.passed) == (0, 0, 3, 3)
     assert [t.run.id for t in cell.trials] == [t.run.id for t in matrix.cells[0][0].trials]
+
+
+def _judge_says(verdict: str, asked: list[str]):
+    """A judge's provider factory: each judge it builds is a scripted model that gives `verdict` at once."""
+
+    said = {"verdict": verdict, "reason": "as the rubric asks", "messages": []}
+    answer = AssistantMessage(tool_calls=(ToolCall(id="v", name=FINAL_ANSWER_TOOL, arguments=said),))
+
+    def factory(name, model, **options):
+        asked.append(name)
+        return ScriptedProvider(replay=[answer])
+
+    return factory
+
+
+def _refusing(*args, **options):
+    """A provider that refuses the run's messages before any call: the run ends in an error."""
+
+    class Refusing(ScriptedProvider):
+        def preflight(self, request):
+            return [Violation(0, "a system message must come first")]
+
+    return Refusing("weather")
+
+
+def _judged(model: str = "scripted") -> PinnedTest:
+
+    judge = JudgeExpect(name="answered", rubric="The answer gives the weather in Paris.", model=model)
+    return _WEATHER.model_copy(update={"expect": Expectations(judge=[judge])})
+
+
+def test_a_judge_is_asked_of_a_run_that_ended_and_never_of_one_that_errored():
+
+    asked: list[str] = []
+    judging = Judging(factory=_judge_says("yes", asked))
+    ended = run_cell(_judged(), parse_config("scripted:weather"), judging=judging)
+    assert ended.run.stop_reason == "answer" and asked == ["scripted"]
+    assert [v.passed for v in ended.verdicts] == [True] and ended.passed
+    errored = run_cell(_judged(), parse_config("scripted:weather"), factory=_refusing, judging=judging)
+    assert errored.run.stop_reason == "error" and errored.verdicts == [] and asked == ["scripted"]
+
+
+def test_a_matrix_given_no_judging_shares_one_across_its_trials_and_asks_the_one_it_is_given():
+
+    spec = [parse_config("scripted:weather")]
+    with JudgeServer(lambda prompt: says("yes", "it gives the weather", [])) as server:
+        test = _judged(server.model())
+        matrix = run_matrix([test], spec, trials=3, max_workers=1)  # one trial after another
+        assert server.calls == 1 and matrix.cells[0][0].passed  # trials of an unchanged run share one verdict
+        built: list[str] = []
+
+        def factory(name, model, **options):
+            built.append(name)
+            return create_provider(name, model, **options)
+
+        matrix = run_matrix([test], spec, trials=2, max_workers=1, judging=Judging(factory=factory))
+        assert built == ["openai"] and server.calls == 2 and matrix.cells[0][0].passed
+
+
+def test_a_cell_whose_settings_its_model_refuses_is_not_run_and_one_whose_settings_it_takes_is():
+
+    asked: list[int] = []
+
+    class Haiku(ScriptedProvider):
+        """The weather scenario, played as a model whose catalogue entry takes the default temperature only."""
+
+        name = "anthropic"
+
+        def complete(self, request, on_text=None):
+            asked.append(len(request.messages))
+            return super().complete(request, on_text)
+
+    def haiku(*args, **options):
+        return Haiku("claude-haiku-5-5", scenario="weather")
+
+    warm = _WEATHER.model_copy(update={"temperature": 0.3})
+    cell = run_cell(warm, parse_config("anthropic:claude-haiku-5-5"), factory=haiku)
+    assert (cell.run, asked) == (None, []) and cell.errored
+    assert [(f.expectation, f.message) for f in cell.failures] == [
+        ("setup", "anthropic: claude-haiku-5-5 takes the default temperature (1) only: leave it unset")
+    ]
+    cell = run_cell(_WEATHER, parse_config("anthropic:claude-haiku-5-5"), factory=haiku)
+    assert cell.passed and cell.run.stop_reason == "answer" and asked
+
+
+# -- a benchmark task's cell, on a task made here ------------------------------------------------------------------
+
+
+class _Task:
+    """A benchmark task made here, in place of one a package gives: one tool, a reference call and an answer for each
+    user turn, and a grader that notes each run it is asked about and fails it with `why`."""
+
+    def __init__(self, turns: int, graded: list[Run], why: str | None = None) -> None:
+        from agentcore.tools import tool
+
+        @tool(name="get_balance")
+        def get_balance() -> str:
+            """The account's balance."""
+            return "100.00"
+
+        self.tools = [get_balance]
+        self.turns, self.graded, self.why = turns, graded, why
+
+    def offered(self, turn: int) -> list[str]:
+        return ["get_balance"]
+
+    def begin_turn(self, turn: int) -> None:
+        pass
+
+    def reference(self) -> list[list[ToolCall]]:
+        return [[ToolCall(id=f"r{i}", name="get_balance", arguments={})] for i in range(self.turns + 1)]
+
+    def reference_answer(self, turn: int) -> str:
+        return f"Turn {turn}: your balance is 100.00."
+
+    def grade(self, run: Run) -> str | None:
+        self.graded.append(run)
+        return self.why
+
+
+def _task_test(monkeypatch, turns: list[str], graded: list[Run], why: str | None = None, **expect) -> PinnedTest:
+
+    monkeypatch.setattr(benchmarks, "episode", lambda ref: _Task(len(turns), graded, why))
+    ref = BenchmarkRef(name="bfcl", task_id="balance_0", category="made_here")
+    return PinnedTest(
+        name="balance", prompt="What is my balance?", turns=turns, benchmark=ref, expect=Expectations(**expect)
+    )
+
+
+def test_the_ground_truth_says_the_references_answer_to_the_prompt_and_to_each_scripted_turn(monkeypatch):
+
+    for turns in ([], ["And now?", "And once more?"]):
+        test = _task_test(monkeypatch, turns, [])
+        cell = run_cell(test, parse_config("ground-truth"))
+        answers = [m.content for m in cell.run.messages if isinstance(m, AssistantMessage) and not m.tool_calls]
+        assert answers == [f"Turn {i}: your balance is 100.00." for i in range(1 + len(turns))]
+        assert cell.passed and cell.departed_at is None
+
+
+def test_the_benchmarks_grader_is_asked_of_a_run_that_ended_when_the_test_expects_it_and_never_of_one_that_errored(
+    monkeypatch,
+):
+
+    graded: list[Run] = []
+    test = _task_test(monkeypatch, [], graded, "the balance was never read", benchmark=True)
+    ended = run_cell(test, parse_config("ground-truth"))
+    assert ended.run.stop_reason == "answer" and graded == [ended.run]
+    assert [(f.expectation, f.message) for f in ended.failures] == [("benchmark (bfcl)", "the balance was never read")]
+    errored = run_cell(test, parse_config("scripted"), factory=_refusing)
+    assert errored.run.stop_reason == "error" and graded == [ended.run]
+    assert "benchmark (bfcl)" not in [f.expectation for f in errored.failures]
+    unexpected = run_cell(
+        _task_test(monkeypatch, [], graded, "the balance was never read"), parse_config("ground-truth")
+    )
+    assert unexpected.passed and graded == [ended.run]
