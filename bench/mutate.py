@@ -163,6 +163,11 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["test_mcp_runs_server.py", "test_mcp_shared.py", "test_runs_server_rules.py"],
     ),
+    # a tool call: its rules, and where it runs (the kept workers, the main thread's timer, worker processes)
+    "tools": (
+        ["agentcore/tools.py", "agentcore/workers.py"],
+        ["test_tools.py", "test_tool_time_limits.py", "test_tool_pool.py", "test_tool_isolation.py"],
+    ),
     # the class page's rows and flags
     "class": (["ui/classroom.py"], ["test_class_page.py", "test_class_access.py"]),
     # what the playground's live region reads after a Step

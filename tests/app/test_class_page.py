@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,7 +15,7 @@ from agentcore.messages import ToolMessage
 from agentcore.providers.scripted import get_scenario
 from agentcore.store.runs import RunSummary, Store
 from agentcore.toolbox import get_tools
-from ui.classroom import class_rows, lesson_state, planned_steps, stuck_reason
+from ui.classroom import class_rows, lesson_state, planned_steps, runs_table, since, stuck_reason, student_table
 from ui.lessons import LESSONS
 
 CLASS, RUNS, PLAYGROUND = "views/class_page.py", "views/runs.py", "views/playground.py"
@@ -91,6 +93,36 @@ def test_a_run_is_stuck_at_its_budget_on_an_error_or_repeating_one_call():
     assert stuck_reason(summary(failing), failing) == "the last 2 tool results were errors"
     errored = summary(fine).__class__(**{**summary(fine).__dict__, "stop_reason": "error"})
     assert stuck_reason(errored, None) == "stopped on an error"
+    # a run that ended well, its contents not read: no reason, as the text the tables show
+    assert stuck_reason(summary(fine), None) == ""
+
+
+def test_a_time_window_starts_at_local_midnight_or_its_span_before_now_in_utc():
+    now = datetime(2026, 12, 6, 1, 30, 15, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert since("Today", now) == "2026-12-05T22:00:00.000+00:00"
+    assert since("Last hour", now) == "2026-12-05T22:30:15.123+00:00"
+    assert since("Last 7 days", now) == "2026-11-28T23:30:15.123+00:00"
+    assert since("Last 30 days", datetime(2026, 12, 6, 12, 0, tzinfo=UTC)) == "2026-11-06T12:00:00.000+00:00"
+
+
+def test_the_tables_show_a_students_tokens_and_last_save_and_an_untitled_or_open_run_in_words():
+    db = os.environ["AGENTCORE_DB"]
+    ada = Store(db, owner="ada")
+    first, second = lesson_run("loop", 1), lesson_run("loop", 2)
+    ada.save_run(first)
+    ada.save_run(second)
+    one, two = ada.summary(first.id), ada.summary(second.id)
+    [row] = class_rows([one, two], lambda s: None)
+    [line] = student_table([row], None)
+    assert line["tokens"] == one.total_tokens + two.total_tokens > two.total_tokens > 0
+    newest = max(one.updated_at, two.updated_at)
+    assert line["last active"] == newest[:19].replace("T", " ") + " UTC"
+    assert student_table([dataclasses.replace(row, runs=[])], None)[0]["last active"] == ""
+    assert two.stop_reason and two.title
+    untitled = dataclasses.replace(one, title=None, stop_reason=None)
+    lines = {line["id"]: line for line in runs_table([untitled, two], [row])}
+    assert (lines[one.id]["run"], lines[one.id]["stop"]) == ("(untitled)", "open")
+    assert (lines[two.id]["run"], lines[two.id]["stop"]) == (two.title, two.stop_reason)
 
 
 def test_class_rows_leave_out_the_teachers_and_filter_by_lesson(klass):
