@@ -213,7 +213,11 @@ def tool(
             check_importable(tool_name, f)
         doc = inspect.getdoc(f) or ""
         fields: dict[str, Any] = {}
-        for pname, param in inspect.signature(f).parameters.items():
+        try:  # hints written as text (`from __future__ import annotations`) read as the objects they name
+            signature = inspect.signature(f, eval_str=True)
+        except Exception:  # noqa: BLE001 - a hint that names nothing here: pydantic says which, as before
+            signature = inspect.signature(f)
+        for pname, param in signature.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"tool {tool_name}: *args and **kwargs cannot be described to a model")
             hint = param.annotation if param.annotation is not inspect.Parameter.empty else Any

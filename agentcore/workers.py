@@ -402,7 +402,10 @@ class _Processes:
             raise
         if reply is None:
             self._stop(worker)
-            self._give(self._start())  # the replacement starts now, not when the next call needs it
+            try:
+                self._give(self._start())  # the replacement starts now, not when the next call needs it
+            except OSError:
+                pass  # the call timed out all the same; the next call starts one, and says so if it cannot
             return None
         self._give(worker)
         return reply

@@ -166,7 +166,13 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     # a tool call: its rules, and where it runs (the kept workers, the main thread's timer, worker processes)
     "tools": (
         ["agentcore/tools.py", "agentcore/workers.py"],
-        ["test_tools.py", "test_tool_time_limits.py", "test_tool_pool.py", "test_tool_isolation.py"],
+        [
+            "test_tools.py",
+            "test_tool_time_limits.py",
+            "test_tool_pool.py",
+            "test_tool_isolation.py",
+            "test_tool_rules.py",
+        ],
     ),
     # the class page's rows and flags
     "class": (["ui/classroom.py"], ["test_class_page.py", "test_class_access.py"]),
