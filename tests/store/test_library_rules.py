@@ -4,12 +4,15 @@ they give, each rule on both sides of its edge."""
 from __future__ import annotations
 
 import pytest
-from support.runs import made_run
+from support.runs import FIVE, made_run, scripted_run
 
 from agentcore.errors import UsageError
+from agentcore.store import stats
 from agentcore.store.figures import ModelFigures, RunFigures
+from agentcore.store.kept import KEY_COLUMNS
+from agentcore.store.runs import Store
 from agentcore.store.schema import RunSummary
-from agentcore.store.stats import GroupStats, add_up, first_day, most_expensive, totals
+from agentcore.store.stats import GroupStats, add_up, first_day, library_stats, most_expensive, totals
 
 
 def summary(run_id: str, *, stop: str | None = "answer", owner: str | None = None, cost: float | None = 0.0):
@@ -70,6 +73,7 @@ def test_a_groups_json_leaves_out_its_raw_latencies_and_run_ids_and_says_its_qua
     assert "latencies_ms" not in data and "run_ids" not in data
     shown = repr(g)  # a group of a large library holds thousands of each: its repr says the figures alone
     assert "latencies_ms" not in shown and "run_ids" not in shown and "input_tokens=200" in shown
+    assert "quantiles" not in shown  # the database's ranks, kept for the figures: not one of them
     assert data["key"] == {"model": "openai/gpt-4o-mini"} and data["runs"] == 1
     assert (data["p50_step_latency_ms"], data["p95_step_latency_ms"]) == (100.0, 300.0)
     assert data["cache_hit_rate"] == 0.25 and data["cost_per_answered_run"] == 0.5 and data["estimated"] is False
@@ -414,3 +418,18 @@ def test_a_run_holding_a_lone_surrogate_reads_the_same_in_a_batch_as_alone(tmp_p
     batch = store.read_runs([run.id, plain.id])
     for each in (run, plain):
         assert batch[each.id].model_dump() == store.read_run(each.id).model_dump() == each.model_dump()
+
+
+def test_groupings_the_database_keeps_are_added_up_there_and_only_labels_read_each_runs_figures(tmp_path, monkeypatch):
+    store = Store(tmp_path / "library.db", owner="ada")
+    for scenario in FIVE:
+        store.save_run(scripted_run(scenario))
+    read = []
+    real = stats.library_figures
+    monkeypatch.setattr(stats, "library_figures", lambda *a, **k: read.append(1) or real(*a, **k))
+    every = tuple(KEY_COLUMNS)  # each kept column at once: the whole set, still the database's
+    for by in (("model",), ("day", "owner"), every):
+        assert sum(g.runs for g in library_stats(store, by)) >= len(FIVE), by
+    assert read == []
+    [group] = library_stats(store, ("label",))  # labels are not kept per run: each run's figures are read
+    assert group.runs == len(FIVE) and read == [1]

@@ -141,6 +141,23 @@ def test_key_in_reply_names_each_step_whose_own_reply_holds_a_key_and_no_key_mad
     assert found(made_run([*split, key], tools=()), "key_in_reply") == [(3, "key in reply")]
 
 
+def test_key_in_reply_reads_a_runs_replies_once_joined_and_each_alone_only_when_the_joined_text_holds_a_key(
+    monkeypatch,
+):
+    from agentcore.secrets import detectors
+
+    read: list[str] = []
+    real = detectors.secret_kinds
+    monkeypatch.setattr(detectors, "secret_kinds", lambda text: read.append(text) or real(text))
+    plain = [AssistantMessage(content=f"Reply {i}, no key here.") for i in range(5)]
+    assert found(made_run(plain, tools=()), "key_in_reply") == []
+    assert len(read) == 1 and read[0].count("no key here") == 5  # most runs: one reading of every reply, joined
+    read.clear()
+    key = AssistantMessage(content="Use sk-proj1234567890abcdefXYZ to call it.")
+    assert found(made_run([*plain, key], tools=()), "key_in_reply") == [(6, "key in reply")]
+    assert len(read) == 1 + 6  # joined, then each reply alone to name its step
+
+
 def test_scan_names_the_runaway_run_errors_counts_it_and_a_second_scan_changes_no_count(location, capsys):
     store = Store(location, owner="ada")
     runs = [scripted_run(s) for s in FIVE]
