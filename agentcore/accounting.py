@@ -383,7 +383,9 @@ class CostReport:
 
     @property
     def total_cost_usd(self) -> float | None:
-        return self.steps[-1].cumulative_cost_usd if self.steps and self.priced else None
+        if not self.priced:
+            return None
+        return self.steps[-1].cumulative_cost_usd if self.steps else 0.0  # nothing sent yet: nothing spent
 
     @property
     def total_input_tokens(self) -> int:

@@ -130,7 +130,14 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     # the library's readers: statistics, scanners, and what each step cost
     "library": (
         ["agentcore/store/stats.py", "agentcore/store/scanners.py", "agentcore/accounting.py"],
-        ["test_stats.py", "test_scanners.py", "test_accounting.py", "test_cost_page.py", "test_library_rules.py"],
+        [
+            "test_stats.py",
+            "test_scanners.py",
+            "test_accounting.py",
+            "test_cost_page.py",
+            "test_library_rules.py",
+            "test_accounting_rules.py",
+        ],
     ),
     # other agents' sessions read as runs, and the ATIF export
     "sessions": (
