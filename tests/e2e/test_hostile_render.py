@@ -28,7 +28,9 @@ def hostile_app(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("hostile-app")
     store = Store(workdir / "runs.db")
     run, pending = hostile_run(), hostile_run(pending=True)
-    for r in (run, run.fork(1), pending):
+    # the fork saved last, so the Runs page opens on it whatever the clock: the newest save first, and an id of hex
+    # digits before the others' on a tie (the waiting run saved last was first there whenever a millisecond passed)
+    for r in (pending, run, run.fork(1)):
         store.save_run(r)
     store.set_meta(LAST_RUN_KEY, run.id)  # a new browser session opens on the last run viewed
     server = start_app(workdir, {"AGENTCORE_PROVIDER": "scripted", "AGENTCORE_DB": str(workdir / "runs.db")})
