@@ -7,8 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
+from support.accounting import MINI, hand_run, prices
 
 from agentcore.accounting import (
     PARTS,
@@ -30,40 +29,9 @@ from agentcore.messages import (
     Usage,
     UserMessage,
 )
-from agentcore.providers.prices import PriceRef
 from agentcore.run import Run, RunConfig
 from agentcore.steps import StepRecord
 from agentcore.tools import ToolSpec
-
-MINI = PriceRef("openai", "gpt-4o-mini")
-
-
-def prices(ref: PriceRef) -> tuple[float, float, float]:
-    """Input, cache-read and output USD per token of a model, read from genai-prices."""
-    p = calc_price(PriceUsage(input_tokens=1, output_tokens=0), ref.model, provider_id=ref.provider).model_price
-    return float(p.input_mtok) / 1e6, float(p.cache_read_mtok) / 1e6, float(p.output_mtok) / 1e6
-
-
-def _call(i: int) -> AssistantMessage:
-    return AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read", arguments={}),))  # "read{}": 2 + 4 = 6
-
-
-def four_steps(inputs: list[int] | None = None, *, provider: str = "openai", model: str = "gpt-4o-mini") -> Run:
-    """Four steps whose requests estimate to 13, 122, 231 and 340 tokens, each reporting 10 output tokens.
-
-    user 36 chars = 9 + 4 overhead = 13; each tool call `read{}` = 2 + 4 = 6; each tool result
-    396 chars = 99 + 4 = 103; the final answer 16 chars = 4 + 4 = 8. No tools are offered.
-    """
-    messages = [UserMessage(content="u" * 36)]
-    for i, letter in enumerate("rst", start=1):
-        messages += [_call(i), ToolMessage(tool_call_id=f"c{i}", name="read", content=letter * 396)]
-    messages.append(AssistantMessage(content="d" * 16))
-    inputs = inputs or [13, 122, 231, 340]
-    steps = [
-        StepRecord(index=i + 1, usage=Usage(input_tokens=n, output_tokens=10), message_count=1 + 2 * i)
-        for i, n in enumerate(inputs)
-    ]
-    return Run(config=RunConfig(provider=provider, model=model), messages=messages, steps=steps)
 
 
 def with_usage(run: Run, n: int, **usage: int) -> Run:
@@ -110,7 +78,7 @@ def test_composition_counts_the_system_prompt_and_an_assistants_text_apart_from_
 
 
 def test_a_scaled_composition_gives_the_leftover_tokens_to_the_largest_remainders():
-    step3 = account(four_steps([13, 122, 100, 340])).steps[2]
+    step3 = account(hand_run([13, 122, 100, 340])).steps[2]
     # 13, 12 and 206 of an estimated 231 scaled to 100: 5.63, 5.19 and 89.18, rounded down to 99 tokens in all;
     # the one left over goes to the user part, whose .63 is the largest remainder, not to the largest part
     assert step3.composition == {**dict.fromkeys(PARTS, 0), "user": 6, "tool_calls": 5, "tool_results": 89}
@@ -147,7 +115,7 @@ def _message(text: str) -> dict:
 
 
 def test_only_a_before_model_hooks_messages_change_what_the_step_sent():
-    run = four_steps()
+    run = hand_run()
     history = sent_at(run, 3, hooks=False)
     run.steps[2].hook_effects = [
         HookEffect(
@@ -168,7 +136,7 @@ def test_only_a_before_model_hooks_messages_change_what_the_step_sent():
 
 
 def test_a_messages_effect_whose_payload_is_a_whole_list_changes_nothing():
-    run = four_steps()
+    run = hand_run()
     history = sent_at(run, 3)
     run.steps[2].hook_effects = [
         HookEffect(
@@ -184,7 +152,7 @@ def test_a_messages_effect_whose_payload_is_a_whole_list_changes_nothing():
 
 @pytest.mark.parametrize("past_the_end", [False, True], ids=["last-place", "one-past-the-end"])
 def test_a_messages_effect_changes_a_place_in_the_request_and_none_past_its_end(past_the_end):
-    run = four_steps()
+    run = hand_run()
     history = sent_at(run, 3)  # 5 messages: places 0 to 4
     place = len(history) if past_the_end else len(history) - 1
     run.steps[2].hook_effects = [
@@ -207,7 +175,7 @@ def test_a_messages_effect_changes_a_place_in_the_request_and_none_past_its_end(
 
 @pytest.mark.parametrize("reply_kept", [True, False], ids=["reply-in-the-run", "no-reply-in-the-run"])
 def test_an_unrecorded_output_is_estimated_from_the_reply_only_where_the_run_holds_it(reply_kept):
-    run = with_usage(four_steps(), 4, input_tokens=340)  # the last step reported its input and no output
+    run = with_usage(hand_run(), 4, input_tokens=340)  # the last step reported its input and no output
     if not reply_kept:
         run.messages = run.messages[:-1]  # the run ends at the last step's call: its reply never came
     assert run.steps[3].message_count == len(run.messages) - (1 if reply_kept else 0)
@@ -218,7 +186,7 @@ def test_an_unrecorded_output_is_estimated_from_the_reply_only_where_the_run_hol
 
 
 def test_an_unrecorded_outputs_estimate_counts_the_replys_reasoning_as_output():
-    run = with_usage(four_steps(), 4, input_tokens=340)
+    run = with_usage(hand_run(), 4, input_tokens=340)
     thought = ReasoningPart(provider="anthropic", text="t" * 40)  # 10 tokens of reasoning, then 4 of text
     run.messages[-1] = AssistantMessage(content="d" * 16, reasoning=(thought,))
     usage, estimated = step_usage(run, 4)
@@ -228,19 +196,19 @@ def test_an_unrecorded_outputs_estimate_counts_the_replys_reasoning_as_output():
 
 
 def test_the_reports_reasoning_total_adds_up_every_steps_reasoning():
-    run = with_usage(four_steps(), 2, input_tokens=122, output_tokens=10, reasoning_tokens=5)
+    run = with_usage(hand_run(), 2, input_tokens=122, output_tokens=10, reasoning_tokens=5)
     run = with_usage(run, 3, input_tokens=231, output_tokens=10, reasoning_tokens=50)  # raises that step's output
     report = account(run)
     assert [s.reasoning_tokens for s in report.steps] == [0, 5, 50, 0]
     assert report.total_reasoning_tokens == 55 == report.to_dict()["total_reasoning_tokens"]
-    assert account(four_steps()).total_reasoning_tokens == 0
+    assert account(hand_run()).total_reasoning_tokens == 0
 
 
 # -- what the cache saved ------------------------------------------------------------------
 
 
 def test_what_the_cache_saved_is_its_share_of_the_cost_without_it():
-    run = with_usage(four_steps(), 4, input_tokens=340, output_tokens=10, cache_read_tokens=231)
+    run = with_usage(hand_run(), 4, input_tokens=340, output_tokens=10, cache_read_tokens=231)
     saving = cache_saving(run)
     p_in, p_read, p_out = prices(MINI)
     uncached = 706 * p_in + 40 * p_out
@@ -252,10 +220,10 @@ def test_what_the_cache_saved_is_its_share_of_the_cost_without_it():
 
 
 def test_nothing_is_said_saved_by_a_cache_no_priced_step_read_or_wrote():
-    assert account(four_steps()).priced and cache_saving(four_steps()) is None  # priced, no cached tokens
+    assert account(hand_run()).priced and cache_saving(hand_run()) is None  # priced, no cached tokens
     # the free model's step read from its own prompt cache: a free step saves nothing, the priced ones read nothing
     run = answered(
-        four_steps(), ("local", "SmolLM2"), ("local", "SmolLM2"), ("openai", "gpt-4o-mini"), ("openai", "gpt-4o-mini")
+        hand_run(), ("local", "SmolLM2"), ("local", "SmolLM2"), ("openai", "gpt-4o-mini"), ("openai", "gpt-4o-mini")
     )
     run = with_usage(run, 2, input_tokens=122, output_tokens=10, cache_read_tokens=13)
     assert account(run).priced and cache_saving(run) is None
@@ -272,7 +240,7 @@ def test_a_fit_needs_exactly_as_many_points_as_coefficients():
     assert fit_polynomial([13, 135]) is None
     assert fit_polynomial([13, 122], 1).b == pytest.approx(109)
     assert fit_polynomial([13], 1) is None
-    run = four_steps()
+    run = hand_run()
     run.steps = run.steps[:3]
     report = account(run)
     assert report.fit is not None and report.per_step_fit is not None
@@ -294,7 +262,7 @@ def test_a_flat_series_is_fitted_exactly_by_a_flat_line(degree):
 
 
 def test_the_projection_continues_the_fit_for_as_many_steps_as_asked():
-    report = account(four_steps())
+    report = account(hand_run())
     # each step sends 109 more than the one before: 449 at step 5 and 558 at step 6
     assert report.project(6) == pytest.approx([13, 135, 366, 706, 1155, 1713])
     assert report.project(1) == pytest.approx([13])
@@ -302,7 +270,7 @@ def test_the_projection_continues_the_fit_for_as_many_steps_as_asked():
 
 
 def test_the_explanation_says_the_parabola_is_half_the_per_step_slope():
-    report = account(four_steps())
+    report = account(hand_run())
     text = report.explanation()
     assert report.fit.c == pytest.approx(54.5)
     assert "grows like 54.5·n²" in text and "(the fitted c is 54.5)" in text
@@ -310,7 +278,7 @@ def test_the_explanation_says_the_parabola_is_half_the_per_step_slope():
 
 @pytest.mark.parametrize(("count", "said"), [(0, "Only 0 steps:"), (1, "Only 1 step:"), (2, "Only 2 steps:")])
 def test_too_few_steps_for_a_fit_are_counted_in_words(count, said):
-    run = four_steps()
+    run = hand_run()
     run.steps = run.steps[:count]
     assert account(run).explanation().startswith(f"{said} a quadratic fit needs at least three")
 
@@ -331,14 +299,14 @@ def test_a_run_without_steps_is_accounted_as_nothing_spent():
 
 
 def test_a_run_is_mixed_from_its_second_model_on():
-    one = account(four_steps())
+    one = account(hand_run())
     assert len(one.models) == 1 and not one.mixed and one.to_dict()["mixed"] is False
-    two = account(answered(four_steps(), *[("openai", "gpt-4o-mini")] * 3, ("openai", "gpt-4o")))
+    two = account(answered(hand_run(), *[("openai", "gpt-4o-mini")] * 3, ("openai", "gpt-4o")))
     assert len(two.models) == 2 and two.mixed and two.to_dict()["mixed"] is True
 
 
 def test_a_reports_repr_leaves_out_what_each_step_sent_and_how_it_was_priced():
-    report = account(four_steps())
+    report = account(hand_run())
     shown = repr(report)
     assert "steps=[StepAccount(" in shown and "fit=Fit(" in shown  # the figures
     # what each step sent is the whole history again and again: a long run's repr would grow with its square
@@ -347,7 +315,7 @@ def test_a_reports_repr_leaves_out_what_each_step_sent_and_how_it_was_priced():
 
 
 def test_a_reports_steps_fit_and_saving_are_values_no_reader_can_change():
-    run = with_usage(four_steps(), 4, input_tokens=340, output_tokens=10, cache_read_tokens=231)
+    run = with_usage(hand_run(), 4, input_tokens=340, output_tokens=10, cache_read_tokens=231)
     report = account(run)
     saving = cache_saving(run, report)
     for value, name in ((report.steps[0], "cost_usd"), (report.fit, "c"), (saving, "cost_usd")):
