@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ from support.tls import contexts_built_once
 from agentcore import toolbox
 
 APP = str(ROOT / "app.py")
+
+# pytest keeps each test module, its asserts rewritten, in __pycache__, but only where bytecode may be written: in a
+# shell that sets PYTHONDONTWRITEBYTECODE each worker would rewrite every test module's asserts on every run (7 of
+# the 12 s collecting the suite took on two cores). The test modules are imported after this file.
+sys.dont_write_bytecode = False
 
 # `make test` runs the same property examples every time, so a red build is the code's doing, not the draw's;
 # HYPOTHESIS_PROFILE=explore draws new ones (with AGENTCORE_FUZZ_EXAMPLES for a long run)

@@ -168,6 +168,7 @@ def library_with_tests(tmp_path, monkeypatch):
     return server, run
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_comparison_on_a_slow_upstream_stops_when_the_calls_time_runs_out(tmp_path):
     db = tmp_path / "runs.db"
     run = research_run("ada", db)

@@ -308,6 +308,7 @@ def test_an_endless_line_stops_at_the_stream_byte_cap(server, monkeypatch):
     assert_run_kept(p, streamed=True, setting="max_stream_bytes")
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_stream_of_keep_alives_ends_at_the_deadline(server):
     p = provider(server, "keep-alives", deadline=0.5)
     error, seconds, _ = failure(lambda: p.complete(REQUEST, on_text=lambda text: None))
@@ -319,6 +320,7 @@ def test_a_stream_of_keep_alives_ends_at_the_deadline(server):
     assert_run_kept(p, streamed=True, setting="deadline")
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_trickled_body_ends_at_the_deadline_though_each_read_is_quick(server):
     p = provider(server, "trickle", deadline=0.8)
     error, seconds, _ = failure(lambda: p.complete(REQUEST))
@@ -327,6 +329,7 @@ def test_a_trickled_body_ends_at_the_deadline_though_each_read_is_quick(server):
     assert_run_kept(p, streamed=False, setting="deadline")
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @pytest.mark.parametrize("route", ["stall-head", "stall-body"])
 def test_a_stalled_server_is_left_at_the_deadline_not_the_per_read_timeout(server, route):
     p = provider(server, route, deadline=0.5, timeout=30)

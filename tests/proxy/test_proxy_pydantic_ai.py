@@ -44,6 +44,7 @@ def call(call_id: str, city: str) -> Reply:
     return Reply(json.dumps(body).encode())
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_pydantic_ai_agent_makes_one_run_of_three_steps(rig_of, capsys):
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel

@@ -147,6 +147,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(json_values)
 def test_arbitrary_json_is_refused_with_a_transcript_error(value):

@@ -108,6 +108,7 @@ def test_bfcls_grader_fails_a_run_that_leaves_out_one_reference_call(category):
     assert "multi_turn:" in (episode.grade(run) or "")
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_agentdojos_utility_fails_a_run_that_leaves_out_one_reference_call(banking):
     test = next(t for t in banking if t.benchmark.task_id == "user_task_3")  # a transaction to send
     run, episode = _played(test)

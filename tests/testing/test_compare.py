@@ -318,6 +318,7 @@ def test_cli_compare_runs_scripted_configurations_and_writes_the_bundle(tmp_path
     ]
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_cli_compare_keeps_going_past_a_failing_configuration_and_exits_4(tmp_path, capsys):
     from agentcore.cli.main import main
 

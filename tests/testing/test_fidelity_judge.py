@@ -114,6 +114,7 @@ def test_a_judge_whose_model_cannot_start_is_a_judge_failed_breach_with_no_judge
     assert record.judge_runs == [] and record.judge_calls == []
 
 
+@pytest.mark.long  # over a second on two cores: left out of the fast subset, measured by make mutate
 def test_a_judge_that_cannot_be_reached_is_a_judge_failed_breach() -> None:
     with StandIn(Reply.chat(AGENT_ANSWER)) as agent, StandIn(Reply.chat(TURN), ends('{"reason": "goal met"}')) as sim:
         test = booking_test(sim.url, fidelity={"rubric": RUBRIC, "model": "openai:j@http://127.0.0.1:9/v1"})
