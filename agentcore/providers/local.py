@@ -12,6 +12,7 @@ evaluates only the prompt tokens the model's cache does not already hold (llama_
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import threading
 import time
@@ -109,6 +110,20 @@ class LoadedModel:
         return handler(llama=self.recorder, **{**kwargs, "messages": fence(kwargs["messages"])})
 
 
+THREADS_ENV = "AGENTCORE_LOCAL_THREADS"
+
+
+def threads_from_env() -> int | None:
+    """The threads the embedded model may use, from AGENTCORE_LOCAL_THREADS; unset or empty: llama.cpp's own choice
+    (half the cores to write, every core to read a prompt), which a machine busy with other work makes slower."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if re.fullmatch(r"[0-9]{1,4}", raw) is None or int(raw) < 1:
+        raise UsageError(f"{THREADS_ENV} must be a whole number of threads from 1, not {raw[:40]!r}")
+    return int(raw)
+
+
 _MODELS: dict[tuple, LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -132,6 +147,7 @@ def load_model(path: Path, *, n_ctx: int, seed: int, n_threads: int | None, verb
                 n_ctx=n_ctx,
                 seed=seed,
                 n_threads=n_threads,
+                n_threads_batch=n_threads,  # the same cap for reading a prompt as for writing (None: every core)
                 chat_format=CHAT_FORMAT,
                 verbose=verbose,
             )
@@ -176,6 +192,8 @@ class LocalProvider(BaseProvider):
             raise UsageError(f"unknown option(s) for the local provider: {', '.join(sorted(options))}")
         if base_url:
             raise UsageError("the local provider runs in-process and takes no base URL")
+        if n_threads is None:
+            n_threads = threads_from_env()
         if not isinstance(n_ctx, int) or n_ctx < 1:
             raise UsageError(f"n_ctx must be a positive integer, not {n_ctx!r}")
         if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 1):

@@ -243,6 +243,28 @@ def test_llama_cpp_missing_is_a_usage_error(monkeypatch):
         local.LocalProvider(n_ctx=333)  # settings not loaded yet, so the import is attempted
 
 
+def test_agentcore_local_threads_caps_the_threads_that_write_and_those_that_read_a_prompt(monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setenv("AGENTCORE_LOCAL_THREADS", "1")
+    capped = local.LocalProvider()
+    assert capped.n_threads == 1
+    assert (capped.load().llama.n_threads, capped.load().llama.n_threads_batch) == (1, 1)
+    assert local.LocalProvider(n_threads=2).load().llama.n_threads_batch == 2  # a setting of the caller's own wins
+    monkeypatch.setenv("AGENTCORE_LOCAL_THREADS", " ")
+    free = local.LocalProvider()
+    assert free.n_threads is None  # llama.cpp's own choice: every core reads a prompt
+    assert free.load().llama.n_threads_batch == multiprocessing.cpu_count()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "99999", "\u00b2", "1 2"])
+def test_a_thread_count_that_is_no_whole_number_from_1_is_one_line(monkeypatch, value):
+    monkeypatch.setenv("AGENTCORE_LOCAL_THREADS", value)
+    with pytest.raises(UsageError, match="AGENTCORE_LOCAL_THREADS must be a whole number of threads from 1") as caught:
+        local.LocalProvider(preload=False)
+    assert "\n" not in str(caught.value)
+
+
 def test_bad_options_are_usage_errors():
     with pytest.raises(UsageError, match="unknown option"):
         local.LocalProvider(temprature=0)
