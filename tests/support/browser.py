@@ -182,6 +182,11 @@ def _report(where: str, violations: list[dict], shown: int | None = 5) -> str:
     return f"{where}: {head}\n" + "\n".join(lines)
 
 
+def _failing(violations: list[dict]) -> list[dict]:
+    """The violations that fail a page: serious or critical ones, and the lesser rules kept failing."""
+    return [v for v in violations if v["impact"] in FAILING or v["id"] in ALSO_FAILING]
+
+
 def check_axe(page, axe: str, where: str) -> None:
     """No serious or critical violation on the page at rest; the report names every violation, whatever its impact.
 
@@ -190,12 +195,11 @@ def check_axe(page, axe: str, where: str) -> None:
     grey, which lasted past one second with two suites on two cores) does not."""
     violations = _violations(page, axe)
     for _ in range(3):
-        if not any(v["impact"] in FAILING or v["id"] in ALSO_FAILING for v in violations):
+        if not _failing(violations):
             break
         page.wait_for_timeout(1000)
         idle(page)
         violations = _violations(page, axe)
     with REPORT.open("a") as report:
         report.write(_report(where, violations, shown=None) + "\n\n")
-    failing = [v for v in violations if v["impact"] in FAILING or v["id"] in ALSO_FAILING]
-    assert not failing, _report(where, violations)
+    assert not _failing(violations), _report(where, violations)
