@@ -6,7 +6,7 @@ import re
 import time
 
 import pytest
-from support.browser import CHROMIUM, WAIT, choose, expect, new_run, runaway_run
+from support.browser import WAIT, choose, expect, new_run, runaway_run
 from support.servers import ROOT, start_app
 
 from agentcore.providers import REGISTRY, local_available
@@ -14,9 +14,6 @@ from agentcore.providers import REGISTRY, local_available
 ARTIFACTS = ROOT / "test-artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-if not CHROMIUM.exists():
-    pytest.skip("no Chromium at /usr/bin/chromium (install the Debian package chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
