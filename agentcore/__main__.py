@@ -1,3 +1,5 @@
 from .cli.main import main
 
-raise SystemExit(main())
+# guarded: a scan's worker processes (spawned) import the main module again, and must not run the command once more
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,8 +5,8 @@ and two OpenAI runs with recorded usage, one reading from the prompt cache), spr
 It is built once per invocation (SQLite with synchronous=OFF while it is built: the build is not measured).
 
 Measured: `stats --by model` and `--by day` in process (the median of three), the command itself as a person
-runs it (a fresh process: imports included), `scan` with every built-in, first (findings written) and again
-(nothing to change), the first count of a library saved before the figure rows were kept (each run's kept JSON
+runs it (a fresh process: imports included), `scan` with every built-in, first (findings written) on one
+process and on one a core (as `agentcore scan` reads a large library), and again (nothing to change), the first count of a library saved before the figure rows were kept (each run's kept JSON
 read once: a database the schema's migration just moved up), and of one saved before figures were kept at all
 (every run read once).
 
@@ -18,6 +18,7 @@ read once: a database the schema's migration just moved up), and of one saved be
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -125,12 +126,22 @@ def measure_store(location: str, n: int, label: str) -> list[Row]:
     ids = store.run_ids()
     report = None
 
-    def scan() -> None:
+    def scan(processes: int | None = None) -> None:
         nonlocal report
-        report = scan_library(store, scanners, ids)
+        report = scan_library(store, scanners, ids, processes=processes)
 
+    alone = _timed(lambda: scan(1))
+    note = f"{report.added:,} findings"
+    _kept(rows, Row(FIGURE, f"{label}: scan, every built-in, first, on one process", alone, "s", note=note))
+    with store._transaction() as db:  # the library unscanned again
+        db.execute("DELETE FROM scans")
+        db.execute("DELETE FROM annotations WHERE author LIKE 'scanner:%'")
     first = _timed(scan)
-    _kept(rows, Row(FIGURE, f"{label}: scan, every built-in, first", first, "s", note=f"{report.added:,} findings"))
+    note = f"{report.added:,} findings; one process took {alone / first:.2f}x as long"
+    cores = os.cpu_count() or 1
+    _kept(
+        rows, Row(FIGURE, f"{label}: scan, every built-in, first, one process a core ({cores})", first, "s", note=note)
+    )
     again = _timed(scan)
     _kept(rows, Row(FIGURE, f"{label}: scan again (nothing changes)", again, "s", note=f"{report.added} added"))
     with store._transaction() as db:  # a library saved before the figure rows: each run's JSON is read once

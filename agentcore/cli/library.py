@@ -65,6 +65,12 @@ def add_library(sub: Any) -> None:
     p.add_argument(
         "--again", action="store_true", help="read every run, even one each scanner already read as it stands"
     )
+    p.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="read the runs of a large scan on N processes (default: one a core; 1: this one alone)",
+    )
     p.add_argument("--list", action="store_true", help="list the built-in scanners and stop")
     p.add_argument("--json", action="store_true", help="print what the scan did as JSON")
     p.add_argument("--db", help=DB_HELP)
@@ -171,6 +177,7 @@ def _judge_scan(store: Any, judges: list, ids: list[str], args: argparse.Namespa
 
 def cmd_scan(args: argparse.Namespace) -> int:
     """Scan the runs the filters keep and keep each finding as a label; print what each scanner found."""
+    from ..errors import UsageError
     from ..store.runs import Store
     from ..store.scanners import BUILTINS, resolve_scanner, scan_library
 
@@ -179,6 +186,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         for name, scanner in BUILTINS.items():
             print(f"  {name:<{width}}  {scanner.description}")
         return 0
+    if args.processes is not None and args.processes < 1:
+        raise UsageError("--processes is how many processes read the runs: a whole number from 1")
     named = list(dict.fromkeys(args.scanner or BUILTINS))
     judges = _judges([s for s in named if s.startswith(JUDGE_PREFIX)], args)
     scanners = [resolve_scanner(s, code=True) for s in named if not s.startswith(JUDGE_PREFIX)]  # the operator's
@@ -194,7 +203,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if tty and (done == total or done % 100 == 0):
             print(f"\rscanned {done:,} of {total:,} runs", end="\n" if done == total else "", file=sys.stderr)
 
-    report = scan_library(store, scanners, ids, progress, again=args.again)
+    report = scan_library(store, scanners, ids, progress, again=args.again, processes=args.processes)
     if args.json:
         print(json.dumps(dataclasses.asdict(report), indent=2))
         return 0

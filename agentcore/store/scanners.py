@@ -18,8 +18,13 @@ import hashlib
 import inspect
 import json
 import marshal
+import os
+import pickle
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -43,6 +48,7 @@ LOOP_REPEATS = 3  # the same call in this many steps running is a loop
 CONTEXT_SHARE = 0.8  # a request past this share of the model's window is a finding
 WRITE_BATCH = 200  # runs whose findings are written in one transaction
 READ_BATCH = 200  # runs read from the database in one transaction
+POOL_RUNS = 5_000  # runs to read from which a scan given more than one process starts them (each imports agentcore)
 FAILURE_WORDS = ("error", "fail", "cannot", "can't", "could not", "couldn't", "unable", "sorry", "problem")
 
 
@@ -351,6 +357,142 @@ class ScanReport:
                 self.not_listed += 1
 
 
+def serve_scans() -> None:
+    """A scan's worker process (`python -c`, started by `_Workers`): reads the import path and the scanners, then
+    batches of stored runs, on stdin; writes each batch's findings (or the error that stopped it) on stdout. What a
+    scanner prints goes to stderr: stdout is the scan's alone."""
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    orders = sys.stdin.buffer
+    try:
+        sys.path[:] = pickle.load(orders)  # this process finds a user's scanner module where the scan's process did
+        scanners = pickle.load(orders)
+        while True:
+            stored = pickle.load(orders)
+            try:
+                answer: tuple[str, Any] = ("found", [scan_run(s.run(), scanners) for s in stored])
+            except Exception as exc:  # noqa: BLE001 - said by the scan's process, as if it had read the runs itself
+                answer = ("error", exc)
+            try:
+                data = pickle.dumps(answer)
+            except Exception as exc:  # noqa: BLE001 - an error that cannot be sent is sent as its words
+                data = pickle.dumps(("error", AgentcoreError(f"{type(exc).__name__}: {exc}"[:500])))
+            results.write(data)
+            results.flush()
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):  # the scan ended, or stopped: nothing more to say
+        return
+
+
+class _Workers:
+    """`count` worker processes of a scan, each sent the scanners once, then one batch of stored runs at a time."""
+
+    def __init__(self, count: int, scanners: Sequence[Scanner]) -> None:
+        order = [sys.executable, "-c", "from agentcore.store.scanners import serve_scans; serve_scans()"]
+        self._procs: list[subprocess.Popen] = []
+        try:
+            for _ in range(count):
+                proc = subprocess.Popen(order, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._procs.append(proc)
+                pickle.dump(list(sys.path), proc.stdin)
+                pickle.dump(list(scanners), proc.stdin)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, k: int, stored: list[StoredRun]) -> None:
+        stdin = self._procs[k].stdin
+        assert stdin is not None
+        pickle.dump(stored, stdin)
+        stdin.flush()
+
+    def receive(self, k: int) -> list[dict[str, list[Annotation]]]:
+        proc = self._procs[k]
+        assert proc.stdout is not None
+        try:
+            kind, value = pickle.load(proc.stdout)
+        except EOFError:
+            raise AgentcoreError(f"a scan's worker process stopped (exit status {proc.wait()})") from None
+        if kind == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """End every worker: at the end of its orders, or (a scan stopped partway) as it sends what no one reads."""
+        for proc in self._procs:
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:  # a worker gone before its orders were read
+                        pass
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # still in a long batch
+                proc.kill()
+                proc.wait()
+
+
+def scan_processes(scanners: Sequence[Scanner], runs: int, processes: int | None) -> int:
+    """The processes a scan reading `runs` runs reads them on: `processes` (None: one a core), but one where fewer
+    than POOL_RUNS runs are read, or where a scanner cannot be sent to another process (a function made inside
+    another, as a regex scanner's is: the scan reads every run itself)."""
+    wanted = (os.cpu_count() or 1) if processes is None else processes
+    if wanted <= 1 or runs < POOL_RUNS:
+        return 1
+    try:
+        pickle.dumps(list(scanners))
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return 1
+    return wanted
+
+
+def _findings(
+    store: Store, scanners: Sequence[Scanner], run_ids: list[str], processes: int
+) -> Iterator[dict[str, list[Annotation]]]:
+    """The findings on each run named, in their order, the runs read READ_BATCH at a time. On more than one process,
+    each batch's runs are made and scanned in a worker process (`serve_scans`) while this one reads the next batch
+    and writes the findings; the scanners go to the workers as what they are (a function, by its module and name),
+    so a worker runs only what this process was given."""
+    batches = [run_ids[k : k + READ_BATCH] for k in range(0, len(run_ids), READ_BATCH)]
+
+    def read(ids: list[str]) -> list[StoredRun | None]:
+        found = store.stored_runs(ids)
+        return [found.pop(run_id, None) for run_id in ids]
+
+    def alone(run_id: str) -> dict[str, list[Annotation]]:
+        return scan_run(store.read_run(run_id), scanners)  # a run gone since the scan began: this says it is not there
+
+    if processes <= 1:
+        for ids in batches:
+            for run_id, stored in zip(ids, read(ids), strict=True):
+                yield scan_run(stored.run(), scanners) if stored is not None else alone(run_id)
+        return
+
+    def each(ids: list[str], there: list[bool], found: list) -> Iterator[dict[str, list[Annotation]]]:
+        made = iter(found)
+        for run_id, stored in zip(ids, there, strict=True):
+            yield next(made) if stored else alone(run_id)
+
+    workers = _Workers(processes, scanners)
+    try:
+        pending: deque[tuple[list[str], list[bool]]] = deque()  # batch k is worker k % processes's
+        for k, ids in enumerate(batches):
+            stored = read(ids)
+            oldest = None
+            if len(pending) == processes:  # every worker busy: the oldest batch's worker is this batch's
+                oldest = (*pending.popleft(), workers.receive(k % processes))
+            workers.send(k % processes, [s for s in stored if s is not None])
+            pending.append((ids, [s is not None for s in stored]))
+            if oldest is not None:
+                yield from each(*oldest)
+        for k in range(len(batches) - len(pending), len(batches)):
+            yield from each(*pending.popleft(), workers.receive(k % processes))
+    finally:
+        workers.close()
+
+
 def scan_library(
     store: Store,
     scanners: Sequence[Scanner],
@@ -358,11 +500,13 @@ def scan_library(
     progress: Callable[[int, int], None] | None = None,
     *,
     again: bool = False,
+    processes: int | None = 1,
 ) -> ScanReport:
     """Scan the stored runs named and keep each scanner's findings on each run (replacing its earlier ones).
 
     A run whose revision every scanner already read, in the scanner's present version, is skipped (its findings
-    stand); `again` reads every run all the same.
+    stand); `again` reads every run all the same. `processes` (None: one a core) reads a large scan's runs on
+    that many processes (scan_processes); the findings are written here, in the order of `run_ids`, either way.
     """
     report = ScanReport(findings={s.name: 0 for s in scanners})
     ids = list(run_ids)
@@ -371,6 +515,8 @@ def scan_library(
         k: revision
         for k, (revision, _) in store.scanned(ids, None if again else {s.author: s.version for s in scanners}).items()
     }
+    to_read = [run_id for run_id in ids if again or run_id in state]
+    findings = _findings(store, scanners, to_read, scan_processes(scanners, len(to_read), processes))
     batch: list[tuple[str, dict[str, list[Annotation]], dict[str, tuple[int, str]] | None]] = []
 
     def write() -> None:
@@ -379,24 +525,22 @@ def scan_library(
         report.removed += removed
         batch.clear()
 
-    runs: dict[str, StoredRun] = {}
-    for i, run_id in enumerate(ids, start=1):
-        revision = state.get(run_id)
-        if not again and run_id not in state:  # every scanner has read this revision: the database left it out
-            report.skipped += 1
-        else:
-            if run_id not in runs:  # the next batch of runs to read, read together
-                runs = store.stored_runs([r for r in ids[i - 1 : i - 1 + READ_BATCH] if again or r in state])
-            # a run gone since the scan began is read alone, which says it is not there
-            stored = runs.pop(run_id, None)
-            found = scan_run(stored.run() if stored is not None else store.read_run(run_id), scanners)
-            batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
-            for scanner in scanners:
-                report.findings[scanner.name] += len(found[scanner.author])
-                report.keep(run_id, scanner.name, found[scanner.author])
-            report.runs += 1
-        if len(batch) >= WRITE_BATCH or (batch and i == len(ids)):
-            write()  # a batch of runs a transaction: a killed scan loses at most one batch, found again next time
-        if progress is not None:
-            progress(i, len(ids))
+    try:
+        for i, run_id in enumerate(ids, start=1):
+            revision = state.get(run_id)
+            if not again and run_id not in state:  # every scanner has read this revision: the database left it out
+                report.skipped += 1
+            else:
+                found = next(findings)
+                batch.append((run_id, found, {s.author: (revision, s.version) for s in scanners} if revision else None))
+                for scanner in scanners:
+                    report.findings[scanner.name] += len(found[scanner.author])
+                    report.keep(run_id, scanner.name, found[scanner.author])
+                report.runs += 1
+            if len(batch) >= WRITE_BATCH or (batch and i == len(ids)):
+                write()  # a batch of runs a transaction: a killed scan loses at most one batch, found again next time
+            if progress is not None:
+                progress(i, len(ids))
+    finally:
+        findings.close()  # a scan stopped partway stops its worker processes too
     return report

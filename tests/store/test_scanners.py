@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 
@@ -11,7 +12,7 @@ from support.runs import FIVE, made_run, scripted_run
 
 from agentcore.annotations import make_annotation
 from agentcore.cli.main import main
-from agentcore.errors import UsageError
+from agentcore.errors import AgentcoreError, UsageError
 from agentcore.hooks.protocol import HookEffect
 from agentcore.messages import AssistantMessage, ToolCall, ToolMessage, Usage
 from agentcore.run import Run
@@ -278,3 +279,163 @@ def test_a_scans_report_names_findings_up_to_its_bound_and_counts_the_rest(monke
     labels = [make_annotation(step=n, labels=["looped"]) for n in (1, 2, 3)]
     report.keep("r1", "loop", labels)
     assert report.found == [("r1", 1, "loop", "looped"), ("r1", 2, "loop", "looped")] and report.not_listed == 1
+
+
+PID_SCANNER = '''
+import os
+
+from agentcore.store.scanners import Finding
+
+
+def where(run):
+    """The process that read the run."""
+    yield Finding(1, "read", f"read by process {os.getpid()}")
+
+
+def too_far(run):
+    """A finding on a step no run has."""
+    yield Finding(99, "x", "no such step")
+
+
+def chatty(run):
+    """Prints as it reads: the worker's stdout is the scan's, so this goes to stderr."""
+    print("reading", run.id)
+    return [Finding(1, "read", "read")]
+
+
+def dies(run):
+    """Ends its process."""
+    os._exit(3)
+'''
+
+
+SEVEN = ("loop", "ignored_error", "unknown_tool", "step_budget", "context", "unread_results", "key_in_reply")
+
+
+@pytest.fixture
+def pid_scanners(tmp_path, monkeypatch):
+    """A user's scanner module on the import path, as PYTHONPATH=. puts one: `where` names the process reading.
+    Made as resolve_scanner makes them, but not registered: the registry would list them beside the built-ins."""
+    import importlib
+
+    (tmp_path / "pid_scanners.py").write_text(PID_SCANNER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("pid_scanners")
+    yield {
+        name: Scanner(f"pid_scanners:{name}", getattr(module, name)) for name in ("where", "too_far", "chatty", "dies")
+    }
+    sys.modules.pop("pid_scanners", None)
+
+
+def _library(path, runs: list[Run], copies: int) -> tuple[Store, list[str]]:
+    store = Store(path, owner="ada")
+    ids = []
+    for i in range(copies):
+        run = runs[i % len(runs)].model_copy(update={"id": Run().id})
+        store.save_run(run)
+        ids.append(run.id)
+    return store, ids
+
+
+@pytest.mark.long
+def test_a_scan_on_two_processes_writes_what_a_scan_in_one_writes_and_each_run_is_read_in_a_worker(
+    tmp_path, monkeypatch, pid_scanners
+):
+    from agentcore.store import scanners as scanning
+
+    monkeypatch.setattr(scanning, "POOL_RUNS", 10)
+    monkeypatch.setattr(scanning, "READ_BATCH", 50)  # nine batches: more than the two workers and one waiting
+    runs = [scripted_run(s) for s in ("weather", "runaway", "tool_error", "research", "recovery")]
+    builtins = [BUILTINS[name] for name in SEVEN]
+    one, ids = _library(tmp_path / "one.db", runs, 450)
+    two, same = _library(tmp_path / "two.db", runs, 450)
+    by_one = scan_library(one, builtins, ids, processes=1)
+    reads, seen = [], []
+    monkeypatch.setattr(two, "stored_runs", lambda run_ids: reads.append(run_ids) or Store.stored_runs(two, run_ids))
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, len(reads)))
+
+    by_two = scan_library(two, [*builtins, pid_scanners["where"]], same, progress, processes=2)
+    assert [done for done, _ in seen] == list(range(1, 451))
+    assert seen[0][1] == 3  # the first run's findings came as soon as both workers had a batch and one waited
+    assert by_one.added > 0 and (by_two.runs, by_two.added) == (450, by_one.added + 450)
+    assert {k: v for k, v in by_two.findings.items() if k != "pid_scanners:where"} == by_one.findings
+
+    def kept(store: Store, order: list[str]) -> list[list[tuple]]:
+        labels = store.annotations_by_run()
+        return [sorted((a.id, a.author, a.step, a.note) for a in labels.get(r, [])) for r in order]
+
+    readers = {a[3] for run in kept(two, same) for a in run if a[1] == "scanner:pid_scanners:where"}
+    assert len(readers) == 2 and f"read by process {os.getpid()}" not in readers  # two workers, not this process
+    assert kept(one, ids) == [[a for a in run if a[1] != "scanner:pid_scanners:where"] for run in kept(two, same)]
+    again = scan_library(two, builtins, same, processes=2)  # each worker's reading was recorded as this one's is
+    assert (again.runs, again.skipped, again.added) == (0, 450, 0)
+
+
+@pytest.mark.long
+def test_a_scanner_failing_in_a_worker_is_the_same_one_line_error(tmp_path, monkeypatch, pid_scanners):
+    from agentcore.store import scanners as scanning
+
+    monkeypatch.setattr(scanning, "POOL_RUNS", 10)
+    store, ids = _library(tmp_path / "runs.db", [scripted_run("weather")], 20)
+    with pytest.raises(UsageError, match=r"^scanner pid_scanners:too_far on run \w+: .*not a step 99"):
+        scan_library(store, [pid_scanners["too_far"]], ids, processes=2)
+    assert store.annotations_by_run() == {}  # nothing of the failed batch written
+
+
+@pytest.mark.long
+def test_a_worker_that_prints_scans_on_and_one_that_dies_stops_the_scan_in_one_line(
+    tmp_path, monkeypatch, pid_scanners, capfd
+):
+    from agentcore.store import scanners as scanning
+
+    monkeypatch.setattr(scanning, "POOL_RUNS", 10)
+    store, ids = _library(tmp_path / "runs.db", [scripted_run("weather")], 20)
+    assert scan_library(store, [pid_scanners["chatty"]], ids, processes=2).added == 20
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err.count("reading ") == 20
+    with pytest.raises(AgentcoreError, match=r"^a scan's worker process stopped \(exit status 3\)$"):
+        scan_library(store, [pid_scanners["dies"]], ids, again=True, processes=2)
+
+
+def test_a_scan_reads_on_one_process_when_small_asked_so_or_a_scanner_cannot_leave_this_one(monkeypatch):
+    from agentcore.store import scanners as scanning
+
+    builtins = [BUILTINS[name] for name in SEVEN]
+    assert scanning.scan_processes(builtins, scanning.POOL_RUNS, 2) == 2
+    assert scanning.scan_processes(builtins, scanning.POOL_RUNS - 1, 2) == 1  # too few runs to start processes for
+    assert scanning.scan_processes(builtins, scanning.POOL_RUNS, 1) == 1
+    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 3)
+    assert scanning.scan_processes(builtins, scanning.POOL_RUNS, None) == 3  # one a core
+    made_here = Scanner("mine", lambda r: [])
+    assert scanning.scan_processes([*builtins, made_here], scanning.POOL_RUNS, 2) == 1
+    assert scanning.scan_processes([resolve_scanner("regex:Tokyo")], scanning.POOL_RUNS, 2) == 1
+
+
+def test_a_scan_made_here_with_two_processes_asked_reads_every_run_itself(tmp_path, monkeypatch):
+    from agentcore.store import scanners as scanning
+
+    monkeypatch.setattr(scanning, "POOL_RUNS", 10)
+    store, ids = _library(tmp_path / "runs.db", [scripted_run("weather")], 12)
+    here = os.getpid()
+    mine = Scanner("mine", lambda r: [Finding(1, "read", f"read by process {os.getpid()}")])
+    report = scan_library(store, [mine], ids, processes=2)
+    assert report.added == 12
+    assert {a.note for v in store.annotations_by_run().values() for a in v} == {f"read by process {here}"}
+
+
+def test_the_command_modules_main_runs_only_as_the_main_module():
+    """A scan's worker process (spawned) imports `python -m agentcore`'s module again, as __mp_main__."""
+    import runpy
+
+    runpy.run_module("agentcore.__main__", run_name="__mp_main__")  # would exit, as the command does
+    with pytest.raises(SystemExit):
+        runpy.run_module("agentcore.__main__", run_name="__main__")
+
+
+@pytest.mark.parametrize("processes", ["0", "-2"])
+def test_scan_processes_below_one_is_one_line(tmp_path, capsys, processes):
+    assert main(["scan", "--db", str(tmp_path / "runs.db"), "--processes", processes]) == 2
+    err = capsys.readouterr().err
+    assert err == "agentcore: error: --processes is how many processes read the runs: a whole number from 1\n"
