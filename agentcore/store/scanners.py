@@ -49,6 +49,8 @@ CONTEXT_SHARE = 0.8  # a request past this share of the model's window is a find
 WRITE_BATCH = 200  # runs whose findings are written in one transaction
 READ_BATCH = 200  # runs read from the database in one transaction
 POOL_RUNS = 5_000  # runs to read from which a scan given more than one process starts them (each imports agentcore)
+# a scan's worker process (serve_scans): the interpreter running this one, so the same packages
+WORKER = [sys.executable, "-c", "from agentcore.store.scanners import serve_scans; serve_scans()"]
 FAILURE_WORDS = ("error", "fail", "cannot", "can't", "could not", "couldn't", "unable", "sorry", "problem")
 
 
@@ -388,31 +390,43 @@ class _Workers:
     """`count` worker processes of a scan, each sent the scanners once, then one batch of stored runs at a time."""
 
     def __init__(self, count: int, scanners: Sequence[Scanner]) -> None:
-        order = [sys.executable, "-c", "from agentcore.store.scanners import serve_scans; serve_scans()"]
         self._procs: list[subprocess.Popen] = []
         try:
-            for _ in range(count):
-                proc = subprocess.Popen(order, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                self._procs.append(proc)
-                pickle.dump(list(sys.path), proc.stdin)
-                pickle.dump(list(scanners), proc.stdin)
+            for k in range(count):
+                self._procs.append(subprocess.Popen(WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+                self._order(k, list(sys.path))
+                self._order(k, list(scanners))
         except BaseException:
             self.close()
             raise
 
-    def send(self, k: int, stored: list[StoredRun]) -> None:
+    def _stopped(self, k: int) -> AgentcoreError:
+        proc = self._procs[k]
+        try:
+            status = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            status = "none yet"
+        return AgentcoreError(f"a scan's worker process stopped (exit status {status})")
+
+    def _order(self, k: int, order: Any) -> None:
         stdin = self._procs[k].stdin
         assert stdin is not None
-        pickle.dump(stored, stdin)
-        stdin.flush()
+        try:
+            pickle.dump(order, stdin)
+            stdin.flush()
+        except OSError:  # its end of the pipe closed: the worker is gone
+            raise self._stopped(k) from None
+
+    def send(self, k: int, stored: list[StoredRun]) -> None:
+        self._order(k, stored)
 
     def receive(self, k: int) -> list[dict[str, list[Annotation]]]:
-        proc = self._procs[k]
-        assert proc.stdout is not None
+        stdout = self._procs[k].stdout
+        assert stdout is not None
         try:
-            kind, value = pickle.load(proc.stdout)
+            kind, value = pickle.load(stdout)
         except EOFError:
-            raise AgentcoreError(f"a scan's worker process stopped (exit status {proc.wait()})") from None
+            raise self._stopped(k) from None
         if kind == "error":
             raise value
         return value

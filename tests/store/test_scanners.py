@@ -397,6 +397,9 @@ def test_a_worker_that_prints_scans_on_and_one_that_dies_stops_the_scan_in_one_l
     assert printed.out == "" and printed.err.count("reading ") == 20
     with pytest.raises(AgentcoreError, match=r"^a scan's worker process stopped \(exit status 3\)$"):
         scan_library(store, [pid_scanners["dies"]], ids, again=True, processes=2)
+    monkeypatch.setattr(scanning, "WORKER", [sys.executable, "-c", "import sys; sys.exit(4)"])  # cannot even start
+    with pytest.raises(AgentcoreError, match=r"^a scan's worker process stopped \(exit status 4\)$"):
+        scan_library(store, [pid_scanners["dies"]], ids, again=True, processes=2)
 
 
 def test_a_scan_reads_on_one_process_when_small_asked_so_or_a_scanner_cannot_leave_this_one(monkeypatch):
