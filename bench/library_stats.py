@@ -5,10 +5,10 @@ and two OpenAI runs with recorded usage, one reading from the prompt cache), spr
 It is built once per invocation (SQLite with synchronous=OFF while it is built: the build is not measured).
 
 Measured: `stats --by model` and `--by day` in process (the median of three), the command itself as a person
-runs it (a fresh process: imports included), `scan` with every built-in, first (findings written) on one
-process and on one a core (as `agentcore scan` reads a large library), and again (nothing to change), the first count of a library saved before the figure rows were kept (each run's kept JSON
-read once: a database the schema's migration just moved up), and of one saved before figures were kept at all
-(every run read once).
+runs it (a fresh process: imports included), `scan` with every built-in, first (findings written) on one process
+and on one a core (as `agentcore scan` reads a large library), and again (nothing to change), the first count of a
+library saved before the figure rows were kept (each run's kept JSON read once: a database the schema's migration
+just moved up), and of one saved before figures were kept at all (every run read once).
 
     .venv/bin/python bench/library_stats.py                   # 20,000 SQLite runs, 2,000 PostgreSQL runs
     .venv/bin/python bench/library_stats.py --runs 200000 --pg-runs 20000   # a team's year

@@ -394,8 +394,8 @@ class _Workers:
         try:
             for k in range(count):
                 self._procs.append(subprocess.Popen(WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
-                self._order(k, list(sys.path))
-                self._order(k, list(scanners))
+                self.send(k, list(sys.path))
+                self.send(k, list(scanners))
         except BaseException:
             self.close()
             raise
@@ -408,7 +408,8 @@ class _Workers:
             status = "none yet"
         return AgentcoreError(f"a scan's worker process stopped (exit status {status})")
 
-    def _order(self, k: int, order: Any) -> None:
+    def send(self, k: int, order: Any) -> None:
+        """Send worker `k` its next order: the import path, the scanners, then each batch of stored runs."""
         stdin = self._procs[k].stdin
         assert stdin is not None
         try:
@@ -416,9 +417,6 @@ class _Workers:
             stdin.flush()
         except OSError:  # its end of the pipe closed: the worker is gone
             raise self._stopped(k) from None
-
-    def send(self, k: int, stored: list[StoredRun]) -> None:
-        self._order(k, stored)
 
     def receive(self, k: int) -> list[dict[str, list[Annotation]]]:
         stdout = self._procs[k].stdout

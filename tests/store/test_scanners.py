@@ -429,7 +429,8 @@ def test_a_scan_made_here_with_two_processes_asked_reads_every_run_itself(tmp_pa
 
 
 def test_the_command_modules_main_runs_only_as_the_main_module():
-    """A scan's worker process (spawned) imports `python -m agentcore`'s module again, as __mp_main__."""
+    """A process multiprocessing spawns from the command imports `python -m agentcore`'s module again, as
+    __mp_main__."""
     import runpy
 
     runpy.run_module("agentcore.__main__", run_name="__mp_main__")  # would exit, as the command does
