@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import io
+import itertools
 import os
 import sys
 from collections.abc import Callable
@@ -80,6 +82,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A pytest-xdist worker ends as soon as its last hook has run: its results reached the controller when its
+    session finished, and the exit handlers (the tool worker processes, the MCP servers it started) run here first.
+
+    Python's own finalization of a worker's heap, which the controller waited on, took two to three seconds of each
+    fast run's sixty.
+    """
+    if hasattr(config, "workerinput"):
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _session_runs_database(tmp_path_factory):
     # module- and session-scoped fixtures run before the per-test one below: cover them too
@@ -141,10 +158,15 @@ def _app_scripts_compiled_once():
         yield
 
 
+_RUNS_DATABASES = itertools.count()
+
+
 @pytest.fixture(autouse=True)
-def _private_runs_database(tmp_path, monkeypatch):
-    # no test may read or write the user's own ~/.agentcore/runs.db
-    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path / "default-runs.db"))
+def _private_runs_database(tmp_path_factory, monkeypatch):
+    """No test may read or write the user's own ~/.agentcore/runs.db: each gets a database of its own, a name no
+    other test of the session has (not a folder of its own: most never open it, and tmp_path made one each)."""
+    name = f"default-runs-{next(_RUNS_DATABASES)}.db"
+    monkeypatch.setenv("AGENTCORE_DB", str(tmp_path_factory.getbasetemp() / name))
 
 
 @pytest.fixture(autouse=True)

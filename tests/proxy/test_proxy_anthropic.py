@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import httpx
 import pytest
 from support.proxy_rig import KEY
 from support.stand_in import Reply
 
 httpx2 = pytest.importorskip("httpx2", reason="the anthropic SDK's HTTP package is not installed")
-anthropic = pytest.importorskip("anthropic", reason="the anthropic package is not installed (pip install '.[test]')")
+if importlib.util.find_spec("anthropic") is None:  # imported by the test that calls it: a second and a half to import
+    pytest.skip("the anthropic package is not installed (pip install '.[test]')", allow_module_level=True)
 
 TOOLS = [
     {
@@ -21,6 +24,8 @@ TOOLS = [
 
 def test_streamed_tool_use_then_answer_are_one_run(rig_of, capsys):
     rig = rig_of(Reply.fixture("anthropic_stream_tool_use.sse"), Reply.fixture("anthropic_stream_thinking.sse"))
+    import anthropic
+
     sdk = anthropic.Anthropic(api_key=KEY, base_url=rig.url, http_client=rig.tap.client(httpx2), max_retries=0)
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
     with sdk.messages.stream(
