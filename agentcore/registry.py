@@ -52,6 +52,8 @@ class Registry(Mapping[str, T]):
     def __init__(self, kind: str, entries: Mapping[str, T], adapt: Callable[[str, Any], T] | None = None) -> None:
         self.kind = kind
         self._entries = dict(entries)
+        # the names it was made with: "every built-in" means these, never the module:attribute names loaded since
+        self.built_in: tuple[str, ...] = tuple(self._entries)
         self._adapt = adapt  # what a loaded attribute becomes (None: this kind takes no code)
 
     def __getitem__(self, name: str) -> T:

@@ -182,13 +182,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from ..store.scanners import BUILTINS, resolve_scanner, scan_library
 
     if args.list:
-        width = max(map(len, BUILTINS))
-        for name, scanner in BUILTINS.items():
-            print(f"  {name:<{width}}  {scanner.description}")
+        width = max(map(len, BUILTINS.built_in))
+        for name in BUILTINS.built_in:
+            print(f"  {name:<{width}}  {BUILTINS[name].description}")
         return 0
     if args.processes is not None and args.processes < 1:
         raise UsageError("--processes is how many processes read the runs: a whole number from 1")
-    named = list(dict.fromkeys(args.scanner or BUILTINS))
+    named = list(dict.fromkeys(args.scanner or BUILTINS.built_in))
     judges = _judges([s for s in named if s.startswith(JUDGE_PREFIX)], args)
     scanners = [resolve_scanner(s, code=True) for s in named if not s.startswith(JUDGE_PREFIX)]  # the operator's
     store = Store(args.db)

@@ -273,8 +273,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"mocked: {mocked} tool call{'s' if mocked != 1 else ''} answered by a mock rule, not run")
     usage = run.usage
     est = " (~ partly estimated)" if any(s.estimated for s in run.steps) else ""
+    steps = len(run.steps)
     print(
-        f"\nstop: {run.ending or ('paused' if run.paused else None)} after {len(run.steps)} steps · "
+        f"\nstop: {run.ending or ('paused' if run.paused else None)} after {steps} step{'s' * (steps != 1)} · "
         f"{usage.input_tokens} input + {usage.output_tokens} output tokens{est}"
     )
     if run.stop_reason == "error":

@@ -327,7 +327,7 @@ def scan(store: Any, names: list[str] | None, again: bool, limits: Limits) -> di
     """scan: built-in and `regex:` scanners over the runs, a few runs at a time, until done or the deadline."""
     from ..store.scanners import BUILTINS, ScanReport, ScanStopped, regex_scanner, scan_library
 
-    names = list(dict.fromkeys(names or BUILTINS))
+    names = list(dict.fromkeys(names or BUILTINS.built_in))
     deadline = Deadline(limits.seconds)
     scanners = [  # a client names built-ins and patterns alone: its module:function is refused, never imported
         regex_scanner(n.removeprefix("regex:"), deadline=deadline.at) if n.startswith("regex:") else BUILTINS.resolve(n)

@@ -175,7 +175,7 @@ def test_the_cli_stops_at_a_breakpoint_saves_the_run_names_it_and_exits_5(tmp_pa
         "run", "--provider", "scripted", "--scenario", "weather", "--no-db", "--out", str(out), "--break", "step:2"
     )
     assert done.returncode == 5, done.stderr
-    assert "breakpoint: step:2 hit at step 2" in done.stdout and "stop: paused after 1 steps" in done.stdout
+    assert "breakpoint: step:2 hit at step 2" in done.stdout and "stop: paused after 1 step ·" in done.stdout
     saved = transcript.load(out)
     assert saved.halt.breakpoint == "step:2" and len(saved.steps) == 1
 

@@ -164,3 +164,25 @@ def test_an_mcp_client_naming_a_module_attribute_scanner_is_refused_and_nothing_
         scan(store, ["loop", "agentcore_user_ext:every_step"], False, Limits())
     assert "agentcore_user_ext" not in sys.modules
     assert scan(store, ["loop", "regex:x"], False, Limits())["runs"] == 0  # a built-in and a pattern: fine
+
+
+def test_every_built_in_means_the_built_ins_after_the_operator_loads_a_scanner_of_its_own(
+    user_module, tmp_path, capsys
+):
+    from agentcore.runs_server.limits import Limits
+    from agentcore.runs_server.tools import scan
+    from agentcore.store import Store
+
+    seven = BUILTINS.built_in
+    assert len(seven) == 7 and "agentcore_user_ext:every_step" not in seven
+    db = str(tmp_path / "runs.db")
+    Store(db).save_run(Run.start("hi", RunConfig()))
+    assert main(["scan", "--db", db, "--scanner", "agentcore_user_ext:every_step"]) == 0
+    capsys.readouterr()
+    assert "agentcore_user_ext:every_step" in BUILTINS and BUILTINS.built_in == seven  # found again by its name
+    # the command with no --scanner, its list, and an MCP client asking for every built-in: the seven alone
+    assert main(["scan", "--db", db, "--list"]) == 0
+    assert "agentcore_user_ext" not in capsys.readouterr().out
+    assert main(["scan", "--db", db]) == 0
+    assert "agentcore_user_ext" not in capsys.readouterr().out
+    assert set(scan(Store(db), None, True, Limits())["findings"]) == set(seven)

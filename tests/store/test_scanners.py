@@ -227,6 +227,7 @@ def test_a_users_function_scanner_and_a_regex_scanner(tmp_path, monkeypatch, cap
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(BUILTINS, "_entries", dict(BUILTINS._entries))  # the scanner it loads is not kept for others
     db = str(tmp_path / "runs.db")
     assert main(["scan", "--db", db, "--scanner", "my_scanners:long_answers"]) == 2  # the folder is not on the path
     assert "no installed module 'my_scanners'" in capsys.readouterr().err
