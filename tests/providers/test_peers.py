@@ -67,7 +67,8 @@ def test_llama_cpp_server_runs_a_tool_loop_through_the_cli(llama_server, tmp_pat
     calls = [c for m in replies for c in m.tool_calls]
     results = [m for m in run.messages if isinstance(m, ToolMessage)]
     assert len(results) == len(calls)  # every call the model made got a result
-    assert f"stop: {run.ending} after {len(run.steps)} steps" in done.stdout  # a reply cut off says so
+    steps = len(run.steps)
+    assert f"stop: {run.ending} after {steps} step{'s' * (steps != 1)} ·" in done.stdout  # a reply cut off says so
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "openai"])
