@@ -275,7 +275,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     est = " (~ partly estimated)" if any(s.estimated for s in run.steps) else ""
     steps = len(run.steps)
     print(
-        f"\nstop: {run.ending or ('paused' if run.paused else None)} after {steps} step{'s' * (steps != 1)} · "
+        f"\nstop: {run.ending or ('paused' if run.paused else None)} after {steps} step{'s' if steps != 1 else ''} · "
         f"{usage.input_tokens} input + {usage.output_tokens} output tokens{est}"
     )
     if run.stop_reason == "error":
