@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from agentcore.messages import (
     AssistantMessage,
@@ -47,6 +48,9 @@ NEW_BADGE = ":blue-badge[:material/fiber_new: new]"
 NEW_KEY = "_new_messages"  # (run id, index of the first message the last phase added)
 LATEST_SHOWN = 4  # the newest messages listed by the controls, one line each, so Step stays on screen with them
 LATEST_CHARS = 72
+MENU_PREFIX = "row_menu_"
+MENU_LABEL = ":material/more_vert:"
+INSERT_KEY = "insert_open"
 
 Violations = dict[int, list[str]]
 
@@ -363,15 +367,54 @@ def _page_range(session: Session, total: int) -> range:
     return range(lo, hi)
 
 
+def menu_key(i: int) -> str:
+    """The key of the menu of the message at `i`: True in the session state while it is open."""
+    return f"{MENU_PREFIX}{i}"
+
+
+def _from_menu(action: Callable[[int], None], i: int) -> None:
+    """Run a menu's action on the message at `i`, and close the menu: the row it was opened on changes."""
+    st.session_state[menu_key(i)] = False
+    action(i)
+
+
+def _row_menu(session: Session, row: DeltaGenerator, i: int, m: Message, step: int | None) -> None:
+    """The row's actions in one menu, drawn only once it is opened.
+
+    Edit, delete, compare from here (a model turn a step recorded) and the mock form (a tool result). A closed
+    menu is one element: what it holds is not sent and drawn again with every Step, whose time in the browser
+    follows the elements it redraws.
+    """
+    menu = row.popover(MENU_LABEL, key=menu_key(i), on_change="rerun")
+    if not menu.open:
+        return
+    editing = session.editing == i
+    if not editing:
+        menu.button("Edit", icon=":material/edit:", key=f"edit_{i}", on_click=_from_menu, args=(actions.begin_edit, i))
+    menu.button(
+        "Delete", icon=":material/delete:", key=f"del_{i}", on_click=_from_menu, args=(actions.delete_message, i)
+    )
+    if step is not None and menu.button(
+        "Compare from here",
+        icon=":material/compare_arrows:",
+        key=f"cmp_from_{i}",
+        help=f"Ask step {step} again on other models, beside what this run did from there",
+    ):
+        actions.compare_from(session.run, step)
+    if isinstance(m, ToolMessage) and session.draft is None and not editing:
+        menu.markdown(":material/science: **Mock this result**")
+        render_mock_form(menu, i, m)
+
+
 def _message_row(
     session: Session, i: int, m: Message, reasons: list[str], record: Record, new: bool, upcoming: Run
 ) -> None:
-    """One message with its edit and delete buttons, its editor when open, and what is wrong with it.
+    """One message with its menu, its editor when open, and what is wrong with it.
 
     Its marks say what the next request (`upcoming`: the run with the sidebar's settings) does with it.
 
-    The header and the body are one Markdown block beside the two buttons: every element is a delta
-    sent and drawn again on each Step, so a message is as few elements as it can be.
+    The header and the body are one Markdown block beside the menu: every element is a delta sent and drawn
+    again on each Step, so a message is as few elements as it can be.
     """
     editing = session.editing == i
     with st.container(border=True, key=f"msg_{i}"):
@@ -380,19 +423,7 @@ def _message_row(
             upcoming, i, session.draft is not None
         )
         row.markdown(head if editing else f"{head}\n\n{message_markdown(m, record.tool_run(i))}", width="stretch")
-        row.button(":material/edit:", key=f"edit_{i}", help="Edit", on_click=actions.begin_edit, args=(i,))
-        row.button(":material/delete:", key=f"del_{i}", help="Delete", on_click=actions.delete_message, args=(i,))
-        step = record.step_at(i) if session.draft is None else None
-        if step is not None and row.button(
-            ":material/compare_arrows:",
-            key=f"cmp_from_{i}",
-            help=f"Compare from here: ask step {step} again on other models, beside what this run did from there",
-        ):
-            actions.compare_from(session.run, step)
-        if isinstance(m, ToolMessage) and session.draft is None and not editing:
-            mock = row.popover(":material/science:", help="Mock this result", key=f"mock_pop_{i}", on_change="rerun")
-            if mock.open:  # its five widgets drawn once it is opened, not again for each result on every Step
-                render_mock_form(mock, i, m)
+        _row_menu(session, row, i, m, record.step_at(i) if session.draft is None else None)
         if editing:
             _editor(session, i, m)
         else:
@@ -402,7 +433,11 @@ def _message_row(
 
 
 def _insert_form(total: int) -> None:
-    with st.expander("Insert a message"):
+    """The form to insert a message, drawn only once its expander is opened (not again on every Step)."""
+    box = st.expander("Insert a message", key=INSERT_KEY, on_change="rerun")
+    if not box.open:
+        return
+    with box:
         c1, c2 = st.columns(2)
         c1.number_input("At index", min_value=0, max_value=total, value=total, key="ins_pos")
         role = c2.selectbox("Role", ["user", "assistant", "tool"], key="ins_role")

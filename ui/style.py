@@ -68,6 +68,16 @@ FOCUS_SCRIPT = """<script>
   // Streamlit hides its widgets' icons; an icon in Markdown (`:material/fiber_new:`) it writes as an image named
   // "fiber_new icon", which a screen reader reads out. Hidden, unless it is all a button or link has for a name.
   const ICONS = 'span[role="img"][aria-label$=" icon"]';
+  const MENUS = '[class*="st-key-row_menu_"]';
+  let menuFocused = null;  // the menu whose first action was given the focus
+  let acted = null, actedRan = false;  // the message whose menu's action was clicked; whether its redraw began
+  document.addEventListener("click", (event) => {
+    const opener = document.querySelector(`${MENUS} button[aria-expanded="true"]`);
+    if (opener && event.target.closest && event.target.closest('[data-testid="stPopoverBody"] button')) {
+      acted = (opener.closest(MENUS).className.match(/st-key-row_menu_(\\d+)/) || [])[1] ?? null;
+      actedRan = false;
+    }
+  }, true);
   const alone = (icon) => {  // the icon is all the name its button or link has: its other text is icons too
     const owner = icon.closest('button, a, [role="button"], [role="tab"]');
     if (owner === null) return false;
@@ -112,6 +122,35 @@ FOCUS_SCRIPT = """<script>
     }
     for (const icon of document.querySelectorAll(ICONS)) {
       if (icon.getAttribute("aria-hidden") !== "true" && !alone(icon)) icon.setAttribute("aria-hidden", "true");
+    }
+    // a message's menu is an icon alone ("more_vert icon" to a screen reader): named by what it holds
+    for (const menu of document.querySelectorAll(MENUS)) {
+      const button = menu.querySelector("button");
+      const index = (menu.className.match(/st-key-row_menu_(\\d+)/) || [])[1];
+      const name = `Actions on message #${index}`;
+      if (button && index && button.getAttribute("aria-label") !== name) button.setAttribute("aria-label", name);
+    }
+    // and the menu it opens, which Streamlit names by its label as written (":material/more_vert:"). Its actions
+    // are drawn once it is open, in a layer at the end of the page: the focus goes to the first, once they are
+    // there, as a menu button's does (the next Tab would leave for the next message).
+    const opener = document.querySelector(`${MENUS} button[aria-expanded="true"]`);
+    const dialog = opener ? document.querySelector('[data-testid="stPopoverBody"][role="dialog"]') : null;
+    if (dialog && opener.hasAttribute("aria-label")) dialog.setAttribute("aria-label", opener.getAttribute("aria-label"));
+    const first = dialog ? dialog.querySelector("button, textarea, input") : null;
+    if (!opener) menuFocused = null;
+    else if (first && menuFocused !== opener) {
+      menuFocused = opener;
+      if (document.activeElement === opener || document.activeElement === document.body) first.focus();
+    }
+    // an action of a menu redraws the page without it: the focus goes to the editor it opened, or to the menu
+    const state = document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state");
+    if (acted !== null && state === "running") actedRan = true;
+    else if (acted !== null && actedRan && state === "notRunning") {
+      const next = document.querySelector(`.st-key-msg_${acted} textarea`)
+        || document.querySelector(`.st-key-row_menu_${acted} button`);
+      const active = document.activeElement;  // the page's, or the menu's, which a closing menu gives it back to
+      if (next && (active === document.body || active.closest(MENUS))) next.focus();
+      acted = null;
     }
     const text = said();
     if (text && text !== announced) {

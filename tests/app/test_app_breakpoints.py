@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import click
+from support.app import click, open_menu
 
 from agentcore.run import Run
 
 
 def open_mock(at: AppTest, index: int) -> None:
-    """Open the mock popover of the tool result at `index`: its form is drawn once it is open."""
-    at.session_state[f"mock_pop_{index}"] = True
-    at.run()
+    """Open the menu of the tool result at `index`: its mock form is drawn once it is open."""
+    open_menu(at, index)
 
 
 def start(at: AppTest, scenario: str, breakpoints: str = "") -> Run:

@@ -8,7 +8,7 @@ import re
 from typing import Any, ClassVar
 
 import pytest
-from support.app import click, session, start, texts
+from support.app import click, in_menu, menus, open_insert, session, start, texts
 
 from agentcore import providers, transcript
 from agentcore.errors import ProviderError
@@ -159,7 +159,7 @@ def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app, ste
     click(app, "step")
     click(app, "step")
     original = [m.model_copy() for m in run.messages]
-    click(app, "edit_0")
+    in_menu(app, "edit_0", 0)
     app.text_area(key="edit_content_0").set_value("What is the weather in Oslo?")
     click(app, "edit_save_0")
     assert run.messages == original  # nothing applied yet
@@ -177,7 +177,7 @@ def test_editing_an_earlier_message_makes_a_fork_and_keeps_the_original(app, ste
 def test_editing_tool_call_arguments_after_the_last_model_call_changes_the_run_in_place(app):
     run = start(app)
     click(app, "model_phase")
-    click(app, "edit_1")
+    in_menu(app, "edit_1", 1)
     app.text_area(key="edit_args_1_0").set_value('{"city": "Lima"}')
     click(app, "edit_save_1")
     click(app, "apply_edits")
@@ -189,7 +189,7 @@ def test_editing_tool_call_arguments_after_the_last_model_call_changes_the_run_i
 def test_a_violation_is_shown_on_its_message_before_anything_is_sent(app):
     run = start(app)
     click(app, "step")
-    click(app, "del_1")  # drop the assistant turn: its three results now answer nothing
+    in_menu(app, "del_1", 1)  # drop the assistant turn: its three results now answer nothing
     errors = [e.value for e in app.error]
     assert sum("'call_1_0' has no matching tool call" in e for e in errors) == 1
     assert app.button(key="apply_edits").disabled
@@ -202,6 +202,7 @@ def test_inserting_a_message_goes_through_the_draft(app):
     run = start(app)
     click(app, "step")
     click(app, "step")
+    open_insert(app)
     app.number_input(key="ins_pos").set_value(6)
     app.selectbox(key="ins_role").set_value("user")
     app.text_area(key="ins_content").set_value("And in Berlin?")
@@ -246,7 +247,7 @@ def test_an_approved_result_changed_by_hand_reads_edited_with_what_the_tool_retu
     click(app, "step")
     click(app, "run_tools")  # every call approved
     returned = run.messages[2].content
-    click(app, "edit_2")
+    in_menu(app, "edit_2", 2)
     app.text_area(key="edit_content_2").set_value('{"city": "Paris", "temperature": -40}')
     click(app, "edit_save_2")
     click(app, "apply_edits")
@@ -439,10 +440,9 @@ def test_a_long_run_draws_one_page_of_messages_at_a_time(app):
     run = start(app, "runaway", cfg_max_steps=200)
     click(app, "run_to_end")
     assert run.stop_reason == "max_steps" and len(run.messages) == 401
-    edit_buttons = [b for b in app.button if b.key and b.key.startswith("edit_")]
-    assert len(edit_buttons) == PAGE_SIZE and edit_buttons[0].key == f"edit_{401 - PAGE_SIZE}"
+    assert menus(app) == list(range(401 - PAGE_SIZE, 401))
     click(app, "msg_prev")
-    assert [b.key for b in app.button if b.key and b.key.startswith("edit_")][0] == f"edit_{401 - 2 * PAGE_SIZE}"
+    assert menus(app) == list(range(401 - 2 * PAGE_SIZE, 401 - PAGE_SIZE))
 
 
 # -- the graph and the source view, as pure functions of a run --------------------------------
@@ -590,7 +590,7 @@ def test_a_structured_answer_ends_the_run_and_step_is_disabled(app):
 def test_a_fork_that_ends_on_an_answer_says_why_nothing_can_step(app):
     start(app)
     click(app, "run_to_end")
-    click(app, "edit_0")
+    in_menu(app, "edit_0", 0)
     app.text_area(key="edit_content_0").set_value("What is the weather in Oslo?")
     click(app, "edit_save_0")
     app.checkbox(key="keep_later").check().run()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import button, compare_from_runs_page, comparison, holds_text, set_up, settle
+from support.app import button, compare_from_runs_page, comparison, holds_text, open_menu, set_up, settle
 from support.servers import free_port
 
 from agentcore import Agent, Run, RunConfig, ScriptedProvider, toolbox
@@ -360,7 +360,10 @@ def test_compare_from_a_model_turn_in_the_message_list(open_app, tmp_path, monke
     session.add_run(run)
     at = open_app(session=session, view="Messages")
     reply = run.steps[-2].message_count  # the newest messages are on the list's first page
-    assert not any(b.key == f"cmp_from_{reply + 1}" for b in at.button)  # a tool result has no such button
+    open_menu(at, reply + 1)
+    shown = {b.key for b in at.button}
+    assert f"edit_{reply + 1}" in shown and f"cmp_from_{reply + 1}" not in shown  # a tool result has no such button
+    open_menu(at, reply)
     at.button(key=f"cmp_from_{reply}").click().run()
     assert not at.exception, at.exception
     state = at.session_state["compare_state"]

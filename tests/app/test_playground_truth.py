@@ -9,7 +9,7 @@ import os
 import pytest
 import test_app_playground as playground
 from streamlit.testing.v1 import AppTest
-from support.app import click, session, start, texts
+from support.app import click, in_menu, session, start, texts
 from test_app_playground import PLAN
 
 from agentcore.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
@@ -135,7 +135,7 @@ def test_the_cost_page_prices_a_run_answered_by_two_priced_models(app):
 
 
 def _edit_tool_result(at: AppTest, index: int, content: str) -> None:
-    click(at, f"edit_{index}")
+    in_menu(at, f"edit_{index}", index)
     at.text_area(key=f"edit_content_{index}").set_value(content)
     click(at, f"edit_save_{index}")
 
@@ -354,7 +354,7 @@ def test_the_playground_says_nothing_half_made(app):
     click(app, "run_to_end")
     assert run.stop_reason == "max_steps" and not app.success
     assert any(":orange-badge[max_steps]" in m.value for m in app.markdown)
-    click(app, "del_1")  # one problem: the results of the deleted turn answer nothing
+    in_menu(app, "del_1", 1)  # one problem: the results of the deleted turn answer nothing
     shown = [*map(str, (m.value for m in app.markdown)), captions(app), *(e.value for e in app.error)]
     shown += [w.value for w in app.warning] + [f"{m.label} {m.value}" for m in app.metric]
     text = "\n".join(shown)

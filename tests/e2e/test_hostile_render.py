@@ -13,7 +13,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import pytest
-from support.browser import WAIT, expect
+from support.browser import WAIT, expect, row_action
 from support.hostile import EVIL, hostile_run
 from support.servers import start_app
 
@@ -97,7 +97,7 @@ def test_a_hostile_run_fetches_links_and_runs_nothing_on_any_page(hostile_app, b
 
     store.set_meta(LAST_RUN_KEY, pending.id)
     visit.open(url, lambda: expect(page.locator(".st-key-pending")).to_be_visible(timeout=WAIT), reopen=True)
-    page.locator(".st-key-edit_2 button").first.click()
+    row_action(page, 2, "edit").click()
     expect(page.get_by_text("Arguments of").first).to_be_visible(timeout=WAIT)
     visit.check("playground, pending calls and the editor", f"{EVIL}/name-img")
 

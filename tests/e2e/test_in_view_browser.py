@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.browser import WAIT, app_over_runs, expect, runaway_run
+from support.browser import WAIT, app_over_runs, expect, row_action, runaway_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -106,7 +106,7 @@ def test_cancel_on_an_editor_left_as_it_was_leaves_nothing_pending(app, browser)
     expect(page.locator(".st-key-latest")).to_contain_text("#4", timeout=WAIT)
     _idle(page)
     for i in (1, 2):  # a model turn with tool calls, and a tool result
-        page.locator(f".st-key-edit_{i} button").first.click()
+        row_action(page, i, "edit").click()
         cancel = page.locator(f".st-key-edit_cancel_{i} button")
         expect(cancel).to_be_visible(timeout=WAIT)
         cancel.click()
@@ -135,7 +135,7 @@ def test_arguments_that_are_not_json_are_refused_next_to_their_field(app, browse
     _idle(page)
     _near(_in_view(field, "the arguments typed"), _in_view(refusal, "the reason they were refused"))
     # in the message editor: Save keeps the editor open and says why under the field
-    page.locator(".st-key-edit_1 button").first.click()
+    row_action(page, 1, "edit").click()
     field = page.locator(".st-key-edit_args_1_0 textarea")
     expect(field).to_be_visible(timeout=WAIT)
     field.fill("{broken")

@@ -1,7 +1,7 @@
 """What a keyboard and screen-reader user meets, in a real headless Chromium: the live region after each Step,
-icons kept from assistive technology, the focus on a page's heading after moving to it, a visible focus ring on
-links; axe-core on every page of a fresh install (no run, no test); and the Annotate form, which starts empty on
-each step and after each Save."""
+icons kept from assistive technology, a message's menu named for its message and its actions reached by the
+keyboard, the focus on a page's heading after moving to it, a visible focus ring on links; axe-core on every page
+of a fresh install (no run, no test); and the Annotate form, which starts empty on each step and after each Save."""
 
 from __future__ import annotations
 
@@ -128,6 +128,23 @@ def test_icons_are_hidden_from_assistive_technology(fresh, browser):
             .map(i => i.getAttribute('aria-label'))"""
     )
     assert spoken == []  # none is read out, but one that is all a button's name
+    page.close()
+
+
+def test_a_messages_menu_is_named_for_the_message_and_its_actions_take_the_focus(fresh, browser):
+    url, _ = fresh
+    page, _ = _stepped(browser, url)
+    menu = page.get_by_role("button", name="Actions on message #1", exact=True)  # an icon alone: "more_vert icon"
+    expect(menu).to_be_visible(timeout=WAIT)
+    menu.focus()
+    page.keyboard.press("Enter")
+    opened = page.get_by_role("dialog", name="Actions on message #1", exact=True)
+    expect(opened).to_be_visible(timeout=WAIT)
+    # its actions are drawn at the end of the page: the focus goes to the first, and from it to the editor
+    expect(opened.get_by_role("button", name="Edit", exact=True)).to_be_focused(timeout=WAIT)
+    page.keyboard.press("Enter")
+    expect(page.locator(".st-key-msg_1 textarea").first).to_be_focused(timeout=WAIT)
+    expect(opened).to_have_count(0)
     page.close()
 
 

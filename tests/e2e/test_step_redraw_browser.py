@@ -1,8 +1,9 @@
 """A Step redraws the playground and nothing else, in a real headless Chromium: the script run it starts is the
 page's fragment, and what the server sends for it touches neither the sidebar nor the navigation. A phase that
 takes longer goes on where its Stop interrupts it: on a scripted model that streams a word every 0.4 s, Stop
-ends the Step within a streamed piece. A tool result's mock form is drawn once its popover is opened. A Step on
-a provider that takes an API key sends the key typed in the sidebar, which only the app's run sets.
+ends the Step within a streamed piece. A row's actions (a tool result's mock form among them) and the insert form
+are drawn once opened, not sent with each Step. A Step on a provider that takes an API key sends the key typed in
+the sidebar, which only the app's run sets.
 
 Read from the app's own messages to the browser (Streamlit's ForwardMsg, on the page's websocket): each script
 run opens with a new_session message that names the fragments it runs, and each element sent carries its place,
@@ -62,6 +63,15 @@ class Messages:
         """The fragments each script run ran (an empty list: the whole app)."""
         return [list(m.metadata.run.fragment_ids) for m in self.sent if m.WhichOneof("type") == "new_session"]
 
+    def widget_keys(self) -> list[str]:
+        """The keys of the widgets sent (a widget's id ends with its key)."""
+        keys = []
+        for m in self.sent:
+            if m.WhichOneof("type") == "delta" and m.delta.WhichOneof("type") == "new_element":
+                element = m.delta.new_element
+                keys.append(getattr(getattr(element, element.WhichOneof("type")), "id", "").rpartition("-")[2])
+        return keys
+
     def roots(self) -> set[int]:
         """The roots the elements sent were drawn in."""
         return {m.metadata.delta_path[0] for m in self.sent if m.WhichOneof("type") == "delta"}
@@ -93,10 +103,14 @@ def test_a_step_redraws_the_page_alone_not_the_sidebar(app, browser):
         assert runs and all(runs), f"a Step ran the whole app, not the page's fragment alone: {runs}"
         assert SIDEBAR_ROOT not in sent.roots(), "a Step redrew the sidebar"
         assert not [m for m in sent.sent if m.WhichOneof("type") == "navigation"], "a Step redrew the navigation"
+        keys = sent.widget_keys()
+        assert "step" in keys, "the test reads no widget's key: it could not see a row's button sent"
+        # a row's actions and the insert form are drawn once opened: a closed menu or expander is one element
+        assert not [k for k in keys if k.startswith(("edit_", "del_", "cmp_from_", "mock_", "ins_"))], keys
 
-    mock = page.locator(".st-key-mock_pop_8")  # the last result's popover: its form is not sent with each Step
+    menu = page.locator(".st-key-row_menu_8")  # the last result's menu: its mock form is not sent with each Step
     expect(page.get_by_label("Result the model reads")).to_have_count(0)
-    mock.get_by_role("button").click()
+    menu.get_by_role("button").click()
     expect(page.get_by_label("Result the model reads")).to_be_visible(timeout=WAIT)
     expect(page.get_by_role("button", name="Mock this result from here on")).to_be_visible()
 

@@ -21,6 +21,38 @@ def click(at: AppTest, key: str) -> AppTest:
     return at
 
 
+def open_menu(at: AppTest, index: int) -> AppTest:
+    """Open the menu of the message at `index`, as a click on it does: its actions are drawn once it is open."""
+    from ui.messages_view import menu_key
+
+    at.session_state[menu_key(index)] = True
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def in_menu(at: AppTest, key: str, index: int) -> AppTest:
+    """Open the menu of the message at `index` and click its button `key`."""
+    return click(open_menu(at, index), key)
+
+
+def open_insert(at: AppTest) -> AppTest:
+    """Open the message list's Insert a message, as a click on it does: its form is drawn once it is open."""
+    from ui.messages_view import INSERT_KEY
+
+    at.session_state[INSERT_KEY] = True
+    at.run()
+    return at
+
+
+def menus(at: AppTest) -> list[int]:
+    """The indices of the messages whose rows are drawn, read from their menus."""
+    from ui.messages_view import MENU_PREFIX
+
+    found = (b.proto.id.rpartition(MENU_PREFIX) for b in at.get("popover"))
+    return [int(index) for _, prefix, index in found if prefix]
+
+
 def start(at: AppTest, scenario: str = "weather", **widgets: Any) -> Run:
     if at.selectbox(key="cfg_provider").value != "scripted":
         at.selectbox(key="cfg_provider").set_value("scripted").run()

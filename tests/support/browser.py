@@ -149,6 +149,15 @@ def open_steps(browser, url: str):
     return page
 
 
+def row_action(page, index: int, key: str):
+    """Open the menu of the message at `index` and return its button `key` (edit, del, cmp_from), drawn once it
+    is open."""
+    page.locator(f".st-key-row_menu_{index} button").first.click()
+    action = page.locator(f".st-key-{key}_{index} button")
+    expect(action).to_be_visible(timeout=WAIT)
+    return action
+
+
 def idle(page) -> None:
     """Wait until the app has finished its script run and the browser has drawn the result."""
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=WAIT)
