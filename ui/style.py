@@ -70,14 +70,15 @@ FOCUS_SCRIPT = """<script>
   const ICONS = 'span[role="img"][aria-label$=" icon"]';
   const MENUS = '[class*="st-key-row_menu_"]';
   let menuFocused = null;  // the menu whose first action was given the focus
-  let acted = null, actedRan = false;  // the message whose menu's action was clicked; whether its redraw began
+  let acted = null;  // the message whose menu's action (one that closes the menu) was clicked
   document.addEventListener("click", (event) => {
     const opener = document.querySelector(`${MENUS} button[aria-expanded="true"]`);
-    if (opener && event.target.closest && event.target.closest('[data-testid="stPopoverBody"] button')) {
+    const inside = event.target.closest ? event.target.closest('[data-testid="stPopoverBody"]') : null;
+    if (opener && inside && event.target.closest("button")) {
       acted = (opener.closest(MENUS).className.match(/st-key-row_menu_(\\d+)/) || [])[1] ?? null;
-      actedRan = false;
-    }
+    } else if (!inside) acted = null;  // a click elsewhere: the person's focus is theirs
   }, true);
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape") acted = null; }, true);
   const alone = (icon) => {  // the icon is all the name its button or link has: its other text is icons too
     const owner = icon.closest('button, a, [role="button"], [role="tab"]');
     if (owner === null) return false;
@@ -142,10 +143,10 @@ FOCUS_SCRIPT = """<script>
       menuFocused = opener;
       if (document.activeElement === opener || document.activeElement === document.body) first.focus();
     }
-    // an action of a menu redraws the page without it: the focus goes to the editor it opened, or to the menu
+    // an action of a menu (Edit, Delete) closes it: once the page is drawn again without it, the focus goes to the
+    // editor the action opened, or back to the menu (an action that keeps it open, the mock form's, waits)
     const state = document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state");
-    if (acted !== null && state === "running") actedRan = true;
-    else if (acted !== null && actedRan && state === "notRunning") {
+    if (acted !== null && !dialog && state === "notRunning") {
       const next = document.querySelector(`.st-key-msg_${acted} textarea`)
         || document.querySelector(`.st-key-row_menu_${acted} button`);
       const active = document.activeElement;  // the page's, or the menu's, which a closing menu gives it back to
