@@ -27,6 +27,7 @@ from .conversation_view import author_badge
 from .debug_view import render_mock_form
 from .message_editor import render_editor
 from .state import Session, get_session
+from .style import MENU_PREFIX
 
 PAGE_SIZE = 10  # each message drawn is drawn again on every Step: about 10 ms of the browser's time each
 FOLD_CHARS = 600
@@ -48,7 +49,6 @@ NEW_BADGE = ":blue-badge[:material/fiber_new: new]"
 NEW_KEY = "_new_messages"  # (run id, index of the first message the last phase added)
 LATEST_SHOWN = 4  # the newest messages listed by the controls, one line each, so Step stays on screen with them
 LATEST_CHARS = 72
-MENU_PREFIX = "row_menu_"
 MENU_LABEL = ":material/more_vert:"
 INSERT_KEY = "insert_open"
 

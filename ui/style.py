@@ -37,6 +37,9 @@ TOKENS = {
 }
 # st.json draws null on a grey badge in an inline style (#dc322f on #ebebeb, 3.9:1): the same red, darker (6.3:1)
 NULL_BADGE = "#a51d1a"
+# the key of a message row's menu (ui.messages_view), the message's index after it: the script below names the menu
+# and moves the focus into it and out of it
+MENU_PREFIX = "row_menu_"
 # what scrolls: a code block of fixed height, a container of fixed height (the compare page's columns)
 SCROLLERS = ".stCode pre, [data-test-scroll-behavior]"
 
@@ -68,15 +71,16 @@ FOCUS_SCRIPT = """<script>
   // Streamlit hides its widgets' icons; an icon in Markdown (`:material/fiber_new:`) it writes as an image named
   // "fiber_new icon", which a screen reader reads out. Hidden, unless it is all a button or link has for a name.
   const ICONS = 'span[role="img"][aria-label$=" icon"]';
-  const MENUS = '[class*="st-key-row_menu_"]';
+  const MENU = __MENU__, MENUS = `[class*="st-key-${MENU}"]`;
+  const messageOf = (menu) => (menu.className.match(new RegExp(`st-key-${MENU}(\\\\d+)`)) || [])[1] ?? null;
+  const openMenu = () => document.querySelector(`${MENUS} button[aria-expanded="true"]`);
   let menuFocused = null;  // the menu whose first action was given the focus
   let acted = null;  // the message whose menu's action (one that closes the menu) was clicked
   document.addEventListener("click", (event) => {
-    const opener = document.querySelector(`${MENUS} button[aria-expanded="true"]`);
+    const opener = openMenu();
     const inside = event.target.closest ? event.target.closest('[data-testid="stPopoverBody"]') : null;
-    if (opener && inside && event.target.closest("button")) {
-      acted = (opener.closest(MENUS).className.match(/st-key-row_menu_(\\d+)/) || [])[1] ?? null;
-    } else if (!inside) acted = null;  // a click elsewhere: the person's focus is theirs
+    if (opener && inside && event.target.closest("button")) acted = messageOf(opener.closest(MENUS));
+    else if (!inside) acted = null;  // a click elsewhere: the person's focus is theirs
   }, true);
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") acted = null; }, true);
   const alone = (icon) => {  // the icon is all the name its button or link has: its other text is icons too
@@ -127,14 +131,14 @@ FOCUS_SCRIPT = """<script>
     // a message's menu is an icon alone ("more_vert icon" to a screen reader): named by what it holds
     for (const menu of document.querySelectorAll(MENUS)) {
       const button = menu.querySelector("button");
-      const index = (menu.className.match(/st-key-row_menu_(\\d+)/) || [])[1];
+      const index = messageOf(menu);
       const name = `Actions on message #${index}`;
       if (button && index && button.getAttribute("aria-label") !== name) button.setAttribute("aria-label", name);
     }
     // and the menu it opens, which Streamlit names by its label as written (":material/more_vert:"). Its actions
     // are drawn once it is open, in a layer at the end of the page: the focus goes to the first, once they are
     // there, as a menu button's does (the next Tab would leave for the next message).
-    const opener = document.querySelector(`${MENUS} button[aria-expanded="true"]`);
+    const opener = openMenu();
     const dialog = opener ? document.querySelector('[data-testid="stPopoverBody"][role="dialog"]') : null;
     if (dialog && opener.hasAttribute("aria-label")) dialog.setAttribute("aria-label", opener.getAttribute("aria-label"));
     const first = dialog ? dialog.querySelector("button, textarea, input") : null;
@@ -148,7 +152,7 @@ FOCUS_SCRIPT = """<script>
     const state = document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state");
     if (acted !== null && !dialog && state === "notRunning") {
       const next = document.querySelector(`.st-key-msg_${acted} textarea`)
-        || document.querySelector(`.st-key-row_menu_${acted} button`);
+        || document.querySelector(`.st-key-${MENU}${acted} button`);
       const active = document.activeElement;  // the page's, or the menu's, which a closing menu gives it back to
       if (next && (active === document.body || active.closest(MENUS))) next.focus();
       acted = null;
@@ -187,7 +191,7 @@ FOCUS_SCRIPT = """<script>
   window.addEventListener("resize", later);
   mark();
 })();
-</script>""".replace("__SCROLLERS__", json.dumps(SCROLLERS))
+</script>""".replace("__SCROLLERS__", json.dumps(SCROLLERS)).replace("__MENU__", json.dumps(MENU_PREFIX))
 
 
 def apply_style() -> None:

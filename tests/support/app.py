@@ -47,7 +47,7 @@ def open_insert(at: AppTest) -> AppTest:
 
 def menus(at: AppTest) -> list[int]:
     """The indices of the messages whose rows are drawn, read from their menus."""
-    from ui.messages_view import MENU_PREFIX
+    from ui.style import MENU_PREFIX
 
     found = (b.proto.id.rpartition(MENU_PREFIX) for b in at.get("popover"))
     return [int(index) for _, prefix, index in found if prefix]

@@ -152,7 +152,9 @@ def open_steps(browser, url: str):
 def row_action(page, index: int, key: str):
     """Open the menu of the message at `index` and return its button `key` (edit, del, cmp_from), drawn once it
     is open."""
-    page.locator(f".st-key-row_menu_{index} button").first.click()
+    from ui.style import MENU_PREFIX
+
+    page.locator(f".st-key-{MENU_PREFIX}{index} button").first.click()
     action = page.locator(f".st-key-{key}_{index} button")
     expect(action).to_be_visible(timeout=WAIT)
     return action
